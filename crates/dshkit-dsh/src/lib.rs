@@ -1,0 +1,6 @@
+//! DSH integration: the `@deepseek-ai/dsh-mcp-client` rows that connect a DSH
+//! profile to dshkit ([`row`]), and edits of a profile's `cordis.patch.yml` that
+//! never touch anything but dshkit's own block ([`patch`]).
+
+pub mod patch;
+pub mod row;

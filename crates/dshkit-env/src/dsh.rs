@@ -1,0 +1,93 @@
+//! The DSH install (its package and version) and the DSH home (profiles).
+
+use std::path::{Path, PathBuf};
+
+use crate::env::Environment;
+use crate::vars;
+
+/// The npm package name of DeepSeek Harness.
+pub const DSH_PACKAGE: &str = "@deepseek-ai/dsh";
+/// How many directories up from the launcher we look for DSH's `package.json`.
+const MAX_PACKAGE_SEARCH_DEPTH: usize = 8;
+/// Most profiles listed from one home.
+pub const MAX_LISTED_PROFILES: usize = 64;
+
+/// The DSH home: `DSH_HOME`, else `~/.dsh`.
+pub fn home(env: &Environment) -> Option<PathBuf> {
+    env.path_var(vars::DSH_HOME).or_else(|| env.home().map(|h| h.join(".dsh")))
+}
+
+/// The directory of one profile inside a home.
+pub fn profile_dir(home: &Path, profile: &str) -> PathBuf {
+    home.join("profiles").join(profile)
+}
+
+/// The profiles present in a home (directories under `profiles/` other than the
+/// shared `node_modules` farm), sorted, at most [`MAX_LISTED_PROFILES`].
+pub fn profiles(home: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(home.join("profiles")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name != "node_modules" && !name.starts_with('.'))
+        .collect();
+    names.sort();
+    names.truncate(MAX_LISTED_PROFILES);
+    names
+}
+
+/// DSH's package root and version, found from its launcher. npm installs `dsh` as
+/// a link to `node_modules/@deepseek-ai/dsh/<bin>`; following it leads to the
+/// package's `package.json`.
+pub fn package_of_launcher(launcher: &Path) -> Option<(PathBuf, String)> {
+    let real = std::fs::canonicalize(launcher).ok()?;
+    real.ancestors().take(MAX_PACKAGE_SEARCH_DEPTH).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+        let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (manifest["name"] == DSH_PACKAGE)
+            .then(|| Some((dir.to_owned(), manifest["version"].as_str()?.to_owned())))
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_prefers_dsh_home_over_the_user_home() {
+        let env = Environment::from_pairs([(vars::DSH_HOME, "/srv/dsh"), (vars::HOME, "/home/u")]);
+        assert_eq!(home(&env), Some(PathBuf::from("/srv/dsh")));
+        let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
+        assert_eq!(home(&env), Some(PathBuf::from("/home/u/.dsh")));
+    }
+
+    #[test]
+    fn profiles_skip_the_module_farm() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["web", "headless", "node_modules", ".tmp"] {
+            std::fs::create_dir_all(dir.path().join("profiles").join(name)).unwrap();
+        }
+        assert_eq!(profiles(dir.path()), vec!["headless", "web"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_package_is_found_through_the_launcher_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("node_modules/@deepseek-ai/dsh");
+        std::fs::create_dir_all(package.join("dist")).unwrap();
+        std::fs::write(package.join("package.json"), r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8"}"#)
+            .unwrap();
+        std::fs::write(package.join("dist/bin.js"), "").unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("../@deepseek-ai/dsh/dist/bin.js", bin.join("dsh")).unwrap();
+        let (root, version) = package_of_launcher(&bin.join("dsh")).unwrap();
+        assert_eq!(root, std::fs::canonicalize(&package).unwrap());
+        assert_eq!(version, "0.1.0-rc.8");
+    }
+}

@@ -1,0 +1,69 @@
+//! A snapshot of the variables discovery reads, so tests can inject their own.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::vars;
+
+/// The environment discovery looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    vars: HashMap<String, OsString>,
+}
+
+impl Environment {
+    /// The current process environment.
+    pub fn from_process() -> Self {
+        Self {
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+                .collect(),
+        }
+    }
+
+    /// An environment with exactly these variables.
+    pub fn from_pairs<K: Into<String>, V: Into<OsString>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Self {
+            vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+
+    /// A non-empty variable.
+    pub fn get(&self, name: &str) -> Option<&OsString> {
+        self.vars.get(name).filter(|v| !v.is_empty())
+    }
+
+    pub fn path_var(&self, name: &str) -> Option<PathBuf> {
+        self.get(name).map(PathBuf::from)
+    }
+
+    pub fn home(&self) -> Option<PathBuf> {
+        self.path_var(vars::HOME)
+    }
+
+    /// Finds `program` on `PATH`, as a shell would.
+    pub fn which(&self, program: &str) -> Option<PathBuf> {
+        let path = self.get(vars::PATH)?;
+        std::env::split_paths(path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| is_executable(candidate))
+    }
+}
+
+/// A regular file we may execute.
+pub fn is_executable(path: &std::path::Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    true
+}

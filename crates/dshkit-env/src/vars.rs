@@ -1,0 +1,24 @@
+//! Every environment variable dshkit reads, in one place.
+
+/// Path of the Chromium (or Chrome/Edge) executable to use.
+pub const DSHKIT_CHROMIUM: &str = "DSHKIT_CHROMIUM";
+/// Path of the Node.js executable to use.
+pub const DSHKIT_NODE: &str = "DSHKIT_NODE";
+/// Path of the `dsh` executable to use.
+pub const DSHKIT_DSH: &str = "DSHKIT_DSH";
+/// DSH's own home directory variable (default `~/.dsh`).
+pub const DSH_HOME: &str = "DSH_HOME";
+/// Root directory for evidence (screenshots, reports).
+pub const DSHKIT_EVIDENCE_ROOT: &str = "DSHKIT_EVIDENCE_ROOT";
+/// Bearer token for `dshkit mcp --http`, instead of a token file.
+pub const DSHKIT_MCP_TOKEN: &str = "DSHKIT_MCP_TOKEN";
+/// `tracing` filter for logs on stderr, e.g. `dshkit=debug`.
+pub const DSHKIT_LOG: &str = "DSHKIT_LOG";
+/// Disables colour in human output when set to any value.
+pub const NO_COLOR: &str = "NO_COLOR";
+/// Base of per-user state (evidence), per the XDG base directory spec.
+pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+/// Base of per-user configuration (token file), per the XDG base directory spec.
+pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+pub const HOME: &str = "HOME";
+pub const PATH: &str = "PATH";

@@ -1,0 +1,87 @@
+//! Tool families: the unit of composition. Each capability (doctor, echo, liveloop,
+//! check, devtools) contributes one family; `--tools` selects which are exposed.
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+/// What a tool promises about its side effects, surfaced to clients as MCP tool
+/// annotations so hosts can ask for confirmation where it matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolHints {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl ToolHints {
+    /// A tool that only reads local state.
+    pub const READ_ONLY: Self = Self {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
+}
+
+/// The static description of one tool.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent`, when the tool promises one.
+    pub output_schema: Option<Value>,
+    pub hints: ToolHints,
+}
+
+/// One call routed to a family.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Map<String, Value>,
+}
+
+/// A successful result: structured data for machines and a compact text for models.
+/// The server bounds both before they leave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub structured: Map<String, Value>,
+    pub text: String,
+}
+
+/// A tool-level failure: returned to the client as `isError: true` with text that
+/// says what to do next. Protocol-level problems (unknown tool) never reach a family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolFailure {
+    pub message: String,
+    pub structured: Option<Map<String, Value>>,
+}
+
+impl ToolFailure {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            structured: None,
+        }
+    }
+
+    /// Arguments that do not fit the tool's schema.
+    pub fn invalid_arguments(tool: &str, problem: impl std::fmt::Display) -> Self {
+        Self::new(format!(
+            "invalid arguments for {tool}: {problem}; see the tool's inputSchema"
+        ))
+    }
+}
+
+/// A family of tools served by dshkit.
+pub trait ToolFamily: Send + Sync + 'static {
+    /// The name `--tools` selects the family by, e.g. `core`.
+    fn name(&self) -> &'static str;
+    /// The tools this family serves. Names are unique across families.
+    fn tools(&self) -> Vec<ToolSpec>;
+    /// Runs one call of a tool this family listed.
+    fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>>;
+}

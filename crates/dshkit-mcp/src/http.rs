@@ -1,0 +1,253 @@
+//! Streamable HTTP transport, secured by default: loopback bind, bearer token,
+//! Host and Origin validation against DNS rebinding, a body cap and time limits.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::DshkitServer;
+use crate::token::Token;
+
+/// Largest accepted request body (1 MiB).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Longest a request may take to produce its response head. Tool calls are bounded
+/// separately by the server's tool timeout, which this exceeds by a margin.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(330);
+/// Interval of SSE keep-alive comments on open streams.
+pub(crate) const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How to serve MCP over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    pub token: Token,
+    /// Required to bind an address that is not loopback.
+    pub allow_remote: bool,
+    /// Extra `Host` names accepted besides the loopback ones (for remote use).
+    pub allowed_hosts: Vec<String>,
+    /// Extra browser origins accepted besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+}
+
+impl HttpOptions {
+    /// Loopback-only options with the default limits.
+    pub fn loopback(addr: SocketAddr, token: Token) -> Self {
+        Self {
+            addr,
+            token,
+            allow_remote: false,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    #[error(
+        "refusing to serve MCP on non-loopback address {0}: pass --allow-remote (and a token through --token-file or DSHKIT_MCP_TOKEN) if you really want this"
+    )]
+    NonLoopback(SocketAddr),
+    #[error("failed to bind {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running HTTP server.
+#[derive(Debug)]
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl HttpServer {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint, e.g. `http://127.0.0.1:PORT/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{MCP_PATH}", self.local_addr)
+    }
+
+    /// Waits until the server has stopped (after its shutdown token fired).
+    pub async fn finished(self) -> std::io::Result<()> {
+        self.task.await.unwrap_or_else(|join| Err(std::io::Error::other(join)))
+    }
+}
+
+struct Guard {
+    token: Token,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    max_body_bytes: usize,
+}
+
+/// Binds and starts serving; returns once the listener is ready.
+pub async fn serve_http(
+    server: DshkitServer,
+    options: HttpOptions,
+    shutdown: CancellationToken,
+) -> Result<HttpServer, HttpError> {
+    if !options.addr.ip().is_loopback() && !options.allow_remote {
+        return Err(HttpError::NonLoopback(options.addr));
+    }
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
+
+    let port = local_addr.port();
+    let mut hosts: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .map(|h| format!("{h}:{port}"))
+        .collect();
+    if !local_addr.ip().is_loopback() {
+        hosts.push(local_addr.to_string());
+    }
+    hosts.extend(options.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
+    let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
+    origins.extend(options.allowed_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()));
+
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown.child_token())
+        .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+        .with_max_request_body_bytes(options.max_body_bytes)
+        // Our guard validates Host and Origin first (with ports); rmcp's own check
+        // stays on as a second line with the bare loopback names.
+        .with_allowed_hosts(
+            ["localhost", "127.0.0.1", "::1"]
+                .into_iter()
+                .map(str::to_owned)
+                .chain(options.allowed_hosts.iter().cloned())
+                .chain((!local_addr.ip().is_loopback()).then(|| local_addr.ip().to_string())),
+        );
+    let service: StreamableHttpService<DshkitServer, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
+
+    let guard = Arc::new(Guard {
+        token: options.token,
+        hosts,
+        origins,
+        max_body_bytes: options.max_body_bytes,
+    });
+    let router = axum::Router::new()
+        .nest_service(MCP_PATH, service)
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            options.request_timeout,
+        ))
+        .layer(middleware::from_fn_with_state(guard, guard_request));
+
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+            .await
+    });
+    tracing::info!(%local_addr, "MCP over Streamable HTTP ready");
+    Ok(HttpServer { local_addr, task })
+}
+
+/// Rejections, in order: Host or Origin (403), token (401), declared body size (413).
+async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if let Err(why) = check_host_and_origin(&guard, request.headers()) {
+        tracing::warn!(why, "rejected request: 403");
+        return reject(StatusCode::FORBIDDEN, why);
+    }
+    if !authorized(&guard.token, request.headers()) {
+        tracing::warn!("rejected request: missing or wrong bearer token");
+        let mut response = reject(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token from the server's token file",
+        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"dshkit\""));
+        return response;
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
+        return reject(StatusCode::PAYLOAD_TOO_LARGE, "request body exceeds the server's body cap");
+    }
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    // Read the (capped) body once so chunked uploads meet the same cap and garbage
+    // gets a JSON-RPC parse error rather than a transport-level complaint.
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, guard.max_body_bytes)).await {
+        Ok(collected) => collected.to_bytes(),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => {
+            return reject(StatusCode::PAYLOAD_TOO_LARGE, "request body exceeds the server's body cap");
+        }
+        Err(_) => return reject(StatusCode::BAD_REQUEST, "failed to read the request body"),
+    };
+    if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return json_rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {err}"));
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+fn check_host_and_origin(guard: &Guard, headers: &HeaderMap) -> Result<(), &'static str> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .ok_or("missing Host header")?;
+    if !guard.hosts.contains(&host) {
+        return Err("Host header is not an address of this server (DNS rebinding protection)");
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().map_err(|_| "unreadable Origin header")?.to_ascii_lowercase();
+        if !guard.origins.contains(&origin) {
+            return Err("Origin is not allowed (DNS rebinding protection)");
+        }
+    }
+    Ok(())
+}
+
+fn authorized(token: &Token, headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .is_some_and(|presented| token.matches(presented))
+}
+
+fn reject(status: StatusCode, message: &str) -> Response {
+    json_rpc_error(status, -32600, message)
+}
+
+fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(body.to_string())).into_response()
+}

@@ -1,0 +1,248 @@
+//! The MCP server: composes tool families behind one `rmcp` handler, routes calls,
+//! bounds results and turns failures into `isError` results.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+
+use crate::bound::{ResultLimits, bound_structured, bound_text};
+use crate::family::{ToolCall, ToolFailure, ToolFamily, ToolSpec};
+
+/// Longest a single tool call may run before it is abandoned with an `isError`
+/// result. Families with long work (verification, live boots) bound themselves
+/// more tightly; this is the backstop.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The protocol versions dshkit speaks: the two `initialize` eras and the
+/// stateless `server/discover` era.
+pub const SUPPORTED_PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// Errors while assembling a server from families.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    #[error("tool `{tool}` is served by both `{first}` and `{second}`")]
+    DuplicateTool {
+        tool: String,
+        first: &'static str,
+        second: &'static str,
+    },
+    #[error("unknown tool family `{0}`; known families: {1}")]
+    UnknownFamily(String, String),
+    #[error("tool `{0}` has an input schema that is not a JSON object")]
+    BadSchema(String),
+}
+
+/// Options of a server instance.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub name: String,
+    pub version: String,
+    pub instructions: String,
+    pub limits: ResultLimits,
+    pub tool_timeout: Duration,
+}
+
+struct Registry {
+    options: ServerOptions,
+    families: Vec<Arc<dyn ToolFamily>>,
+    tools: Vec<Tool>,
+    routes: HashMap<String, usize>,
+}
+
+/// The dshkit MCP server. Cheap to clone: every transport session shares one
+/// registry.
+#[derive(Clone)]
+pub struct DshkitServer {
+    registry: Arc<Registry>,
+}
+
+impl std::fmt::Debug for DshkitServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DshkitServer")
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DshkitServer {
+    /// Builds a server from the `available` families, exposing those named in
+    /// `selected` (all of them when `selected` is `None`).
+    pub fn new(
+        options: ServerOptions,
+        available: Vec<Arc<dyn ToolFamily>>,
+        selected: Option<&[String]>,
+    ) -> Result<Self, RegistryError> {
+        let families = match selected {
+            None => available,
+            Some(names) => {
+                let known = available.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
+                let mut chosen = Vec::new();
+                for name in names {
+                    let family = available
+                        .iter()
+                        .find(|f| f.name() == name)
+                        .ok_or_else(|| RegistryError::UnknownFamily(name.clone(), known.clone()))?;
+                    if !chosen.iter().any(|c: &Arc<dyn ToolFamily>| c.name() == name) {
+                        chosen.push(Arc::clone(family));
+                    }
+                }
+                chosen
+            }
+        };
+        let mut tools = Vec::new();
+        let mut routes: HashMap<String, usize> = HashMap::new();
+        for (index, family) in families.iter().enumerate() {
+            for spec in family.tools() {
+                if let Some(&first) = routes.get(spec.name) {
+                    return Err(RegistryError::DuplicateTool {
+                        tool: spec.name.to_owned(),
+                        first: families[first].name(),
+                        second: family.name(),
+                    });
+                }
+                routes.insert(spec.name.to_owned(), index);
+                tools.push(to_rmcp_tool(&spec)?);
+            }
+        }
+        Ok(Self {
+            registry: Arc::new(Registry {
+                options,
+                families,
+                tools,
+                routes,
+            }),
+        })
+    }
+
+    /// Names of the exposed tools, in listing order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.registry.tools.iter().map(|t| t.name.to_string()).collect()
+    }
+
+    /// Runs one call and returns the bounded MCP result; `None` for an unknown tool.
+    /// Shared by the MCP handler and by in-process callers such as benchmarks.
+    pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Option<CallToolResult> {
+        let index = *self.registry.routes.get(name)?;
+        let family = Arc::clone(&self.registry.families[index]);
+        let call = ToolCall {
+            name: name.to_owned(),
+            arguments,
+        };
+        let timeout = self.registry.options.tool_timeout;
+        // A task of its own: a panicking family fails its call, not the server.
+        let task = tokio::spawn(async move { family.call(call).await });
+        let outcome = match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(join)) => Err(ToolFailure::new(format!(
+                "{name} failed internally ({join}); this is a dshkit bug, please report it with the arguments used"
+            ))),
+            Err(_) => Err(ToolFailure::new(format!(
+                "{name} did not finish within {}s and was abandoned; retry, or run the matching `dshkit` CLI command to see progress",
+                timeout.as_secs()
+            ))),
+        };
+        Some(self.finish(outcome))
+    }
+
+    fn finish(&self, outcome: Result<crate::ToolOutput, ToolFailure>) -> CallToolResult {
+        let limits = self.registry.options.limits;
+        let (mut text, structured, is_error) = match outcome {
+            Ok(output) => (output.text, Some(output.structured), false),
+            Err(failure) => (failure.message, failure.structured, true),
+        };
+        let mut truncated = bound_text(&mut text, limits.max_text_bytes);
+        let structured = structured.map(|mut map| {
+            truncated |= bound_structured(&mut map, limits.max_structured_bytes);
+            Value::Object(map)
+        });
+        if truncated && !text.contains("[truncated") {
+            text.push_str("\n[truncated: structured result exceeded its cap; see `truncated` in structuredContent]");
+        }
+        let mut result = if is_error {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = structured;
+        result
+    }
+}
+
+fn to_rmcp_tool(spec: &ToolSpec) -> Result<Tool, RegistryError> {
+    let object = |value: &Value| -> Result<Arc<JsonObject>, RegistryError> {
+        value
+            .as_object()
+            .cloned()
+            .map(Arc::new)
+            .ok_or_else(|| RegistryError::BadSchema(spec.name.to_owned()))
+    };
+    let mut annotations = ToolAnnotations::new();
+    annotations.title = Some(spec.title.to_owned());
+    annotations.read_only_hint = Some(spec.hints.read_only);
+    annotations.destructive_hint = Some(spec.hints.destructive);
+    annotations.idempotent_hint = Some(spec.hints.idempotent);
+    annotations.open_world_hint = Some(spec.hints.open_world);
+    let mut tool = Tool::new(spec.name, spec.description, object(&spec.input_schema)?)
+        .with_title(spec.title)
+        .with_annotations(annotations);
+    if let Some(output) = &spec.output_schema {
+        tool = tool.with_raw_output_schema(object(output)?);
+    }
+    Ok(tool)
+}
+
+impl ServerHandler for DshkitServer {
+    fn get_info(&self) -> ServerConfig {
+        let options = &self.registry.options;
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(options.name.clone(), options.version.clone()))
+            .with_instructions(options.instructions.clone())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(SUPPORTED_PROTOCOL_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.registry.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.registry.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        tracing::debug!(tool = %name, "tools/call");
+        match self.call(&name, request.arguments.unwrap_or_default()).await {
+            Some(result) => Ok(result.into()),
+            None => Err(McpError::invalid_params(
+                format!("unknown tool `{name}`; call tools/list for the tools this server exposes"),
+                None,
+            )),
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! Bearer tokens for the HTTP transport: from an environment variable, or from a
+//! token file that is created with mode 0600 when absent.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Bytes of randomness in a generated token (rendered as 64 hex characters).
+pub const TOKEN_BYTES: usize = 32;
+/// Shortest token accepted from a file or the environment.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// A bearer token. Its `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    /// Wraps a token value after checking it is usable in an `Authorization` header.
+    pub fn new(value: &str) -> Result<Self, TokenError> {
+        let value = value.trim();
+        if value.len() < MIN_TOKEN_CHARS {
+            return Err(TokenError::TooShort(MIN_TOKEN_CHARS));
+        }
+        if !value.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(TokenError::BadCharacters);
+        }
+        Ok(Self(value.to_owned()))
+    }
+
+    /// A fresh random token.
+    pub fn generate() -> Result<Self, TokenError> {
+        let mut bytes = [0u8; TOKEN_BYTES];
+        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
+        Ok(Self(hex::encode(bytes)))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Constant-time comparison against a presented token.
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        let expected = self.0.as_bytes();
+        if expected.len() != presented.len() {
+            return false;
+        }
+        expected
+            .iter()
+            .zip(presented)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+/// Where a server's token came from, for the startup log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenOrigin {
+    Environment(&'static str),
+    File { path: PathBuf, created: bool },
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    #[error("token is shorter than {0} characters")]
+    TooShort(usize),
+    #[error("token must be printable ASCII without spaces")]
+    BadCharacters,
+    #[error("failed to generate a random token: {0}")]
+    Random(String),
+    #[error("failed to read token file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to create token file {path}")]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("token file {path} is readable by other users (mode {mode:o}); run `chmod 600 {path}`")]
+    TooOpen { path: PathBuf, mode: u32 },
+    #[error("token file {path}: {problem}")]
+    Invalid { path: PathBuf, problem: Box<TokenError> },
+}
+
+/// Reads the token in `path`, or creates the file with a fresh token (mode 0600,
+/// created exclusively so two servers starting at once agree on one token).
+pub fn load_or_create_token_file(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
+    match fs::read_to_string(path) {
+        Ok(text) => {
+            check_private(path)?;
+            let token = Token::new(&text).map_err(|problem| TokenError::Invalid {
+                path: path.to_owned(),
+                problem: Box::new(problem),
+            })?;
+            Ok((token, TokenOrigin::File { path: path.to_owned(), created: false }))
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => create(path),
+        Err(source) => Err(TokenError::Read { path: path.to_owned(), source }),
+    }
+}
+
+fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
+    let create_err = |source| TokenError::Create { path: path.to_owned(), source };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(create_err)?;
+    }
+    let token = Token::generate()?;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(mut file) => {
+            file.write_all(token.expose().as_bytes()).map_err(create_err)?;
+            file.write_all(b"\n").map_err(create_err)?;
+            file.sync_all().map_err(create_err)?;
+            Ok((token, TokenOrigin::File { path: path.to_owned(), created: true }))
+        }
+        // Another server created it between our read and our create: use theirs.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_token_file(path),
+        Err(source) => Err(create_err(source)),
+    }
+}
+
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), TokenError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(path)
+        .map_err(|source| TokenError::Read { path: path.to_owned(), source })?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(TokenError::TooOpen { path: path.to_owned(), mode: mode & 0o777 });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path) -> Result<(), TokenError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_a_private_token_file_once_and_reuses_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/token");
+        let (first, origin) = load_or_create_token_file(&path).unwrap();
+        assert_eq!(origin, TokenOrigin::File { path: path.clone(), created: true });
+        assert_eq!(first.expose().len(), TOKEN_BYTES * 2);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+        let (second, origin) = load_or_create_token_file(&path).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(origin, TokenOrigin::File { path, created: false });
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn refuses_a_token_file_others_can_read() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        fs::write(&path, "0123456789abcdef0123").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        let err = load_or_create_token_file(&path).unwrap_err();
+        assert!(matches!(err, TokenError::TooOpen { .. }), "{err}");
+        assert!(err.to_string().contains("chmod 600"));
+    }
+
+    #[test]
+    fn rejects_short_or_spaced_tokens() {
+        assert!(matches!(Token::new("short"), Err(TokenError::TooShort(_))));
+        assert!(matches!(Token::new("has a space in the middle"), Err(TokenError::BadCharacters)));
+        assert!(Token::new("  0123456789abcdef\n").is_ok());
+    }
+
+    #[test]
+    fn matching_is_exact() {
+        let token = Token::new("0123456789abcdef").unwrap();
+        assert!(token.matches(b"0123456789abcdef"));
+        assert!(!token.matches(b"0123456789abcdeF"));
+        assert!(!token.matches(b"0123456789abcde"));
+        assert!(!format!("{token:?}").contains("0123"));
+    }
+}

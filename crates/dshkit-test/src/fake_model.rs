@@ -1,0 +1,148 @@
+//! A loopback stand-in for the LLM, speaking the OpenAI-compatible chat
+//! completions wire protocol that DSH's DeepSeek adapter uses
+//! (`DEEPSEEK_BASE_URL`). It scripts one turn: call `tool` once, then answer with
+//! the text of the tool's result so the final answer proves the result arrived.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// A request the fake model received.
+pub type ModelRequest = Value;
+
+/// Prefix of the final answer, followed by the tool result text.
+pub const ANSWER_PREFIX: &str = "Tool result follows: ";
+
+#[derive(Clone)]
+struct Script {
+    tool: String,
+    arguments: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+/// A running fake model. Stops when dropped.
+pub struct FakeModel {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeModel {
+    /// Serves on `127.0.0.1:0`; the model calls `tool` with `arguments` first.
+    pub fn start(tool: &str, arguments: &Value) -> Self {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Script { tool: tool.to_owned(), arguments: arguments.to_string(), requests: Arc::clone(&requests) };
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake model");
+                addr_tx.send(listener.local_addr().expect("addr")).expect("report addr");
+                let app = axum::Router::new()
+                    .route("/chat/completions", axum::routing::post(complete))
+                    .route("/v1/chat/completions", axum::routing::post(complete))
+                    .with_state(script);
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let addr = addr_rx.recv().expect("fake model address");
+        Self { url: format!("http://{addr}"), requests, stop: Some(stop_tx), thread: Some(thread) }
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<Value>) -> Response {
+    script.requests.lock().expect("lock").push(request.clone());
+    let stream = request["stream"].as_bool().unwrap_or(false);
+    let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
+    if !has_tools {
+        return reply_text("dshkit check", stream);
+    }
+    if last["role"] == "tool" {
+        return reply_text(&format!("{ANSWER_PREFIX}{}", message_text(&last["content"])), stream);
+    }
+    let call = json!({
+        "index": 0, "id": "call_dshkit_1", "type": "function",
+        "function": { "name": script.tool, "arguments": script.arguments },
+    });
+    if stream {
+        sse(&[
+            json!({ "role": "assistant", "content": null, "tool_calls": [call] }),
+        ], "tool_calls")
+    } else {
+        axum::Json(json!({
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{ "index": 0, "finish_reason": "tool_calls",
+                          "message": { "role": "assistant", "content": null, "tool_calls": [call] } }],
+            "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 },
+        }))
+        .into_response()
+    }
+}
+
+fn message_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        other => other.to_string(),
+    }
+}
+
+fn reply_text(text: &str, stream: bool) -> Response {
+    if stream {
+        sse(&[json!({ "role": "assistant", "content": text })], "stop")
+    } else {
+        axum::Json(json!({
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
+            "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 },
+        }))
+        .into_response()
+    }
+}
+
+fn sse(deltas: &[Value], finish: &str) -> Response {
+    let mut body = String::new();
+    let chunk = |delta: &Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+        })
+    };
+    for delta in deltas {
+        body.push_str(&format!("data: {}\n\n", chunk(delta, Value::Null)));
+    }
+    body.push_str(&format!("data: {}\n\n", chunk(&json!({}), json!(finish))));
+    body.push_str(&format!(
+        "data: {}\n\n",
+        json!({ "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": "fake", "choices": [],
+                "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 } })
+    ));
+    body.push_str("data: [DONE]\n\n");
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}

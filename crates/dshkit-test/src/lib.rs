@@ -1,0 +1,19 @@
+//! Test support shared by dshkit's integration tests. Dev-dependency only.
+//!
+//! - [`Peers`]: the real components `cargo xtask setup` installs (Node 22, the MCP
+//!   SDK client, Inspector CLI, conformance suite, server-everything, DSH).
+//! - [`ChildGuard`]: a child in its own process group, killed with its whole tree
+//!   when the guard drops, so a failing test leaks nothing.
+//! - [`FakeModel`]: an OpenAI-compatible chat endpoint on loopback that scripts one
+//!   tool call and then answers with the tool's result; it stands in for the LLM,
+//!   the one part that cannot run here.
+
+#![expect(clippy::missing_panics_doc, reason = "test support panics with a message on misuse")]
+
+mod child;
+mod fake_model;
+mod peers;
+
+pub use child::{ChildGuard, read_ready_line, spawn_guarded};
+pub use fake_model::{ANSWER_PREFIX, FakeModel, ModelRequest};
+pub use peers::{Peers, workspace_root};

@@ -1,0 +1,62 @@
+//! The real peers installed by `cargo xtask setup` under `target/peers/`.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (two levels above this crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("crates/<name>").to_owned()
+}
+
+/// Paths of the installed peers.
+#[derive(Debug, Clone)]
+pub struct Peers {
+    pub dir: PathBuf,
+}
+
+impl Peers {
+    /// The installed peers; panics with the command that installs them when absent,
+    /// so a test never passes by skipping its real peer.
+    pub fn get() -> Self {
+        let dir = std::env::var_os("DSHKIT_TEST_PEERS").map_or_else(|| workspace_root().join("target/peers"), PathBuf::from);
+        let peers = Self { dir };
+        for needed in [peers.node(), peers.dsh()] {
+            assert!(
+                needed.exists(),
+                "{} is missing: run `cargo xtask setup` (or the README's test command, `cargo xtask test`)",
+                needed.display()
+            );
+        }
+        peers
+    }
+
+    /// Node 22 (DSH needs >= 22.19; the Inspector too).
+    pub fn node(&self) -> PathBuf {
+        self.dir.join("mcp/node_modules/node/bin/node")
+    }
+
+    pub fn node_bin_dir(&self) -> PathBuf {
+        self.dir.join("mcp/node_modules/node/bin")
+    }
+
+    /// A file inside the npm peers' `node_modules`.
+    pub fn module(&self, relative: &str) -> PathBuf {
+        self.dir.join("mcp/node_modules").join(relative)
+    }
+
+    /// A harness script from `harness/peers/` (it imports from the installed peers).
+    pub fn script(&self, name: &str) -> PathBuf {
+        workspace_root().join("harness/peers").join(name)
+    }
+
+    /// The `dsh` launcher of the DSH testbed.
+    pub fn dsh(&self) -> PathBuf {
+        self.dir.join("dsh-testbed/node_modules/.bin/dsh")
+    }
+
+    /// `PATH` with Node 22 and `dsh` first.
+    pub fn path_var(&self) -> std::ffi::OsString {
+        let mut dirs = vec![self.node_bin_dir(), self.dsh().parent().expect("bin dir").to_owned()];
+        dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+        std::env::join_paths(dirs).expect("valid PATH")
+    }
+}

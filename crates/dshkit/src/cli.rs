@@ -1,0 +1,111 @@
+//! The command line. Parsing only; each command runs in `commands`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// dshkit: make coding agents trustworthy when they build software.
+///
+/// Serves LiveLoop, Echo, Startup Check and Cordis DevTools as MCP tools (`dshkit mcp`)
+/// and as commands for people.
+#[derive(Debug, Parser)]
+#[command(name = "dshkit", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Exit codes: 0 success, 1 problem found, 2 usage error, 3 refused input or configuration, 4 runtime failure.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more.")]
+pub(crate) struct Cli {
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serve dshkit's tools over MCP (stdio by default).
+    Mcp(McpArgs),
+    /// Check the machine facts dshkit depends on, each with its fix.
+    Doctor,
+    /// Connect DSH (DeepSeek Harness) profiles to dshkit.
+    #[command(subcommand)]
+    Dsh(DshCommand),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Serve over stdio (the default).
+    #[arg(long, conflicts_with = "http")]
+    pub(crate) stdio: bool,
+
+    /// Serve over Streamable HTTP on ADDR (default 127.0.0.1:0). Prints
+    /// `dshkit mcp: http://ADDR/mcp` on stdout once ready.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub(crate) http: Option<SocketAddr>,
+
+    /// Bearer token file for --http; created with mode 0600 and a random token when
+    /// absent. Default: $XDG_CONFIG_HOME/dshkit/mcp-token. DSHKIT_MCP_TOKEN overrides
+    /// the default file.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<PathBuf>,
+
+    /// Tool families to expose, comma-separated (default: all). Known: core.
+    #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
+    pub(crate) tools: Option<Vec<String>>,
+
+    /// Allow --http on a non-loopback address. Requires a token you chose
+    /// (--token-file with an existing file, or DSHKIT_MCP_TOKEN).
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+
+    /// Extra Host header values to accept (e.g. `mybox.lan:8080`); loopback names
+    /// are always accepted.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub(crate) allow_hosts: Vec<String>,
+
+    /// Extra browser Origins to accept (e.g. `http://localhost:5173`).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) allow_origins: Vec<String>,
+
+    /// Largest accepted HTTP request body in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = dshkit_mcp::DEFAULT_MAX_BODY_BYTES)]
+    pub(crate) max_body_bytes: usize,
+
+    /// Longest a tool call may run, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
+    pub(crate) tool_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DshCommand {
+    /// Print the `@deepseek-ai/dsh-mcp-client` row that connects a DSH profile to dshkit.
+    McpRow(RowArgs),
+    /// Add that row to a profile's cordis.patch.yml (atomic, idempotent, with a backup).
+    Connect(ConnectArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RowArgs {
+    /// Connect to a running `dshkit mcp --http` at URL instead of spawning dshkit over stdio.
+    #[arg(long, value_name = "URL")]
+    pub(crate) http: Option<String>,
+
+    /// Token file of that HTTP server (default: the server's default token file).
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub(crate) token_file: Option<PathBuf>,
+
+    /// DSH home to pass to the stdio server as DSH_HOME (DSH strips DSH_* variables
+    /// from its children). Default: $DSH_HOME, else ~/.dsh.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dsh_home: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConnectArgs {
+    /// The profile to connect.
+    #[arg(long, default_value = "web")]
+    pub(crate) profile: String,
+
+    #[command(flatten)]
+    pub(crate) row: RowArgs,
+}

@@ -1,0 +1,117 @@
+//! `dshkit mcp`: serve every selected tool family over stdio or Streamable HTTP.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use dshkit_env::{Environment, vars};
+use dshkit_mcp::{
+    DshkitServer, HttpOptions, ResultLimits, ServerOptions, Token, TokenOrigin, load_or_create_token_file,
+    serve_http, serve_stdio,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::McpArgs;
+use crate::exit::{self, Failure};
+use crate::output::Output;
+use crate::tools;
+
+const INSTRUCTIONS: &str = "dshkit gives coding agents ground truth about the software they build. \
+Call dshkit_doctor first when a dshkit tool reports a missing prerequisite: it names the exact fix. \
+Tool results are bounded; a `truncated: true` field means part of a result was cut.";
+
+/// The token file used when none is given: `$XDG_CONFIG_HOME/dshkit/mcp-token`,
+/// else `~/.config/dshkit/mcp-token`.
+pub(crate) fn default_token_file(env: &Environment) -> Option<PathBuf> {
+    env.path_var(vars::XDG_CONFIG_HOME)
+        .or_else(|| env.home().map(|h| h.join(".config")))
+        .map(|base| base.join("dshkit/mcp-token"))
+}
+
+/// An explicit `--token-file` wins, then `DSHKIT_MCP_TOKEN`, then the default file.
+pub(crate) fn resolve_token(explicit: Option<&Path>, env: &Environment) -> anyhow::Result<(Token, TokenOrigin)> {
+    if let Some(path) = explicit {
+        return Ok(load_or_create_token_file(path)?);
+    }
+    if let Some(value) = env.get(vars::DSHKIT_MCP_TOKEN) {
+        let value = value.to_str().ok_or_else(|| anyhow!("{} is not valid UTF-8", vars::DSHKIT_MCP_TOKEN))?;
+        let token = Token::new(value).with_context(|| format!("{} is not a usable token", vars::DSHKIT_MCP_TOKEN))?;
+        return Ok((token, TokenOrigin::Environment(vars::DSHKIT_MCP_TOKEN)));
+    }
+    let path = default_token_file(env).context("no token file: pass --token-file or set HOME")?;
+    Ok(load_or_create_token_file(&path)?)
+}
+
+pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
+    let options = ServerOptions {
+        name: "dshkit".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        instructions: INSTRUCTIONS.into(),
+        limits: ResultLimits::default(),
+        tool_timeout: Duration::from_secs(args.tool_timeout),
+    };
+    let server = DshkitServer::new(options, tools::all_families(), args.tools.as_deref()).map_err(Failure::refused)?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+
+    let Some(addr) = args.http else {
+        tracing::info!(tools = ?server.tool_names(), "serving MCP over stdio");
+        serve_stdio(server, shutdown).await.map_err(Failure::runtime)?;
+        return Ok(exit::SUCCESS);
+    };
+
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        // Refused before anything is created, so a refused command leaves no token file.
+        return Err(Failure::refused(dshkit_mcp::HttpError::NonLoopback(addr)));
+    }
+    let env = Environment::from_process();
+    let (token, origin) = resolve_token(args.token_file.as_deref(), &env).map_err(Failure::refused)?;
+    let chosen = match &origin {
+        TokenOrigin::Environment(_) => true,
+        TokenOrigin::File { created, .. } => !created,
+    };
+    if args.allow_remote && !addr.ip().is_loopback() && !chosen {
+        return Err(Failure::refused(anyhow!(
+            "--allow-remote needs a token you chose: put one in an existing --token-file or in DSHKIT_MCP_TOKEN"
+        )));
+    }
+    match &origin {
+        TokenOrigin::Environment(var) => tracing::info!("bearer token from {var}"),
+        TokenOrigin::File { path, created } => {
+            tracing::info!(path = %path.display(), created, "bearer token file");
+        }
+    }
+    let http_options = HttpOptions {
+        allow_remote: args.allow_remote,
+        allowed_hosts: args.allow_hosts,
+        allowed_origins: args.allow_origins,
+        max_body_bytes: args.max_body_bytes,
+        ..HttpOptions::loopback(addr, token)
+    };
+    let running = serve_http(server, http_options, shutdown).await.map_err(Failure::refused)?;
+    // The one line on stdout, for scripts and test harnesses waiting on readiness.
+    out.write(&format!("dshkit mcp: {}\n", running.url()));
+    running.finished().await.context("HTTP server failed").map_err(Failure::runtime)?;
+    Ok(exit::SUCCESS)
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            tracing::warn!("failed to install signal handlers");
+            return;
+        };
+        tokio::select! {
+            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    shutdown.cancel();
+}

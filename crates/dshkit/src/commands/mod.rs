@@ -1,0 +1,5 @@
+//! One module per command.
+
+pub(crate) mod doctor;
+pub(crate) mod dsh;
+pub(crate) mod mcp;

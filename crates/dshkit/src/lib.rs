@@ -1,0 +1,72 @@
+//! The dshkit binary's library: command-line parsing, commands, and the MCP tool
+//! routers that adapt the capability crates to MCP tool families.
+//!
+//! `main.rs` only calls [`main`].
+
+mod cli;
+mod commands;
+pub mod exit;
+mod output;
+mod tools;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use dshkit_env::vars;
+
+pub use tools::all_families;
+
+/// Runs dshkit with `args` (including the program name) and returns its exit code.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version go to stdout; a closed pipe there is not an error.
+            let _ = err.print();
+            return exit::code(u8::try_from(err.exit_code()).unwrap_or(exit::USAGE));
+        }
+    };
+    init_logging();
+    let out = output::Output::new(cli.json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => return report(&exit::Failure::runtime(err)),
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            cli::Command::Mcp(args) => commands::mcp::run(args, out).await,
+            cli::Command::Doctor => Ok(commands::doctor::run(out).await),
+            cli::Command::Dsh(command) => commands::dsh::run(command, out),
+        }
+    });
+    // Do not wait for stray blocking tasks (a stdin read) once the command is done.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => exit::code(code),
+        Err(failure) => report(&failure),
+    }
+}
+
+fn report(failure: &exit::Failure) -> ExitCode {
+    tracing::debug!(error = ?failure.error, "command failed");
+    #[expect(clippy::print_stderr, reason = "the final error message of the CLI")]
+    {
+        eprintln!("dshkit: error: {:#}", failure.error);
+    }
+    exit::code(failure.code)
+}
+
+/// Logs go to stderr only: stdout carries MCP frames or command results.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env(vars::DSHKIT_LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let ansi = std::env::var_os(vars::NO_COLOR).is_none() && std::io::stderr().is_terminal();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,53 @@
+//! The only place that writes to stdout. A closed pipe (`dshkit doctor | head -1`)
+//! is success, not a panic; colour follows `NO_COLOR` and whether stdout is a
+//! terminal.
+
+use std::io::{IsTerminal, Write};
+
+use dshkit_env::vars;
+
+/// Where command results go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Output {
+    pub(crate) json: bool,
+    pub(crate) color: bool,
+}
+
+impl Output {
+    pub(crate) fn new(json: bool) -> Self {
+        let color = !json && std::env::var_os(vars::NO_COLOR).is_none() && std::io::stdout().is_terminal();
+        Self { json, color }
+    }
+
+    /// Writes `text` to stdout and flushes. A broken pipe ends quietly.
+    pub(crate) fn write(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let result = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+        if let Err(err) = result {
+            if err.kind() == std::io::ErrorKind::BrokenPipe {
+                return;
+            }
+            tracing::warn!(%err, "failed to write to stdout");
+        }
+    }
+
+    /// Pretty JSON and a newline.
+    pub(crate) fn json(&self, value: &impl serde::Serialize) {
+        let mut text = serde_json::to_string_pretty(value).expect("our reports always serialize");
+        text.push('\n');
+        self.write(&text);
+    }
+
+    /// `text` in an ANSI colour when colour is on.
+    pub(crate) fn paint(&self, text: &str, color: Color) -> String {
+        if self.color { format!("\x1b[{}m{text}\x1b[0m", color as u8) } else { text.to_owned() }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Color {
+    Red = 31,
+    Green = 32,
+    Yellow = 33,
+    Dim = 2,
+}

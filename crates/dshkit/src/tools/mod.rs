@@ -1,0 +1,26 @@
+//! Tool routers: one module per family, each adapting a domain crate to MCP.
+
+mod core;
+
+use std::sync::Arc;
+
+use dshkit_mcp::{ToolFailure, ToolFamily};
+use serde_json::{Map, Value};
+
+/// Every family this build can serve, in listing order.
+pub fn all_families() -> Vec<Arc<dyn ToolFamily>> {
+    vec![Arc::new(core::CoreFamily)]
+}
+
+/// Deserializes a call's arguments into `T`, or fails with the schema hint.
+pub(crate) fn arguments<T: serde::de::DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, ToolFailure> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| ToolFailure::invalid_arguments(tool, e))
+}
+
+/// A serializable report as a JSON object for `structuredContent`.
+pub(crate) fn structured(value: &impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => map,
+        other => Map::from_iter([("value".to_owned(), other.unwrap_or(Value::Null))]),
+    }
+}

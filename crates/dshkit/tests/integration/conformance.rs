@@ -1,0 +1,99 @@
+//! The `@modelcontextprotocol/conformance` server scenarios that apply to a
+//! tools-only server, run against `dshkit mcp --http` with its default security.
+//!
+//! Applicable, and run here:
+//! - `server-initialize`, `ping`, `tools-list`: the lifecycle and tool listing.
+//! - `server-sse-polling`, `server-sse-multiple-streams`: the Streamable HTTP transport.
+//! - `dns-rebinding-protection`: Host/Origin validation.
+//!
+//! Not applicable, and why:
+//! - `tools-call-*` (simple-text, image, audio, embedded-resource, mixed-content,
+//!   with-logging, error, with-progress, sampling, elicitation) and
+//!   `json-schema-2020-12`: each calls a fixture tool (`test_simple_text`,
+//!   `json_schema_2020_12_tool`, ...) that only the suite's reference server defines.
+//! - `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`: fixture tools that
+//!   elicit; dshkit's tools never ask the client for input.
+//! - `logging-set-level`: dshkit does not declare the logging capability (its logs
+//!   go to stderr).
+//! - `completion-complete`: no completions capability (no prompts or templates).
+//! - `resources-*`, `prompts-*`: dshkit serves no resources, and no prompts yet.
+//!
+//! The runner's client cannot be given headers, so a preload
+//! (`harness/peers/bearer-preload.mjs`) adds the bearer token as a configured
+//! client would; a control run without it must fail.
+
+use std::path::Path;
+use std::process::Command;
+
+use dshkit_test::Peers;
+use serde_json::Value;
+
+use crate::support::{HttpServer, isolate, output, start_http};
+
+const APPLICABLE: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+];
+
+/// Runs one scenario and returns its checks.
+fn run_scenario(peers: &Peers, server: &HttpServer, scenario: &str, with_token: bool, out_dir: &Path) -> Vec<Value> {
+    let mut command = Command::new(peers.node());
+    isolate(&mut command, out_dir);
+    command
+        .arg(peers.module("@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", &server.url, "--scenario", scenario, "-o"])
+        .arg(out_dir.join(scenario));
+    if with_token {
+        command
+            .env("NODE_OPTIONS", format!("--import {}", peers.script("bearer-preload.mjs").display()))
+            .env("DSHKIT_BEARER_TOKEN", &server.token)
+            .env("DSHKIT_BEARER_ORIGIN", server.url.trim_end_matches("/mcp"));
+    }
+    let out = output(&mut command);
+    let log = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let checks = std::fs::read_dir(out_dir.join(scenario))
+        .ok()
+        .and_then(|mut runs| runs.next())
+        .and_then(|run| std::fs::read_to_string(run.ok()?.path().join("checks.json")).ok())
+        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok());
+    match checks {
+        Some(checks) => checks,
+        None if !with_token => Vec::new(),
+        None => panic!("{scenario}: no checks.json was written:\n{log}"),
+    }
+}
+
+#[test]
+fn every_applicable_server_scenario_passes() {
+    let peers = Peers::get();
+    let server = start_http(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    for scenario in APPLICABLE {
+        let checks = run_scenario(&peers, &server, scenario, true, dir.path());
+        let verdicts: Vec<(String, String)> = checks
+            .iter()
+            .filter(|c| c["status"] != "INFO")
+            .map(|c| (c["id"].as_str().unwrap_or("?").to_owned(), c["status"].as_str().unwrap_or("?").to_owned()))
+            .collect();
+        assert!(!verdicts.is_empty(), "{scenario}: no verdicts in {checks:#?}");
+        let failed: Vec<&Value> = checks.iter().filter(|c| c["status"] == "FAILURE").collect();
+        assert!(failed.is_empty(), "{scenario} failed: {failed:#?}");
+        assert!(verdicts.iter().any(|(_, s)| s == "SUCCESS"), "{scenario}: {verdicts:?}");
+    }
+}
+
+#[test]
+fn without_the_token_the_same_runner_is_refused() {
+    let peers = Peers::get();
+    let server = start_http(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let checks = run_scenario(&peers, &server, "server-initialize", false, dir.path());
+    assert!(
+        !checks.iter().any(|c| c["status"] == "SUCCESS"),
+        "an unauthenticated client must not pass: {checks:#?}"
+    );
+}

@@ -1,0 +1,9 @@
+//! dshkit's integration tests: the real binary against real peers.
+
+mod cli;
+mod conformance;
+mod dsh_agent;
+mod mcp_http;
+mod mcp_stdio;
+mod sdk_peers;
+mod support;

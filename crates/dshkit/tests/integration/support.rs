@@ -1,0 +1,65 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use dshkit_test::{ChildGuard, read_ready_line, spawn_guarded};
+
+pub(crate) fn dshkit() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dshkit"))
+}
+
+/// `dshkit` with a clean, isolated environment rooted in `home`.
+pub(crate) fn dshkit_command(home: &Path) -> Command {
+    let mut command = Command::new(dshkit());
+    isolate(&mut command, home);
+    command
+}
+
+/// Clears the environment but for what a child needs, pointing HOME and the XDG
+/// directories into `home`.
+pub(crate) fn isolate(command: &mut Command, home: &Path) {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_STATE_HOME", home.join(".state"))
+        .env("NO_COLOR", "1");
+}
+
+/// A running `dshkit mcp --http`.
+pub(crate) struct HttpServer {
+    pub(crate) url: String,
+    pub(crate) token: String,
+    pub(crate) guard: ChildGuard,
+    _home: tempfile::TempDir,
+}
+
+pub(crate) fn start_http(extra: &[&str]) -> HttpServer {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token_file = home.path().join("token");
+    let mut command = dshkit_command(home.path());
+    command.args(["mcp", "--http", "127.0.0.1:0", "--token-file"]).arg(&token_file).args(extra);
+    let mut guard = spawn_guarded(&mut command);
+    let line = read_ready_line(&mut guard, "dshkit mcp: ", Duration::from_secs(20));
+    let url = line.strip_prefix("dshkit mcp: ").expect("prefix").to_owned();
+    let token = std::fs::read_to_string(&token_file).expect("token file").trim().to_owned();
+    HttpServer { url, token, guard, _home: home }
+}
+
+/// Output of a finished command, with a readable failure message.
+pub(crate) fn output(command: &mut Command) -> std::process::Output {
+    command.output().unwrap_or_else(|e| panic!("failed to run {command:?}: {e}"))
+}
+
+pub(crate) fn stdout_json(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}

@@ -1,0 +1,1 @@
+pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> { anyhow::bail!("todo") }

@@ -1,0 +1,75 @@
+//! `cargo xtask <task>`: the developer entry points.
+//!
+//! - `setup`: install what the tests need (Chromium via apt, the npm peers with
+//!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
+//! - `demo`: set up, build dshkit, run its main job on the embedded default.
+//! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
+//! - `bench <mcp>`: set up, build release, run a benchmark against its peer.
+
+#![expect(clippy::print_stdout, clippy::print_stderr, reason = "a developer CLI reports progress")]
+
+mod bench;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("setup") => setup::all().map(|_| ()),
+        Some("demo") => demo(),
+        Some("test") => test(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask <setup | demo | test [nextest args] | bench mcp>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root.
+pub(crate) fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+}
+
+/// Runs a command, failing with its command line when it fails.
+pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
+    let status = command.status().map_err(|e| anyhow::anyhow!("failed to start {command:?}: {e}"))?;
+    anyhow::ensure!(status.success(), "{command:?} failed with {status}");
+    Ok(())
+}
+
+/// `PATH` with Node 22 first, so `node` and `dsh` run on the version DSH needs.
+pub(crate) fn path_with(peers: &setup::Peers) -> std::ffi::OsString {
+    let mut dirs = vec![peers.node_bin_dir(), peers.dsh_bin_dir()];
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(dirs).expect("PATH entries never contain the separator")
+}
+
+/// Builds dshkit and runs `dshkit doctor` with the installed Node 22 and DSH.
+fn demo() -> anyhow::Result<()> {
+    let peers = setup::all()?;
+    run(Command::new(env!("CARGO")).args(["build", "--release", "--package", "dshkit"]).current_dir(root()))?;
+    let dshkit = root().join("target/release/dshkit");
+    println!("\n$ dshkit doctor");
+    let status = Command::new(&dshkit).arg("doctor").env("PATH", path_with(&peers)).status()?;
+    anyhow::ensure!(status.success(), "dshkit doctor reports missing pieces (exit {status}); each line above says its fix");
+    Ok(())
+}
+
+/// Runs the whole suite: every crate's unit and integration tests, with the real peers.
+fn test(extra: &[String]) -> anyhow::Result<()> {
+    setup::all()?;
+    run(Command::new(env!("CARGO"))
+        .args(["nextest", "run", "--workspace", "--profile", "ci"])
+        .args(extra)
+        .current_dir(root()))
+}

@@ -1,0 +1,111 @@
+//! Installs the real peers the tests drive, each cached under `target/peers/`
+//! and keyed by the hash of its lock file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha256};
+
+use crate::{root, run};
+
+/// Where the installed peers live.
+pub(crate) struct Peers {
+    pub(crate) dir: PathBuf,
+}
+
+impl Peers {
+    pub(crate) fn mcp_modules(&self) -> PathBuf {
+        self.dir.join("mcp/node_modules")
+    }
+    pub(crate) fn node_bin_dir(&self) -> PathBuf {
+        self.mcp_modules().join("node/bin")
+    }
+    pub(crate) fn node(&self) -> PathBuf {
+        self.node_bin_dir().join("node")
+    }
+    pub(crate) fn dsh_bin_dir(&self) -> PathBuf {
+        self.dir.join("dsh-testbed/node_modules/.bin")
+    }
+}
+
+/// Everything, in dependency order.
+pub(crate) fn all() -> anyhow::Result<Peers> {
+    let peers = Peers { dir: root().join("target/peers") };
+    chromium()?;
+    npm_install(
+        &root().join("harness/peers"),
+        &peers.dir.join("mcp"),
+        "npm peers (MCP SDK, Inspector, conformance, server-everything, Node 22)",
+    )?;
+    link_modules(&peers)?;
+    let testbed = std::env::var_os("DSHKIT_DSH_TESTBED")
+        .map_or_else(|| root().join("../shared/dsh-testbed"), PathBuf::from);
+    anyhow::ensure!(
+        testbed.join("package-lock.json").is_file(),
+        "no DSH testbed at {}; set DSHKIT_DSH_TESTBED to the folder holding its package.json and package-lock.json",
+        testbed.display()
+    );
+    npm_install(&testbed, &peers.dir.join("dsh-testbed"), "DSH testbed")?;
+    let node = peers.node();
+    anyhow::ensure!(node.is_file(), "Node 22 missing at {} after install", node.display());
+    Ok(peers)
+}
+
+fn chromium() -> anyhow::Result<()> {
+    let known = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+    if std::env::var_os("DSHKIT_CHROMIUM").is_some() || known.iter().any(|p| Path::new(p).exists()) {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!("Chromium is missing; run: sudo apt-get update && sudo apt-get install -y chromium");
+    }
+    eprintln!("xtask: installing Chromium with apt-get");
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get").args(["install", "-y", "-qq", "chromium"]).env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0"))
+}
+
+/// Installs the npm project in `source` into `dest`, unless `dest` already holds an
+/// install of the same `package.json` and lock.
+fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
+    let manifest = std::fs::read(source.join("package.json")).with_context(|| format!("reading {}/package.json", source.display()))?;
+    let lock = std::fs::read(source.join("package-lock.json")).with_context(|| format!("reading {}/package-lock.json", source.display()))?;
+    let key = hex::encode(Sha256::new().chain_update(&manifest).chain_update(&lock).finalize());
+    let stamp = dest.join(".dshkit-install-key");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && dest.join("node_modules").is_dir() {
+        return Ok(());
+    }
+    if Command::new("npm").arg("--version").output().is_err() {
+        bail!("npm is missing; run: apt-get install -y nodejs npm");
+    }
+    eprintln!("xtask: installing {what} into {}", dest.display());
+    let _ = std::fs::remove_dir_all(dest);
+    std::fs::create_dir_all(dest)?;
+    std::fs::write(dest.join("package.json"), &manifest)?;
+    std::fs::write(dest.join("package-lock.json"), &lock)?;
+    // `npm ci` rejects locks with platform-specific optional packages (seen with both
+    // of ours); `npm install` with the lock present still installs exactly what it pins.
+    run(Command::new("npm")
+        .args(["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dest))?;
+    std::fs::write(&stamp, &key)?;
+    Ok(())
+}
+
+/// The node scripts in `harness/peers` import from the cached install.
+fn link_modules(peers: &Peers) -> anyhow::Result<()> {
+    let link = root().join("harness/peers/node_modules");
+    let target = Path::new("../../target/peers/mcp/node_modules");
+    if std::fs::read_link(&link).is_ok_and(|t| t == target) {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(&link);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(target, &link).context("linking harness/peers/node_modules")?;
+    anyhow::ensure!(peers.mcp_modules().is_dir(), "npm peers missing after install");
+    Ok(())
+}
