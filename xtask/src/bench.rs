@@ -1,1 +1,431 @@
-pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> { anyhow::bail!("todo") }
+//! `cargo xtask bench mcp`: `tools/call` round trips against dshkit and against
+//! `@modelcontextprotocol/server-everything` doing an equivalent trivial call, over
+//! stdio and over Streamable HTTP, with the same raw JSON-RPC client, in one run.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::setup::{self, Peers};
+use crate::{root, run as run_command};
+
+/// The "tool" of the floor row: `cat` echoes each request line back unchanged.
+const FLOOR_TOOL: &str = "(echo-line)";
+
+/// Calls timed per server and transport.
+const CALLS: usize = 2000;
+/// Calls made first and not timed (JIT warm-up for Node, page faults for both).
+const WARMUP: usize = 200;
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    match args.first().map(String::as_str) {
+        Some("mcp") => mcp(),
+        _ => bail!("usage: cargo xtask bench mcp"),
+    }
+}
+
+struct Sample {
+    label: String,
+    latencies: Vec<Duration>,
+    rss_kib: Option<u64>,
+    /// Server CPU time (user + system) per timed call.
+    cpu_per_call: Option<Duration>,
+}
+
+impl Sample {
+    fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an index into a short vector"
+        )]
+        let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted[index]
+    }
+}
+
+fn mcp() -> anyhow::Result<()> {
+    let peers = setup::all()?;
+    run_command(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--quiet", "--package", "dshkit"])
+            .current_dir(root()),
+    )?;
+    let dshkit = root().join("target/release/dshkit");
+    let everything = peers
+        .mcp_modules()
+        .join("@modelcontextprotocol/server-everything/dist/index.js");
+    let home = std::env::temp_dir().join(format!("dshkit-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&home)?;
+
+    println!(
+        "MCP tools/call round trips: {CALLS} timed calls after {WARMUP} warm-up, one raw JSON-RPC client for all"
+    );
+    println!("dshkit calls dshkit_info; server-everything calls echo {{message: \"ping\"}}\n");
+    let mut rows = Vec::new();
+
+    // The floor: a process that echoes each line back (`cat`); no server can be
+    // faster over these pipes, so it is reported and subtracted below.
+    let floor = stdio_sample(
+        "pipe floor (cat)",
+        &mut Command::new("cat"),
+        FLOOR_TOOL,
+        &json!({}),
+    )?;
+    let mut server = Command::new(&dshkit);
+    server.args(["mcp", "--stdio"]).env("HOME", &home);
+    rows.push((
+        "stdio",
+        stdio_sample("dshkit", &mut server, "dshkit_info", &json!({}))?,
+    ));
+    let mut server = Command::new(peers.node());
+    server.arg(&everything).arg("stdio");
+    rows.push((
+        "stdio",
+        stdio_sample(
+            "server-everything",
+            &mut server,
+            "echo",
+            &json!({"message": "ping"}),
+        )?,
+    ));
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rows.push(("http", runtime.block_on(http_dshkit(&dshkit, &home))?));
+    rows.push(("http", runtime.block_on(http_everything(&peers, &everything))?));
+    let _ = std::fs::remove_dir_all(&home);
+
+    let floor_p50 = floor.percentile(0.5).as_secs_f64();
+    let floor_row = ("stdio", floor);
+    println!(
+        "{:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
+        "", "server", "p50", "p99", "CPU/call", "RSS"
+    );
+    for (transport, sample) in std::iter::once(&floor_row).chain(&rows) {
+        println!(
+            "{transport:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
+            sample.label,
+            micros(sample.percentile(0.5)),
+            micros(sample.percentile(0.99)),
+            sample.cpu_per_call.map_or("?".into(), micros),
+            sample.rss_kib.map_or("?".into(), mib),
+        );
+    }
+    println!();
+    for pair in rows.chunks(2) {
+        let (transport, ours) = &pair[0];
+        let (_, peer) = &pair[1];
+        let ratio = |p: f64| peer.percentile(p).as_secs_f64() / ours.percentile(p).as_secs_f64();
+        println!(
+            "{transport}: dshkit is {:.1}x faster at p50 and {:.1}x at p99 than server-everything (goal: >= 5x per call)",
+            ratio(0.5),
+            ratio(0.99)
+        );
+        if let (Some(a), Some(b)) = (ours.cpu_per_call, peer.cpu_per_call) {
+            println!(
+                "{transport}: dshkit uses {:.1}x less server CPU per call",
+                b.as_secs_f64() / a.as_secs_f64().max(1e-9)
+            );
+        }
+        if *transport == "stdio" {
+            let added = |s: &Sample| (s.percentile(0.5).as_secs_f64() - floor_p50).max(1e-7);
+            println!(
+                "stdio: above the {} pipe floor, dshkit adds {} and server-everything {} at p50 ({:.1}x)",
+                micros(floor_row.1.percentile(0.5)),
+                micros(Duration::from_secs_f64(added(ours))),
+                micros(Duration::from_secs_f64(added(peer))),
+                added(peer) / added(ours)
+            );
+        }
+    }
+    Ok(())
+}
+
+#[expect(clippy::cast_precision_loss, reason = "a display approximation")]
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+/// User + system CPU time of a process so far, from `/proc/<pid>/stat`.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let hz = 100; // USER_HZ on Linux
+    Some(Duration::from_micros(ticks * 1_000_000 / hz))
+}
+
+fn per_call(before: Option<Duration>, after: Option<Duration>) -> Option<Duration> {
+    Some(after?.checked_sub(before?)? / u32::try_from(CALLS).ok()?)
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+struct StdioClient {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl StdioClient {
+    fn request(&mut self, message: &Value) -> anyhow::Result<Value> {
+        let id = message["id"].clone();
+        writeln!(self.stdin, "{message}")?;
+        self.stdin.flush()?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("server closed stdout");
+            }
+            let reply: Value = serde_json::from_str(&self.line)?;
+            if reply["id"] == id {
+                return Ok(reply);
+            }
+        }
+    }
+
+    fn notify(&mut self, message: &Value) -> anyhow::Result<()> {
+        writeln!(self.stdin, "{message}")?;
+        Ok(self.stdin.flush()?)
+    }
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dshkit-bench","version":"1"}}})
+}
+
+fn call(id: usize, tool: &str, arguments: &Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments}})
+}
+
+fn check(reply: &Value) -> anyhow::Result<()> {
+    if reply["result"]["isError"] == true || reply.get("error").is_some() {
+        bail!("call failed: {reply}");
+    }
+    Ok(())
+}
+
+fn stdio_sample(label: &str, command: &mut Command, tool: &str, arguments: &Value) -> anyhow::Result<Sample> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let stdin = child.stdin.take().context("stdin")?;
+    let stdout = BufReader::new(child.stdout.take().context("stdout")?);
+    let mut client = StdioClient {
+        child,
+        stdin,
+        stdout,
+        line: String::new(),
+    };
+    if tool != FLOOR_TOOL {
+        client.request(&initialize(0))?;
+    }
+    client.notify(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
+    let pid = client.child.id();
+    let mut latencies = Vec::with_capacity(CALLS);
+    let mut cpu_before = None;
+    for i in 1..=WARMUP + CALLS {
+        if i == WARMUP + 1 {
+            cpu_before = cpu_time(pid);
+        }
+        let message = call(i, tool, arguments);
+        let start = Instant::now();
+        let reply = client.request(&message)?;
+        let elapsed = start.elapsed();
+        if tool != FLOOR_TOOL {
+            check(&reply)?;
+        }
+        if i > WARMUP {
+            latencies.push(elapsed);
+        }
+    }
+    let cpu_per_call = per_call(cpu_before, cpu_time(pid));
+    let rss_kib = rss_kib(pid);
+    let _ = client.child.kill();
+    let _ = client.child.wait();
+    Ok(Sample {
+        label: label.into(),
+        latencies,
+        rss_kib,
+        cpu_per_call,
+    })
+}
+
+struct HttpClient {
+    client: reqwest::Client,
+    url: String,
+    token: Option<String>,
+    session: Option<String>,
+}
+
+impl HttpClient {
+    async fn post(&mut self, message: &Value) -> anyhow::Result<Option<Value>> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .body(message.to_string());
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(session) = &self.session {
+            request = request.header("Mcp-Session-Id", session);
+        }
+        let response = request.send().await?;
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = Some(session.to_str()?.to_owned());
+        }
+        let status = response.status();
+        let body = response.text().await?;
+        if !status.is_success() {
+            bail!("HTTP {status}: {body}");
+        }
+        if message.get("id").is_none() {
+            return Ok(None);
+        }
+        let reply = serde_json::from_str(&body).ok().or_else(|| {
+            body.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|v| v["id"] == message["id"])
+        });
+        reply.map(Some).with_context(|| format!("no reply in: {body}"))
+    }
+}
+
+async fn http_sample(
+    label: &str,
+    mut client: HttpClient,
+    tool: &str,
+    arguments: Value,
+    pid: u32,
+) -> anyhow::Result<Sample> {
+    client.post(&initialize(0)).await?;
+    client
+        .post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await?;
+    let mut latencies = Vec::with_capacity(CALLS);
+    let mut cpu_before = None;
+    for i in 1..=WARMUP + CALLS {
+        if i == WARMUP + 1 {
+            cpu_before = cpu_time(pid);
+        }
+        let message = call(i, tool, &arguments);
+        let start = Instant::now();
+        let reply = client.post(&message).await?.context("no reply")?;
+        let elapsed = start.elapsed();
+        check(&reply)?;
+        if i > WARMUP {
+            latencies.push(elapsed);
+        }
+    }
+    let cpu_per_call = per_call(cpu_before, cpu_time(pid));
+    Ok(Sample {
+        label: label.into(),
+        latencies,
+        rss_kib: rss_kib(pid),
+        cpu_per_call,
+    })
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn http_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Sample> {
+    let token_file = home.join("token");
+    let mut child = Killed(
+        Command::new(dshkit)
+            .args(["mcp", "--http", "--token-file"])
+            .arg(&token_file)
+            .env("HOME", home)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let url = line
+        .trim()
+        .strip_prefix("dshkit mcp: ")
+        .context("ready line")?
+        .to_owned();
+    let token = std::fs::read_to_string(&token_file)?.trim().to_owned();
+    let client = HttpClient {
+        client: reqwest::Client::new(),
+        url,
+        token: Some(token),
+        session: None,
+    };
+    let pid = child.0.id();
+    http_sample("dshkit", client, "dshkit_info", json!({}), pid).await
+}
+
+async fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut child = Killed(
+        Command::new(peers.node())
+            .arg(everything)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?,
+    );
+    let mut stderr = BufReader::new(child.0.stderr.take().context("stderr")?);
+    let mut line = String::new();
+    while !line.contains("listening on port") {
+        line.clear();
+        if stderr.read_line(&mut line)? == 0 {
+            bail!("server-everything exited before listening");
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let client = HttpClient {
+        client: reqwest::Client::new(),
+        url,
+        token: None,
+        session: None,
+    };
+    let pid = child.0.id();
+    http_sample(
+        "server-everything",
+        client,
+        "echo",
+        json!({"message": "ping"}),
+        pid,
+    )
+    .await
+}

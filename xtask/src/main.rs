@@ -6,7 +6,11 @@
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
 //! - `bench <mcp>`: set up, build release, run a benchmark against its peer.
 
-#![expect(clippy::print_stdout, clippy::print_stderr, reason = "a developer CLI reports progress")]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a developer CLI reports progress"
+)]
 
 mod bench;
 mod setup;
@@ -37,12 +41,17 @@ fn main() -> ExitCode {
 
 /// The workspace root.
 pub(crate) fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_owned()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_owned()
 }
 
 /// Runs a command, failing with its command line when it fails.
 pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
-    let status = command.status().map_err(|e| anyhow::anyhow!("failed to start {command:?}: {e}"))?;
+    let status = command
+        .status()
+        .map_err(|e| anyhow::anyhow!("failed to start {command:?}: {e}"))?;
     anyhow::ensure!(status.success(), "{command:?} failed with {status}");
     Ok(())
 }
@@ -50,18 +59,28 @@ pub(crate) fn run(command: &mut Command) -> anyhow::Result<()> {
 /// `PATH` with Node 22 first, so `node` and `dsh` run on the version DSH needs.
 pub(crate) fn path_with(peers: &setup::Peers) -> std::ffi::OsString {
     let mut dirs = vec![peers.node_bin_dir(), peers.dsh_bin_dir()];
-    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     std::env::join_paths(dirs).expect("PATH entries never contain the separator")
 }
 
 /// Builds dshkit and runs `dshkit doctor` with the installed Node 22 and DSH.
 fn demo() -> anyhow::Result<()> {
     let peers = setup::all()?;
-    run(Command::new(env!("CARGO")).args(["build", "--release", "--package", "dshkit"]).current_dir(root()))?;
+    run(Command::new(env!("CARGO"))
+        .args(["build", "--release", "--package", "dshkit"])
+        .current_dir(root()))?;
     let dshkit = root().join("target/release/dshkit");
     println!("\n$ dshkit doctor");
-    let status = Command::new(&dshkit).arg("doctor").env("PATH", path_with(&peers)).status()?;
-    anyhow::ensure!(status.success(), "dshkit doctor reports missing pieces (exit {status}); each line above says its fix");
+    let status = Command::new(&dshkit)
+        .arg("doctor")
+        .env("PATH", path_with(&peers))
+        .status()?;
+    anyhow::ensure!(
+        status.success(),
+        "dshkit doctor reports missing pieces (exit {status}); each line above says its fix"
+    );
     Ok(())
 }
 

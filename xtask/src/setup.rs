@@ -31,7 +31,9 @@ impl Peers {
 
 /// Everything, in dependency order.
 pub(crate) fn all() -> anyhow::Result<Peers> {
-    let peers = Peers { dir: root().join("target/peers") };
+    let peers = Peers {
+        dir: root().join("target/peers"),
+    };
     chromium()?;
     npm_install(
         &root().join("harness/peers"),
@@ -48,12 +50,20 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     );
     npm_install(&testbed, &peers.dir.join("dsh-testbed"), "DSH testbed")?;
     let node = peers.node();
-    anyhow::ensure!(node.is_file(), "Node 22 missing at {} after install", node.display());
+    anyhow::ensure!(
+        node.is_file(),
+        "Node 22 missing at {} after install",
+        node.display()
+    );
     Ok(peers)
 }
 
 fn chromium() -> anyhow::Result<()> {
-    let known = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+    let known = [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ];
     if std::env::var_os("DSHKIT_CHROMIUM").is_some() || known.iter().any(|p| Path::new(p).exists()) {
         return Ok(());
     }
@@ -62,19 +72,31 @@ fn chromium() -> anyhow::Result<()> {
     }
     eprintln!("xtask: installing Chromium with apt-get");
     run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get").args(["install", "-y", "-qq", "chromium"]).env("DEBIAN_FRONTEND", "noninteractive"))
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "chromium"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0"))
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0"))
 }
 
 /// Installs the npm project in `source` into `dest`, unless `dest` already holds an
 /// install of the same `package.json` and lock.
 fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
-    let manifest = std::fs::read(source.join("package.json")).with_context(|| format!("reading {}/package.json", source.display()))?;
-    let lock = std::fs::read(source.join("package-lock.json")).with_context(|| format!("reading {}/package-lock.json", source.display()))?;
-    let key = hex::encode(Sha256::new().chain_update(&manifest).chain_update(&lock).finalize());
+    let manifest = std::fs::read(source.join("package.json"))
+        .with_context(|| format!("reading {}/package.json", source.display()))?;
+    let lock = std::fs::read(source.join("package-lock.json"))
+        .with_context(|| format!("reading {}/package-lock.json", source.display()))?;
+    let key = hex::encode(
+        Sha256::new()
+            .chain_update(&manifest)
+            .chain_update(&lock)
+            .finalize(),
+    );
     let stamp = dest.join(".dshkit-install-key");
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && dest.join("node_modules").is_dir() {
         return Ok(());
@@ -90,7 +112,13 @@ fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
     // `npm ci` rejects locks with platform-specific optional packages (seen with both
     // of ours); `npm install` with the lock present still installs exactly what it pins.
     run(Command::new("npm")
-        .args(["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args([
+            "install",
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
         .current_dir(dest))?;
     std::fs::write(&stamp, &key)?;
     Ok(())

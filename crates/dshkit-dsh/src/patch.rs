@@ -9,7 +9,8 @@ use serde_json::Value;
 use crate::row::McpRow;
 
 /// First line of the block `dshkit dsh connect` manages.
-pub const BLOCK_BEGIN: &str = "# >>> dshkit: managed by `dshkit dsh connect`; this block is rewritten on reconnect";
+pub const BLOCK_BEGIN: &str =
+    "# >>> dshkit: managed by `dshkit dsh connect`; this block is rewritten on reconnect";
 /// Last line of the managed block.
 pub const BLOCK_END: &str = "# <<< dshkit";
 /// Suffix of the backup kept next to the patch file before each change.
@@ -20,8 +21,15 @@ pub const MAX_PATCH_BYTES: u64 = 4 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PatchError {
-    #[error("{path} is not valid YAML at line {line}, column {column}: {message}; fix it (a backup is not needed: nothing was written)")]
-    Yaml { path: PathBuf, line: usize, column: usize, message: String },
+    #[error(
+        "{path} is not valid YAML at line {line}, column {column}: {message}; fix it (a backup is not needed: nothing was written)"
+    )]
+    Yaml {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path} is not valid YAML: {message}")]
     YamlNoPosition { path: PathBuf, message: String },
     #[error("{path} must be a YAML list of loader patches, but its top level is {found}")]
@@ -30,15 +38,23 @@ pub enum PatchError {
         "{path} is a flow-style list (`[...]`) with entries; dshkit only appends block-style entries. Convert it to block style, or paste the row from `dshkit dsh mcp-row` yourself"
     )]
     FlowStyle { path: PathBuf },
-    #[error("{path} has a damaged dshkit block (markers missing or repeated); remove the lines between `{BLOCK_BEGIN}` and `{BLOCK_END}` and run again")]
+    #[error(
+        "{path} has a damaged dshkit block (markers missing or repeated); remove the lines between `{BLOCK_BEGIN}` and `{BLOCK_END}` and run again"
+    )]
     DamagedBlock { path: PathBuf },
-    #[error("{path} already has an entry with id `{id}` outside dshkit's block; remove it, or connect under another id")]
+    #[error(
+        "{path} already has an entry with id `{id}` outside dshkit's block; remove it, or connect under another id"
+    )]
     ForeignRow { path: PathBuf, id: String },
-    #[error("refusing to write {path}: the edited file would not parse to the original entries plus dshkit's row")]
+    #[error(
+        "refusing to write {path}: the edited file would not parse to the original entries plus dshkit's row"
+    )]
     Verification { path: PathBuf },
     #[error("{path} is larger than {MAX_PATCH_BYTES} bytes; refusing to edit it")]
     TooLarge { path: PathBuf },
-    #[error("profile directory {0} does not exist; create the profile first, e.g. `dsh web --dump-default-config`")]
+    #[error(
+        "profile directory {0} does not exist; create the profile first, e.g. `dsh web --dump-default-config`"
+    )]
     NoProfile(PathBuf),
     #[error("failed to {action} {path}")]
     Io {
@@ -78,7 +94,11 @@ pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchE
         return Err(PatchError::NoProfile(profile_dir.to_owned()));
     }
     let path = profile_dir.join("cordis.patch.yml");
-    let io = |action, source| PatchError::Io { action, path: path.clone(), source };
+    let io = |action, source| PatchError::Io {
+        action,
+        path: path.clone(),
+        source,
+    };
     let existing = match std::fs::metadata(&path) {
         Ok(meta) if meta.len() > MAX_PATCH_BYTES => return Err(PatchError::TooLarge { path }),
         Ok(_) => Some(std::fs::read_to_string(&path).map_err(|e| io("read", e))?),
@@ -87,7 +107,11 @@ pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchE
     };
     let (text, mut outcome) = plan(&path, existing.as_deref(), row)?;
     if outcome == Outcome::Unchanged {
-        return Ok(ConnectReport { outcome, path, backup: None });
+        return Ok(ConnectReport {
+            outcome,
+            path,
+            backup: None,
+        });
     }
     let backup = match &existing {
         Some(original) => {
@@ -101,7 +125,11 @@ pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchE
         }
     };
     write_atomic(&path, text.as_bytes())?;
-    Ok(ConnectReport { outcome, path, backup })
+    Ok(ConnectReport {
+        outcome,
+        path,
+        backup,
+    })
 }
 
 /// The new text of the patch file, or why it cannot be edited. Pure: the unit of
@@ -115,7 +143,11 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
     let block = match (begins.as_slice(), ends.as_slice()) {
         ([], []) => None,
         ([b], [e]) if b < e => Some((*b, *e)),
-        _ => return Err(PatchError::DamagedBlock { path: path.to_owned() }),
+        _ => {
+            return Err(PatchError::DamagedBlock {
+                path: path.to_owned(),
+            });
+        }
     };
     let outside: Vec<&str> = match block {
         Some((b, e)) => lines[..b].iter().chain(&lines[e + 1..]).copied().collect(),
@@ -123,7 +155,10 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
     };
     let base = parse_list(path, &join(&outside))?;
     if base.iter().any(|patch| inserts_id(patch, &row.id)) {
-        return Err(PatchError::ForeignRow { path: path.to_owned(), id: row.id.clone() });
+        return Err(PatchError::ForeignRow {
+            path: path.to_owned(),
+            id: row.id.clone(),
+        });
     }
 
     let block_text = format!("{BLOCK_BEGIN}\n{}{BLOCK_END}", row.to_patch_yaml());
@@ -141,7 +176,11 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
                 [] => out.push(block_text),
                 [only] if lines[*only].trim() == "[]" => out[*only] = block_text,
                 [first, ..] if lines[*first].trim_start().starts_with('-') => out.push(block_text),
-                _ => return Err(PatchError::FlowStyle { path: path.to_owned() }),
+                _ => {
+                    return Err(PatchError::FlowStyle {
+                        path: path.to_owned(),
+                    });
+                }
             }
             out
         }
@@ -157,7 +196,9 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
         parsed.remove(at[0]);
         parsed != base
     } {
-        return Err(PatchError::Verification { path: path.to_owned() });
+        return Err(PatchError::Verification {
+            path: path.to_owned(),
+        });
     }
     let outcome = match (new_text == text, block.is_some()) {
         (true, _) => Outcome::Unchanged,
@@ -168,7 +209,9 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
 }
 
 fn positions(lines: &[&str], marker: &str) -> Vec<usize> {
-    (0..lines.len()).filter(|&i| lines[i].trim_end() == marker).collect()
+    (0..lines.len())
+        .filter(|&i| lines[i].trim_end() == marker)
+        .collect()
 }
 
 fn is_content(line: &str) -> bool {
@@ -187,10 +230,10 @@ fn join<S: AsRef<str>>(lines: &[S]) -> String {
 
 fn inserts_id(patch: &Value, id: &str) -> bool {
     patch.get("id").and_then(Value::as_str) == Some(id)
-        || patch
-            .get("insert")
-            .and_then(Value::as_array)
-            .is_some_and(|rows| rows.iter().any(|r| r.get("id").and_then(Value::as_str) == Some(id)))
+        || patch.get("insert").and_then(Value::as_array).is_some_and(|rows| {
+            rows.iter()
+                .any(|r| r.get("id").and_then(Value::as_str) == Some(id))
+        })
 }
 
 /// Parses a patch file to its list of patches (`null` counts as empty).
@@ -202,13 +245,22 @@ pub fn parse_list(path: &Path, text: &str) -> Result<Vec<Value>, PatchError> {
             column: at.column(),
             message: err.to_string(),
         },
-        None => PatchError::YamlNoPosition { path: path.to_owned(), message: err.to_string() },
+        None => PatchError::YamlNoPosition {
+            path: path.to_owned(),
+            message: err.to_string(),
+        },
     })?;
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items),
-        Value::Object(_) => Err(PatchError::NotAList { path: path.to_owned(), found: "a mapping" }),
-        _ => Err(PatchError::NotAList { path: path.to_owned(), found: "a scalar" }),
+        Value::Object(_) => Err(PatchError::NotAList {
+            path: path.to_owned(),
+            found: "a mapping",
+        }),
+        _ => Err(PatchError::NotAList {
+            path: path.to_owned(),
+            found: "a scalar",
+        }),
     }
 }
 
@@ -217,9 +269,19 @@ pub fn parse_list(path: &Path, text: &str) -> Result<Vec<Value>, PatchError> {
 /// original's permissions.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PatchError> {
     use std::io::Write;
-    let io = |action, source| PatchError::Io { action, path: path.to_owned(), source };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let io = |action, source| PatchError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    };
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temp = dir.join(format!(".{name}.dshkit-tmp-{}", std::process::id()));
     let result = (|| {
         let mut file = std::fs::File::create(&temp)?;
@@ -248,7 +310,10 @@ mod tests {
     const DSH_DEFAULT: &str = "# Your patch layer for this dsh profile, applied after every bundle layer:\n# a top-level YAML array of loader patch entries.\n[]\n";
 
     fn row(command: &str) -> McpRow {
-        McpRow::new(Transport::Stdio { command: command.into(), args: vec!["mcp".into()] })
+        McpRow::new(Transport::Stdio {
+            command: command.into(),
+            args: vec!["mcp".into()],
+        })
     }
 
     fn p() -> PathBuf {
@@ -289,13 +354,18 @@ mod tests {
     #[test]
     fn broken_yaml_is_refused_with_its_position() {
         let err = plan(&p(), Some("- insert:\n  - id: [unclosed\n"), &row("/bin/dshkit")).unwrap_err();
-        let PatchError::Yaml { line, .. } = err else { panic!("{err}") };
+        let PatchError::Yaml { line, .. } = err else {
+            panic!("{err}")
+        };
         assert!(line >= 2, "line {line}");
     }
 
     #[test]
     fn a_mapping_or_flow_list_is_refused() {
-        assert!(matches!(plan(&p(), Some("a: 1\n"), &row("/x")), Err(PatchError::NotAList { .. })));
+        assert!(matches!(
+            plan(&p(), Some("a: 1\n"), &row("/x")),
+            Err(PatchError::NotAList { .. })
+        ));
         assert!(matches!(
             plan(&p(), Some("[{id: a, disabled: true}]\n"), &row("/x")),
             Err(PatchError::FlowStyle { .. })
@@ -305,13 +375,19 @@ mod tests {
     #[test]
     fn a_foreign_row_with_our_id_is_not_overwritten() {
         let text = "- insert:\n    - id: mcp-dshkit\n      name: something-else\n";
-        assert!(matches!(plan(&p(), Some(text), &row("/x")), Err(PatchError::ForeignRow { .. })));
+        assert!(matches!(
+            plan(&p(), Some(text), &row("/x")),
+            Err(PatchError::ForeignRow { .. })
+        ));
     }
 
     #[test]
     fn a_damaged_block_is_refused() {
         let text = format!("{BLOCK_BEGIN}\n- insert: []\n");
-        assert!(matches!(plan(&p(), Some(&text), &row("/x")), Err(PatchError::DamagedBlock { .. })));
+        assert!(matches!(
+            plan(&p(), Some(&text), &row("/x")),
+            Err(PatchError::DamagedBlock { .. })
+        ));
     }
 
     #[test]
@@ -323,19 +399,28 @@ mod tests {
         std::fs::write(&file, DSH_DEFAULT).unwrap();
         let first = connect(&profile, &row("/bin/dshkit")).unwrap();
         assert_eq!(first.outcome, Outcome::Added);
-        assert_eq!(std::fs::read_to_string(first.backup.unwrap()).unwrap(), DSH_DEFAULT);
+        assert_eq!(
+            std::fs::read_to_string(first.backup.unwrap()).unwrap(),
+            DSH_DEFAULT
+        );
         let after = std::fs::read_to_string(&file).unwrap();
         let second = connect(&profile, &row("/bin/dshkit")).unwrap();
         assert_eq!(second.outcome, Outcome::Unchanged);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), after);
-        let names: Vec<_> = std::fs::read_dir(&profile).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(&profile)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 2, "stray files: {names:?}");
     }
 
     #[test]
     fn a_missing_file_is_created_and_a_missing_profile_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(connect(&dir.path().join("nope"), &row("/x")), Err(PatchError::NoProfile(_))));
+        assert!(matches!(
+            connect(&dir.path().join("nope"), &row("/x")),
+            Err(PatchError::NoProfile(_))
+        ));
         let report = connect(dir.path(), &row("/x")).unwrap();
         assert_eq!(report.outcome, Outcome::Created);
         assert!(report.backup.is_none());

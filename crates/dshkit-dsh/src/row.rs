@@ -120,7 +120,10 @@ mod tests {
 
     #[test]
     fn http_row_carries_the_bearer_header() {
-        let row = McpRow::new(Transport::Http { url: "http://127.0.0.1:7000/mcp".into(), token: "abc".into() });
+        let row = McpRow::new(Transport::Http {
+            url: "http://127.0.0.1:7000/mcp".into(),
+            token: "abc".into(),
+        });
         let value = row.to_value();
         assert_eq!(value["config"]["transport"], "streamable-http");
         assert_eq!(value["config"]["headers"]["Authorization"], "Bearer abc");

@@ -37,7 +37,10 @@ pub async fn probe_output(program: &Path, args: &[&str], timeout: Duration) -> R
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|source| ProbeError::Spawn { program: name.clone(), source })?;
+        .map_err(|source| ProbeError::Spawn {
+            program: name.clone(),
+            source,
+        })?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let work = async {
         let mut buf = Vec::with_capacity(256);
@@ -50,10 +53,19 @@ pub async fn probe_output(program: &Path, args: &[&str], timeout: Duration) -> R
     };
     let (status, buf) = tokio::time::timeout(timeout, work)
         .await
-        .map_err(|_| ProbeError::Timeout { program: name.clone(), seconds: timeout.as_secs() })?;
-    let status = status.map_err(|source| ProbeError::Spawn { program: name.clone(), source })?;
+        .map_err(|_| ProbeError::Timeout {
+            program: name.clone(),
+            seconds: timeout.as_secs(),
+        })?;
+    let status = status.map_err(|source| ProbeError::Spawn {
+        program: name.clone(),
+        source,
+    })?;
     if !status.success() {
-        return Err(ProbeError::Failed { program: name, status: status.to_string() });
+        return Err(ProbeError::Failed {
+            program: name,
+            status: status.to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
@@ -81,7 +93,10 @@ mod tests {
             Some("156.0.8078.114")
         );
         assert_eq!(parse_version("v22.23.3\n").as_deref(), Some("22.23.3"));
-        assert_eq!(parse_version("Google Chrome 131.0.6778.85 ").as_deref(), Some("131.0.6778.85"));
+        assert_eq!(
+            parse_version("Google Chrome 131.0.6778.85 ").as_deref(),
+            Some("131.0.6778.85")
+        );
         assert_eq!(parse_version("no version here"), None);
     }
 

@@ -56,7 +56,11 @@ pub fn human_bytes(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 #[cfg(test)]
@@ -74,7 +78,10 @@ mod tests {
         let env = Environment::from_pairs([(vars::XDG_STATE_HOME, "/s"), (vars::HOME, "/h")]);
         assert_eq!(evidence_root(&env), Some(PathBuf::from("/s/dshkit/evidence")));
         let env = Environment::from_pairs([(vars::HOME, "/h")]);
-        assert_eq!(evidence_root(&env), Some(PathBuf::from("/h/.local/state/dshkit/evidence")));
+        assert_eq!(
+            evidence_root(&env),
+            Some(PathBuf::from("/h/.local/state/dshkit/evidence"))
+        );
     }
 
     #[test]

@@ -93,7 +93,12 @@ impl DoctorReport {
     pub fn compact_text(&self) -> String {
         let mut out = format!("dshkit doctor: {}\n", if self.ok { "ready" } else { "not ready" });
         for fact in &self.facts {
-            out.push_str(&format!("{:<7} {:<13} {}", status_word(fact.status), fact.id, fact.summary));
+            out.push_str(&format!(
+                "{:<7} {:<13} {}",
+                status_word(fact.status),
+                fact.id,
+                fact.summary
+            ));
             if let Some(fix) = &fact.fix {
                 out.push_str(&format!(" | fix: {fix}"));
             }
@@ -117,7 +122,12 @@ pub fn status_word(status: Status) -> &'static str {
 pub async fn diagnose(env: &Environment) -> DoctorReport {
     let (chromium, node) = tokio::join!(chromium_fact(env), node_fact(env));
     let node_version = node.version.clone();
-    let mut facts = vec![chromium, node, dsh_fact(env, node_version.as_deref()), dsh_home_fact(env)];
+    let mut facts = vec![
+        chromium,
+        node,
+        dsh_fact(env, node_version.as_deref()),
+        dsh_home_fact(env),
+    ];
     facts.extend(evidence_facts(env));
     DoctorReport {
         format_version: DOCTOR_FORMAT_VERSION,
@@ -133,15 +143,22 @@ fn chromium_install_fix() -> String {
     } else if cfg!(windows) {
         "install Google Chrome or Microsoft Edge, or set DSHKIT_CHROMIUM=C:\\path\\to\\chrome.exe".into()
     } else {
-        "apt-get update && apt-get install -y chromium (as root), or set DSHKIT_CHROMIUM=/path/to/chromium".into()
+        "apt-get update && apt-get install -y chromium (as root), or set DSHKIT_CHROMIUM=/path/to/chromium"
+            .into()
     }
 }
 
 const NODE_INSTALL_FIX: &str = "npm install --prefix ~/.local/share/dshkit/node node@22.23.3 && export PATH=~/.local/share/dshkit/node/node_modules/.bin:$PATH";
 
 fn bad_variable(id: &'static str, what: &str, variable: &str, value: &std::path::Path) -> Fact {
-    Fact::new(id, Status::Missing, format!("{variable}={} is not an executable {what}", value.display()))
-        .fix(format!("point {variable} at an executable {what}, or unset it to search the usual places"))
+    Fact::new(
+        id,
+        Status::Missing,
+        format!("{variable}={} is not an executable {what}", value.display()),
+    )
+    .fix(format!(
+        "point {variable} at an executable {what}, or unset it to search the usual places"
+    ))
 }
 
 async fn chromium_fact(env: &Environment) -> Fact {
@@ -149,22 +166,28 @@ async fn chromium_fact(env: &Environment) -> Fact {
         Lookup::NotFound => Fact::new("chromium", Status::Missing, "no Chromium, Chrome or Edge found")
             .fix(chromium_install_fix()),
         Lookup::BadVariable { variable, value } => bad_variable("chromium", "browser", variable, &value),
-        Lookup::Found(found) => match probe_output(&found.path, &["--version"], DEFAULT_PROBE_TIMEOUT).await {
-            Ok(banner) => {
-                let version = parse_version(&banner);
-                let mut fact = Fact::new(
-                    "chromium",
-                    Status::Ok,
-                    format!("{} {}", version.as_deref().unwrap_or("unknown version"), found.path.display()),
-                )
-                .located(&found);
-                fact.version = version;
-                fact
+        Lookup::Found(found) => {
+            match probe_output(&found.path, &["--version"], DEFAULT_PROBE_TIMEOUT).await {
+                Ok(banner) => {
+                    let version = parse_version(&banner);
+                    let mut fact = Fact::new(
+                        "chromium",
+                        Status::Ok,
+                        format!(
+                            "{} {}",
+                            version.as_deref().unwrap_or("unknown version"),
+                            found.path.display()
+                        ),
+                    )
+                    .located(&found);
+                    fact.version = version;
+                    fact
+                }
+                Err(err) => Fact::new("chromium", Status::Missing, format!("found but unusable: {err}"))
+                    .located(&found)
+                    .fix(chromium_install_fix()),
             }
-            Err(err) => Fact::new("chromium", Status::Missing, format!("found but unusable: {err}"))
-                .located(&found)
-                .fix(chromium_install_fix()),
-        },
+        }
     }
 }
 
@@ -172,26 +195,36 @@ async fn node_fact(env: &Environment) -> Fact {
     match locate::node(env) {
         Lookup::NotFound => Fact::new("node", Status::Missing, "no node on PATH").fix(NODE_INSTALL_FIX),
         Lookup::BadVariable { variable, value } => bad_variable("node", "Node.js", variable, &value),
-        Lookup::Found(found) => match probe_output(&found.path, &["--version"], DEFAULT_PROBE_TIMEOUT).await {
-            Ok(banner) => {
-                let version = parse_version(&banner);
-                let recent = version.as_deref().is_some_and(meets_dsh_minimum);
-                let summary = format!("{} {}", version.as_deref().unwrap_or("unknown version"), found.path.display());
-                let mut fact = if recent {
-                    Fact::new("node", Status::Ok, summary)
-                } else {
-                    let (major, minor) = MIN_NODE_FOR_DSH;
-                    Fact::new("node", Status::Warn, format!("{summary}; DSH needs Node >= {major}.{minor}"))
+        Lookup::Found(found) => {
+            match probe_output(&found.path, &["--version"], DEFAULT_PROBE_TIMEOUT).await {
+                Ok(banner) => {
+                    let version = parse_version(&banner);
+                    let recent = version.as_deref().is_some_and(meets_dsh_minimum);
+                    let summary = format!(
+                        "{} {}",
+                        version.as_deref().unwrap_or("unknown version"),
+                        found.path.display()
+                    );
+                    let mut fact = if recent {
+                        Fact::new("node", Status::Ok, summary)
+                    } else {
+                        let (major, minor) = MIN_NODE_FOR_DSH;
+                        Fact::new(
+                            "node",
+                            Status::Warn,
+                            format!("{summary}; DSH needs Node >= {major}.{minor}"),
+                        )
                         .fix(NODE_INSTALL_FIX)
+                    }
+                    .located(&found);
+                    fact.version = version;
+                    fact
                 }
-                .located(&found);
-                fact.version = version;
-                fact
+                Err(err) => Fact::new("node", Status::Missing, format!("found but unusable: {err}"))
+                    .located(&found)
+                    .fix(NODE_INSTALL_FIX),
             }
-            Err(err) => Fact::new("node", Status::Missing, format!("found but unusable: {err}"))
-                .located(&found)
-                .fix(NODE_INSTALL_FIX),
-        },
+        }
     }
 }
 
@@ -208,24 +241,41 @@ const DSH_INSTALL_FIX: &str = "install DSH with Node >= 22.19 as docs/dsh.md sho
 fn dsh_fact(env: &Environment, node_version: Option<&str>) -> Fact {
     let found = match locate::dsh(env) {
         Lookup::NotFound => return Fact::new("dsh", Status::Missing, "no dsh on PATH").fix(DSH_INSTALL_FIX),
-        Lookup::BadVariable { variable, value } => return bad_variable("dsh", "DSH launcher", variable, &value),
+        Lookup::BadVariable { variable, value } => {
+            return bad_variable("dsh", "DSH launcher", variable, &value);
+        }
         Lookup::Found(found) => found,
     };
     let Some((package, version)) = dsh::package_of_launcher(&found.path) else {
         return Fact::new(
             "dsh",
             Status::Missing,
-            format!("{} is not a launcher of the {} package", found.path.display(), dsh::DSH_PACKAGE),
+            format!(
+                "{} is not a launcher of the {} package",
+                found.path.display(),
+                dsh::DSH_PACKAGE
+            ),
         )
         .located(&found)
         .fix(DSH_INSTALL_FIX);
     };
     let node_ok = node_version.is_some_and(meets_dsh_minimum);
     let mut fact = if node_ok {
-        Fact::new("dsh", Status::Ok, format!("{} {version} at {}", dsh::DSH_PACKAGE, package.display()))
+        Fact::new(
+            "dsh",
+            Status::Ok,
+            format!("{} {version} at {}", dsh::DSH_PACKAGE, package.display()),
+        )
     } else {
-        Fact::new("dsh", Status::Warn, format!("{} {version} installed, but the node found is too old to run it", dsh::DSH_PACKAGE))
-            .fix(NODE_INSTALL_FIX)
+        Fact::new(
+            "dsh",
+            Status::Warn,
+            format!(
+                "{} {version} installed, but the node found is too old to run it",
+                dsh::DSH_PACKAGE
+            ),
+        )
+        .fix(NODE_INSTALL_FIX)
     }
     .located(&found);
     fact.version = Some(version);
@@ -235,14 +285,23 @@ fn dsh_fact(env: &Environment, node_version: Option<&str>) -> Fact {
 
 fn dsh_home_fact(env: &Environment) -> Fact {
     let Some(home) = dsh::home(env) else {
-        return Fact::new("dsh_home", Status::Warn, "neither DSH_HOME nor HOME is set").fix("export DSH_HOME=~/.dsh");
+        return Fact::new("dsh_home", Status::Warn, "neither DSH_HOME nor HOME is set")
+            .fix("export DSH_HOME=~/.dsh");
     };
     let profiles = dsh::profiles(&home);
     let mut fact = if profiles.is_empty() {
-        Fact::new("dsh_home", Status::Warn, format!("{} has no profiles yet", home.display()))
-            .fix("dsh web --dump-default-config (creates the web profile)")
+        Fact::new(
+            "dsh_home",
+            Status::Warn,
+            format!("{} has no profiles yet", home.display()),
+        )
+        .fix("dsh web --dump-default-config (creates the web profile)")
     } else {
-        Fact::new("dsh_home", Status::Ok, format!("{} with profiles: {}", home.display(), profiles.join(", ")))
+        Fact::new(
+            "dsh_home",
+            Status::Ok,
+            format!("{} with profiles: {}", home.display(), profiles.join(", ")),
+        )
     };
     fact.path = Some(home);
     fact.details = profiles.into_iter().map(|p| format!("profile: {p}")).collect();
@@ -252,12 +311,27 @@ fn dsh_home_fact(env: &Environment) -> Fact {
 fn evidence_facts(env: &Environment) -> Vec<Fact> {
     let fix = "export DSHKIT_EVIDENCE_ROOT=/a/writable/directory";
     let Some(root) = disk::evidence_root(env) else {
-        return vec![Fact::new("evidence_root", Status::Missing, "no evidence root: HOME is not set").fix(fix)];
+        return vec![
+            Fact::new(
+                "evidence_root",
+                Status::Missing,
+                "no evidence root: HOME is not set",
+            )
+            .fix(fix),
+        ];
     };
     let mut writable = match disk::ensure_writable(&root) {
-        Ok(()) => Fact::new("evidence_root", Status::Ok, format!("{} is writable", root.display())),
-        Err(err) => Fact::new("evidence_root", Status::Missing, format!("{} is not writable: {err}", root.display()))
-            .fix(fix),
+        Ok(()) => Fact::new(
+            "evidence_root",
+            Status::Ok,
+            format!("{} is writable", root.display()),
+        ),
+        Err(err) => Fact::new(
+            "evidence_root",
+            Status::Missing,
+            format!("{} is not writable: {err}", root.display()),
+        )
+        .fix(fix),
     };
     writable.path = Some(root.clone());
     let mut space = match disk::space(&root) {
@@ -271,16 +345,26 @@ fn evidence_facts(env: &Environment) -> Vec<Fact> {
                 disk::human_bytes(disk::DEFAULT_MIN_FREE_BYTES)
             ),
         )
-        .fix(format!("free space on the filesystem of {} or point DSHKIT_EVIDENCE_ROOT elsewhere", root.display())),
+        .fix(format!(
+            "free space on the filesystem of {} or point DSHKIT_EVIDENCE_ROOT elsewhere",
+            root.display()
+        )),
         Ok(space) => Fact::new(
             "disk",
             Status::Ok,
-            format!("{} free of {}", disk::human_bytes(space.available_bytes), disk::human_bytes(space.total_bytes)),
+            format!(
+                "{} free of {}",
+                disk::human_bytes(space.available_bytes),
+                disk::human_bytes(space.total_bytes)
+            ),
         ),
         Err(err) => Fact::new("disk", Status::Warn, format!("free space unknown: {err}")),
     };
     if let Ok(s) = disk::space(&root) {
-        space.details = vec![format!("availableBytes: {}", s.available_bytes), format!("totalBytes: {}", s.total_bytes)];
+        space.details = vec![
+            format!("availableBytes: {}", s.available_bytes),
+            format!("totalBytes: {}", s.total_bytes),
+        ];
     }
     space.path = Some(root);
     vec![writable, space]
@@ -306,14 +390,20 @@ mod tests {
         let env = Environment::from_pairs([
             (vars::PATH, dir.path().join("bin").into_os_string()),
             (vars::HOME, dir.path().into()),
-            (vars::DSHKIT_CHROMIUM, dir.path().join("no-chromium").into_os_string()),
+            (
+                vars::DSHKIT_CHROMIUM,
+                dir.path().join("no-chromium").into_os_string(),
+            ),
         ]);
         let report = diagnose(&env).await;
         assert!(!report.ok);
         for id in ["chromium", "node", "dsh"] {
             let fact = report.fact(id).unwrap();
             assert_eq!(fact.status, Status::Missing, "{id}: {fact:?}");
-            assert!(fact.fix.as_deref().is_some_and(|f| !f.is_empty()), "{id} has no fix");
+            assert!(
+                fact.fix.as_deref().is_some_and(|f| !f.is_empty()),
+                "{id} has no fix"
+            );
         }
         assert_eq!(report.fact("dsh_home").unwrap().status, Status::Warn);
         assert_eq!(report.fact("evidence_root").unwrap().status, Status::Ok);
@@ -326,7 +416,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a-file");
         std::fs::write(&file, "").unwrap();
-        let env = Environment::from_pairs([(vars::DSHKIT_EVIDENCE_ROOT, file.join("evidence").into_os_string())]);
+        let env =
+            Environment::from_pairs([(vars::DSHKIT_EVIDENCE_ROOT, file.join("evidence").into_os_string())]);
         let facts = evidence_facts(&env);
         assert_eq!(facts[0].status, Status::Missing);
         assert!(facts[0].fix.is_some());

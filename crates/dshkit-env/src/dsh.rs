@@ -14,7 +14,8 @@ pub const MAX_LISTED_PROFILES: usize = 64;
 
 /// The DSH home: `DSH_HOME`, else `~/.dsh`.
 pub fn home(env: &Environment) -> Option<PathBuf> {
-    env.path_var(vars::DSH_HOME).or_else(|| env.home().map(|h| h.join(".dsh")))
+    env.path_var(vars::DSH_HOME)
+        .or_else(|| env.home().map(|h| h.join(".dsh")))
 }
 
 /// The directory of one profile inside a home.
@@ -80,8 +81,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let package = dir.path().join("node_modules/@deepseek-ai/dsh");
         std::fs::create_dir_all(package.join("dist")).unwrap();
-        std::fs::write(package.join("package.json"), r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8"}"#)
-            .unwrap();
+        std::fs::write(
+            package.join("package.json"),
+            r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8"}"#,
+        )
+        .unwrap();
         std::fs::write(package.join("dist/bin.js"), "").unwrap();
         let bin = dir.path().join("node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();

@@ -16,5 +16,7 @@ mod env;
 pub mod locate;
 pub mod vars;
 
-pub use command::{DEFAULT_PROBE_OUTPUT_BYTES, DEFAULT_PROBE_TIMEOUT, ProbeError, parse_version, probe_output};
+pub use command::{
+    DEFAULT_PROBE_OUTPUT_BYTES, DEFAULT_PROBE_TIMEOUT, ProbeError, parse_version, probe_output,
+};
 pub use env::{Environment, is_executable};

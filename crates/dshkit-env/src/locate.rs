@@ -42,37 +42,62 @@ pub const CHROMIUM_KNOWN_PATHS: &[&str] = &[
     r"C:\Program Files (x86)\Microsoft\Edge\Application\msedge.exe",
 ];
 
-const CHROMIUM_PATH_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "chrome", "msedge"];
+const CHROMIUM_PATH_NAMES: &[&str] = &[
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "chrome",
+    "msedge",
+];
 
 /// The outcome of a search that can fail because an explicit setting is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     Found(Located),
     /// An explicit variable names something that is not an executable.
-    BadVariable { variable: &'static str, value: PathBuf },
+    BadVariable {
+        variable: &'static str,
+        value: PathBuf,
+    },
     NotFound,
 }
 
 fn lookup(env: &Environment, variable: &'static str, known: &[&str], names: &[&str]) -> Lookup {
     if let Some(value) = env.path_var(variable) {
         return if is_executable(&value) {
-            Lookup::Found(Located { path: value, found_by: FoundBy::Variable })
+            Lookup::Found(Located {
+                path: value,
+                found_by: FoundBy::Variable,
+            })
         } else {
             Lookup::BadVariable { variable, value }
         };
     }
     if let Some(path) = known.iter().map(PathBuf::from).find(|p| is_executable(p)) {
-        return Lookup::Found(Located { path, found_by: FoundBy::KnownPath });
+        return Lookup::Found(Located {
+            path,
+            found_by: FoundBy::KnownPath,
+        });
     }
     names
         .iter()
         .find_map(|name| env.which(name))
-        .map_or(Lookup::NotFound, |path| Lookup::Found(Located { path, found_by: FoundBy::SearchPath }))
+        .map_or(Lookup::NotFound, |path| {
+            Lookup::Found(Located {
+                path,
+                found_by: FoundBy::SearchPath,
+            })
+        })
 }
 
 /// Chromium: `DSHKIT_CHROMIUM`, then the known paths, then `PATH`.
 pub fn chromium(env: &Environment) -> Lookup {
-    lookup(env, vars::DSHKIT_CHROMIUM, CHROMIUM_KNOWN_PATHS, CHROMIUM_PATH_NAMES)
+    lookup(
+        env,
+        vars::DSHKIT_CHROMIUM,
+        CHROMIUM_KNOWN_PATHS,
+        CHROMIUM_PATH_NAMES,
+    )
 }
 
 /// Node.js: `DSHKIT_NODE`, then `PATH`.
@@ -109,13 +134,25 @@ mod tests {
             (vars::DSHKIT_NODE, explicit.as_os_str().to_owned()),
             (vars::PATH, dir.path().as_os_str().to_owned()),
         ]);
-        assert_eq!(node(&env), Lookup::Found(Located { path: explicit, found_by: FoundBy::Variable }));
+        assert_eq!(
+            node(&env),
+            Lookup::Found(Located {
+                path: explicit,
+                found_by: FoundBy::Variable
+            })
+        );
     }
 
     #[test]
     fn a_variable_naming_nothing_is_reported_not_skipped() {
         let env = Environment::from_pairs([(vars::DSHKIT_DSH, "/nonexistent/dsh")]);
-        assert!(matches!(dsh(&env), Lookup::BadVariable { variable: vars::DSHKIT_DSH, .. }));
+        assert!(matches!(
+            dsh(&env),
+            Lookup::BadVariable {
+                variable: vars::DSHKIT_DSH,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -126,7 +163,13 @@ mod tests {
         executable(second.path(), "dsh");
         let joined = std::env::join_paths([first.path(), second.path()]).unwrap();
         let env = Environment::from_pairs([(vars::PATH, joined)]);
-        assert_eq!(dsh(&env), Lookup::Found(Located { path: want, found_by: FoundBy::SearchPath }));
+        assert_eq!(
+            dsh(&env),
+            Lookup::Found(Located {
+                path: want,
+                found_by: FoundBy::SearchPath
+            })
+        );
     }
 
     #[test]

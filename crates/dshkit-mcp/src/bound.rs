@@ -141,8 +141,13 @@ mod tests {
 
     #[test]
     fn oversized_structured_content_fits_and_says_so() {
-        let big: Vec<Value> = (0..10_000).map(|i| json!({"line": format!("log line {i} {}", "x".repeat(50))})).collect();
-        let mut map = json!({"name": "doctor", "lines": big}).as_object().unwrap().clone();
+        let big: Vec<Value> = (0..10_000)
+            .map(|i| json!({"line": format!("log line {i} {}", "x".repeat(50))}))
+            .collect();
+        let mut map = json!({"name": "doctor", "lines": big})
+            .as_object()
+            .unwrap()
+            .clone();
         assert!(bound_structured(&mut map, 8 * 1024));
         let len = serde_json::to_vec(&map).unwrap().len();
         assert!(len <= 8 * 1024, "still {len} bytes");

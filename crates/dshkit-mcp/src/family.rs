@@ -4,6 +4,10 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "mirrors the four MCP tool annotation hints"
+)]
 /// What a tool promises about its side effects, surfaced to clients as MCP tool
 /// annotations so hosts can ask for confirmation where it matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

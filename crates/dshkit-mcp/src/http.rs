@@ -92,7 +92,9 @@ impl HttpServer {
 
     /// Waits until the server has stopped (after its shutdown token fired).
     pub async fn finished(self) -> std::io::Result<()> {
-        self.task.await.unwrap_or_else(|join| Err(std::io::Error::other(join)))
+        self.task
+            .await
+            .unwrap_or_else(|join| Err(std::io::Error::other(join)))
     }
 }
 
@@ -114,10 +116,14 @@ pub async fn serve_http(
     }
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
-        .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
+        .map_err(|source| HttpError::Bind {
+            addr: options.addr,
+            source,
+        })?;
+    let local_addr = listener.local_addr().map_err(|source| HttpError::Bind {
+        addr: options.addr,
+        source,
+    })?;
 
     let port = local_addr.port();
     let mut hosts: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
@@ -129,7 +135,12 @@ pub async fn serve_http(
     }
     hosts.extend(options.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
     let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
-    origins.extend(options.allowed_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()));
+    origins.extend(
+        options
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim_end_matches('/').to_ascii_lowercase()),
+    );
 
     let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
@@ -162,6 +173,12 @@ pub async fn serve_http(
         .layer(middleware::from_fn_with_state(guard, guard_request));
 
     let task = tokio::spawn(async move {
+        // Nagle's algorithm would hold the small SSE frames for a delayed ACK (~40 ms).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::debug!(%err, "failed to set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
             .await
@@ -182,9 +199,10 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
             StatusCode::UNAUTHORIZED,
             "missing or wrong bearer token: send `Authorization: Bearer <token>` with the token from the server's token file",
         );
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"dshkit\""));
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"dshkit\""),
+        );
         return response;
     }
     let declared = request
@@ -193,7 +211,10 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
-        return reject(StatusCode::PAYLOAD_TOO_LARGE, "request body exceeds the server's body cap");
+        return reject(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body exceeds the server's body cap",
+        );
     }
     if request.method() != http::Method::POST {
         return next.run(request).await;
@@ -201,10 +222,18 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
     // Read the (capped) body once so chunked uploads meet the same cap and garbage
     // gets a JSON-RPC parse error rather than a transport-level complaint.
     let (parts, body) = request.into_parts();
-    let bytes = match http_body_util::BodyExt::collect(http_body_util::Limited::new(body, guard.max_body_bytes)).await {
+    let bytes = match http_body_util::BodyExt::collect(http_body_util::Limited::new(
+        body,
+        guard.max_body_bytes,
+    ))
+    .await
+    {
         Ok(collected) => collected.to_bytes(),
         Err(err) if err.is::<http_body_util::LengthLimitError>() => {
-            return reject(StatusCode::PAYLOAD_TOO_LARGE, "request body exceeds the server's body cap");
+            return reject(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body exceeds the server's body cap",
+            );
         }
         Err(_) => return reject(StatusCode::BAD_REQUEST, "failed to read the request body"),
     };
@@ -224,7 +253,10 @@ fn check_host_and_origin(guard: &Guard, headers: &HeaderMap) -> Result<(), &'sta
         return Err("Host header is not an address of this server (DNS rebinding protection)");
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().map_err(|_| "unreadable Origin header")?.to_ascii_lowercase();
+        let origin = origin
+            .to_str()
+            .map_err(|_| "unreadable Origin header")?
+            .to_ascii_lowercase();
         if !guard.origins.contains(&origin) {
             return Err("Origin is not allowed (DNS rebinding protection)");
         }
@@ -249,5 +281,10 @@ fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
         "id": null,
         "error": { "code": code, "message": message },
     });
-    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(body.to_string())).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
 }

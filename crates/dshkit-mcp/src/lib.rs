@@ -15,11 +15,15 @@ mod server;
 mod stdio;
 mod token;
 
-pub use bound::{DEFAULT_MAX_STRUCTURED_BYTES, DEFAULT_MAX_TEXT_BYTES, ResultLimits, bound_structured, bound_text};
+pub use bound::{
+    DEFAULT_MAX_STRUCTURED_BYTES, DEFAULT_MAX_TEXT_BYTES, ResultLimits, bound_structured, bound_text,
+};
 pub use family::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpOptions, HttpServer, MCP_PATH, serve_http,
 };
-pub use server::{DEFAULT_TOOL_TIMEOUT, DshkitServer, RegistryError, SUPPORTED_PROTOCOL_VERSIONS, ServerOptions};
+pub use server::{
+    DEFAULT_TOOL_TIMEOUT, DshkitServer, RegistryError, SUPPORTED_PROTOCOL_VERSIONS, ServerOptions,
+};
 pub use stdio::{StdioError, serve_stdio};
 pub use token::{MIN_TOKEN_CHARS, TOKEN_BYTES, Token, TokenError, TokenOrigin, load_or_create_token_file};

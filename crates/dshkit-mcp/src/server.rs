@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -21,7 +21,7 @@ use crate::family::{ToolCall, ToolFailure, ToolFamily, ToolSpec};
 /// Longest a single tool call may run before it is abandoned with an `isError`
 /// result. Families with long work (verification, live boots) bound themselves
 /// more tightly; this is the backstop.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_mins(5);
 
 /// The protocol versions dshkit speaks: the two `initialize` eras and the
 /// stateless `server/discover` era.
@@ -171,7 +171,9 @@ impl DshkitServer {
             Value::Object(map)
         });
         if truncated && !text.contains("[truncated") {
-            text.push_str("\n[truncated: structured result exceeded its cap; see `truncated` in structuredContent]");
+            text.push_str(
+                "\n[truncated: structured result exceeded its cap; see `truncated` in structuredContent]",
+            );
         }
         let mut result = if is_error {
             CallToolResult::error(vec![ContentBlock::text(text)])

@@ -18,10 +18,13 @@ pub enum StdioError {
 /// Serves one client on stdin/stdout until stdin closes or `shutdown` fires.
 pub async fn serve_stdio(server: DshkitServer, shutdown: CancellationToken) -> Result<(), StdioError> {
     let running = server
-        .serve_with_ct(rmcp::transport::stdio(), shutdown)
+        .serve_with_ct(rmcp::transport::stdio_pipes(), shutdown)
         .await
         .map_err(|e| StdioError::Handshake(Box::new(e)))?;
-    let reason = running.waiting().await.map_err(|e| StdioError::Session(Box::new(e)))?;
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| StdioError::Session(Box::new(e)))?;
     tracing::info!(?reason, "MCP stdio session ended");
     Ok(())
 }

@@ -102,15 +102,27 @@ pub fn load_or_create_token_file(path: &Path) -> Result<(Token, TokenOrigin), To
                 path: path.to_owned(),
                 problem: Box::new(problem),
             })?;
-            Ok((token, TokenOrigin::File { path: path.to_owned(), created: false }))
+            Ok((
+                token,
+                TokenOrigin::File {
+                    path: path.to_owned(),
+                    created: false,
+                },
+            ))
         }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => create(path),
-        Err(source) => Err(TokenError::Read { path: path.to_owned(), source }),
+        Err(source) => Err(TokenError::Read {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
 fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
-    let create_err = |source| TokenError::Create { path: path.to_owned(), source };
+    let create_err = |source| TokenError::Create {
+        path: path.to_owned(),
+        source,
+    };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(create_err)?;
     }
@@ -124,7 +136,13 @@ fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
             file.write_all(token.expose().as_bytes()).map_err(create_err)?;
             file.write_all(b"\n").map_err(create_err)?;
             file.sync_all().map_err(create_err)?;
-            Ok((token, TokenOrigin::File { path: path.to_owned(), created: true }))
+            Ok((
+                token,
+                TokenOrigin::File {
+                    path: path.to_owned(),
+                    created: true,
+                },
+            ))
         }
         // Another server created it between our read and our create: use theirs.
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => load_or_create_token_file(path),
@@ -136,11 +154,17 @@ fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
 fn check_private(path: &Path) -> Result<(), TokenError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = fs::metadata(path)
-        .map_err(|source| TokenError::Read { path: path.to_owned(), source })?
+        .map_err(|source| TokenError::Read {
+            path: path.to_owned(),
+            source,
+        })?
         .permissions()
         .mode();
     if mode & 0o077 != 0 {
-        return Err(TokenError::TooOpen { path: path.to_owned(), mode: mode & 0o777 });
+        return Err(TokenError::TooOpen {
+            path: path.to_owned(),
+            mode: mode & 0o777,
+        });
     }
     Ok(())
 }
@@ -159,7 +183,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/token");
         let (first, origin) = load_or_create_token_file(&path).unwrap();
-        assert_eq!(origin, TokenOrigin::File { path: path.clone(), created: true });
+        assert_eq!(
+            origin,
+            TokenOrigin::File {
+                path: path.clone(),
+                created: true
+            }
+        );
         assert_eq!(first.expose().len(), TOKEN_BYTES * 2);
         #[cfg(unix)]
         {
@@ -187,7 +217,10 @@ mod tests {
     #[test]
     fn rejects_short_or_spaced_tokens() {
         assert!(matches!(Token::new("short"), Err(TokenError::TooShort(_))));
-        assert!(matches!(Token::new("has a space in the middle"), Err(TokenError::BadCharacters)));
+        assert!(matches!(
+            Token::new("has a space in the middle"),
+            Err(TokenError::BadCharacters)
+        ));
         assert!(Token::new("  0123456789abcdef\n").is_ok());
     }
 

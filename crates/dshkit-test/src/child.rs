@@ -40,7 +40,10 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(pid) = i32::try_from(self.child.id()).ok().and_then(rustix::process::Pid::from_raw) {
+        if let Some(pid) = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
         let _ = self.child.kill();
@@ -90,7 +93,9 @@ pub fn read_ready_line(guard: &mut ChildGuard, prefix: &str, timeout: Duration) 
                 let _ = guard.child.kill();
                 let _ = err.read_to_string(&mut stderr);
             }
-            panic!("no line starting with {prefix:?} within {timeout:?}: stdout so far {other:?}; stderr: {stderr}");
+            panic!(
+                "no line starting with {prefix:?} within {timeout:?}: stdout so far {other:?}; stderr: {stderr}"
+            );
         }
     }
 }

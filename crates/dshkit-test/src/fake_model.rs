@@ -35,14 +35,25 @@ impl FakeModel {
     /// Serves on `127.0.0.1:0`; the model calls `tool` with `arguments` first.
     pub fn start(tool: &str, arguments: &Value) -> Self {
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Script { tool: tool.to_owned(), arguments: arguments.to_string(), requests: Arc::clone(&requests) };
+        let script = Script {
+            tool: tool.to_owned(),
+            arguments: arguments.to_string(),
+            requests: Arc::clone(&requests),
+        };
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind fake model");
-                addr_tx.send(listener.local_addr().expect("addr")).expect("report addr");
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind fake model");
+                addr_tx
+                    .send(listener.local_addr().expect("addr"))
+                    .expect("report addr");
                 let app = axum::Router::new()
                     .route("/chat/completions", axum::routing::post(complete))
                     .route("/v1/chat/completions", axum::routing::post(complete))
@@ -55,7 +66,12 @@ impl FakeModel {
             });
         });
         let addr = addr_rx.recv().expect("fake model address");
-        Self { url: format!("http://{addr}"), requests, stop: Some(stop_tx), thread: Some(thread) }
+        Self {
+            url: format!("http://{addr}"),
+            requests,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
     }
 
     /// Every request received so far.
@@ -79,21 +95,29 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
     script.requests.lock().expect("lock").push(request.clone());
     let stream = request["stream"].as_bool().unwrap_or(false);
     let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or(Value::Null);
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or(Value::Null);
     if !has_tools {
         return reply_text("dshkit check", stream);
     }
     if last["role"] == "tool" {
-        return reply_text(&format!("{ANSWER_PREFIX}{}", message_text(&last["content"])), stream);
+        return reply_text(
+            &format!("{ANSWER_PREFIX}{}", message_text(&last["content"])),
+            stream,
+        );
     }
     let call = json!({
         "index": 0, "id": "call_dshkit_1", "type": "function",
         "function": { "name": script.tool, "arguments": script.arguments },
     });
     if stream {
-        sse(&[
-            json!({ "role": "assistant", "content": null, "tool_calls": [call] }),
-        ], "tool_calls")
+        sse(
+            &[json!({ "role": "assistant", "content": null, "tool_calls": [call] })],
+            "tool_calls",
+        )
     } else {
         axum::Json(json!({
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "fake",
@@ -108,7 +132,11 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
 fn message_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => other.to_string(),
     }
 }
@@ -144,5 +172,12 @@ fn sse(deltas: &[Value], finish: &str) -> Response {
                 "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 } })
     ));
     body.push_str("data: [DONE]\n\n");
-    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
 }

@@ -8,7 +8,10 @@
 //!   tool call and then answers with the tool's result; it stands in for the LLM,
 //!   the one part that cannot run here.
 
-#![expect(clippy::missing_panics_doc, reason = "test support panics with a message on misuse")]
+#![expect(
+    clippy::missing_panics_doc,
+    reason = "test support panics with a message on misuse"
+)]
 
 mod child;
 mod fake_model;

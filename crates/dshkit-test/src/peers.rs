@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 
 /// The workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("crates/<name>").to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/<name>")
+        .to_owned()
 }
 
 /// Paths of the installed peers.
@@ -17,7 +21,8 @@ impl Peers {
     /// The installed peers; panics with the command that installs them when absent,
     /// so a test never passes by skipping its real peer.
     pub fn get() -> Self {
-        let dir = std::env::var_os("DSHKIT_TEST_PEERS").map_or_else(|| workspace_root().join("target/peers"), PathBuf::from);
+        let dir = std::env::var_os("DSHKIT_TEST_PEERS")
+            .map_or_else(|| workspace_root().join("target/peers"), PathBuf::from);
         let peers = Self { dir };
         for needed in [peers.node(), peers.dsh()] {
             assert!(
@@ -55,8 +60,13 @@ impl Peers {
 
     /// `PATH` with Node 22 and `dsh` first.
     pub fn path_var(&self) -> std::ffi::OsString {
-        let mut dirs = vec![self.node_bin_dir(), self.dsh().parent().expect("bin dir").to_owned()];
-        dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+        let mut dirs = vec![
+            self.node_bin_dir(),
+            self.dsh().parent().expect("bin dir").to_owned(),
+        ];
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
         std::env::join_paths(dirs).expect("valid PATH")
     }
 }

@@ -1,3 +1,8 @@
+#![expect(
+    clippy::doc_markdown,
+    reason = "doc comments here are --help text, read in a terminal without Markdown"
+)]
+
 //! The command line. Parsing only; each command runs in `commands`.
 
 use std::net::SocketAddr;
@@ -11,7 +16,9 @@ use clap::{Args, Parser, Subcommand};
 /// and as commands for people.
 #[derive(Debug, Parser)]
 #[command(name = "dshkit", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 success, 1 problem found, 2 usage error, 3 refused input or configuration, 4 runtime failure.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more.")]
+#[command(
+    after_help = "Exit codes: 0 success, 1 problem found, 2 usage error, 3 refused input or configuration, 4 runtime failure.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
+)]
 pub(crate) struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]

@@ -23,11 +23,17 @@ pub struct Failure {
 
 impl Failure {
     pub fn refused(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: REFUSED, error: error.into() }
+        Self {
+            code: REFUSED,
+            error: error.into(),
+        }
     }
 
     pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: RUNTIME, error: error.into() }
+        Self {
+            code: RUNTIME,
+            error: error.into(),
+        }
     }
 }
 

@@ -29,7 +29,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     init_logging();
     let out = output::Output::new(cli.json);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return report(&exit::Failure::runtime(err)),
     };

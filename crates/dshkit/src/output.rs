@@ -20,7 +20,11 @@ impl Output {
     }
 
     /// Writes `text` to stdout and flushes. A broken pipe ends quietly.
-    pub(crate) fn write(&self, text: &str) {
+    #[expect(
+        clippy::unused_self,
+        reason = "every write goes through Output, so a quiet mode would land in one place"
+    )]
+    pub(crate) fn write(self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         let result = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
         if let Err(err) = result {
@@ -32,15 +36,19 @@ impl Output {
     }
 
     /// Pretty JSON and a newline.
-    pub(crate) fn json(&self, value: &impl serde::Serialize) {
+    pub(crate) fn json(self, value: &impl serde::Serialize) {
         let mut text = serde_json::to_string_pretty(value).expect("our reports always serialize");
         text.push('\n');
         self.write(&text);
     }
 
     /// `text` in an ANSI colour when colour is on.
-    pub(crate) fn paint(&self, text: &str, color: Color) -> String {
-        if self.color { format!("\x1b[{}m{text}\x1b[0m", color as u8) } else { text.to_owned() }
+    pub(crate) fn paint(self, text: &str, color: Color) -> String {
+        if self.color {
+            format!("\x1b[{}m{text}\x1b[0m", color as u8)
+        } else {
+            text.to_owned()
+        }
     }
 }
 

@@ -32,14 +32,20 @@ fn build_row(args: &RowArgs) -> Result<McpRow, Failure> {
     let transport = match &args.http {
         Some(url) => {
             let (token, _) = resolve_token(args.token_file.as_deref(), &env).map_err(Failure::refused)?;
-            Transport::Http { url: url.clone(), token: token.expose().to_owned() }
+            Transport::Http {
+                url: url.clone(),
+                token: token.expose().to_owned(),
+            }
         }
         None => {
             let exe = std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .context("failed to find the path of the running dshkit executable")
                 .map_err(Failure::runtime)?;
-            Transport::Stdio { command: exe, args: vec!["mcp".into(), "--stdio".into()] }
+            Transport::Stdio {
+                command: exe,
+                args: vec!["mcp".into(), "--stdio".into()],
+            }
         }
     };
     let mut row = McpRow::new(transport);
@@ -65,7 +71,10 @@ fn connect(args: &ConnectArgs, out: Output) -> Result<u8, Failure> {
         .or_else(|| dsh::home(&env))
         .context("no DSH home: pass --dsh-home or set DSH_HOME")
         .map_err(Failure::refused)?;
-    let row = build_row(&RowArgs { dsh_home: Some(home.clone()), ..args.row.clone() })?;
+    let row = build_row(&RowArgs {
+        dsh_home: Some(home.clone()),
+        ..args.row.clone()
+    })?;
     let report = patch::connect(&dsh::profile_dir(&home, &args.profile), &row).map_err(|e| match e {
         patch::PatchError::Io { .. } => Failure::runtime(e),
         other => Failure::refused(other),

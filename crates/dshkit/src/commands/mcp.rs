@@ -29,13 +29,19 @@ pub(crate) fn default_token_file(env: &Environment) -> Option<PathBuf> {
 }
 
 /// An explicit `--token-file` wins, then `DSHKIT_MCP_TOKEN`, then the default file.
-pub(crate) fn resolve_token(explicit: Option<&Path>, env: &Environment) -> anyhow::Result<(Token, TokenOrigin)> {
+pub(crate) fn resolve_token(
+    explicit: Option<&Path>,
+    env: &Environment,
+) -> anyhow::Result<(Token, TokenOrigin)> {
     if let Some(path) = explicit {
         return Ok(load_or_create_token_file(path)?);
     }
     if let Some(value) = env.get(vars::DSHKIT_MCP_TOKEN) {
-        let value = value.to_str().ok_or_else(|| anyhow!("{} is not valid UTF-8", vars::DSHKIT_MCP_TOKEN))?;
-        let token = Token::new(value).with_context(|| format!("{} is not a usable token", vars::DSHKIT_MCP_TOKEN))?;
+        let value = value
+            .to_str()
+            .ok_or_else(|| anyhow!("{} is not valid UTF-8", vars::DSHKIT_MCP_TOKEN))?;
+        let token =
+            Token::new(value).with_context(|| format!("{} is not a usable token", vars::DSHKIT_MCP_TOKEN))?;
         return Ok((token, TokenOrigin::Environment(vars::DSHKIT_MCP_TOKEN)));
     }
     let path = default_token_file(env).context("no token file: pass --token-file or set HOME")?;
@@ -50,7 +56,8 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         limits: ResultLimits::default(),
         tool_timeout: Duration::from_secs(args.tool_timeout),
     };
-    let server = DshkitServer::new(options, tools::all_families(), args.tools.as_deref()).map_err(Failure::refused)?;
+    let server =
+        DshkitServer::new(options, tools::all_families(), args.tools.as_deref()).map_err(Failure::refused)?;
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
 
@@ -88,10 +95,16 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         max_body_bytes: args.max_body_bytes,
         ..HttpOptions::loopback(addr, token)
     };
-    let running = serve_http(server, http_options, shutdown).await.map_err(Failure::refused)?;
+    let running = serve_http(server, http_options, shutdown)
+        .await
+        .map_err(Failure::refused)?;
     // The one line on stdout, for scripts and test harnesses waiting on readiness.
     out.write(&format!("dshkit mcp: {}\n", running.url()));
-    running.finished().await.context("HTTP server failed").map_err(Failure::runtime)?;
+    running
+        .finished()
+        .await
+        .context("HTTP server failed")
+        .map_err(Failure::runtime)?;
     Ok(exit::SUCCESS)
 }
 
@@ -100,7 +113,8 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
             tracing::warn!("failed to install signal handlers");
             return;
         };

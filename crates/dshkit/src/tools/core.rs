@@ -51,11 +51,16 @@ impl ToolFamily for CoreFamily {
             match call.name.as_str() {
                 DOCTOR => {
                     let report: DoctorReport = doctor::diagnose(&Environment::from_process()).await;
-                    Ok(ToolOutput { text: report.compact_text(), structured: structured(&report) })
+                    Ok(ToolOutput {
+                        text: report.compact_text(),
+                        structured: structured(&report),
+                    })
                 }
                 INFO => {
-                    let versions: Vec<String> =
-                        dshkit_mcp::SUPPORTED_PROTOCOL_VERSIONS.iter().map(ToString::to_string).collect();
+                    let versions: Vec<String> = dshkit_mcp::SUPPORTED_PROTOCOL_VERSIONS
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect();
                     let limits = dshkit_mcp::ResultLimits::default();
                     let info = json!({
                         "name": "dshkit",
@@ -67,7 +72,11 @@ impl ToolFamily for CoreFamily {
                         },
                     });
                     Ok(ToolOutput {
-                        text: format!("dshkit {} (MCP {})", env!("CARGO_PKG_VERSION"), versions.join(", ")),
+                        text: format!(
+                            "dshkit {} (MCP {})",
+                            env!("CARGO_PKG_VERSION"),
+                            versions.join(", ")
+                        ),
                         structured: structured(&info),
                     })
                 }

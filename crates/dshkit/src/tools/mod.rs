@@ -13,7 +13,10 @@ pub fn all_families() -> Vec<Arc<dyn ToolFamily>> {
 }
 
 /// Deserializes a call's arguments into `T`, or fails with the schema hint.
-pub(crate) fn arguments<T: serde::de::DeserializeOwned>(tool: &str, args: Map<String, Value>) -> Result<T, ToolFailure> {
+pub(crate) fn arguments<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: Map<String, Value>,
+) -> Result<T, ToolFailure> {
     serde_json::from_value(Value::Object(args)).map_err(|e| ToolFailure::invalid_arguments(tool, e))
 }
 

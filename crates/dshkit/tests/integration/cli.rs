@@ -17,13 +17,21 @@ fn help_lists_the_commands_and_the_exit_codes() {
 /// A DSH home with the web profile, made by the real `dsh`.
 pub(crate) fn dsh_home_with_web_profile(peers: &Peers) -> tempfile::TempDir {
     let home = tempfile::tempdir().unwrap();
-    let out = output(dsh_command(peers, home.path()).args(["web", "--dump-default-config"]).stdout(Stdio::null()));
-    assert!(out.status.success(), "dsh --dump-default-config failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = output(
+        dsh_command(peers, home.path())
+            .args(["web", "--dump-default-config"])
+            .stdout(Stdio::null()),
+    );
+    assert!(
+        out.status.success(),
+        "dsh --dump-default-config failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(home.path().join("dsh/profiles/web/cordis.patch.yml").is_file());
     home
 }
 
-/// The real `dsh`, isolated in `home` (its DSH_HOME is `home/dsh`).
+/// The real `dsh`, isolated in `home` (its `DSH_HOME` is `home/dsh`).
 pub(crate) fn dsh_command(peers: &Peers, home: &std::path::Path) -> Command {
     let mut command = Command::new(peers.dsh());
     command
@@ -48,22 +56,41 @@ fn doctor_reports_the_real_chromium_node_and_dsh() {
     let report = stdout_json(&out);
     assert_eq!(out.status.code(), Some(0), "{report:#}");
     assert_eq!(report["ok"], true);
-    let fact = |id: &str| report["facts"].as_array().unwrap().iter().find(|f| f["id"] == id).unwrap().clone();
+    let fact = |id: &str| {
+        report["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap()
+            .clone()
+    };
 
     // Each version is checked against what the component itself says.
     let chromium = fact("chromium");
     let banner = output(Command::new(chromium["path"].as_str().unwrap()).arg("--version"));
-    assert!(String::from_utf8_lossy(&banner.stdout).contains(chromium["version"].as_str().unwrap()), "{chromium}");
+    assert!(
+        String::from_utf8_lossy(&banner.stdout).contains(chromium["version"].as_str().unwrap()),
+        "{chromium}"
+    );
     let node = fact("node");
     let node_banner = output(Command::new(peers.node()).arg("--version"));
-    assert_eq!(String::from_utf8_lossy(&node_banner.stdout).trim(), format!("v{}", node["version"].as_str().unwrap()));
+    assert_eq!(
+        String::from_utf8_lossy(&node_banner.stdout).trim(),
+        format!("v{}", node["version"].as_str().unwrap())
+    );
     assert_eq!(node["status"], "ok");
     let dsh = fact("dsh");
     assert_eq!(dsh["status"], "ok", "{dsh}");
     assert_eq!(dsh["version"], "0.1.0-rc.8");
     let home_fact = fact("dsh_home");
     assert_eq!(home_fact["status"], "ok");
-    assert!(home_fact["details"].as_array().unwrap().contains(&"profile: web".into()));
+    assert!(
+        home_fact["details"]
+            .as_array()
+            .unwrap()
+            .contains(&"profile: web".into())
+    );
     assert_eq!(fact("evidence_root")["status"], "ok");
     assert!(home.path().join(".state/dshkit/evidence").is_dir());
     assert!(fact("disk")["summary"].as_str().unwrap().contains("free of"));
@@ -81,11 +108,24 @@ fn doctor_names_every_missing_piece_with_its_fix_and_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("not ready"), "{text}");
-    for (id, fix) in [("chromium", "DSHKIT_CHROMIUM"), ("node", "npm install"), ("dsh", "DSHKIT_DSH")] {
-        let line = text.lines().position(|l| l.contains("missing") && l.contains(id)).unwrap_or_else(|| panic!("{id}: {text}"));
-        assert!(text.lines().nth(line + 1).unwrap().contains(fix), "{id} fix: {text}");
+    for (id, fix) in [
+        ("chromium", "DSHKIT_CHROMIUM"),
+        ("node", "npm install"),
+        ("dsh", "DSHKIT_DSH"),
+    ] {
+        let line = text
+            .lines()
+            .position(|l| l.contains("missing") && l.contains(id))
+            .unwrap_or_else(|| panic!("{id}: {text}"));
+        assert!(
+            text.lines().nth(line + 1).unwrap().contains(fix),
+            "{id} fix: {text}"
+        );
     }
-    assert!(!text.contains("\x1b["), "NO_COLOR is set, yet colour codes were printed");
+    assert!(
+        !text.contains("\x1b["),
+        "NO_COLOR is set, yet colour codes were printed"
+    );
 }
 
 #[test]
@@ -101,25 +141,39 @@ fn a_closed_stdout_is_not_a_crash() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{:?} {stderr}", out.status);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?} {stderr}",
+        out.status
+    );
 }
 
 #[test]
 fn mcp_row_describes_this_binary_over_stdio_and_a_server_over_http() {
     let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args(["dsh", "mcp-row", "--json", "--dsh-home", "/srv/dsh"]));
+    let out =
+        output(dshkit_command(home.path()).args(["dsh", "mcp-row", "--json", "--dsh-home", "/srv/dsh"]));
     assert!(out.status.success());
     let row = stdout_json(&out);
     assert_eq!(row["name"], "@deepseek-ai/dsh-mcp-client");
     assert_eq!(row["config"]["transport"], "stdio");
-    assert_eq!(row["config"]["command"], std::fs::canonicalize(dshkit()).unwrap().display().to_string());
+    assert_eq!(
+        row["config"]["command"],
+        std::fs::canonicalize(dshkit()).unwrap().display().to_string()
+    );
     assert_eq!(row["config"]["args"], serde_json::json!(["mcp", "--stdio"]));
     assert_eq!(row["config"]["env"]["DSH_HOME"], "/srv/dsh");
 
     let token_file = home.path().join("token");
     let out = output(
         dshkit_command(home.path())
-            .args(["dsh", "mcp-row", "--http", "http://127.0.0.1:9/mcp", "--token-file"])
+            .args([
+                "dsh",
+                "mcp-row",
+                "--http",
+                "http://127.0.0.1:9/mcp",
+                "--token-file",
+            ])
             .arg(&token_file),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -137,16 +191,30 @@ fn dsh_connect_adds_a_row_real_dsh_accepts_and_is_idempotent() {
     let patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let original = std::fs::read_to_string(&patch).unwrap();
     let connect = || {
-        output(dshkit_command(home.path()).args(["dsh", "connect", "--profile", "web", "--json", "--dsh-home"]).arg(&dsh_home))
+        output(
+            dshkit_command(home.path())
+                .args(["dsh", "connect", "--profile", "web", "--json", "--dsh-home"])
+                .arg(&dsh_home),
+        )
     };
 
     let first = connect();
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let report = stdout_json(&first);
     assert_eq!(report["outcome"], "added");
-    assert_eq!(std::fs::read_to_string(report["backup"].as_str().unwrap()).unwrap(), original);
+    assert_eq!(
+        std::fs::read_to_string(report["backup"].as_str().unwrap()).unwrap(),
+        original
+    );
     let connected = std::fs::read_to_string(&patch).unwrap();
-    assert!(connected.starts_with(original.lines().next().unwrap()), "the user's comments must stay:\n{connected}");
+    assert!(
+        connected.starts_with(original.lines().next().unwrap()),
+        "the user's comments must stay:\n{connected}"
+    );
 
     let second = connect();
     assert_eq!(stdout_json(&second)["outcome"], "unchanged");
@@ -154,9 +222,16 @@ fn dsh_connect_adds_a_row_real_dsh_accepts_and_is_idempotent() {
 
     // Real DSH composes the profile with our row in it.
     let dump = output(dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
-    assert!(dump.status.success(), "dsh rejected the patch: {}", String::from_utf8_lossy(&dump.stderr));
+    assert!(
+        dump.status.success(),
+        "dsh rejected the patch: {}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
     let tree = String::from_utf8_lossy(&dump.stdout);
-    assert!(tree.contains("mcp-dshkit") && tree.contains("@deepseek-ai/dsh-mcp-client"), "{tree}");
+    assert!(
+        tree.contains("mcp-dshkit") && tree.contains("@deepseek-ai/dsh-mcp-client"),
+        "{tree}"
+    );
 }
 
 #[test]
@@ -167,14 +242,26 @@ fn dsh_connect_refuses_a_broken_patch_file_and_leaves_it_alone() {
     let patch = profile.join("cordis.patch.yml");
     let broken = "- insert:\n    - id: mine\n      config: {unclosed: [1, 2\n";
     std::fs::write(&patch, broken).unwrap();
-    let out = output(dshkit_command(home.path()).args(["dsh", "connect", "--dsh-home"]).arg(home.path().join("dsh")));
+    let out = output(
+        dshkit_command(home.path())
+            .args(["dsh", "connect", "--dsh-home"])
+            .arg(home.path().join("dsh")),
+    );
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not valid YAML at line"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&patch).unwrap(), broken);
-    assert_eq!(std::fs::read_dir(&profile).unwrap().count(), 1, "no backup or temp file may be left");
+    assert_eq!(
+        std::fs::read_dir(&profile).unwrap().count(),
+        1,
+        "no backup or temp file may be left"
+    );
 
-    let missing = output(dshkit_command(home.path()).args(["dsh", "connect", "--profile", "nope", "--dsh-home"]).arg(home.path().join("dsh")));
+    let missing = output(
+        dshkit_command(home.path())
+            .args(["dsh", "connect", "--profile", "nope", "--dsh-home"])
+            .arg(home.path().join("dsh")),
+    );
     assert_eq!(missing.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("dump-default-config"));
 }

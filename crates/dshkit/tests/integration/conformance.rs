@@ -40,7 +40,13 @@ const APPLICABLE: &[&str] = &[
 ];
 
 /// Runs one scenario and returns its checks.
-fn run_scenario(peers: &Peers, server: &HttpServer, scenario: &str, with_token: bool, out_dir: &Path) -> Vec<Value> {
+fn run_scenario(
+    peers: &Peers,
+    server: &HttpServer,
+    scenario: &str,
+    with_token: bool,
+    out_dir: &Path,
+) -> Vec<Value> {
     let mut command = Command::new(peers.node());
     isolate(&mut command, out_dir);
     command
@@ -49,12 +55,19 @@ fn run_scenario(peers: &Peers, server: &HttpServer, scenario: &str, with_token: 
         .arg(out_dir.join(scenario));
     if with_token {
         command
-            .env("NODE_OPTIONS", format!("--import {}", peers.script("bearer-preload.mjs").display()))
+            .env(
+                "NODE_OPTIONS",
+                format!("--import {}", peers.script("bearer-preload.mjs").display()),
+            )
             .env("DSHKIT_BEARER_TOKEN", &server.token)
             .env("DSHKIT_BEARER_ORIGIN", server.url.trim_end_matches("/mcp"));
     }
     let out = output(&mut command);
-    let log = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let log = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let checks = std::fs::read_dir(out_dir.join(scenario))
         .ok()
         .and_then(|mut runs| runs.next())
@@ -77,12 +90,20 @@ fn every_applicable_server_scenario_passes() {
         let verdicts: Vec<(String, String)> = checks
             .iter()
             .filter(|c| c["status"] != "INFO")
-            .map(|c| (c["id"].as_str().unwrap_or("?").to_owned(), c["status"].as_str().unwrap_or("?").to_owned()))
+            .map(|c| {
+                (
+                    c["id"].as_str().unwrap_or("?").to_owned(),
+                    c["status"].as_str().unwrap_or("?").to_owned(),
+                )
+            })
             .collect();
         assert!(!verdicts.is_empty(), "{scenario}: no verdicts in {checks:#?}");
         let failed: Vec<&Value> = checks.iter().filter(|c| c["status"] == "FAILURE").collect();
         assert!(failed.is_empty(), "{scenario} failed: {failed:#?}");
-        assert!(verdicts.iter().any(|(_, s)| s == "SUCCESS"), "{scenario}: {verdicts:?}");
+        assert!(
+            verdicts.iter().any(|(_, s)| s == "SUCCESS"),
+            "{scenario}: {verdicts:?}"
+        );
     }
 }
 

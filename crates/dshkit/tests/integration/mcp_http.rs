@@ -34,7 +34,12 @@ fn message(body: &str) -> Value {
 
 /// A well-formed, authorized initialize that must succeed.
 async fn good_request_still_works(server: &HttpServer, client: &reqwest::Client) {
-    let response = post(server, client).bearer_auth(&server.token).json(&initialize_body("2025-11-25")).send().await.unwrap();
+    let response = post(server, client)
+        .bearer_auth(&server.token)
+        .json(&initialize_body("2025-11-25"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let message = message(&response.text().await.unwrap());
     assert_eq!(message["result"]["serverInfo"]["name"], "dshkit", "{message}");
@@ -43,7 +48,10 @@ async fn good_request_still_works(server: &HttpServer, client: &reqwest::Client)
 #[tokio::test]
 async fn the_ready_line_is_the_only_stdout_and_names_the_endpoint() {
     let server = start_http(&[]);
-    let rest = server.url.strip_prefix("http://127.0.0.1:").expect("loopback URL");
+    let rest = server
+        .url
+        .strip_prefix("http://127.0.0.1:")
+        .expect("loopback URL");
     let port = rest.strip_suffix("/mcp").expect("ends in /mcp");
     assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{}", server.url);
 }
@@ -60,30 +68,62 @@ async fn security_cases_are_refused_with_the_right_status_and_the_server_keeps_s
     assert!(response.headers().get("www-authenticate").is_some());
     good_request_still_works(&server, &client).await;
     let wrong = format!("{}x", &server.token[..server.token.len() - 1]);
-    let response = post(&server, &client).bearer_auth(wrong).json(&body).send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(wrong)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     good_request_still_works(&server, &client).await;
 
     // 403: a rebinding Host, then a foreign Origin, each even with the right token.
-    let response = post(&server, &client).bearer_auth(&server.token).header("Host", "attacker.example:80").json(&body).send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .header("Host", "attacker.example:80")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     good_request_still_works(&server, &client).await;
-    let response = post(&server, &client).bearer_auth(&server.token).header("Origin", "http://attacker.example").json(&body).send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .header("Origin", "http://attacker.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     good_request_still_works(&server, &client).await;
 
     // 413: a declared oversized body, then an oversized chunked stream.
     let big = vec![b' '; 2 * 1024 * 1024];
-    let response = post(&server, &client).bearer_auth(&server.token).body(big.clone()).send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     good_request_still_works(&server, &client).await;
-    let chunks = futures_chunks(big);
-    let response = post(&server, &client).bearer_auth(&server.token).body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap();
+    let chunks = futures_chunks(&big);
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .body(reqwest::Body::wrap_stream(chunks))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     good_request_still_works(&server, &client).await;
 
     // Garbage: a JSON-RPC parse error.
-    let response = post(&server, &client).bearer_auth(&server.token).body("{not json").send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let error = message(&response.text().await.unwrap());
     assert_eq!(error["error"]["code"], -32700, "{error}");
@@ -91,8 +131,9 @@ async fn security_cases_are_refused_with_the_right_status_and_the_server_keeps_s
     good_request_still_works(&server, &client).await;
 }
 
-fn futures_chunks(bytes: Vec<u8>) -> impl futures::Stream<Item = Result<Vec<u8>, std::io::Error>> {
-    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+fn futures_chunks(bytes: &[u8]) -> impl futures::Stream<Item = Result<Vec<u8>, std::io::Error>> + use<> {
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        bytes.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
     futures::stream::iter(chunks)
 }
 
@@ -108,7 +149,10 @@ async fn a_loopback_origin_of_this_server_is_accepted() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(message(&response.text().await.unwrap())["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        message(&response.text().await.unwrap())["result"]["protocolVersion"],
+        "2025-06-18"
+    );
 }
 
 #[tokio::test]
@@ -122,27 +166,55 @@ async fn the_2026_era_discovers_without_a_session_and_needs_mcp_method() {
     });
     let discover = json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": meta}});
     let versioned = |method: &str| {
-        post(&server, &client).bearer_auth(&server.token).header("MCP-Protocol-Version", "2026-07-28").header("Mcp-Method", method)
+        post(&server, &client)
+            .bearer_auth(&server.token)
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", method)
     };
 
     let response = versioned("server/discover").json(&discover).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert!(response.headers().get("mcp-session-id").is_none(), "2026-07-28 has no sessions");
+    assert!(
+        response.headers().get("mcp-session-id").is_none(),
+        "2026-07-28 has no sessions"
+    );
     let result = message(&response.text().await.unwrap())["result"].clone();
-    assert_eq!(result["supportedVersions"], json!(["2025-06-18", "2025-11-25", "2026-07-28"]));
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "dshkit");
+    assert_eq!(
+        result["supportedVersions"],
+        json!(["2025-06-18", "2025-11-25", "2026-07-28"])
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "dshkit"
+    );
 
     let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"dshkit_info","arguments":{},"_meta": meta}});
-    let response = versioned("tools/call").header("Mcp-Name", "dshkit_info").json(&call).send().await.unwrap();
+    let response = versioned("tools/call")
+        .header("Mcp-Name", "dshkit_info")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let result = message(&response.text().await.unwrap())["result"].clone();
     assert_eq!(result["resultType"], "complete");
     assert_eq!(result["structuredContent"]["name"], "dshkit");
 
     // Without the Mcp-Method header the 2026 request is refused.
-    let response = post(&server, &client).bearer_auth(&server.token).header("MCP-Protocol-Version", "2026-07-28").json(&call).send().await.unwrap();
+    let response = post(&server, &client)
+        .bearer_auth(&server.token)
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-    assert!(message(&response.text().await.unwrap())["error"]["message"].as_str().unwrap().contains("Mcp-Method"));
+    assert!(
+        message(&response.text().await.unwrap())["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Mcp-Method")
+    );
 }
 
 #[tokio::test]
@@ -155,9 +227,19 @@ async fn the_token_can_come_from_the_environment() {
     let line = dshkit_test::read_ready_line(&mut guard, "dshkit mcp: ", std::time::Duration::from_secs(20));
     let url = line.trim_start_matches("dshkit mcp: ");
     let client = reqwest::Client::new();
-    let response = client.post(url).header("Accept", ACCEPT).bearer_auth(token).json(&initialize_body("2025-11-25")).send().await.unwrap();
+    let response = client
+        .post(url)
+        .header("Accept", ACCEPT)
+        .bearer_auth(token)
+        .json(&initialize_body("2025-11-25"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert!(!home.path().join(".config/dshkit/mcp-token").exists(), "no token file when the environment gives one");
+    assert!(
+        !home.path().join(".config/dshkit/mcp-token").exists(),
+        "no token file when the environment gives one"
+    );
 }
 
 #[test]
@@ -166,9 +248,16 @@ fn a_non_loopback_bind_is_refused_unless_asked_for_with_a_chosen_token() {
     let out = output(dshkit_command(home.path()).args(["mcp", "--http", "0.0.0.0:0"]));
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
-    assert!(!home.path().join(".config/dshkit/mcp-token").exists(), "a refused command creates nothing");
+    assert!(
+        !home.path().join(".config/dshkit/mcp-token").exists(),
+        "a refused command creates nothing"
+    );
     let out = output(dshkit_command(home.path()).args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"]));
-    assert_eq!(out.status.code(), Some(3), "a freshly generated token is not a chosen one");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a freshly generated token is not a chosen one"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("token you chose"));
 }
 
@@ -177,21 +266,45 @@ async fn an_explicit_remote_bind_with_a_chosen_token_serves() {
     let home = tempfile::tempdir().unwrap();
     let token = "chosen-token-0123456789abcdef";
     let mut command = dshkit_command(home.path());
-    command.args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"]).env("DSHKIT_MCP_TOKEN", token);
+    command
+        .args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"])
+        .env("DSHKIT_MCP_TOKEN", token);
     let mut guard = dshkit_test::spawn_guarded(&mut command);
     let line = dshkit_test::read_ready_line(&mut guard, "dshkit mcp: ", std::time::Duration::from_secs(20));
-    let port = line.trim_start_matches("dshkit mcp: http://0.0.0.0:").trim_end_matches("/mcp");
+    let port = line
+        .trim_start_matches("dshkit mcp: http://0.0.0.0:")
+        .trim_end_matches("/mcp");
     let url = format!("http://127.0.0.1:{port}/mcp");
     let client = reqwest::Client::new();
-    let response = client.post(&url).header("Accept", ACCEPT).json(&initialize_body("2025-11-25")).send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "remote mode still needs the token");
-    let response = client.post(&url).header("Accept", ACCEPT).bearer_auth(token).json(&initialize_body("2025-11-25")).send().await.unwrap();
+    let response = client
+        .post(&url)
+        .header("Accept", ACCEPT)
+        .json(&initialize_body("2025-11-25"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::UNAUTHORIZED,
+        "remote mode still needs the token"
+    );
+    let response = client
+        .post(&url)
+        .header("Accept", ACCEPT)
+        .bearer_auth(token)
+        .json(&initialize_body("2025-11-25"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
 
 #[test]
 fn sigterm_stops_the_http_server() {
     let mut server = start_http(&[]);
-    let status = server.guard.terminate(std::time::Duration::from_secs(10)).expect("exits on SIGTERM");
+    let status = server
+        .guard
+        .terminate(std::time::Duration::from_secs(10))
+        .expect("exits on SIGTERM");
     assert!(status.success(), "{status:?}");
 }

@@ -36,7 +36,12 @@ impl Session {
                 }
             }
         });
-        Self { guard, stdin, lines, _home: home }
+        Self {
+            guard,
+            stdin,
+            lines,
+            _home: home,
+        }
     }
 
     fn send(&mut self, line: &str) {
@@ -47,19 +52,25 @@ impl Session {
     }
 
     fn recv(&self) -> Value {
-        let line = self.lines.recv_timeout(Duration::from_secs(20)).expect("a response line within 20 s");
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a response line within 20 s");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"))
     }
 
     fn initialize(&mut self, version: &str) -> Value {
-        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name":"raw","version":"1"}}}).to_string());
+        self.send(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name":"raw","version":"1"}}})
+            .to_string(),
+        );
         let response = self.recv();
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         response
     }
 
-    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+    fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string());
         self.recv()
     }
@@ -70,7 +81,10 @@ impl Session {
             if let Some(status) = self.guard.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(std::time::Instant::now() < deadline, "dshkit mcp did not exit within {within:?}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "dshkit mcp did not exit within {within:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -94,38 +108,62 @@ fn garbage_is_survived_and_every_stdout_line_is_json_rpc() {
     session.initialize("2025-11-25");
     session.send("this is not json {");
     session.send(r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"#); // cut off mid-object
-    let info = session.call(7, "dshkit_info", json!({}));
+    let info = session.call(7, "dshkit_info", &json!({}));
     assert_eq!(info["id"], 7, "{info}");
     assert_eq!(info["result"]["structuredContent"]["name"], "dshkit");
     assert_eq!(info["result"]["isError"], false);
-    assert!(info["result"]["content"][0]["text"].as_str().unwrap().contains("2026-07-28"));
+    assert!(
+        info["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("2026-07-28")
+    );
 }
 
 #[test]
 fn unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error() {
     let mut session = Session::start(&[]);
     session.initialize("2025-11-25");
-    let unknown = session.call(1, "no_such_tool", json!({}));
+    let unknown = session.call(1, "no_such_tool", &json!({}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("tools/list"));
-    let bad = session.call(2, "dshkit_doctor", json!({"verbose": true}));
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/list")
+    );
+    let bad = session.call(2, "dshkit_doctor", &json!({"verbose": true}));
     assert_eq!(bad["result"]["isError"], true, "{bad}");
     let text = bad["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("unknown field `verbose`") && text.contains("inputSchema"), "{text}");
+    assert!(
+        text.contains("unknown field `verbose`") && text.contains("inputSchema"),
+        "{text}"
+    );
 }
 
 #[test]
 fn doctor_result_has_structured_content_and_a_compact_text() {
     let mut session = Session::start(&[]);
     session.initialize("2025-11-25");
-    let doctor = session.call(3, "dshkit_doctor", json!({}));
+    let doctor = session.call(3, "dshkit_doctor", &json!({}));
     let result = &doctor["result"];
     assert_eq!(result["isError"], false);
     assert_eq!(result["structuredContent"]["formatVersion"], 1);
-    let ids: Vec<&str> = result["structuredContent"]["facts"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["chromium", "node", "dsh", "dsh_home", "evidence_root", "disk"]);
+    let ids: Vec<&str> = result["structuredContent"]["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["chromium", "node", "dsh", "dsh_home", "evidence_root", "disk"]
+    );
     let text = result["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with("dshkit doctor:") && text.lines().count() == 7, "{text}");
+    assert!(
+        text.starts_with("dshkit doctor:") && text.lines().count() == 7,
+        "{text}"
+    );
 }
 
 #[test]
@@ -154,11 +192,19 @@ fn tool_families_are_selected_with_tools() {
     let out = output(dshkit_command(home.path()).args(["mcp", "--tools", "core,nope"]));
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("unknown tool family `nope`") && stderr.contains("core"), "{stderr}");
+    assert!(
+        stderr.contains("unknown tool family `nope`") && stderr.contains("core"),
+        "{stderr}"
+    );
 
     let mut session = Session::start(&[]);
     session.initialize("2025-11-25");
     session.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#);
-    let names: Vec<String> = session.recv()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    let names: Vec<String> = session.recv()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(names, ["dshkit_doctor", "dshkit_info"]);
 }

@@ -41,17 +41,30 @@ pub(crate) fn start_http(extra: &[&str]) -> HttpServer {
     let home = tempfile::tempdir().expect("tempdir");
     let token_file = home.path().join("token");
     let mut command = dshkit_command(home.path());
-    command.args(["mcp", "--http", "127.0.0.1:0", "--token-file"]).arg(&token_file).args(extra);
+    command
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .args(extra);
     let mut guard = spawn_guarded(&mut command);
     let line = read_ready_line(&mut guard, "dshkit mcp: ", Duration::from_secs(20));
     let url = line.strip_prefix("dshkit mcp: ").expect("prefix").to_owned();
-    let token = std::fs::read_to_string(&token_file).expect("token file").trim().to_owned();
-    HttpServer { url, token, guard, _home: home }
+    let token = std::fs::read_to_string(&token_file)
+        .expect("token file")
+        .trim()
+        .to_owned();
+    HttpServer {
+        url,
+        token,
+        guard,
+        _home: home,
+    }
 }
 
 /// Output of a finished command, with a readable failure message.
 pub(crate) fn output(command: &mut Command) -> std::process::Output {
-    command.output().unwrap_or_else(|e| panic!("failed to run {command:?}: {e}"))
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("failed to run {command:?}: {e}"))
 }
 
 pub(crate) fn stdout_json(output: &std::process::Output) -> serde_json::Value {
