@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Longest a request may take to produce its response head. Tool calls are bounded
 /// separately by the server's tool timeout, which this exceeds by a margin.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(330);
+/// How much of an oversized body is read and discarded before answering 413
+/// (16 MiB); a larger upload is cut off.
+pub const MAX_DRAIN_BYTES: usize = 16 * 1024 * 1024;
 /// Interval of SSE keep-alive comments on open streams.
 pub(crate) const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The path the MCP endpoint is served at.
@@ -205,42 +208,69 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         );
         return response;
     }
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > guard.max_body_bytes as u64) {
+    if declared.is_some_and(|len| len > MAX_DRAIN_BYTES as u64) {
+        // Too big to drain: answer at once; the client may see the connection close.
         return reject(
             StatusCode::PAYLOAD_TOO_LARGE,
             "request body exceeds the server's body cap",
         );
     }
-    if request.method() != http::Method::POST {
-        return next.run(request).await;
-    }
     // Read the (capped) body once so chunked uploads meet the same cap and garbage
     // gets a JSON-RPC parse error rather than a transport-level complaint.
     let (parts, body) = request.into_parts();
-    let bytes = match http_body_util::BodyExt::collect(http_body_util::Limited::new(
-        body,
-        guard.max_body_bytes,
-    ))
-    .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(err) if err.is::<http_body_util::LengthLimitError>() => {
+    let bytes = match read_capped(body, guard.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => {
             return reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request body exceeds the server's body cap",
             );
         }
-        Err(_) => return reject(StatusCode::BAD_REQUEST, "failed to read the request body"),
+        Err(BodyError::Unreadable) => {
+            return reject(StatusCode::BAD_REQUEST, "failed to read the request body");
+        }
     };
     if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return json_rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {err}"));
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+enum BodyError {
+    TooLarge,
+    Unreadable,
+}
+
+/// Reads at most `max` body bytes. Past the cap the rest is read and discarded, up
+/// to [`MAX_DRAIN_BYTES`], so the client finishes its upload and sees the 413
+/// instead of a reset connection.
+async fn read_capped(mut body: Body, max: usize) -> Result<bytes::Bytes, BodyError> {
+    use http_body_util::BodyExt;
+    let mut kept = bytes::BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| BodyError::Unreadable)?;
+        let Ok(data) = frame.into_data() else { continue };
+        seen = seen.saturating_add(data.len());
+        if seen <= max {
+            kept.extend_from_slice(&data);
+        } else if seen > MAX_DRAIN_BYTES {
+            break;
+        }
+    }
+    if seen > max {
+        Err(BodyError::TooLarge)
+    } else {
+        Ok(kept.freeze())
+    }
 }
 
 fn check_host_and_origin(guard: &Guard, headers: &HeaderMap) -> Result<(), &'static str> {

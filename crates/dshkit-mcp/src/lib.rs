@@ -20,7 +20,8 @@ pub use bound::{
 };
 pub use family::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpOptions, HttpServer, MCP_PATH, serve_http,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpOptions, HttpServer, MAX_DRAIN_BYTES,
+    MCP_PATH, serve_http,
 };
 pub use server::{
     DEFAULT_TOOL_TIMEOUT, DshkitServer, RegistryError, SUPPORTED_PROTOCOL_VERSIONS, ServerOptions,

@@ -59,7 +59,12 @@ async fn the_ready_line_is_the_only_stdout_and_names_the_endpoint() {
 #[tokio::test]
 async fn security_cases_are_refused_with_the_right_status_and_the_server_keeps_serving() {
     let server = start_http(&[]);
-    let client = reqwest::Client::new();
+    // A fresh connection per request: after refusing an oversized upload the server
+    // closes that connection (it will not drain the body), as it should.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
     let body = initialize_body("2025-11-25");
 
     // 401: no token, then a wrong one.

@@ -1,0 +1,217 @@
+//! A browser: launched by us or reached at an existing endpoint. Contexts and
+//! pages are created through the browser target; pages are driven through
+//! flattened sessions.
+
+use serde_json::{Value, json};
+
+use crate::connection::{Connection, Event};
+use crate::error::CdpError;
+use crate::launch::{BrowserProcess, LaunchOptions, launch};
+
+/// Where the browser came from.
+#[derive(Debug)]
+enum Origin {
+    Launched(BrowserProcess),
+    Connected,
+}
+
+/// A browser and the connection to it.
+#[derive(Debug)]
+pub struct Browser {
+    connection: Connection,
+    origin: Origin,
+    product: String,
+}
+
+impl Browser {
+    /// Launches Chromium and connects to it.
+    pub async fn launch(options: &LaunchOptions) -> Result<Self, CdpError> {
+        let process = launch(options).await?;
+        let connection = Connection::connect(&process.ws_url).await?;
+        Self::finish(connection, Origin::Launched(process)).await
+    }
+
+    /// Connects to a browser WebSocket endpoint (`ws://…/devtools/browser/…`).
+    pub async fn connect_ws(ws_url: &str) -> Result<Self, CdpError> {
+        let connection = Connection::connect(ws_url).await?;
+        Self::finish(connection, Origin::Connected).await
+    }
+
+    /// Connects to a browser's HTTP debugging endpoint (`http://host:port`), as
+    /// remote browser pools expose it, by reading `/json/version`.
+    pub async fn connect_http(base_url: &str) -> Result<Self, CdpError> {
+        let url = format!("{}/json/version", base_url.trim_end_matches('/'));
+        let error = |reason: String| CdpError::Connect {
+            url: url.clone(),
+            reason,
+        };
+        let version: Value = reqwest::get(&url)
+            .await
+            .map_err(|e| error(e.to_string()))?
+            .json()
+            .await
+            .map_err(|e| error(e.to_string()))?;
+        let ws = version["webSocketDebuggerUrl"]
+            .as_str()
+            .ok_or_else(|| error("no webSocketDebuggerUrl in /json/version".into()))?;
+        Self::connect_ws(ws).await
+    }
+
+    async fn finish(connection: Connection, origin: Origin) -> Result<Self, CdpError> {
+        let version = connection.call("Browser.getVersion", json!({}), None).await?;
+        let product = version["product"].as_str().unwrap_or("unknown").to_owned();
+        Ok(Self {
+            connection,
+            origin,
+            product,
+        })
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.connection
+    }
+
+    /// `HeadlessChrome/156.0.8078.114` and the like.
+    pub fn product(&self) -> &str {
+        &self.product
+    }
+
+    /// The launched process, when we launched it.
+    pub fn process(&self) -> Option<&BrowserProcess> {
+        match &self.origin {
+            Origin::Launched(process) => Some(process),
+            Origin::Connected => None,
+        }
+    }
+
+    /// Whether the browser can still take commands.
+    pub fn is_alive(&mut self) -> bool {
+        let running = match &mut self.origin {
+            Origin::Launched(process) => process.is_running(),
+            Origin::Connected => true,
+        };
+        running && !self.connection.is_closed()
+    }
+
+    /// A fresh, isolated browser context (its own cookies, storage and cache).
+    pub async fn create_context(&self) -> Result<String, CdpError> {
+        let reply = self
+            .connection
+            .call(
+                "Target.createBrowserContext",
+                json!({ "disposeOnDetach": true }),
+                None,
+            )
+            .await?;
+        string_field(&reply, "browserContextId", "Target.createBrowserContext")
+    }
+
+    /// Closes a context and every page in it.
+    pub async fn dispose_context(&self, context_id: &str) -> Result<(), CdpError> {
+        self.connection
+            .call(
+                "Target.disposeBrowserContext",
+                json!({ "browserContextId": context_id }),
+                None,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Opens `about:blank` in `context_id` and attaches a flattened session to it.
+    /// Events of the page are routed to the returned [`Page`]'s receiver from the
+    /// first one on.
+    pub async fn create_page(&self, context_id: &str) -> Result<Page, CdpError> {
+        let reply = self
+            .connection
+            .call(
+                "Target.createTarget",
+                json!({ "url": "about:blank", "browserContextId": context_id }),
+                None,
+            )
+            .await?;
+        let target_id = string_field(&reply, "targetId", "Target.createTarget")?;
+        let reply = self
+            .connection
+            .call(
+                "Target.attachToTarget",
+                json!({ "targetId": target_id, "flatten": true }),
+                None,
+            )
+            .await?;
+        let session_id = string_field(&reply, "sessionId", "Target.attachToTarget")?;
+        let events = self.connection.subscribe(Some(&session_id));
+        Ok(Page {
+            connection: self.connection.clone(),
+            target_id,
+            session_id,
+            events,
+        })
+    }
+}
+
+fn string_field(reply: &Value, field: &str, method: &str) -> Result<String, CdpError> {
+    reply[field]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| CdpError::Unexpected {
+            method: method.to_owned(),
+            detail: format!("no {field} in {reply}"),
+        })
+}
+
+/// A page target with its flattened session.
+#[derive(Debug)]
+pub struct Page {
+    connection: Connection,
+    pub target_id: String,
+    pub session_id: String,
+    /// Every event of this page, in order.
+    pub events: tokio::sync::mpsc::Receiver<Event>,
+}
+
+impl Page {
+    /// Sends a command to this page's session.
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
+        self.connection.call(method, params, Some(&self.session_id)).await
+    }
+
+    /// Sends a command with its own time limit.
+    pub async fn call_with_timeout(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, CdpError> {
+        self.connection
+            .call_with_timeout(method, params, Some(&self.session_id), timeout)
+            .await
+    }
+
+    /// A handle that can send commands to this page from another task.
+    pub fn commands(&self) -> PageCommands {
+        PageCommands {
+            connection: self.connection.clone(),
+            session_id: self.session_id.clone(),
+        }
+    }
+}
+
+impl Drop for Page {
+    fn drop(&mut self) {
+        self.connection.unsubscribe(Some(&self.session_id));
+    }
+}
+
+/// Sends commands to a page's session; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PageCommands {
+    connection: Connection,
+    session_id: String,
+}
+
+impl PageCommands {
+    pub async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
+        self.connection.call(method, params, Some(&self.session_id)).await
+    }
+}

@@ -1,0 +1,43 @@
+//! Errors of the CDP client.
+
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CdpError {
+    #[error("no Chromium found: {0}")]
+    NoBrowser(String),
+    #[error("failed to start Chromium at {path}")]
+    Spawn {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Chromium exited before it was ready; its last output:\n{0}")]
+    EarlyExit(String),
+    #[error("Chromium did not print its DevTools endpoint within {0:?}")]
+    LaunchTimeout(Duration),
+    #[error("failed to connect to the DevTools endpoint {url}: {reason}")]
+    Connect { url: String, reason: String },
+    #[error("the browser connection is closed (the browser exited or the endpoint went away)")]
+    Disconnected,
+    #[error("{method} got no response within {timeout:?}")]
+    Timeout { method: String, timeout: Duration },
+    #[error("{method} failed: {message} (code {code})")]
+    Protocol {
+        method: String,
+        code: i64,
+        message: String,
+    },
+    #[error("unexpected reply to {method}: {detail}")]
+    Unexpected { method: String, detail: String },
+    #[error("failed to create a temporary browser profile")]
+    Profile(#[source] std::io::Error),
+}
+
+impl CdpError {
+    /// Whether the browser is gone and a relaunch is the remedy.
+    pub fn is_disconnect(&self) -> bool {
+        matches!(self, Self::Disconnected)
+    }
+}

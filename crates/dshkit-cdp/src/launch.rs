@@ -1,0 +1,254 @@
+//! Launching Chromium: a fresh temporary profile, its own process group, and a
+//! death signal so the browser cannot outlive dshkit even when dshkit is killed.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::error::CdpError;
+
+/// Longest Chromium may take to print its DevTools endpoint.
+pub const DEFAULT_LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// Lines of Chromium's stderr kept for error messages.
+pub const DEFAULT_STDERR_TAIL_LINES: usize = 40;
+
+/// The flags every launch uses. Background networking, sync, component updates
+/// and QUIC would otherwise reach out to the network at start; WebRTC may only
+/// use proxied UDP, which there is none of.
+pub const BASE_FLAGS: &[&str] = &[
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-breakpad",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
+/// How to launch.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// The executable; found like `dshkit doctor` finds it when `None`.
+    pub executable: Option<PathBuf>,
+    /// Extra flags after [`BASE_FLAGS`].
+    pub extra_args: Vec<String>,
+    /// Defaults to [`DEFAULT_LAUNCH_TIMEOUT`].
+    pub launch_timeout: Option<Duration>,
+}
+
+/// A launched browser process. Dropping it kills the browser's whole process
+/// group, reaps it and removes the temporary profile.
+#[derive(Debug)]
+pub struct BrowserProcess {
+    child: Child,
+    profile: Option<tempfile::TempDir>,
+    pub(crate) ws_url: String,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl BrowserProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The temporary profile directory (unique to this launch).
+    pub fn profile_dir(&self) -> Option<&std::path::Path> {
+        self.profile.as_ref().map(tempfile::TempDir::path)
+    }
+
+    /// The browser's DevTools WebSocket endpoint.
+    pub fn ws_url(&self) -> &str {
+        &self.ws_url
+    }
+
+    /// Whether the browser process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last lines Chromium printed on stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .expect("tail lock")
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for BrowserProcess {
+    fn drop(&mut self) {
+        if let Some(pid) = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(profile) = self.profile.take() {
+            // Chromium's helpers may still be closing files; a second try covers it.
+            if profile.close().is_err() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Starts Chromium and waits for its DevTools endpoint.
+pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, CdpError> {
+    let executable = match &options.executable {
+        Some(path) => path.clone(),
+        None => match dshkit_env::locate::chromium(&dshkit_env::Environment::from_process()) {
+            dshkit_env::locate::Lookup::Found(found) => found.path,
+            dshkit_env::locate::Lookup::BadVariable { variable, value } => {
+                return Err(CdpError::NoBrowser(format!(
+                    "{variable}={} is not an executable",
+                    value.display()
+                )));
+            }
+            dshkit_env::locate::Lookup::NotFound => {
+                return Err(CdpError::NoBrowser(
+                    "install it (apt-get install -y chromium) or set DSHKIT_CHROMIUM; `dshkit doctor` shows the details".into(),
+                ));
+            }
+        },
+    };
+    let profile = tempfile::Builder::new()
+        .prefix("dshkit-chromium-")
+        .tempdir()
+        .map_err(CdpError::Profile)?;
+    let mut command = Command::new(&executable);
+    command
+        .args(BASE_FLAGS)
+        .arg(format!("--user-data-dir={}", profile.path().display()));
+    if rustix::process::geteuid().is_root() {
+        // Chromium refuses to run as root with its sandbox on.
+        command.arg("--no-sandbox");
+    }
+    command.args(&options.extra_args).arg("about:blank");
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+
+    let mut child = spawn_on_launcher(command).map_err(|source| CdpError::Spawn {
+        path: executable.display().to_string(),
+        source,
+    })?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(DEFAULT_STDERR_TAIL_LINES)));
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, ()>>();
+    let reader_tail = Arc::clone(&tail);
+    std::thread::Builder::new()
+        .name("chromium-stderr".into())
+        .spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(Ok(url.trim().to_owned()));
+                    }
+                    continue;
+                }
+                let mut tail = reader_tail.lock().expect("tail lock");
+                if tail.len() == DEFAULT_STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(Err(()));
+            }
+        })
+        .map_err(|source| CdpError::Spawn {
+            path: executable.display().to_string(),
+            source,
+        })?;
+
+    let mut process = BrowserProcess {
+        child,
+        profile: Some(profile),
+        ws_url: String::new(),
+        stderr_tail: tail,
+    };
+    let timeout = options.launch_timeout.unwrap_or(DEFAULT_LAUNCH_TIMEOUT);
+    match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(Ok(url))) => {
+            process.ws_url = url;
+            Ok(process)
+        }
+        Ok(_) => Err(CdpError::EarlyExit(process.stderr_tail())),
+        Err(_) => Err(CdpError::LaunchTimeout(timeout)),
+    }
+}
+
+type LaunchRequest = (Command, std_mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns on one long-lived thread: Linux delivers the parent-death signal when
+/// the *thread* that forked the child exits, so a pool thread would kill the
+/// browser when it idles out.
+fn spawn_on_launcher(command: Command) -> std::io::Result<Child> {
+    static LAUNCHER: OnceLock<Mutex<std_mpsc::Sender<LaunchRequest>>> = OnceLock::new();
+    let sender = LAUNCHER.get_or_init(|| {
+        let (tx, rx) = std_mpsc::channel::<LaunchRequest>();
+        std::thread::Builder::new()
+            .name("dshkit-launcher".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(spawn_dying_with_parent(&mut command));
+                }
+            })
+            .expect("spawn the launcher thread");
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = std_mpsc::channel();
+    sender
+        .lock()
+        .expect("launcher lock")
+        .send((command, reply_tx))
+        .map_err(|_| std::io::Error::other("launcher thread is gone"))?;
+    reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("launcher thread is gone"))?
+}
+
+#[expect(
+    unsafe_code,
+    reason = "pre_exec is the only way to set the parent-death signal in the child"
+)]
+fn spawn_dying_with_parent(command: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    let parent = rustix::process::getpid();
+    command.process_group(0);
+    // SAFETY: the closure runs between fork and exec and only makes
+    // async-signal-safe system calls (prctl, getppid).
+    unsafe {
+        command.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            // The parent may have died before the signal was armed.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other("parent exited during launch"));
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
