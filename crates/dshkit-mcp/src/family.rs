@@ -46,6 +46,10 @@ pub struct ToolSpec {
 pub struct ToolCall {
     pub name: String,
     pub arguments: Map<String, Value>,
+    /// Who is calling: `mcp-session:<id>` over HTTP with a session, `stdio` for the
+    /// one client of a stdio server, `http` for stateless HTTP requests. Families
+    /// that keep per-client state (preview sessions) use it for ownership.
+    pub subject: String,
 }
 
 /// A successful result: structured data for machines and a compact text for models.
@@ -88,4 +92,9 @@ pub trait ToolFamily: Send + Sync + 'static {
     fn tools(&self) -> Vec<ToolSpec>;
     /// Runs one call of a tool this family listed.
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>>;
+
+    /// Releases what the family holds (browsers, child processes) before exit.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

@@ -136,12 +136,18 @@ impl DshkitServer {
 
     /// Runs one call and returns the bounded MCP result; `None` for an unknown tool.
     /// Shared by the MCP handler and by in-process callers such as benchmarks.
-    pub async fn call(&self, name: &str, arguments: Map<String, Value>) -> Option<CallToolResult> {
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        subject: &str,
+    ) -> Option<CallToolResult> {
         let index = *self.registry.routes.get(name)?;
         let family = Arc::clone(&self.registry.families[index]);
         let call = ToolCall {
             name: name.to_owned(),
             arguments,
+            subject: subject.to_owned(),
         };
         let timeout = self.registry.options.tool_timeout;
         // A task of its own: a panicking family fails its call, not the server.
@@ -157,6 +163,13 @@ impl DshkitServer {
             ))),
         };
         Some(self.finish(outcome))
+    }
+
+    /// Lets every family release what it holds; call once before exit.
+    pub async fn shutdown(&self) {
+        for family in &self.registry.families {
+            family.shutdown().await;
+        }
     }
 
     fn finish(&self, outcome: Result<crate::ToolOutput, ToolFailure>) -> CallToolResult {
@@ -182,6 +195,17 @@ impl DshkitServer {
         };
         result.structured_content = structured;
         result
+    }
+}
+
+/// The calling client, for families that keep per-client state.
+fn subject_of(context: &RequestContext<RoleServer>) -> String {
+    match context.extensions.get::<http::request::Parts>() {
+        Some(parts) => match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            Some(session) => format!("mcp-session:{session}"),
+            None => "http".to_owned(),
+        },
+        None => "stdio".to_owned(),
     }
 }
 
@@ -235,11 +259,15 @@ impl ServerHandler for DshkitServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        tracing::debug!(tool = %name, "tools/call");
-        match self.call(&name, request.arguments.unwrap_or_default()).await {
+        let subject = subject_of(&context);
+        tracing::debug!(tool = %name, %subject, "tools/call");
+        match self
+            .call(&name, request.arguments.unwrap_or_default(), &subject)
+            .await
+        {
             Some(result) => Ok(result.into()),
             None => Err(McpError::invalid_params(
                 format!("unknown tool `{name}`; call tools/list for the tools this server exposes"),

@@ -18,6 +18,7 @@ pub enum StdioError {
 /// Serves one client on stdin/stdout until stdin closes or `shutdown` fires.
 pub async fn serve_stdio(server: DshkitServer, shutdown: CancellationToken) -> Result<(), StdioError> {
     let running = server
+        .clone()
         .serve_with_ct(rmcp::transport::stdio_pipes(), shutdown)
         .await
         .map_err(|e| StdioError::Handshake(Box::new(e)))?;

@@ -15,8 +15,10 @@
 
 mod child;
 mod fake_model;
+mod fixture;
 mod peers;
 
 pub use child::{ChildGuard, read_ready_line, spawn_guarded};
 pub use fake_model::{ANSWER_PREFIX, FakeModel, ModelRequest};
+pub use fixture::{Fixture, FixtureServer};
 pub use peers::{Peers, workspace_root};

@@ -56,7 +56,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
 
-    /// Tool families to expose, comma-separated (default: all). Known: core.
+    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,
 
@@ -77,6 +77,20 @@ pub(crate) struct McpArgs {
     /// Largest accepted HTTP request body in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = dshkit_mcp::DEFAULT_MAX_BODY_BYTES)]
     pub(crate) max_body_bytes: usize,
+
+    /// Use the browser at this DevTools WebSocket (`ws://host:port/devtools/browser/…`)
+    /// instead of launching Chromium, e.g. a remote browser pool.
+    #[arg(long, value_name = "URL", conflicts_with = "browser_url")]
+    pub(crate) browser_ws: Option<String>,
+
+    /// Use the browser whose HTTP debugging endpoint is URL (`http://host:port`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) browser_url: Option<String>,
+
+    /// An external host previews may load from (repeatable); its addresses are
+    /// checked after DNS resolution and private ones are refused.
+    #[arg(long = "allow-external-host", value_name = "HOST")]
+    pub(crate) allow_external_hosts: Vec<String>,
 
     /// Longest a tool call may run, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use dshkit_env::vars;
 
-pub use tools::all_families;
+pub use tools::{ToolsConfig, all_families};
 
 /// Runs dshkit with `args` (including the program name) and returns its exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {

@@ -56,10 +56,14 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         limits: ResultLimits::default(),
         tool_timeout: Duration::from_secs(args.tool_timeout),
     };
-    let server =
-        DshkitServer::new(options, tools::all_families(), args.tools.as_deref()).map_err(Failure::refused)?;
+    let server = DshkitServer::new(
+        options,
+        tools::all_families(&tools_config(&args)),
+        args.tools.as_deref(),
+    )
+    .map_err(Failure::refused)?;
     let shutdown = CancellationToken::new();
-    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    cancel_on_signal(shutdown.clone());
 
     let Some(addr) = args.http else {
         tracing::info!(tools = ?server.tool_names(), "serving MCP over stdio");
@@ -95,7 +99,7 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         max_body_bytes: args.max_body_bytes,
         ..HttpOptions::loopback(addr, token)
     };
-    let running = serve_http(server, http_options, shutdown)
+    let running = serve_http(server.clone(), http_options, shutdown)
         .await
         .map_err(Failure::refused)?;
     // The one line on stdout, for scripts and test harnesses waiting on readiness.
@@ -105,11 +109,20 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         .await
         .context("HTTP server failed")
         .map_err(Failure::runtime)?;
+    server.shutdown().await;
     Ok(exit::SUCCESS)
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C elsewhere).
-async fn cancel_on_signal(shutdown: CancellationToken) {
+fn tools_config(args: &McpArgs) -> tools::ToolsConfig {
+    tools::ToolsConfig {
+        browser_endpoint: args.browser_ws.clone().or_else(|| args.browser_url.clone()),
+        allow_hosts: args.allow_external_hosts.clone(),
+    }
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are
+/// installed before this returns, so a signal right after readiness is not lost.
+fn cancel_on_signal(shutdown: CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -118,14 +131,17 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
             tracing::warn!("failed to install signal handlers");
             return;
         };
-        tokio::select! {
-            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        }
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            }
+            shutdown.cancel();
+        });
     }
     #[cfg(not(unix))]
-    {
+    tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
-    }
-    shutdown.cancel();
+        shutdown.cancel();
+    });
 }

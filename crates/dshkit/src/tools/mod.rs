@@ -1,15 +1,28 @@
 //! Tool routers: one module per family, each adapting a domain crate to MCP.
 
 mod core;
+mod liveloop;
 
 use std::sync::Arc;
 
 use dshkit_mcp::{ToolFailure, ToolFamily};
 use serde_json::{Map, Value};
 
+/// Settings the families take from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct ToolsConfig {
+    /// An existing browser endpoint (`ws://…` or `http://host:port`) instead of a launch.
+    pub browser_endpoint: Option<String>,
+    /// External hosts previews may load from.
+    pub allow_hosts: Vec<String>,
+}
+
 /// Every family this build can serve, in listing order.
-pub fn all_families() -> Vec<Arc<dyn ToolFamily>> {
-    vec![Arc::new(core::CoreFamily)]
+pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
+    vec![
+        Arc::new(core::CoreFamily),
+        Arc::new(liveloop::LiveLoopFamily::new(config)),
+    ]
 }
 
 /// Deserializes a call's arguments into `T`, or fails with the schema hint.

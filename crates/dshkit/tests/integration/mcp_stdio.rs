@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::{dshkit_command, output};
 
-struct Session {
+pub(crate) struct Session {
     guard: ChildGuard,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
@@ -18,7 +18,7 @@ struct Session {
 }
 
 impl Session {
-    fn start(extra_env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(extra_env: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let mut command = dshkit_command(home.path());
         command.arg("mcp");
@@ -44,14 +44,14 @@ impl Session {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn recv(&self) -> Value {
+    pub(crate) fn recv(&self) -> Value {
         let line = self
             .lines
             .recv_timeout(Duration::from_secs(20))
@@ -59,7 +59,7 @@ impl Session {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"))
     }
 
-    fn initialize(&mut self, version: &str) -> Value {
+    pub(crate) fn initialize(&mut self, version: &str) -> Value {
         self.send(
             &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion": version, "capabilities": {}, "clientInfo": {"name":"raw","version":"1"}}})
@@ -70,7 +70,7 @@ impl Session {
         response
     }
 
-    fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
+    pub(crate) fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string());
         self.recv()
     }
@@ -206,5 +206,5 @@ fn tool_families_are_selected_with_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names, ["dshkit_doctor", "dshkit_info"]);
+    assert_eq!(names, ["dshkit_doctor", "dshkit_info", "liveloop_browser"]);
 }

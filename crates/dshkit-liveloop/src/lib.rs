@@ -1,0 +1,7 @@
+//! LiveLoop: let an agent see and use the web app it is building.
+//!
+//! Today: [`preview`] sessions in headless Chromium (isolated contexts, a
+//! request-stage loopback-only network policy, bounded observation, stable element
+//! refs). Detection, the dev-server runtime and verification build on it.
+
+pub mod preview;

@@ -1,0 +1,243 @@
+//! Preview sessions over one shared browser: a limit on contexts, idle sessions
+//! closed, ownership by subject, and a relaunch after the browser dies.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dshkit_cdp::{Browser, LaunchOptions};
+
+use super::error::PreviewError;
+use super::policy::{NetworkPolicy, PreviewOrigin, Resolver, SystemResolver};
+use super::session::{PreviewSession, Viewport};
+
+/// Most preview sessions open at once (each context with a page costs ~60 MB).
+pub const DEFAULT_MAX_SESSIONS: usize = 4;
+/// Sessions unused this long are closed on the next manager call.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_mins(15);
+
+/// Where the browser comes from.
+#[derive(Debug, Clone)]
+pub enum BrowserSource {
+    Launch(LaunchOptions),
+    /// An existing endpoint: `ws://…/devtools/browser/…` or `http://host:port`.
+    Endpoint(String),
+}
+
+/// Manager settings.
+#[derive(Clone)]
+pub struct PreviewConfig {
+    pub browser: BrowserSource,
+    pub max_sessions: usize,
+    pub idle_timeout: Duration,
+    /// External hosts previews may reach (checked after DNS resolution).
+    pub allow_hosts: Vec<String>,
+    /// Resolves allowlisted hosts; the system resolver by default.
+    pub resolver: Arc<dyn Resolver>,
+}
+
+impl Default for PreviewConfig {
+    fn default() -> Self {
+        Self {
+            browser: BrowserSource::Launch(LaunchOptions::default()),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            allow_hosts: Vec::new(),
+            resolver: Arc::new(SystemResolver),
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    browser: Option<Browser>,
+    sessions: HashMap<String, Arc<PreviewSession>>,
+}
+
+/// All preview sessions of one dshkit process.
+pub struct PreviewManager {
+    config: PreviewConfig,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl std::fmt::Debug for PreviewManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreviewManager")
+            .field("browser", &self.config.browser)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PreviewManager {
+    pub fn new(config: PreviewConfig) -> Self {
+        Self {
+            config,
+            state: tokio::sync::Mutex::new(State::default()),
+        }
+    }
+
+    /// Opens `url` in a fresh, isolated context owned by `owner`.
+    pub async fn open(
+        &self,
+        owner: &str,
+        url: &str,
+        viewport: Viewport,
+    ) -> Result<Arc<PreviewSession>, PreviewError> {
+        let (origin, parsed) = PreviewOrigin::of(url)?;
+        let mut state = self.state.lock().await;
+        self.sweep(&mut state).await;
+        if state.sessions.len() >= self.config.max_sessions {
+            return Err(PreviewError::SessionLimit(self.config.max_sessions));
+        }
+        let browser = self.browser(&mut state).await?;
+        let context_id = browser.create_context().await?;
+        let result = async {
+            let page = browser.create_page(&context_id).await?;
+            let policy = NetworkPolicy {
+                origin,
+                allow_hosts: self.config.allow_hosts.clone(),
+                resolver: Arc::clone(&self.config.resolver),
+            };
+            PreviewSession::open(
+                new_id()?,
+                owner.to_owned(),
+                context_id.clone(),
+                page,
+                policy,
+                viewport,
+                parsed.as_str(),
+            )
+            .await
+        }
+        .await;
+        match result {
+            Ok(session) => {
+                let session = Arc::new(session);
+                state.sessions.insert(session.id.clone(), Arc::clone(&session));
+                Ok(session)
+            }
+            Err(err) => {
+                let _ = browser.dispose_context(&context_id).await;
+                Err(err)
+            }
+        }
+    }
+
+    /// The session `id`, if `owner` owns it. A dead browser closes every session.
+    pub async fn get(&self, owner: &str, id: &str) -> Result<Arc<PreviewSession>, PreviewError> {
+        let mut state = self.state.lock().await;
+        self.sweep(&mut state).await;
+        let session = state
+            .sessions
+            .get(id)
+            .ok_or_else(|| PreviewError::UnknownSession(id.to_owned()))?;
+        if session.owner != owner {
+            return Err(PreviewError::NotOwner(id.to_owned()));
+        }
+        session.touch();
+        Ok(Arc::clone(session))
+    }
+
+    /// Closes the session `id` of `owner`.
+    pub async fn close(&self, owner: &str, id: &str) -> Result<(), PreviewError> {
+        let mut state = self.state.lock().await;
+        let session = state
+            .sessions
+            .get(id)
+            .ok_or_else(|| PreviewError::UnknownSession(id.to_owned()))?;
+        if session.owner != owner {
+            return Err(PreviewError::NotOwner(id.to_owned()));
+        }
+        let session = state.sessions.remove(id).expect("present");
+        if let Some(browser) = &state.browser {
+            let _ = browser.dispose_context(&session.context_id).await;
+        }
+        Ok(())
+    }
+
+    /// The sessions `owner` owns: id, origin and viewport.
+    pub async fn list(&self, owner: &str) -> Vec<(String, String, Viewport)> {
+        let mut state = self.state.lock().await;
+        self.sweep(&mut state).await;
+        let mut sessions: Vec<_> = state
+            .sessions
+            .values()
+            .filter(|s| s.owner == owner)
+            .map(|s| (s.id.clone(), s.origin(), s.viewport))
+            .collect();
+        sessions.sort_by(|a, b| a.0.cmp(&b.0));
+        sessions
+    }
+
+    /// Closes every session and the browser.
+    pub async fn shutdown(&self) {
+        let mut state = self.state.lock().await;
+        state.sessions.clear();
+        state.browser = None;
+    }
+
+    /// Checks the browser is alive (dropping every session if not) and closes idle
+    /// sessions.
+    async fn sweep(&self, state: &mut State) {
+        if state.browser.as_mut().is_some_and(|browser| !browser.is_alive()) {
+            tracing::warn!("the preview browser is gone; closing its sessions");
+            state.sessions.clear();
+            state.browser = None;
+        }
+        let idle: Vec<String> = state
+            .sessions
+            .values()
+            .filter(|s| s.idle_for() > self.config.idle_timeout)
+            .map(|s| s.id.clone())
+            .collect();
+        for id in idle {
+            if let Some(session) = state.sessions.remove(&id) {
+                tracing::info!(%id, "closing idle preview session");
+                if let Some(browser) = &state.browser {
+                    let _ = browser.dispose_context(&session.context_id).await;
+                }
+            }
+        }
+    }
+
+    async fn browser<'a>(&self, state: &'a mut State) -> Result<&'a Browser, PreviewError> {
+        if state.browser.is_none() {
+            let browser = match &self.config.browser {
+                BrowserSource::Launch(options) => Browser::launch(options).await?,
+                BrowserSource::Endpoint(url) if url.starts_with("ws") => Browser::connect_ws(url).await?,
+                BrowserSource::Endpoint(url) => Browser::connect_http(url).await?,
+            };
+            state.browser = Some(browser);
+        }
+        Ok(state.browser.as_ref().expect("just set"))
+    }
+
+    /// The launched browser's process id, when a browser is running and ours.
+    pub async fn browser_pid(&self) -> Option<u32> {
+        self.state
+            .lock()
+            .await
+            .browser
+            .as_ref()?
+            .process()
+            .map(dshkit_cdp::BrowserProcess::pid)
+    }
+
+    /// Whether an operation's error means the browser is gone; if so the manager
+    /// forgets every session so the next open relaunches.
+    pub async fn note_error(&self, error: &PreviewError) {
+        if error.code() == "BROWSER_GONE" {
+            let mut state = self.state.lock().await;
+            state.sessions.clear();
+            state.browser = None;
+        }
+    }
+}
+
+/// A random opaque session id (`pv-` and 16 hex digits).
+fn new_id() -> Result<String, PreviewError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| PreviewError::Interaction(format!("no randomness for a session id: {e}")))?;
+    Ok(format!("pv-{}", hex::encode(bytes)))
+}

@@ -1,0 +1,28 @@
+//! Preview sessions: one isolated browser context and page per session, a
+//! loopback-only network policy, bounded observation, and interaction through
+//! element refs from a fixed snapshot script.
+
+mod error;
+mod manager;
+mod observe;
+mod policy;
+mod session;
+mod snapshot;
+
+pub use error::PreviewError;
+pub use manager::{BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, PreviewConfig, PreviewManager};
+pub use observe::{
+    BlockedEntry, ConsoleEntry, ConsoleSource, DEFAULT_MAX_BLOCKED, DEFAULT_MAX_CONSOLE,
+    DEFAULT_MAX_ENTRY_CHARS, DEFAULT_MAX_NAVIGATIONS, DEFAULT_MAX_NETWORK, NetworkEntry, Observations, Ring,
+};
+pub use policy::{
+    BlockReason, Decision, NetworkPolicy, OriginError, PreviewOrigin, Resolver, SystemResolver, is_public,
+};
+pub use session::{
+    Action, DEFAULT_MAX_SCREENSHOT_HEIGHT, DEFAULT_NAVIGATION_TIMEOUT, DEFAULT_QUIET_WINDOW,
+    DEFAULT_SETTLE_DEADLINE, HARDEN_SCRIPT, MAX_INPUT_CHARS, PreviewSession, Screenshot, Target, Viewport,
+};
+pub use snapshot::{
+    DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, Node,
+    SNAPSHOT_SCRIPT, Snapshot, parse_ref, snapshot_expression,
+};

@@ -1,0 +1,426 @@
+//! Observation of a preview in bounded ring buffers, with a resettable window:
+//! console messages, exceptions and rejections, failed and >= 400 requests,
+//! navigations and blocked requests.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::policy::BlockReason;
+
+/// Console entries kept per window.
+pub const DEFAULT_MAX_CONSOLE: usize = 200;
+/// Failed or >= 400 requests kept per window.
+pub const DEFAULT_MAX_NETWORK: usize = 200;
+/// Navigations kept per window.
+pub const DEFAULT_MAX_NAVIGATIONS: usize = 50;
+/// Blocked requests kept per window.
+pub const DEFAULT_MAX_BLOCKED: usize = 100;
+/// Longest text kept of one entry (characters).
+pub const DEFAULT_MAX_ENTRY_CHARS: usize = 2000;
+
+/// A ring buffer that counts what it had to drop.
+#[derive(Debug, Clone)]
+pub struct Ring<T> {
+    items: VecDeque<T>,
+    capacity: usize,
+    dropped: u64,
+}
+
+impl<T> Ring<T> {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            items: VecDeque::with_capacity(capacity.min(64)),
+            capacity,
+            dropped: 0,
+        }
+    }
+
+    pub fn push(&mut self, item: T) {
+        if self.items.len() == self.capacity {
+            self.items.pop_front();
+            self.dropped += 1;
+        }
+        self.items.push_back(item);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Entries pushed out by newer ones since the last clear.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+        self.dropped = 0;
+    }
+}
+
+/// Where a console entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsoleSource {
+    /// `console.*` calls.
+    Console,
+    /// An uncaught exception.
+    Exception,
+    /// An unhandled promise rejection.
+    Rejection,
+    /// A browser log entry (network errors, interventions, ...).
+    Browser,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsoleEntry {
+    pub source: ConsoleSource,
+    /// `error`, `warning`, `info`, `log`, `debug`, ...
+    pub level: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// 1-based, as editors count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkEntry {
+    pub url: String,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedEntry {
+    pub url: String,
+    #[serde(flatten)]
+    pub reason: BlockReason,
+}
+
+#[derive(Debug, Clone)]
+struct InFlight {
+    url: String,
+    method: String,
+    resource_type: Option<String>,
+}
+
+/// Everything observed in the current window.
+#[derive(Debug)]
+pub struct Observations {
+    pub console: Ring<ConsoleEntry>,
+    pub network: Ring<NetworkEntry>,
+    pub navigations: Ring<String>,
+    pub blocked: Ring<BlockedEntry>,
+    in_flight: HashMap<String, InFlight>,
+    window_started: Instant,
+}
+
+impl Default for Observations {
+    fn default() -> Self {
+        Self {
+            console: Ring::new(DEFAULT_MAX_CONSOLE),
+            network: Ring::new(DEFAULT_MAX_NETWORK),
+            navigations: Ring::new(DEFAULT_MAX_NAVIGATIONS),
+            blocked: Ring::new(DEFAULT_MAX_BLOCKED),
+            in_flight: HashMap::new(),
+            window_started: Instant::now(),
+        }
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= DEFAULT_MAX_ENTRY_CHARS {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(DEFAULT_MAX_ENTRY_CHARS).collect();
+    out.push_str("…[truncated]");
+    out
+}
+
+fn one_based(value: &Value) -> Option<u64> {
+    value.as_u64().map(|v| v + 1)
+}
+
+impl Observations {
+    /// Starts a new observation window. Requests in flight stay tracked.
+    pub fn reset_window(&mut self) {
+        self.console.clear();
+        self.network.clear();
+        self.navigations.clear();
+        self.blocked.clear();
+        self.window_started = Instant::now();
+    }
+
+    /// Milliseconds since the window started.
+    pub fn window_ms(&self) -> u128 {
+        self.window_started.elapsed().as_millis()
+    }
+
+    /// Requests in flight, not counting long-lived streams (EventSource), which
+    /// never finish by design; WebSockets never enter the table.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+            .values()
+            .filter(|r| r.resource_type.as_deref() != Some("EventSource"))
+            .count()
+    }
+
+    pub fn record_blocked(&mut self, url: &str, reason: BlockReason) {
+        self.blocked.push(BlockedEntry {
+            url: clip(url),
+            reason,
+        });
+    }
+
+    /// Console errors, exceptions and rejections in the window. The browser's own
+    /// "Failed to load resource" lines are left out: each is already a network entry.
+    pub fn errors(&self) -> impl Iterator<Item = &ConsoleEntry> {
+        self.console.iter().filter(|e| {
+            e.level == "error"
+                && !(e.source == ConsoleSource::Browser && e.text.starts_with("Failed to load resource"))
+        })
+    }
+
+    /// Takes one CDP event of the page.
+    pub fn ingest(&mut self, method: &str, params: &Value) {
+        match method {
+            "Runtime.consoleAPICalled" | "Runtime.exceptionThrown" | "Log.entryAdded" => {
+                self.ingest_console(method, params);
+            }
+            "Page.frameNavigated" => {
+                let frame = &params["frame"];
+                if frame.get("parentId").is_none() {
+                    self.navigations
+                        .push(clip(frame["url"].as_str().unwrap_or_default()));
+                }
+            }
+            _ => self.ingest_network(method, params),
+        }
+    }
+
+    fn ingest_console(&mut self, method: &str, params: &Value) {
+        match method {
+            "Runtime.consoleAPICalled" => {
+                let text = params["args"]
+                    .as_array()
+                    .map(|args| args.iter().map(remote_object_text).collect::<Vec<_>>().join(" "))
+                    .unwrap_or_default();
+                let frame = &params["stackTrace"]["callFrames"][0];
+                let level = match params["type"].as_str().unwrap_or("log") {
+                    "warning" | "warn" => "warning",
+                    "assert" => "error",
+                    other => other,
+                };
+                self.console.push(ConsoleEntry {
+                    source: ConsoleSource::Console,
+                    level: level.to_owned(),
+                    text: clip(&text),
+                    url: frame["url"].as_str().filter(|u| !u.is_empty()).map(str::to_owned),
+                    line: one_based(&frame["lineNumber"]),
+                    column: one_based(&frame["columnNumber"]),
+                });
+            }
+            "Runtime.exceptionThrown" => {
+                let details = &params["exceptionDetails"];
+                let description = details["exception"]["description"].as_str();
+                let headline = details["text"].as_str().unwrap_or("Uncaught");
+                let rejection = headline.contains("(in promise)");
+                let text = match (description, details["exception"]["value"].as_str()) {
+                    (Some(d), _) => format!("{headline} {d}"),
+                    (None, Some(v)) => format!("{headline} {v}"),
+                    (None, None) => headline.to_owned(),
+                };
+                let frame = &details["stackTrace"]["callFrames"][0];
+                let url = details["url"]
+                    .as_str()
+                    .or_else(|| frame["url"].as_str())
+                    .filter(|u| !u.is_empty());
+                self.console.push(ConsoleEntry {
+                    source: if rejection {
+                        ConsoleSource::Rejection
+                    } else {
+                        ConsoleSource::Exception
+                    },
+                    level: "error".into(),
+                    text: clip(&text),
+                    url: url.map(str::to_owned),
+                    line: one_based(&details["lineNumber"]),
+                    column: one_based(&details["columnNumber"]),
+                });
+            }
+            "Log.entryAdded" => {
+                let entry = &params["entry"];
+                self.console.push(ConsoleEntry {
+                    source: ConsoleSource::Browser,
+                    level: entry["level"]
+                        .as_str()
+                        .unwrap_or("info")
+                        .replace("verbose", "debug"),
+                    text: clip(entry["text"].as_str().unwrap_or_default()),
+                    url: entry["url"].as_str().map(str::to_owned),
+                    line: one_based(&entry["lineNumber"]),
+                    column: None,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn ingest_network(&mut self, method: &str, params: &Value) {
+        match method {
+            "Network.requestWillBeSent" => {
+                let id = params["requestId"].as_str().unwrap_or_default().to_owned();
+                self.in_flight.insert(
+                    id,
+                    InFlight {
+                        url: params["request"]["url"].as_str().unwrap_or_default().to_owned(),
+                        method: params["request"]["method"].as_str().unwrap_or("GET").to_owned(),
+                        resource_type: params["type"].as_str().map(str::to_owned),
+                    },
+                );
+            }
+            "Network.responseReceived" => {
+                let status = params["response"]["status"].as_u64().unwrap_or(0);
+                if status >= 400 {
+                    let request = self
+                        .in_flight
+                        .get(params["requestId"].as_str().unwrap_or_default());
+                    self.network.push(NetworkEntry {
+                        url: clip(params["response"]["url"].as_str().unwrap_or_default()),
+                        method: request.map_or_else(|| "GET".into(), |r| r.method.clone()),
+                        status: u16::try_from(status).ok(),
+                        error: None,
+                        resource_type: params["type"].as_str().map(str::to_owned),
+                    });
+                }
+            }
+            "Network.loadingFinished" => {
+                self.in_flight
+                    .remove(params["requestId"].as_str().unwrap_or_default());
+            }
+            "Network.loadingFailed" => {
+                if let Some(request) = self
+                    .in_flight
+                    .remove(params["requestId"].as_str().unwrap_or_default())
+                {
+                    let canceled = params["canceled"].as_bool().unwrap_or(false);
+                    if !canceled {
+                        self.network.push(NetworkEntry {
+                            url: clip(&request.url),
+                            method: request.method,
+                            status: None,
+                            error: params["errorText"].as_str().map(str::to_owned),
+                            resource_type: request.resource_type,
+                        });
+                    }
+                }
+            }
+            "Page.frameNavigated" => {
+                let frame = &params["frame"];
+                if frame.get("parentId").is_none() {
+                    self.navigations
+                        .push(clip(frame["url"].as_str().unwrap_or_default()));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn remote_object_text(object: &Value) -> String {
+    match &object["value"] {
+        Value::String(s) => s.clone(),
+        Value::Null => object["description"]
+            .as_str()
+            .or_else(|| object["type"].as_str())
+            .unwrap_or("")
+            .to_owned(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn rings_are_bounded_and_count_what_they_drop() {
+        let mut ring = Ring::new(3);
+        for i in 0..5 {
+            ring.push(i);
+        }
+        assert_eq!(ring.iter().copied().collect::<Vec<_>>(), [2, 3, 4]);
+        assert_eq!(ring.dropped(), 2);
+    }
+
+    #[test]
+    fn exceptions_and_rejections_keep_their_location_one_based() {
+        let mut o = Observations::default();
+        o.ingest(
+            "Runtime.exceptionThrown",
+            &json!({"exceptionDetails": {"text": "Uncaught", "lineNumber": 9, "columnNumber": 4, "url": "http://127.0.0.1:1/app.js",
+                    "exception": {"description": "TypeError: x is undefined"}}}),
+        );
+        o.ingest(
+            "Runtime.exceptionThrown",
+            &json!({"exceptionDetails": {"text": "Uncaught (in promise)", "lineNumber": 0, "columnNumber": 0,
+                    "exception": {"value": "nope"}, "stackTrace": {"callFrames": [{"url": "http://127.0.0.1:1/b.js"}]}}}),
+        );
+        let entries: Vec<_> = o.console.iter().collect();
+        assert_eq!(entries[0].source, ConsoleSource::Exception);
+        assert_eq!((entries[0].line, entries[0].column), (Some(10), Some(5)));
+        assert!(entries[0].text.contains("TypeError"));
+        assert_eq!(entries[1].source, ConsoleSource::Rejection);
+        assert_eq!(entries[1].url.as_deref(), Some("http://127.0.0.1:1/b.js"));
+        assert_eq!(o.errors().count(), 2);
+    }
+
+    #[test]
+    fn failed_and_error_status_requests_are_kept_and_streams_are_not_in_flight() {
+        let mut o = Observations::default();
+        o.ingest(
+            "Network.requestWillBeSent",
+            &json!({"requestId": "1", "request": {"url": "http://x/a", "method": "POST"}, "type": "Fetch"}),
+        );
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": "2", "request": {"url": "http://x/events", "method": "GET"}, "type": "EventSource"}));
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": "3", "request": {"url": "http://x/missing", "method": "GET"}, "type": "Script"}));
+        assert_eq!(o.in_flight(), 2);
+        o.ingest("Network.responseReceived", &json!({"requestId": "3", "response": {"url": "http://x/missing", "status": 404}, "type": "Script"}));
+        o.ingest("Network.loadingFinished", &json!({"requestId": "3"}));
+        o.ingest(
+            "Network.loadingFailed",
+            &json!({"requestId": "1", "errorText": "net::ERR_CONNECTION_REFUSED"}),
+        );
+        assert_eq!(o.in_flight(), 0);
+        let entries: Vec<_> = o.network.iter().collect();
+        assert_eq!(entries[0].status, Some(404));
+        assert_eq!(entries[1].method, "POST");
+        assert_eq!(entries[1].error.as_deref(), Some("net::ERR_CONNECTION_REFUSED"));
+        o.reset_window();
+        assert!(o.network.is_empty());
+    }
+}

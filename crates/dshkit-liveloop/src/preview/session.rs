@@ -1,0 +1,673 @@
+//! One preview session: an isolated browser context and page, its network policy
+//! applied at the request stage, its observations, and serialised interactions.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use dshkit_cdp::{Event, PageCommands};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, watch};
+
+use super::error::PreviewError;
+use super::observe::Observations;
+use super::policy::{Decision, NetworkPolicy};
+use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
+
+/// Script installed before any page script (no service workers, WebRTC, WebTransport).
+pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
+/// Longest wait for `DOMContentLoaded` after a navigation.
+pub const DEFAULT_NAVIGATION_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the network must be idle (long-lived streams excluded) to count as settled.
+pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(150);
+/// Longest settle after an interaction.
+pub const DEFAULT_SETTLE_DEADLINE: Duration = Duration::from_secs(3);
+/// Tallest full-page screenshot (CSS pixels); taller pages are cut and say so.
+pub const DEFAULT_MAX_SCREENSHOT_HEIGHT: u32 = 16_384;
+/// Longest text `fill`/`type` accept (characters).
+pub const MAX_INPUT_CHARS: usize = 10_000;
+
+/// A viewport preset with a fixed device scale factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Viewport {
+    #[default]
+    Desktop,
+    Tablet,
+    Mobile,
+}
+
+impl Viewport {
+    /// Width, height, device scale factor, mobile.
+    pub fn metrics(self) -> (u32, u32, u32, bool) {
+        match self {
+            Self::Desktop => (1280, 800, 1, false),
+            Self::Tablet => (820, 1180, 2, true),
+            Self::Mobile => (390, 844, 3, true),
+        }
+    }
+}
+
+/// What an interaction acts on: a ref from the last snapshot, or a role and name
+/// that must match exactly one element of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Ref(String),
+    RoleName { role: String, name: String },
+}
+
+/// A screenshot and its identity.
+#[derive(Debug, Clone)]
+pub struct Screenshot {
+    pub png: Vec<u8>,
+    pub sha256: String,
+    pub width: u32,
+    pub height: u32,
+    /// The page was taller than the guard and was cut.
+    pub clipped: bool,
+}
+
+struct Shared {
+    observations: Observations,
+    generation: u64,
+    last: Option<Snapshot>,
+}
+
+/// One open preview.
+pub struct PreviewSession {
+    pub id: String,
+    pub owner: String,
+    pub viewport: Viewport,
+    pub(crate) context_id: String,
+    policy: NetworkPolicy,
+    page: PageCommands,
+    shared: Arc<Mutex<Shared>>,
+    loads: watch::Receiver<u64>,
+    operation: tokio::sync::Mutex<()>,
+    last_used: Mutex<Instant>,
+    pump: tokio::task::JoinHandle<()>,
+    _page: dshkit_cdp::Page,
+}
+
+impl std::fmt::Debug for PreviewSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreviewSession")
+            .field("id", &self.id)
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PreviewSession {
+    fn drop(&mut self) {
+        self.pump.abort();
+    }
+}
+
+impl PreviewSession {
+    /// Sets up the page (domains, policy, viewport, hardening) and opens `url`.
+    pub(crate) async fn open(
+        id: String,
+        owner: String,
+        context_id: String,
+        mut page: dshkit_cdp::Page,
+        policy: NetworkPolicy,
+        viewport: Viewport,
+        url: &str,
+    ) -> Result<Self, PreviewError> {
+        let commands = page.commands();
+        let events = std::mem::replace(&mut page.events, mpsc::channel(1).1);
+        let shared = Arc::new(Mutex::new(Shared {
+            observations: Observations::default(),
+            generation: 0,
+            last: None,
+        }));
+        let (loads_tx, loads) = watch::channel(0u64);
+        let pump = tokio::spawn(pump(
+            events,
+            commands.clone(),
+            policy.clone(),
+            Arc::clone(&shared),
+            loads_tx,
+        ));
+
+        let (width, height, scale, mobile) = viewport.metrics();
+        for (method, params) in [
+            (
+                "Fetch.enable",
+                json!({ "patterns": [{ "urlPattern": "*", "requestStage": "Request" }] }),
+            ),
+            ("Page.enable", json!({})),
+            ("Runtime.enable", json!({})),
+            ("Log.enable", json!({})),
+            ("Network.enable", json!({})),
+            ("Network.setBypassServiceWorker", json!({ "bypass": true })),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": HARDEN_SCRIPT }),
+            ),
+            (
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile }),
+            ),
+            ("Emulation.setTouchEmulationEnabled", json!({ "enabled": mobile })),
+        ] {
+            commands.call(method, params).await?;
+        }
+        let session = Self {
+            id,
+            owner,
+            viewport,
+            context_id,
+            policy,
+            page: commands,
+            shared,
+            loads,
+            operation: tokio::sync::Mutex::new(()),
+            last_used: Mutex::new(Instant::now()),
+            pump,
+            _page: page,
+        };
+        session.goto(url).await?;
+        Ok(session)
+    }
+
+    pub(crate) fn touch(&self) {
+        *self.last_used.lock().expect("lock") = Instant::now();
+    }
+
+    pub(crate) fn idle_for(&self) -> Duration {
+        self.last_used.lock().expect("lock").elapsed()
+    }
+
+    /// The origin this preview may talk to.
+    pub fn origin(&self) -> String {
+        self.policy.origin.as_string()
+    }
+
+    /// Reads the observations under the lock.
+    pub fn observe<T>(&self, read: impl FnOnce(&Observations) -> T) -> T {
+        read(&self.shared.lock().expect("lock").observations)
+    }
+
+    /// Starts a new observation window.
+    pub fn reset_observations(&self) {
+        self.shared.lock().expect("lock").observations.reset_window();
+    }
+
+    async fn goto(&self, url: &str) -> Result<(), PreviewError> {
+        if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
+            return Err(PreviewError::NavigationBlocked {
+                url: url.to_owned(),
+                reason,
+            });
+        }
+        let before = *self.loads.borrow();
+        let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
+        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(PreviewError::NavigationFailed {
+                url: url.to_owned(),
+                error: error.to_owned(),
+            });
+        }
+        self.wait_loaded(before).await
+    }
+
+    async fn wait_loaded(&self, before: u64) -> Result<(), PreviewError> {
+        let mut loads = self.loads.clone();
+        let started = Instant::now();
+        tokio::time::timeout(DEFAULT_NAVIGATION_TIMEOUT, loads.wait_for(|n| *n > before))
+            .await
+            .map_err(|_| PreviewError::Timeout {
+                what: "DOMContentLoaded".into(),
+                ms: started.elapsed().as_millis(),
+            })?
+            .map_err(|_| PreviewError::BrowserGone)?;
+        self.settle(DEFAULT_NAVIGATION_TIMEOUT).await;
+        Ok(())
+    }
+
+    /// Waits until no request is in flight for the quiet window, or the deadline.
+    /// Never waits for long-lived streams.
+    async fn settle(&self, deadline: Duration) {
+        let end = Instant::now() + deadline;
+        let mut quiet_since: Option<Instant> = None;
+        while Instant::now() < end {
+            let busy = self.observe(Observations::in_flight) > 0;
+            match (busy, quiet_since) {
+                (true, _) => quiet_since = None,
+                (false, None) => quiet_since = Some(Instant::now()),
+                (false, Some(since)) if since.elapsed() >= DEFAULT_QUIET_WINDOW => return,
+                _ => {}
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Takes a new snapshot: bumps the generation, which retires every older ref.
+    pub async fn snapshot(&self) -> Result<Snapshot, PreviewError> {
+        let _serial = self.operation.lock().await;
+        self.snapshot_now().await
+    }
+
+    async fn snapshot_now(&self) -> Result<Snapshot, PreviewError> {
+        let generation = {
+            let mut shared = self.shared.lock().expect("lock");
+            shared.generation += 1;
+            shared.generation
+        };
+        let value = self.evaluate(&snapshot_expression(generation)).await?;
+        let mut snapshot: Snapshot = serde_json::from_value(value).map_err(|e| {
+            PreviewError::Interaction(format!("the snapshot script returned an unexpected shape: {e}"))
+        })?;
+        snapshot.generation = generation;
+        self.shared.lock().expect("lock").last = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    async fn evaluate(&self, expression: &str) -> Result<Value, PreviewError> {
+        let reply = self
+            .page
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+            )
+            .await?;
+        if let Some(details) = reply.get("exceptionDetails") {
+            let text = details["exception"]["description"]
+                .as_str()
+                .or_else(|| details["text"].as_str())
+                .unwrap_or("exception");
+            return Err(PreviewError::Interaction(format!("page script failed: {text}")));
+        }
+        Ok(reply["result"]["value"].clone())
+    }
+
+    /// The ref an interaction acts on, checked against the current generation.
+    fn resolve(&self, target: &Target) -> Result<String, PreviewError> {
+        let shared = self.shared.lock().expect("lock");
+        match target {
+            Target::Ref(reference) => {
+                let (generation, _) =
+                    parse_ref(reference).ok_or_else(|| PreviewError::BadRef(reference.clone()))?;
+                if generation != shared.generation {
+                    return Err(PreviewError::StaleElementRef {
+                        reference: reference.clone(),
+                        given: generation,
+                        current: shared.generation,
+                    });
+                }
+                Ok(reference.clone())
+            }
+            Target::RoleName { role, name } => {
+                let found = shared
+                    .last
+                    .as_ref()
+                    .map(|s| s.find(role, name))
+                    .unwrap_or_default();
+                match found.as_slice() {
+                    [] => Err(PreviewError::ElementNotFound {
+                        role: role.clone(),
+                        name: name.clone(),
+                    }),
+                    [one] => Ok(one.reference.clone().expect("find returns nodes with refs")),
+                    many => Err(PreviewError::AmbiguousElement {
+                        role: role.clone(),
+                        name: name.clone(),
+                        count: many.len(),
+                        refs: many
+                            .iter()
+                            .filter_map(|n| n.reference.clone())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Scrolls the element into view and returns its centre, or a stale-ref error
+    /// when the page no longer has it.
+    async fn element_center(&self, reference: &str) -> Result<(f64, f64), PreviewError> {
+        // `reference` passed `parse_ref`: only `r`, digits and `-` reach the script.
+        let value = self
+            .evaluate(&format!(
+                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return null; \
+                 e.scrollIntoView({{block: 'center', inline: 'center'}}); const r = e.getBoundingClientRect(); \
+                 return {{x: r.left + r.width / 2, y: r.top + r.height / 2}}; }})()"
+            ))
+            .await?;
+        match (value["x"].as_f64(), value["y"].as_f64()) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err(PreviewError::DetachedElementRef(reference.to_owned())),
+        }
+    }
+
+    async fn mouse(&self, kind: &str, x: f64, y: f64, extra: Value) -> Result<(), PreviewError> {
+        let mut params = json!({ "type": kind, "x": x, "y": y });
+        if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+            params.extend(extra.clone());
+        }
+        self.page.call("Input.dispatchMouseEvent", params).await?;
+        Ok(())
+    }
+
+    /// Runs one interaction, serialised with the others, then settles and returns a
+    /// fresh snapshot.
+    pub async fn interact(&self, action: Action) -> Result<Snapshot, PreviewError> {
+        let _serial = self.operation.lock().await;
+        self.touch();
+        let before = *self.loads.borrow();
+        match action {
+            Action::Navigate(url) => {
+                let target = url::Url::parse(&self.origin())
+                    .and_then(|base| base.join(&url))
+                    .map_err(|_| PreviewError::BadUrl(super::policy::OriginError::Invalid(url.clone())))?;
+                self.goto(target.as_str()).await?;
+            }
+            Action::Reload => {
+                self.page.call("Page.reload", json!({})).await?;
+                self.wait_loaded(before).await?;
+            }
+            Action::Back => self.back(before).await?,
+            other => {
+                self.act(other).await?;
+                // A click may start a navigation; give it a moment to show.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if *self.loads.borrow() > before {
+                    let _ = self.wait_loaded(before).await;
+                } else {
+                    self.settle(DEFAULT_SETTLE_DEADLINE).await;
+                }
+            }
+        }
+        self.snapshot_now().await
+    }
+
+    async fn back(&self, before: u64) -> Result<(), PreviewError> {
+        let history = self.page.call("Page.getNavigationHistory", json!({})).await?;
+        let current = history["currentIndex"].as_u64().unwrap_or(0);
+        let index = current.checked_sub(1).and_then(|i| usize::try_from(i).ok());
+        // The page starts on about:blank; that entry is not part of the preview.
+        let Some(index) = index.filter(|i| history["entries"][*i]["url"] != "about:blank") else {
+            return Err(PreviewError::Interaction(
+                "there is no earlier page in this preview's history".into(),
+            ));
+        };
+        let entry = history["entries"][index]["id"].clone();
+        self.page
+            .call("Page.navigateToHistoryEntry", json!({ "entryId": entry }))
+            .await?;
+        self.wait_loaded(before).await
+    }
+
+    /// The in-page actions (everything but navigation).
+    async fn act(&self, action: Action) -> Result<(), PreviewError> {
+        match action {
+            Action::Click(target) => {
+                let (x, y) = self.element_center(&self.resolve(&target)?).await?;
+                self.mouse("mouseMoved", x, y, json!({})).await?;
+                self.mouse("mousePressed", x, y, json!({ "button": "left", "clickCount": 1 }))
+                    .await?;
+                self.mouse(
+                    "mouseReleased",
+                    x,
+                    y,
+                    json!({ "button": "left", "clickCount": 1 }),
+                )
+                .await?;
+            }
+            Action::Hover(target) => {
+                let (x, y) = self.element_center(&self.resolve(&target)?).await?;
+                self.mouse("mouseMoved", x, y, json!({})).await?;
+            }
+            Action::Fill(_, text) | Action::Type(_, text) if text.chars().count() > MAX_INPUT_CHARS => {
+                return Err(PreviewError::Interaction(format!(
+                    "text longer than {MAX_INPUT_CHARS} characters"
+                )));
+            }
+            Action::Fill(target, text) => {
+                self.focus(&self.resolve(&target)?, true).await?;
+                if text.is_empty() {
+                    self.key("Backspace").await?;
+                } else {
+                    self.page
+                        .call("Input.insertText", json!({ "text": text }))
+                        .await?;
+                }
+            }
+            Action::Type(target, text) => {
+                self.focus(&self.resolve(&target)?, false).await?;
+                self.page
+                    .call("Input.insertText", json!({ "text": text }))
+                    .await?;
+            }
+            Action::Press(key) => self.key(&key).await?,
+            Action::Select(target, option) => self.select(&self.resolve(&target)?, &option).await?,
+            Action::Scroll { target, delta_y } => {
+                let (x, y) = match target {
+                    Some(target) => self.element_center(&self.resolve(&target)?).await?,
+                    None => {
+                        let (width, height, _, _) = self.viewport.metrics();
+                        (f64::from(width) / 2.0, f64::from(height) / 2.0)
+                    }
+                };
+                self.mouse("mouseWheel", x, y, json!({ "deltaX": 0, "deltaY": delta_y }))
+                    .await?;
+            }
+            Action::Navigate(_) | Action::Reload | Action::Back => unreachable!("handled by interact"),
+        }
+        Ok(())
+    }
+
+    async fn select(&self, reference: &str, option: &str) -> Result<(), PreviewError> {
+        let option = serde_json::to_string(option).expect("a string serializes");
+        let chosen = self
+            .evaluate(&format!(
+                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return 'detached'; \
+                 if (e.tagName !== 'SELECT') return 'not a select element'; const want = {option}; \
+                 const o = [...e.options].find(o => o.value === want || o.label.trim() === want); if (!o) return 'no option ' + want; \
+                 e.value = o.value; e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+                 e.dispatchEvent(new Event('change', {{bubbles: true}})); return 'ok'; }})()"
+            ))
+            .await?;
+        match chosen.as_str() {
+            Some("ok") => Ok(()),
+            Some("detached") => Err(PreviewError::DetachedElementRef(reference.to_owned())),
+            other => Err(PreviewError::Interaction(
+                other.unwrap_or("select failed").to_owned(),
+            )),
+        }
+    }
+
+    async fn focus(&self, reference: &str, select_all: bool) -> Result<(), PreviewError> {
+        let focused = self
+            .evaluate(&format!(
+                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return false; \
+                 e.scrollIntoView({{block: 'center'}}); e.focus(); if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
+                 else if (e.isContentEditable) document.execCommand('selectAll'); }} return document.activeElement === e; }})()"
+            ))
+            .await?;
+        if focused.as_bool() == Some(true) {
+            Ok(())
+        } else {
+            Err(PreviewError::DetachedElementRef(reference.to_owned()))
+        }
+    }
+
+    async fn key(&self, key: &str) -> Result<(), PreviewError> {
+        let (code, key_code, text) = match key {
+            "Enter" => ("Enter", 13, Some("\r")),
+            "Tab" => ("Tab", 9, None),
+            "Escape" => ("Escape", 27, None),
+            "Backspace" => ("Backspace", 8, None),
+            "Delete" => ("Delete", 46, None),
+            "ArrowUp" => ("ArrowUp", 38, None),
+            "ArrowDown" => ("ArrowDown", 40, None),
+            "ArrowLeft" => ("ArrowLeft", 37, None),
+            "ArrowRight" => ("ArrowRight", 39, None),
+            "Home" => ("Home", 36, None),
+            "End" => ("End", 35, None),
+            "PageUp" => ("PageUp", 33, None),
+            "PageDown" => ("PageDown", 34, None),
+            " " | "Space" => ("Space", 32, Some(" ")),
+            other => {
+                return Err(PreviewError::Interaction(format!(
+                    "unsupported key `{other}`; use Enter, Tab, Escape, Backspace, Delete, arrows, Home, End, PageUp, PageDown or Space"
+                )));
+            }
+        };
+        let key_name = if key == "Space" { " " } else { key };
+        let mut down =
+            json!({ "type": "keyDown", "key": key_name, "code": code, "windowsVirtualKeyCode": key_code });
+        if let Some(text) = text {
+            down["text"] = json!(text);
+        }
+        self.page.call("Input.dispatchKeyEvent", down).await?;
+        self.page
+            .call(
+                "Input.dispatchKeyEvent",
+                json!({ "type": "keyUp", "key": key_name, "code": code, "windowsVirtualKeyCode": key_code }),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// A PNG of the viewport or the full page (cut at the height guard).
+    pub async fn screenshot(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
+        let _serial = self.operation.lock().await;
+        self.touch();
+        let (vw, vh, _, _) = self.viewport.metrics();
+        let (mut width, mut height, mut clipped) = (vw, vh, false);
+        let mut params = json!({ "format": "png", "captureBeyondViewport": full_page });
+        if full_page {
+            let metrics = self.page.call("Page.getLayoutMetrics", json!({})).await?;
+            let size = &metrics["cssContentSize"];
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "page sizes are small positive numbers"
+            )]
+            let (w, h) = (
+                size["width"].as_f64().unwrap_or(f64::from(vw)).ceil() as u32,
+                size["height"].as_f64().unwrap_or(f64::from(vh)).ceil() as u32,
+            );
+            clipped = h > DEFAULT_MAX_SCREENSHOT_HEIGHT;
+            width = w.max(1);
+            height = h.clamp(1, DEFAULT_MAX_SCREENSHOT_HEIGHT);
+            params["clip"] = json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
+        }
+        let reply = self.page.call("Page.captureScreenshot", params).await?;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(reply["data"].as_str().unwrap_or_default())
+            .map_err(|e| PreviewError::Interaction(format!("screenshot data is not base64: {e}")))?;
+        if !png.starts_with(b"\x89PNG\r\n\x1a\n") {
+            return Err(PreviewError::Interaction("the browser returned no PNG".into()));
+        }
+        let sha256 = hex::encode(Sha256::digest(&png));
+        Ok(Screenshot {
+            png,
+            sha256,
+            width,
+            height,
+            clipped,
+        })
+    }
+}
+
+/// An interaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Click(Target),
+    Fill(Target, String),
+    Type(Target, String),
+    Press(String),
+    Select(Target, String),
+    Hover(Target),
+    Scroll { target: Option<Target>, delta_y: i32 },
+    Navigate(String),
+    Reload,
+    Back,
+}
+
+/// Applies the network policy to paused requests and records everything else.
+async fn pump(
+    mut events: mpsc::Receiver<Event>,
+    page: PageCommands,
+    policy: NetworkPolicy,
+    shared: Arc<Mutex<Shared>>,
+    loads: watch::Sender<u64>,
+) {
+    while let Some(event) = events.recv().await {
+        match event.method.as_str() {
+            "Fetch.requestPaused" => {
+                let request_id = event.params["requestId"].as_str().unwrap_or_default().to_owned();
+                let url = event.params["request"]["url"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let decision = decide_off_thread(&policy, &url).await;
+                let reply = match decision {
+                    Decision::Allow => {
+                        page.call("Fetch.continueRequest", json!({ "requestId": request_id }))
+                            .await
+                    }
+                    Decision::Block(reason) => {
+                        tracing::debug!(%url, ?reason, "preview request blocked");
+                        shared
+                            .lock()
+                            .expect("lock")
+                            .observations
+                            .record_blocked(&url, reason);
+                        page.call(
+                            "Fetch.failRequest",
+                            json!({ "requestId": request_id, "errorReason": "BlockedByClient" }),
+                        )
+                        .await
+                    }
+                };
+                if let Err(err) = reply {
+                    if err.is_disconnect() {
+                        break;
+                    }
+                    tracing::debug!(%err, "answering a paused request failed");
+                }
+            }
+            "Page.domContentEventFired" => {
+                loads.send_modify(|n| *n += 1);
+            }
+            _ => shared
+                .lock()
+                .expect("lock")
+                .observations
+                .ingest(&event.method, &event.params),
+        }
+    }
+}
+
+/// Decides on the event loop; only an allowlisted external host needs DNS, which
+/// blocks, so only that goes to a blocking thread.
+async fn decide_off_thread(policy: &NetworkPolicy, url: &str) -> Decision {
+    struct Deferred;
+    impl super::policy::Resolver for Deferred {
+        fn resolve(&self, _host: &str, _port: u16) -> Result<Vec<std::net::IpAddr>, String> {
+            Err(NEEDS_DNS.into())
+        }
+    }
+    const NEEDS_DNS: &str = "needs DNS";
+    match policy.decide_with(url, &Deferred) {
+        Decision::Block(super::policy::BlockReason::Unresolvable { error, .. }) if error == NEEDS_DNS => {
+            let policy = policy.clone();
+            let url = url.to_owned();
+            tokio::task::spawn_blocking(move || policy.decide(&url))
+                .await
+                .unwrap_or(Decision::Block(super::policy::BlockReason::Unresolvable {
+                    host: String::new(),
+                    error: "resolver task failed".into(),
+                }))
+        }
+        decided => decided,
+    }
+}

@@ -1,0 +1,452 @@
+//! Preview sessions against real Chromium and loopback fixture servers.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use dshkit_liveloop::preview::{
+    Action, BlockReason, BrowserSource, ConsoleSource, PreviewConfig, PreviewManager, PreviewSession,
+    Resolver, Target, Viewport,
+};
+use dshkit_test::{Fixture, FixtureServer};
+
+const OWNER: &str = "client-a";
+
+fn manager() -> PreviewManager {
+    PreviewManager::new(PreviewConfig::default())
+}
+
+fn html(body: &str) -> Fixture {
+    Fixture::Html(format!(
+        "<!doctype html><html><head><title>fixture</title></head><body>{body}</body></html>"
+    ))
+}
+
+fn blocked(session: &PreviewSession) -> Vec<(String, BlockReason)> {
+    session.observe(|o| {
+        o.blocked
+            .iter()
+            .map(|b| (b.url.clone(), b.reason.clone()))
+            .collect()
+    })
+}
+
+/// Polls until `check` holds or 10 s pass.
+async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !check() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn redirect_hops_to_external_and_private_hosts_are_blocked_at_the_hop() {
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            html(
+                "<p>start</p><script>fetch('/to-external').catch(() => {}); fetch('/to-private').catch(() => {});</script>",
+            ),
+        ),
+        (
+            "/to-external",
+            Fixture::Redirect("http://external.example/steal".into()),
+        ),
+        ("/to-private", Fixture::Redirect("http://10.0.0.1/admin".into())),
+        ("/nav-away", Fixture::Redirect("http://external.example/".into())),
+    ]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    eventually(|| blocked(&session).len() >= 2, "two blocked hops").await;
+    let hops = blocked(&session);
+    assert!(
+        hops.iter().any(|(url, r)| url == "http://external.example/steal"
+            && matches!(r, BlockReason::ExternalHost { .. })),
+        "{hops:?}"
+    );
+    assert!(
+        hops.iter()
+            .any(|(url, r)| url == "http://10.0.0.1/admin" && matches!(r, BlockReason::ExternalHost { .. })),
+        "{hops:?}"
+    );
+    // The same-origin first hops themselves went through.
+    assert!(!hops.iter().any(|(url, _)| url.contains("/to-")), "{hops:?}");
+
+    // A top-level navigation that redirects away fails at the hop as well.
+    let err = session
+        .interact(Action::Navigate("/nav-away".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "NAVIGATION_FAILED", "{err}");
+    assert!(
+        blocked(&session)
+            .iter()
+            .any(|(url, _)| url == "http://external.example/")
+    );
+}
+
+/// A resolver under test control: the allowlisted name resolves to loopback, as a
+/// rebinding attacker's DNS would answer.
+struct RebindingDns;
+
+impl Resolver for RebindingDns {
+    fn resolve(&self, host: &str, _port: u16) -> Result<Vec<IpAddr>, String> {
+        match host {
+            "rebind.test" => Ok(vec!["127.0.0.1".parse().unwrap()]),
+            _ => Err("NXDOMAIN".into()),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_allowlisted_host_that_rebinds_to_a_private_address_is_refused() {
+    let server = FixtureServer::start(vec![(
+        "/",
+        html("<script>fetch('http://rebind.test:9/secret').catch(() => {});</script>"),
+    )]);
+    let manager = PreviewManager::new(PreviewConfig {
+        allow_hosts: vec!["rebind.test".into()],
+        resolver: Arc::new(RebindingDns),
+        ..PreviewConfig::default()
+    });
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    eventually(
+        || !blocked(&session).is_empty(),
+        "the rebinding request to be blocked",
+    )
+    .await;
+    let hops = blocked(&session);
+    assert!(
+        matches!(&hops[0].1, BlockReason::PrivateAddress { host, address } if host == "rebind.test" && address == "127.0.0.1"),
+        "{hops:?}"
+    );
+}
+
+#[tokio::test]
+async fn console_errors_exceptions_and_rejections_are_captured_with_their_location() {
+    let script = "console.warn('careful');\nconsole.error('bad thing', 42);\nPromise.reject(new Error('nobody caught me'));\nsetTimeout(() => { undefinedFunction(); }, 0);\n";
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            html("<script src=\"/app.js\"></script><img src=\"/missing.png\">"),
+        ),
+        ("/app.js", Fixture::Js(script.into())),
+    ]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    eventually(|| session.observe(|o| o.errors().count() >= 3), "three errors").await;
+    let console: Vec<_> = session.observe(|o| o.console.iter().cloned().collect());
+    let app = server.url("/app.js");
+    let error = console
+        .iter()
+        .find(|e| e.source == ConsoleSource::Console && e.level == "error")
+        .unwrap();
+    assert_eq!(
+        (error.text.as_str(), error.url.as_deref(), error.line),
+        ("bad thing 42", Some(app.as_str()), Some(2))
+    );
+    let warning = console.iter().find(|e| e.level == "warning").unwrap();
+    assert_eq!(warning.line, Some(1));
+    let rejection = console
+        .iter()
+        .find(|e| e.source == ConsoleSource::Rejection)
+        .unwrap();
+    assert!(rejection.text.contains("nobody caught me"), "{rejection:?}");
+    let exception = console
+        .iter()
+        .find(|e| e.source == ConsoleSource::Exception)
+        .unwrap();
+    assert!(exception.text.contains("undefinedFunction"), "{exception:?}");
+    assert_eq!(
+        (exception.url.as_deref(), exception.line),
+        (Some(app.as_str()), Some(4))
+    );
+    // The missing image is a failed request with its status.
+    eventually(
+        || session.observe(|o| o.network.iter().any(|n| n.status == Some(404))),
+        "the 404",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn two_previews_share_no_cookies_storage_or_history() {
+    let server = FixtureServer::start(vec![
+        (
+            "/set",
+            html(
+                "<script>document.cookie = 'who=first'; localStorage.setItem('who', 'first');</script><p>set</p>",
+            ),
+        ),
+        (
+            "/read",
+            html(
+                "<p id=out></p><script>document.getElementById('out').textContent = 'cookie=[' + document.cookie + '] storage=[' + (localStorage.getItem('who') || '') + ']';</script>",
+            ),
+        ),
+    ]);
+    let manager = manager();
+    let first = manager
+        .open(OWNER, &server.url("/set"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let second = manager
+        .open(OWNER, &server.url("/read"), Viewport::Mobile)
+        .await
+        .unwrap();
+    assert_ne!(first.id, second.id);
+    let mine = first.interact(Action::Navigate("/read".into())).await.unwrap();
+    assert!(
+        mine.text.contains("cookie=[who=first] storage=[first]"),
+        "{}",
+        mine.text
+    );
+    let theirs = second.snapshot().await.unwrap();
+    assert!(theirs.text.contains("cookie=[] storage=[]"), "{}", theirs.text);
+    let back = second.interact(Action::Back).await.unwrap_err();
+    assert_eq!(
+        back.code(),
+        "INTERACTION_FAILED",
+        "the second preview has no history of the first: {back}"
+    );
+    assert_eq!(manager.list(OWNER).await.len(), 2);
+}
+
+const FORM: &str = r#"
+<h1>Account</h1>
+<form onsubmit="event.preventDefault(); document.getElementById('out').textContent = 'saved ' + document.getElementById('email').value;">
+  <label for="email">Email</label> <input id="email" type="email">
+  <select aria-label="Plan"><option value="free">Free</option><option value="pro">Pro</option></select>
+  <button type="submit">Save</button>
+</form>
+<ul><li>a <button>Delete</button></li><li>b <button>Delete</button></li></ul>
+<p id="out"></p>
+"#;
+
+#[tokio::test]
+async fn refs_go_stale_ambiguous_names_are_refused_and_a_real_form_works() {
+    let server = FixtureServer::start(vec![("/", html(FORM))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let first = session.snapshot().await.unwrap();
+    let outline = first.outline();
+    assert!(outline.contains("- heading \"Account\" [level=1]"), "{outline}");
+    let email = first.find("textbox", "Email")[0].reference.clone().unwrap();
+
+    let filled = session
+        .interact(Action::Fill(Target::Ref(email.clone()), "ada@example.com".into()))
+        .await
+        .unwrap();
+    assert!(
+        filled.outline().contains("value=\"ada@example.com\""),
+        "{}",
+        filled.outline()
+    );
+    let stale = session
+        .interact(Action::Click(Target::Ref(email.clone())))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
+
+    let ambiguous = session
+        .interact(Action::Click(Target::RoleName {
+            role: "button".into(),
+            name: "Delete".into(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(ambiguous.code(), "AMBIGUOUS_ELEMENT", "{ambiguous}");
+
+    let chosen = session
+        .interact(Action::Select(
+            Target::RoleName {
+                role: "combobox".into(),
+                name: "Plan".into(),
+            },
+            "Pro".into(),
+        ))
+        .await
+        .unwrap();
+    assert!(chosen.outline().contains("value=\"pro\""), "{}", chosen.outline());
+    let saved = session
+        .interact(Action::Click(Target::RoleName {
+            role: "button".into(),
+            name: "Save".into(),
+        }))
+        .await
+        .unwrap();
+    assert!(saved.text.contains("saved ada@example.com"), "{}", saved.text);
+
+    let forged = session
+        .interact(Action::Click(Target::Ref("r1-1'];alert(1)//".into())))
+        .await
+        .unwrap_err();
+    assert_eq!(forged.code(), "BAD_ELEMENT_REF");
+}
+
+#[tokio::test]
+async fn an_open_event_stream_is_not_in_flight_work_and_works_same_origin() {
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            html(
+                "<p id=out>waiting</p><script>new EventSource('/events').onmessage = (e) => { document.getElementById('out').textContent = 'got ' + e.data; };</script>",
+            ),
+        ),
+        ("/events", Fixture::EventStream),
+    ]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let mut snapshot = session.snapshot().await.unwrap();
+    for _ in 0..40 {
+        if snapshot.text.contains("got hello") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        snapshot = session.snapshot().await.unwrap();
+    }
+    assert!(snapshot.text.contains("got hello"), "{}", snapshot.text);
+    assert_eq!(
+        session.observe(dshkit_liveloop::preview::Observations::in_flight),
+        0
+    );
+}
+
+#[tokio::test]
+async fn screenshots_are_png_with_their_digest_and_full_pages_are_guarded() {
+    let server = FixtureServer::start(vec![(
+        "/",
+        html("<div style='height:3000px;background:linear-gradient(red,blue)'>tall</div>"),
+    )]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let viewport = session.screenshot(false).await.unwrap();
+    assert_eq!((viewport.width, viewport.height), (1280, 800));
+    assert_eq!(viewport.sha256.len(), 64);
+    let full = session.screenshot(true).await.unwrap();
+    assert!(
+        full.height >= 3000 && !full.clipped,
+        "{} {}",
+        full.height,
+        full.clipped
+    );
+    assert_ne!(full.sha256, viewport.sha256);
+    assert!(full.png.len() > viewport.png.len() / 2);
+}
+
+#[tokio::test]
+async fn sessions_belong_to_their_owner_and_bad_urls_are_refused() {
+    let server = FixtureServer::start(vec![("/", html("<p>mine</p>"))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Tablet)
+        .await
+        .unwrap();
+    assert_eq!(
+        manager.get("client-b", &session.id).await.unwrap_err().code(),
+        "NOT_OWNER"
+    );
+    assert_eq!(
+        manager.close("client-b", &session.id).await.unwrap_err().code(),
+        "NOT_OWNER"
+    );
+    assert!(manager.list("client-b").await.is_empty());
+    for bad in [
+        "https://example.com/",
+        "file:///etc/passwd",
+        "http://user:pw@127.0.0.1:1/",
+    ] {
+        assert_eq!(
+            manager
+                .open(OWNER, bad, Viewport::Desktop)
+                .await
+                .unwrap_err()
+                .code(),
+            "BAD_URL",
+            "{bad}"
+        );
+    }
+    manager.close(OWNER, &session.id).await.unwrap();
+    assert_eq!(
+        manager.get(OWNER, &session.id).await.unwrap_err().code(),
+        "UNKNOWN_SESSION"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_browser_is_reported_and_the_next_open_relaunches() {
+    let server = FixtureServer::start(vec![("/", html("<p>alive</p>"))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let pid = manager.browser_pid().await.unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let err = loop {
+        match session.snapshot().await {
+            Err(err) => break err,
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    };
+    assert_eq!(err.code(), "BROWSER_GONE", "{err}");
+    manager.note_error(&err).await;
+    assert_eq!(
+        manager.get(OWNER, &session.id).await.unwrap_err().code(),
+        "UNKNOWN_SESSION"
+    );
+    let again = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert!(again.snapshot().await.unwrap().text.contains("alive"));
+    assert_ne!(manager.browser_pid().await, Some(pid));
+}
+
+#[tokio::test]
+async fn an_existing_browser_endpoint_serves_previews() {
+    let server = FixtureServer::start(vec![("/", html("<p>remote pool</p>"))]);
+    let owner = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let ws = owner.process().unwrap().ws_url().to_owned();
+    let manager = PreviewManager::new(PreviewConfig {
+        browser: BrowserSource::Endpoint(ws),
+        ..PreviewConfig::default()
+    });
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert!(session.snapshot().await.unwrap().text.contains("remote pool"));
+    assert_eq!(
+        manager.browser_pid().await,
+        None,
+        "a connected browser is not ours"
+    );
+}

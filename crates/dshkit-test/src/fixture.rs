@@ -1,0 +1,136 @@
+//! A loopback HTTP server of fixture pages for browser tests.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// What a path answers.
+#[derive(Debug, Clone)]
+pub enum Fixture {
+    Html(String),
+    Js(String),
+    /// `302 Found` to the location.
+    Redirect(String),
+    /// An empty response with this status.
+    Status(u16),
+    /// `text/event-stream` that sends one event and then stays open.
+    EventStream,
+}
+
+/// A running fixture server on `127.0.0.1:0`; stops when dropped.
+pub struct FixtureServer {
+    pub origin: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FixtureServer {
+    pub fn start(routes: Vec<(&str, Fixture)>) -> Self {
+        let routes: Arc<HashMap<String, Fixture>> =
+            Arc::new(routes.into_iter().map(|(p, f)| (p.to_owned(), f)).collect());
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind fixture server");
+                addr_tx
+                    .send(listener.local_addr().expect("addr"))
+                    .expect("report addr");
+                let app = axum::Router::new().fallback(serve).with_state(routes);
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+        });
+        let addr = addr_rx.recv().expect("fixture server address");
+        Self {
+            origin: format!("http://{addr}"),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// The full URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.origin)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.origin
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("origin has a port")
+    }
+}
+
+impl Drop for FixtureServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        // Open event streams would hold graceful shutdown forever: do not join.
+        drop(self.thread.take());
+    }
+}
+
+async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    match routes.get(&path) {
+        Some(Fixture::Html(html)) => {
+            ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html.clone()).into_response()
+        }
+        Some(Fixture::Js(js)) => ([(header::CONTENT_TYPE, "text/javascript")], js.clone()).into_response(),
+        Some(Fixture::Redirect(location)) => {
+            (StatusCode::FOUND, [(header::LOCATION, location.clone())]).into_response()
+        }
+        Some(Fixture::Status(code)) => StatusCode::from_u16(*code)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            .into_response(),
+        Some(Fixture::EventStream) => {
+            let first = futures_util_once("data: hello\n\n");
+            (
+                [
+                    (header::CONTENT_TYPE, "text/event-stream"),
+                    (header::CACHE_CONTROL, "no-cache"),
+                ],
+                Body::from_stream(first),
+            )
+                .into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// A stream that yields `first` and then never ends.
+fn futures_util_once(
+    first: &'static str,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    struct Once(Option<&'static str>);
+    impl futures::Stream for Once {
+        type Item = Result<bytes::Bytes, std::io::Error>;
+        fn poll_next(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            match self.0.take() {
+                Some(text) => std::task::Poll::Ready(Some(Ok(bytes::Bytes::from_static(text.as_bytes())))),
+                None => std::task::Poll::Pending,
+            }
+        }
+    }
+    Once(Some(first))
+}

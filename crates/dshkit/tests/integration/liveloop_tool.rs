@@ -1,0 +1,136 @@
+//! `liveloop_browser` over MCP stdio against real Chromium and a fixture app.
+
+use dshkit_test::{Fixture, FixtureServer};
+use serde_json::{Value, json};
+
+use crate::mcp_stdio::Session;
+
+const APP: &str = r#"<!doctype html><title>Todo</title>
+<h1>Todo</h1>
+<label for="item">New item</label> <input id="item">
+<button onclick="const li = document.createElement('li'); li.textContent = document.getElementById('item').value; document.getElementById('list').append(li); console.error('added', li.textContent);">Add</button>
+<ul id="list"></ul>
+<script>fetch('http://tracker.example/pixel').catch(() => {});</script>"#;
+
+fn structured(response: &Value) -> &Value {
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    &response["result"]["structuredContent"]
+}
+
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
+fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let page = structured(&opened);
+    let session = page["session"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("pv-"));
+    assert_eq!(page["untrustedContent"], true);
+    assert!(
+        opened["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("untrusted")
+    );
+    let outline = page["outline"].as_str().unwrap();
+    assert!(outline.contains("textbox \"New item\" [ref=r1-1]"), "{outline}");
+
+    let filled = mcp.call(
+        2,
+        "liveloop_browser",
+        &json!({"operation": "fill", "session": session, "ref": "r1-1", "text": "buy milk"}),
+    );
+    assert!(
+        structured(&filled)["outline"]
+            .as_str()
+            .unwrap()
+            .contains("value=\"buy milk\"")
+    );
+    let clicked = mcp.call(
+        3,
+        "liveloop_browser",
+        &json!({"operation": "click", "session": session, "role": "button", "name": "Add"}),
+    );
+    let after = structured(&clicked);
+    assert!(after["text"].as_str().unwrap().contains("buy milk"), "{after}");
+    assert_eq!(after["consoleErrors"], 1);
+
+    let stale = mcp.call(
+        4,
+        "liveloop_browser",
+        &json!({"operation": "click", "session": session, "ref": "r1-1"}),
+    );
+    assert_eq!(stale["result"]["isError"], true);
+    assert_eq!(stale["result"]["structuredContent"]["code"], "STALE_ELEMENT_REF");
+
+    let console = mcp.call(
+        5,
+        "liveloop_browser",
+        &json!({"operation": "console", "session": session, "level": "error"}),
+    );
+    let entries = structured(&console)["entries"].as_array().unwrap().clone();
+    assert!(entries.iter().all(|e| e["level"] == "error"), "{entries:?}");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["text"] == "added buy milk" && e["source"] == "console"),
+        "{entries:?}"
+    );
+    let network = mcp.call(
+        6,
+        "liveloop_browser",
+        &json!({"operation": "network", "session": session}),
+    );
+    assert_eq!(
+        structured(&network)["blocked"][0]["url"],
+        "http://tracker.example/pixel"
+    );
+    assert_eq!(structured(&network)["blocked"][0]["rule"], "external_host");
+
+    let shot = mcp.call(
+        7,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session}),
+    );
+    let shot = structured(&shot);
+    let png = std::fs::read(shot["path"].as_str().unwrap()).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    assert_eq!(shot["bytes"], png.len());
+    assert!(shot["path"].as_str().unwrap().starts_with(&evidence_root));
+
+    let foreign = mcp.call(
+        8,
+        "liveloop_browser",
+        &json!({"operation": "snapshot", "session": session, "owner": "someone-else"}),
+    );
+    assert_eq!(foreign["result"]["structuredContent"]["code"], "NOT_OWNER");
+    let closed = mcp.call(
+        9,
+        "liveloop_browser",
+        &json!({"operation": "close", "session": session}),
+    );
+    assert_eq!(structured(&closed)["closed"], session);
+    let listed = mcp.call(10, "liveloop_browser", &json!({"operation": "list"}));
+    assert_eq!(structured(&listed)["sessions"], json!([]));
+
+    let missing = mcp.call(11, "liveloop_browser", &json!({"operation": "open"}));
+    assert_eq!(missing["result"]["isError"], true);
+    assert!(
+        missing["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("`url` is required")
+    );
+}
