@@ -95,13 +95,21 @@ impl Browser {
 
     /// A fresh, isolated browser context (its own cookies, storage and cache).
     pub async fn create_context(&self) -> Result<String, CdpError> {
+        self.create_context_with_proxy(None).await
+    }
+
+    /// A fresh context whose every connection, loopback included, goes through
+    /// the HTTP proxy at `proxy` (`http://127.0.0.1:PORT`) when given.
+    pub async fn create_context_with_proxy(&self, proxy: Option<&str>) -> Result<String, CdpError> {
+        let mut params = json!({ "disposeOnDetach": true });
+        if let Some(proxy) = proxy {
+            // `<-loopback>` removes Chromium's implicit bypass of loopback hosts.
+            params["proxyServer"] = json!(proxy);
+            params["proxyBypassList"] = json!("<-loopback>");
+        }
         let reply = self
             .connection
-            .call(
-                "Target.createBrowserContext",
-                json!({ "disposeOnDetach": true }),
-                None,
-            )
+            .call("Target.createBrowserContext", params, None)
             .await?;
         string_field(&reply, "browserContextId", "Target.createBrowserContext")
     }

@@ -19,6 +19,8 @@ pub enum Fixture {
     Status(u16),
     /// `text/event-stream` that sends one event and then stays open.
     EventStream,
+    /// A WebSocket endpoint that sends one text message (`hello`) and stays open.
+    WebSocket,
 }
 
 /// A running fixture server on `127.0.0.1:0`; stops when dropped.
@@ -87,9 +89,10 @@ impl Drop for FixtureServer {
     }
 }
 
-async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, request: Request) -> Response {
+async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, mut request: Request) -> Response {
     let path = request.uri().path().to_owned();
     match routes.get(&path) {
+        Some(Fixture::WebSocket) => upgrade_websocket(&mut request),
         Some(Fixture::Html(html)) => {
             ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html.clone()).into_response()
         }
@@ -133,4 +136,38 @@ fn futures_util_once(
         }
     }
     Once(Some(first))
+}
+
+/// Accepts a WebSocket handshake, then sends one text frame and holds the socket.
+fn upgrade_websocket(request: &mut Request) -> Response {
+    use base64::Engine;
+    use sha1::Digest;
+    let Some(key) = request
+        .headers()
+        .get("sec-websocket-key")
+        .and_then(|k| k.to_str().ok())
+        .map(str::to_owned)
+    else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let accept = base64::engine::general_purpose::STANDARD.encode(sha1::Sha1::digest(
+        format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+    ));
+    let upgrade = hyper::upgrade::on(request);
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        if let Ok(upgraded) = upgrade.await {
+            let mut io = hyper_util::rt::TokioIo::new(upgraded);
+            let _ = io.write_all(&[0x81, 5, b'h', b'e', b'l', b'l', b'o']).await;
+            let _ = io.flush().await;
+            std::future::pending::<()>().await;
+        }
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::UPGRADE, "websocket")
+        .header(header::CONNECTION, "Upgrade")
+        .header("sec-websocket-accept", accept)
+        .body(Body::empty())
+        .expect("a valid response")
 }

@@ -90,37 +90,24 @@ impl PreviewManager {
             return Err(PreviewError::SessionLimit(self.config.max_sessions));
         }
         let browser = self.browser(&mut state).await?;
-        let context_id = browser.create_context().await?;
-        let result = async {
-            let page = browser.create_page(&context_id).await?;
-            let policy = NetworkPolicy {
-                origin,
-                allow_hosts: self.config.allow_hosts.clone(),
-                resolver: Arc::clone(&self.config.resolver),
-            };
-            PreviewSession::open(
-                new_id()?,
-                owner.to_owned(),
-                context_id.clone(),
-                page,
-                policy,
-                viewport,
-                parsed.as_str(),
-            )
-            .await
-        }
-        .await;
-        match result {
-            Ok(session) => {
-                let session = Arc::new(session);
-                state.sessions.insert(session.id.clone(), Arc::clone(&session));
-                Ok(session)
-            }
-            Err(err) => {
-                let _ = browser.dispose_context(&context_id).await;
-                Err(err)
-            }
-        }
+        let policy = NetworkPolicy {
+            origin,
+            allow_hosts: self.config.allow_hosts.clone(),
+            resolver: Arc::clone(&self.config.resolver),
+        };
+        let session = PreviewSession::open(
+            browser,
+            new_id()?,
+            owner.to_owned(),
+            policy,
+            viewport,
+            parsed.as_str(),
+        )
+        .await?;
+        let session = Arc::new(session);
+        session.touch();
+        state.sessions.insert(session.id.clone(), Arc::clone(&session));
+        Ok(session)
     }
 
     /// The session `id`, if `owner` owns it. A dead browser closes every session.

@@ -6,6 +6,7 @@ mod error;
 mod manager;
 mod observe;
 mod policy;
+mod proxy;
 mod session;
 mod snapshot;
 
@@ -18,9 +19,11 @@ pub use observe::{
 pub use policy::{
     BlockReason, Decision, NetworkPolicy, OriginError, PreviewOrigin, Resolver, SystemResolver, is_public,
 };
+pub use proxy::MAX_HEAD_BYTES as MAX_PROXY_HEAD_BYTES;
 pub use session::{
     Action, DEFAULT_MAX_SCREENSHOT_HEIGHT, DEFAULT_NAVIGATION_TIMEOUT, DEFAULT_QUIET_WINDOW,
-    DEFAULT_SETTLE_DEADLINE, HARDEN_SCRIPT, MAX_INPUT_CHARS, PreviewSession, Screenshot, Target, Viewport,
+    DEFAULT_SETTLE_DEADLINE, HARDEN_SCRIPT, MAX_INPUT_CHARS, MAX_WAIT, PreviewSession, Screenshot, Target,
+    Viewport,
 };
 pub use snapshot::{
     DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, Node,

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::error::PreviewError;
 use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
+use super::proxy::PolicyProxy;
 use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
@@ -89,6 +90,7 @@ pub struct PreviewSession {
     last_used: Mutex<Instant>,
     pump: tokio::task::JoinHandle<()>,
     _page: dshkit_cdp::Page,
+    _proxy: PolicyProxy,
 }
 
 impl std::fmt::Debug for PreviewSession {
@@ -107,8 +109,62 @@ impl Drop for PreviewSession {
 }
 
 impl PreviewSession {
-    /// Sets up the page (domains, policy, viewport, hardening) and opens `url`.
+    /// Creates the preview's context (behind its own policy proxy) and page, sets
+    /// them up (domains, policy, viewport, hardening) and opens `url`. On failure
+    /// the context is disposed.
     pub(crate) async fn open(
+        browser: &dshkit_cdp::Browser,
+        id: String,
+        owner: String,
+        policy: NetworkPolicy,
+        viewport: Viewport,
+        url: &str,
+    ) -> Result<Self, PreviewError> {
+        let shared = Arc::new(Mutex::new(Shared {
+            observations: Observations::default(),
+            generation: 0,
+            last: None,
+        }));
+        let sink = Arc::clone(&shared);
+        let record: super::proxy::Recorder = Arc::new(move |url: &str, reason| {
+            sink.lock()
+                .expect("lock")
+                .observations
+                .record_blocked(url, reason);
+        });
+        let proxy = PolicyProxy::start(policy.clone(), record).await.map_err(|e| {
+            PreviewError::Interaction(format!("failed to start the preview's policy proxy: {e}"))
+        })?;
+        let context_id = browser.create_context_with_proxy(Some(&proxy.url())).await?;
+        let set_up = async {
+            let page = browser.create_page(&context_id).await?;
+            Self::set_up(
+                id,
+                owner,
+                context_id.clone(),
+                page,
+                policy,
+                viewport,
+                url,
+                shared,
+                proxy,
+            )
+            .await
+        };
+        match set_up.await {
+            Ok(session) => Ok(session),
+            Err(err) => {
+                let _ = browser.dispose_context(&context_id).await;
+                Err(err)
+            }
+        }
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the one place a session is assembled from its parts"
+    )]
+    async fn set_up(
         id: String,
         owner: String,
         context_id: String,
@@ -116,14 +172,11 @@ impl PreviewSession {
         policy: NetworkPolicy,
         viewport: Viewport,
         url: &str,
+        shared: Arc<Mutex<Shared>>,
+        proxy: PolicyProxy,
     ) -> Result<Self, PreviewError> {
         let commands = page.commands();
         let events = std::mem::replace(&mut page.events, mpsc::channel(1).1);
-        let shared = Arc::new(Mutex::new(Shared {
-            observations: Observations::default(),
-            generation: 0,
-            last: None,
-        }));
         let (loads_tx, loads) = watch::channel(0u64);
         let pump = tokio::spawn(pump(
             events,
@@ -169,6 +222,7 @@ impl PreviewSession {
             last_used: Mutex::new(Instant::now()),
             pump,
             _page: page,
+            _proxy: proxy,
         };
         session.goto(url).await?;
         Ok(session)
@@ -372,6 +426,9 @@ impl PreviewSession {
                 self.wait_loaded(before).await?;
             }
             Action::Back => self.back(before).await?,
+            Action::WaitFor { text, url, timeout } => {
+                self.wait_for(text.as_deref(), url.as_deref(), timeout).await?;
+            }
             other => {
                 self.act(other).await?;
                 // A click may start a navigation; give it a moment to show.
@@ -384,6 +441,46 @@ impl PreviewSession {
             }
         }
         self.snapshot_now().await
+    }
+
+    async fn wait_for(
+        &self,
+        text: Option<&str>,
+        url: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), PreviewError> {
+        if text.is_none() && url.is_none() {
+            return Err(PreviewError::Interaction(
+                "a wait needs `text`, `url` or both".into(),
+            ));
+        }
+        let quote = |s: Option<&str>| serde_json::to_string(&s).expect("strings serialize");
+        let expression = format!(
+            "(() => {{ const text = {}, url = {}; return (text === null || (document.body && document.body.innerText.includes(text))) \
+             && (url === null || location.href.includes(url)); }})()",
+            quote(text),
+            quote(url)
+        );
+        let timeout = timeout.min(MAX_WAIT);
+        let started = Instant::now();
+        loop {
+            if self.evaluate(&expression).await?.as_bool() == Some(true) {
+                return Ok(());
+            }
+            if started.elapsed() >= timeout {
+                let what = match (text, url) {
+                    (Some(t), None) => format!("text {t:?}"),
+                    (None, Some(u)) => format!("URL containing {u:?}"),
+                    (Some(t), Some(u)) => format!("text {t:?} at a URL containing {u:?}"),
+                    (None, None) => unreachable!("checked above"),
+                };
+                return Err(PreviewError::Timeout {
+                    what,
+                    ms: started.elapsed().as_millis(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     async fn back(&self, before: u64) -> Result<(), PreviewError> {
@@ -457,7 +554,9 @@ impl PreviewSession {
                 self.mouse("mouseWheel", x, y, json!({ "deltaX": 0, "deltaY": delta_y }))
                     .await?;
             }
-            Action::Navigate(_) | Action::Reload | Action::Back => unreachable!("handled by interact"),
+            Action::Navigate(_) | Action::Reload | Action::Back | Action::WaitFor { .. } => {
+                unreachable!("handled by interact")
+            }
         }
         Ok(())
     }
@@ -586,11 +685,24 @@ pub enum Action {
     Press(String),
     Select(Target, String),
     Hover(Target),
-    Scroll { target: Option<Target>, delta_y: i32 },
+    Scroll {
+        target: Option<Target>,
+        delta_y: i32,
+    },
     Navigate(String),
     Reload,
     Back,
+    /// Waits until the page text contains `text` and/or its URL contains `url`,
+    /// at most `timeout` (capped at [`MAX_WAIT`]).
+    WaitFor {
+        text: Option<String>,
+        url: Option<String>,
+        timeout: Duration,
+    },
 }
+
+/// The longest a wait may last.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// Applies the network policy to paused requests and records everything else.
 async fn pump(

@@ -450,3 +450,92 @@ async fn an_existing_browser_endpoint_serves_previews() {
         "a connected browser is not ours"
     );
 }
+
+#[tokio::test]
+async fn a_cross_origin_websocket_is_blocked_while_same_origin_ones_work() {
+    let other = FixtureServer::start(vec![("/ws", Fixture::WebSocket)]);
+    let page = format!(
+        "<p id=same>same: waiting</p><p id=cross>cross: waiting</p><script>\
+         const show = (id, text) => document.getElementById(id).textContent = text;\
+         const same = new WebSocket('ws://' + location.host + '/ws'); same.onmessage = (e) => show('same', 'same: ' + e.data);\
+         const cross = new WebSocket('ws://127.0.0.1:{}/ws'); cross.onmessage = (e) => show('cross', 'cross: ' + e.data);\
+         cross.onerror = () => show('cross', 'cross: refused');</script>",
+        other.port()
+    );
+    let server = FixtureServer::start(vec![("/", html(&page)), ("/ws", Fixture::WebSocket)]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..60 {
+        text = session.snapshot().await.unwrap().text;
+        if text.contains("same: hello") && text.contains("cross: refused") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(text.contains("same: hello"), "{text}");
+    assert!(text.contains("cross: refused"), "{text}");
+    let hops = blocked(&session);
+    let cross = format!("ws://127.0.0.1:{}/", other.port());
+    assert!(
+        hops.iter()
+            .any(|(url, r)| url == &cross && matches!(r, BlockReason::CrossOriginWebSocket { .. })),
+        "{hops:?}"
+    );
+}
+
+#[tokio::test]
+async fn previews_have_no_service_workers_webrtc_or_webtransport_and_a_fixed_viewport() {
+    let server = FixtureServer::start(vec![(
+        "/",
+        Fixture::Html("<!doctype html><meta name=viewport content='width=device-width'><title>hardened</title><p id=out></p><script>navigator.serviceWorker.register('/sw.js').then(() => 'registered', (e) => e.name).then((sw) => {\
+              document.getElementById('out').textContent = [sw, typeof RTCPeerConnection, typeof WebTransport, innerWidth, devicePixelRatio].join(' ');});</script>".into()),
+    )]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Mobile)
+        .await
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..40 {
+        text = session.snapshot().await.unwrap().text;
+        if !text.trim().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(text.trim(), "SecurityError undefined undefined 390 3");
+}
+
+#[tokio::test]
+async fn the_session_limit_is_enforced_and_idle_sessions_are_closed() {
+    let server = FixtureServer::start(vec![("/", html("<p>x</p>"))]);
+    let manager = PreviewManager::new(PreviewConfig {
+        max_sessions: 1,
+        idle_timeout: std::time::Duration::from_millis(1500),
+        ..PreviewConfig::default()
+    });
+    let first = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let err = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "SESSION_LIMIT");
+    tokio::time::sleep(std::time::Duration::from_millis(1700)).await;
+    let second = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert_eq!(
+        manager.get(OWNER, &first.id).await.unwrap_err().code(),
+        "UNKNOWN_SESSION"
+    );
+    assert_eq!(manager.list(OWNER).await.len(), 1);
+    assert_eq!(manager.list(OWNER).await[0].0, second.id);
+}

@@ -1,0 +1,211 @@
+//! The preview's own loopback proxy. Every connection of the preview's browser
+//! context goes through it (loopback included), so what the request-stage policy
+//! cannot see, chiefly WebSockets, is still decided: a tunnel or request to
+//! anywhere but the preview origin (or an allowlisted public host) is refused.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::policy::{BlockReason, Decision, NetworkPolicy};
+
+/// Told of every connection the proxy refuses.
+pub(crate) type Recorder = Arc<dyn Fn(&str, BlockReason) + Send + Sync>;
+
+/// Largest request head the proxy reads (16 KiB).
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// A running proxy; stops accepting when dropped.
+#[derive(Debug)]
+pub(crate) struct PolicyProxy {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PolicyProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl PolicyProxy {
+    /// Serves on `127.0.0.1:0`; `record` is told of every refused connection.
+    pub(crate) async fn start(policy: NetworkPolicy, record: Recorder) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let policy = policy.clone();
+                let record = Arc::clone(&record);
+                tokio::spawn(async move {
+                    if let Err(err) = serve(client, &policy, &record).await {
+                        tracing::debug!(%err, "preview proxy connection ended");
+                    }
+                });
+            }
+        });
+        Ok(Self { addr, task })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `Target.createBrowserContext`.
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder) -> std::io::Result<()> {
+    let (head, rest) = read_head(&mut client).await?;
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (method, target, version) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or("HTTP/1.1"),
+    );
+    let upgrade = text.to_ascii_lowercase().contains("\r\nupgrade: websocket");
+
+    if method == "CONNECT" {
+        // A tunnel: the request-stage policy already vetted every http(s) request,
+        // so a tunnel to a foreign place is a WebSocket (or another stream) it
+        // never saw. Only the preview origin and allowlisted public hosts pass.
+        let url = format!("ws://{target}/");
+        let Some(address) = allowed_address(policy, &url, target, record).await else {
+            return client
+                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                .await;
+        };
+        let mut upstream = TcpStream::connect(address).await?;
+        client
+            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .await?;
+        upstream.write_all(&rest).await?;
+        tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+        return Ok(());
+    }
+
+    // An absolute-form request (`GET http://host:port/path HTTP/1.1`).
+    let Ok(url) = url::Url::parse(target) else {
+        return client
+            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            .await;
+    };
+    let checked = if upgrade {
+        url.as_str().replacen("http", "ws", 1)
+    } else {
+        url.to_string()
+    };
+    let authority = format!(
+        "{}:{}",
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(80)
+    );
+    let Some(address) = allowed_address(policy, &checked, &authority, record).await else {
+        return client
+            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            .await;
+    };
+    let mut path = url.path().to_owned();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    // One request per upstream connection: a kept-alive client connection could
+    // otherwise carry its next request to this host regardless of its target.
+    let mut forwarded = format!("{method} {path} {version}\r\n");
+    for line in lines.filter(|l| !l.is_empty()) {
+        let lower = line.to_ascii_lowercase();
+        if lower.starts_with("proxy-connection:") || (!upgrade && lower.starts_with("connection:")) {
+            continue;
+        }
+        forwarded.push_str(line);
+        forwarded.push_str("\r\n");
+    }
+    if !upgrade {
+        forwarded.push_str("Connection: close\r\n");
+    }
+    forwarded.push_str("\r\n");
+    let mut upstream = TcpStream::connect(address).await?;
+    upstream.write_all(forwarded.as_bytes()).await?;
+    upstream.write_all(&rest).await?;
+    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+    Ok(())
+}
+
+/// Decides `url` and returns the address to connect to: the checked one, so a
+/// second DNS answer cannot differ from the one that passed (rebinding).
+async fn allowed_address(
+    policy: &NetworkPolicy,
+    url: &str,
+    authority: &str,
+    record: &Recorder,
+) -> Option<SocketAddr> {
+    let decided = {
+        let policy = policy.clone();
+        let url = url.to_owned();
+        tokio::task::spawn_blocking(move || policy.decide(&url))
+            .await
+            .ok()?
+    };
+    if let Decision::Block(reason) = decided {
+        let reason = match reason {
+            BlockReason::OtherLoopbackOrigin { .. } | BlockReason::ExternalHost { .. }
+                if url.starts_with("ws") =>
+            {
+                BlockReason::CrossOriginWebSocket { url: url.to_owned() }
+            }
+            other => other,
+        };
+        tracing::debug!(%url, ?reason, "preview proxy refused a connection");
+        record(url, reason);
+        return None;
+    }
+    let (host, port) = authority.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = match host.parse::<IpAddr>() {
+        Ok(ip) => ip,
+        Err(_) if host == "localhost" => IpAddr::from([127, 0, 0, 1]),
+        Err(_) => {
+            let resolver = Arc::clone(&policy.resolver);
+            let host = host.to_owned();
+            let addresses = tokio::task::spawn_blocking(move || resolver.resolve(&host, port))
+                .await
+                .ok()?
+                .ok()?;
+            // Connect only to an address that passes the same check.
+            *addresses.iter().find(|ip| super::policy::is_public(**ip))?
+        }
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+/// Reads until the end of the request head; returns the head and any bytes after it.
+async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut buffer = Vec::with_capacity(2048);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "closed before the request head ended",
+            ));
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buffer.split_off(end + 4);
+            buffer.truncate(end);
+            return Ok((buffer, rest));
+        }
+        if buffer.len() > MAX_HEAD_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "request head too large",
+            ));
+        }
+    }
+}
