@@ -24,7 +24,8 @@ const WARMUP: usize = 200;
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("mcp") => mcp(),
-        _ => bail!("usage: cargo xtask bench mcp"),
+        Some("browser") => crate::bench_browser::run(),
+        _ => bail!("usage: cargo xtask bench <mcp | browser>"),
     }
 }
 
@@ -151,11 +152,11 @@ fn mcp() -> anyhow::Result<()> {
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a display approximation")]
-fn mib(kib: u64) -> String {
+pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
-fn micros(d: Duration) -> String {
+pub(crate) fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
@@ -174,7 +175,7 @@ fn per_call(before: Option<Duration>, after: Option<Duration>) -> Option<Duratio
     Some(after?.checked_sub(before?)? / u32::try_from(CALLS).ok()?)
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
+pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -182,15 +183,46 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
-struct StdioClient {
-    child: Child,
+pub(crate) struct StdioClient {
+    pub(crate) child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     line: String,
 }
 
 impl StdioClient {
-    fn request(&mut self, message: &Value) -> anyhow::Result<Value> {
+    /// Spawns `command` with piped stdio and completes the MCP handshake.
+    pub(crate) fn start(command: &mut Command) -> anyhow::Result<Self> {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().context("stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("stdout")?);
+        let mut client = Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        };
+        client.request(&initialize(0))?;
+        client.notify(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
+        Ok(client)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Calls a tool; fails on a JSON-RPC error or an `isError` result.
+    pub(crate) fn call_tool(&mut self, id: usize, tool: &str, arguments: &Value) -> anyhow::Result<Value> {
+        let reply = self.request(&call(id, tool, arguments))?;
+        check(&reply).with_context(|| format!("{tool} {arguments}"))?;
+        Ok(reply["result"].clone())
+    }
+
+    pub(crate) fn request(&mut self, message: &Value) -> anyhow::Result<Value> {
         let id = message["id"].clone();
         writeln!(self.stdin, "{message}")?;
         self.stdin.flush()?;
@@ -206,13 +238,13 @@ impl StdioClient {
         }
     }
 
-    fn notify(&mut self, message: &Value) -> anyhow::Result<()> {
+    pub(crate) fn notify(&mut self, message: &Value) -> anyhow::Result<()> {
         writeln!(self.stdin, "{message}")?;
         Ok(self.stdin.flush()?)
     }
 }
 
-fn initialize(id: u64) -> Value {
+pub(crate) fn initialize(id: u64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dshkit-bench","version":"1"}}})
 }
 

@@ -4,7 +4,7 @@
 //!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
 //! - `demo`: set up, build dshkit, run its main job on the embedded default.
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
-//! - `bench <mcp>`: set up, build release, run a benchmark against its peer.
+//! - `bench <mcp | browser>`: set up, build release, run a benchmark against its peer.
 
 #![expect(
     clippy::print_stdout,
@@ -13,6 +13,7 @@
 )]
 
 mod bench;
+mod bench_browser;
 mod setup;
 
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test [nextest args] | bench mcp>");
+            eprintln!("usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser>>");
             return ExitCode::from(2);
         }
     };

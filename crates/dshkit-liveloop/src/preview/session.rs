@@ -22,7 +22,7 @@ pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
 /// Longest wait for `DOMContentLoaded` after a navigation.
 pub const DEFAULT_NAVIGATION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long the network must be idle (long-lived streams excluded) to count as settled.
-pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(150);
+pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(100);
 /// Longest settle after an interaction.
 pub const DEFAULT_SETTLE_DEADLINE: Duration = Duration::from_secs(3);
 /// Tallest full-page screenshot (CSS pixels); taller pages are cut and say so.
@@ -187,7 +187,8 @@ impl PreviewSession {
         ));
 
         let (width, height, scale, mobile) = viewport.metrics();
-        for (method, params) in [
+        // Independent of each other: sent together, answered together.
+        let set_up = [
             (
                 "Fetch.enable",
                 json!({ "patterns": [{ "urlPattern": "*", "requestStage": "Request" }] }),
@@ -206,9 +207,13 @@ impl PreviewSession {
                 json!({ "width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile }),
             ),
             ("Emulation.setTouchEmulationEnabled", json!({ "enabled": mobile })),
-        ] {
-            commands.call(method, params).await?;
-        }
+        ];
+        futures::future::try_join_all(
+            set_up
+                .into_iter()
+                .map(|(method, params)| commands.call(method, params)),
+        )
+        .await?;
         let session = Self {
             id,
             owner,
@@ -296,7 +301,7 @@ impl PreviewSession {
                 (false, Some(since)) if since.elapsed() >= DEFAULT_QUIET_WINDOW => return,
                 _ => {}
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 

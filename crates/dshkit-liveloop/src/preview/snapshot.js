@@ -13,7 +13,7 @@
     A: (e) => (e.hasAttribute("href") ? "link" : null), BUTTON: () => "button", SELECT: () => "combobox",
     TEXTAREA: () => "textbox", H1: () => "heading", H2: () => "heading", H3: () => "heading", H4: () => "heading",
     H5: () => "heading", H6: () => "heading", IMG: () => "img", NAV: () => "navigation", MAIN: () => "main",
-    FORM: () => "form", DIALOG: () => "dialog", SUMMARY: () => "button", LI: () => "listitem", LABEL: () => null,
+    FORM: () => "form", DIALOG: () => "dialog", SUMMARY: () => "button", LABEL: () => null,
     INPUT: (e) => ({ checkbox: "checkbox", radio: "radio", range: "slider", button: "button", submit: "button",
       reset: "button", image: "button", search: "searchbox", email: "textbox", tel: "textbox", url: "textbox",
       text: "textbox", password: "textbox", number: "spinbutton", hidden: null }[(e.type || "text").toLowerCase()] ?? "textbox"),
@@ -30,9 +30,13 @@
   };
   const byIds = (ids) => ids.split(/\s+/).map((id) => document.getElementById(id)).filter(Boolean)
     .map((n) => n.textContent).join(" ");
+  // Landmarks and containers are named only by ARIA, never by their content: the
+  // content is in the outline already (interactive parts) and in the page text.
+  const NAMED_BY_ARIA_ONLY = new Set(["navigation", "main", "form", "dialog", "region", "list", "table", "group"]);
   const nameOf = (e, role) => {
     if (e.hasAttribute("aria-labelledby")) { const t = byIds(e.getAttribute("aria-labelledby")); if (t.trim()) return t; }
     if (e.getAttribute("aria-label")) return e.getAttribute("aria-label");
+    if (NAMED_BY_ARIA_ONLY.has(role)) return "";
     if (e.labels && e.labels.length) return [...e.labels].map((l) => l.textContent).join(" ");
     if (e.tagName === "IMG") return e.getAttribute("alt") || "";
     if (e.tagName === "INPUT" && ["submit", "button", "reset"].includes(e.type)) return e.value || e.type;

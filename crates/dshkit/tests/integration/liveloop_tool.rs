@@ -61,10 +61,17 @@ fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
     let clicked = mcp.call(
         3,
         "liveloop_browser",
-        &json!({"operation": "click", "session": session, "role": "button", "name": "Add"}),
+        &json!({"operation": "click", "session": session, "role": "button", "name": "Add", "includeText": true}),
     );
     let after = structured(&clicked);
     assert!(after["text"].as_str().unwrap().contains("buy milk"), "{after}");
+    assert!(
+        clicked["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("page text")
+    );
+    assert!(page.get("text").is_none(), "page text only when asked");
     assert_eq!(after["consoleErrors"], 1);
 
     let stale = mcp.call(

@@ -1,0 +1,333 @@
+//! `cargo xtask bench browser`: dshkit's `liveloop_browser` against Playwright MCP
+//! (`@playwright/mcp`, on the same Chromium) on the same fixture page, in one run:
+//! the sequence open → snapshot → click → screenshot, the snapshot size the model
+//! reads, and the RSS of each tool process.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use crate::bench::{StdioClient, mib, micros, rss_kib};
+use crate::{root, run as run_command, setup};
+
+/// Timed sequences per tool (after one cold sequence that includes the browser launch).
+const SEQUENCES: usize = 10;
+
+/// A page with the parts real apps have: navigation, headings, a form, a list of
+/// rows with buttons, and prose.
+fn fixture_page() -> String {
+    let mut rows = String::new();
+    for i in 1..=40 {
+        rows.push_str(&format!(
+            "<li><span>Task number {i}: review the change and update the docs</span> <button>Done {i}</button></li>"
+        ));
+    }
+    format!(
+        "<!doctype html><html><head><title>Bench app</title></head><body>\
+         <nav><a href='/'>Home</a> <a href='/tasks'>Tasks</a> <a href='/settings'>Settings</a></nav>\
+         <main><h1>Tasks</h1><p>{}</p>\
+         <form onsubmit='event.preventDefault()'><label for=t>New task</label> <input id=t placeholder='What needs doing?'>\
+         <select aria-label=Priority><option>Low</option><option>High</option></select>\
+         <button id=add onclick=\"document.getElementById('out').textContent='added'\">Add</button></form>\
+         <p id=out></p><ul>{rows}</ul></main><footer>© bench</footer></body></html>",
+        "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(8)
+    )
+}
+
+fn serve_fixture() -> anyhow::Result<String> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let page = fixture_page();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let (status, body) = if buffer.starts_with(b"GET / ") {
+                ("200 OK", page.as_str())
+            } else {
+                ("404 Not Found", "")
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Ok(url)
+}
+
+/// The text blocks of a tool result, joined.
+fn result_text(result: &Value) -> String {
+    result["content"].as_array().map_or_else(String::new, |blocks| {
+        blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// Finds `[ref=…]` on the line that names the Add button.
+fn ref_of_add(snapshot: &str) -> anyhow::Result<String> {
+    let line = snapshot
+        .lines()
+        .find(|l| l.contains("button \"Add\""))
+        .context("no Add button in the snapshot")?;
+    let start = line.find("[ref=").context("no ref on the Add button")? + 5;
+    let end = start + line[start..].find(']').context("unterminated ref")?;
+    Ok(line[start..end].to_owned())
+}
+
+struct Run {
+    cold: Duration,
+    warm: Vec<Duration>,
+    steps: [Vec<Duration>; 4],
+    snapshot_chars: usize,
+    snapshot_json_chars: usize,
+    tool_rss_kib: Option<u64>,
+}
+
+fn timed<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, Duration)> {
+    let start = Instant::now();
+    let value = f()?;
+    Ok((value, start.elapsed()))
+}
+
+fn median(values: &[Duration]) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+trait Driver {
+    fn open(&mut self, url: &str) -> anyhow::Result<()>;
+    fn snapshot(&mut self) -> anyhow::Result<Value>;
+    fn click(&mut self, reference: &str) -> anyhow::Result<()>;
+    fn screenshot(&mut self) -> anyhow::Result<()>;
+    fn close(&mut self) -> anyhow::Result<()>;
+    fn client(&self) -> &StdioClient;
+}
+
+fn measure(driver: &mut dyn Driver, url: &str) -> anyhow::Result<Run> {
+    let mut run = Run {
+        cold: Duration::ZERO,
+        warm: Vec::new(),
+        steps: Default::default(),
+        snapshot_chars: 0,
+        snapshot_json_chars: 0,
+        tool_rss_kib: None,
+    };
+    for round in 0..=SEQUENCES {
+        let start = Instant::now();
+        let ((), open) = timed(|| driver.open(url))?;
+        let (snapshot, snap) = timed(|| driver.snapshot())?;
+        let text = result_text(&snapshot);
+        let reference = ref_of_add(&text)?;
+        let ((), click) = timed(|| driver.click(&reference))?;
+        let ((), shot) = timed(|| driver.screenshot())?;
+        let total = start.elapsed();
+        driver.close()?;
+        if round == 0 {
+            run.cold = total;
+            run.snapshot_chars = text.chars().count();
+            run.snapshot_json_chars = snapshot.to_string().chars().count();
+        } else {
+            run.warm.push(total);
+            for (i, d) in [open, snap, click, shot].into_iter().enumerate() {
+                run.steps[i].push(d);
+            }
+        }
+    }
+    run.tool_rss_kib = rss_kib(driver.client().pid());
+    Ok(run)
+}
+
+struct Dshkit {
+    client: StdioClient,
+    session: String,
+    id: usize,
+}
+
+impl Dshkit {
+    fn call(&mut self, arguments: &Value) -> anyhow::Result<Value> {
+        self.id += 1;
+        self.client.call_tool(self.id, "liveloop_browser", arguments)
+    }
+}
+
+impl Driver for Dshkit {
+    fn open(&mut self, url: &str) -> anyhow::Result<()> {
+        let result = self.call(&json!({"operation": "open", "url": url}))?;
+        result["structuredContent"]["session"]
+            .as_str()
+            .context("session id")?
+            .clone_into(&mut self.session);
+        Ok(())
+    }
+    fn snapshot(&mut self) -> anyhow::Result<Value> {
+        let session = self.session.clone();
+        self.call(&json!({"operation": "snapshot", "session": session}))
+    }
+    fn click(&mut self, reference: &str) -> anyhow::Result<()> {
+        let session = self.session.clone();
+        self.call(&json!({"operation": "click", "session": session, "ref": reference}))
+            .map(drop)
+    }
+    fn screenshot(&mut self) -> anyhow::Result<()> {
+        let session = self.session.clone();
+        self.call(&json!({"operation": "screenshot", "session": session}))
+            .map(drop)
+    }
+    fn close(&mut self) -> anyhow::Result<()> {
+        let session = self.session.clone();
+        self.call(&json!({"operation": "close", "session": session}))
+            .map(drop)
+    }
+    fn client(&self) -> &StdioClient {
+        &self.client
+    }
+}
+
+struct Playwright {
+    client: StdioClient,
+    id: usize,
+}
+
+impl Playwright {
+    fn call(&mut self, tool: &str, arguments: &Value) -> anyhow::Result<Value> {
+        self.id += 1;
+        self.client.call_tool(self.id, tool, arguments)
+    }
+}
+
+impl Driver for Playwright {
+    fn open(&mut self, url: &str) -> anyhow::Result<()> {
+        self.call("browser_navigate", &json!({"url": url})).map(drop)
+    }
+    fn snapshot(&mut self) -> anyhow::Result<Value> {
+        self.call("browser_snapshot", &json!({}))
+    }
+    fn click(&mut self, reference: &str) -> anyhow::Result<()> {
+        self.call(
+            "browser_click",
+            &json!({"element": "Add button", "target": reference}),
+        )
+        .map(drop)
+    }
+    fn screenshot(&mut self) -> anyhow::Result<()> {
+        self.call("browser_take_screenshot", &json!({})).map(drop)
+    }
+    fn close(&mut self) -> anyhow::Result<()> {
+        self.call("browser_close", &json!({})).map(drop)
+    }
+    fn client(&self) -> &StdioClient {
+        &self.client
+    }
+}
+
+pub(crate) fn run() -> anyhow::Result<()> {
+    let peers = setup::all()?;
+    run_command(
+        Command::new(env!("CARGO"))
+            .args(["build", "--release", "--quiet", "--package", "dshkit"])
+            .current_dir(root()),
+    )?;
+    let url = serve_fixture()?;
+    let work = std::env::temp_dir().join(format!("dshkit-bench-browser-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+
+    let mut dshkit = Dshkit {
+        client: StdioClient::start(
+            Command::new(root().join("target/release/dshkit"))
+                .args(["mcp", "--tools", "liveloop"])
+                .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
+                .env("HOME", &work),
+        )?,
+        session: String::new(),
+        id: 0,
+    };
+    let ours = measure(&mut dshkit, &url)?;
+    drop(dshkit);
+
+    let mut playwright = Playwright {
+        client: StdioClient::start(
+            Command::new(peers.node())
+                .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
+                .args([
+                    "--headless",
+                    "--isolated",
+                    "--no-sandbox",
+                    "--executable-path",
+                    "/usr/bin/chromium",
+                ])
+                .args(["--viewport-size", "1280x800", "--output-dir"])
+                .arg(work.join("playwright"))
+                .env("HOME", &work),
+        )?,
+        id: 0,
+    };
+    let peer = measure(&mut playwright, &url)?;
+    drop(playwright);
+    let _ = std::fs::remove_dir_all(&work);
+
+    println!(
+        "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each"
+    );
+    println!(
+        "dshkit: liveloop_browser over MCP stdio; peer: @playwright/mcp 0.0.83 --headless --isolated, same /usr/bin/chromium\n"
+    );
+    println!(
+        "{:<22} {:>14} {:>14} {:>8}",
+        "", "dshkit", "Playwright MCP", "ratio"
+    );
+    let row = |name: &str, a: Duration, b: Duration| {
+        println!(
+            "{name:<22} {:>14} {:>14} {:>7.1}x",
+            micros(a),
+            micros(b),
+            b.as_secs_f64() / a.as_secs_f64()
+        );
+    };
+    row("cold sequence", ours.cold, peer.cold);
+    row("warm sequence p50", median(&ours.warm), median(&peer.warm));
+    for (i, step) in ["  open", "  snapshot", "  click", "  screenshot"]
+        .iter()
+        .enumerate()
+    {
+        row(step, median(&ours.steps[i]), median(&peer.steps[i]));
+    }
+    #[expect(clippy::cast_precision_loss, reason = "a ratio for display")]
+    let ratio = |a: usize, b: usize| b as f64 / a as f64;
+    println!(
+        "{:<22} {:>14} {:>14} {:>7.1}x",
+        "snapshot text (chars)",
+        ours.snapshot_chars,
+        peer.snapshot_chars,
+        ratio(ours.snapshot_chars, peer.snapshot_chars)
+    );
+    println!(
+        "{:<22} {:>14} {:>14} {:>7.1}x",
+        "snapshot result JSON",
+        ours.snapshot_json_chars,
+        peer.snapshot_json_chars,
+        ratio(ours.snapshot_json_chars, peer.snapshot_json_chars)
+    );
+    if let (Some(a), Some(b)) = (ours.tool_rss_kib, peer.tool_rss_kib) {
+        #[expect(clippy::cast_precision_loss, reason = "a ratio for display")]
+        let r = b as f64 / a as f64;
+        println!(
+            "{:<22} {:>14} {:>14} {:>7.1}x",
+            "tool process RSS",
+            mib(a),
+            mib(b),
+            r
+        );
+    }
+    println!("\ngoals: >= 2x faster sequence, snapshot <= 1/3 the size, tool RSS <= 1/4");
+    Ok(())
+}
