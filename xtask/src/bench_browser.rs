@@ -151,6 +151,8 @@ struct Dshkit {
     client: StdioClient,
     session: String,
     id: usize,
+    /// Navigate within one preview instead of opening a fresh one per sequence.
+    reuse: bool,
 }
 
 impl Dshkit {
@@ -162,6 +164,12 @@ impl Dshkit {
 
 impl Driver for Dshkit {
     fn open(&mut self, url: &str) -> anyhow::Result<()> {
+        if self.reuse && !self.session.is_empty() {
+            let session = self.session.clone();
+            return self
+                .call(&json!({"operation": "navigate", "session": session, "url": url}))
+                .map(drop);
+        }
         let result = self.call(&json!({"operation": "open", "url": url}))?;
         result["structuredContent"]["session"]
             .as_str()
@@ -184,7 +192,10 @@ impl Driver for Dshkit {
             .map(drop)
     }
     fn close(&mut self) -> anyhow::Result<()> {
-        let session = self.session.clone();
+        if self.reuse {
+            return Ok(());
+        }
+        let session = std::mem::take(&mut self.session);
         self.call(&json!({"operation": "close", "session": session}))
             .map(drop)
     }
@@ -196,6 +207,9 @@ impl Driver for Dshkit {
 struct Playwright {
     client: StdioClient,
     id: usize,
+    /// Keep the page between sequences; otherwise `browser_close` after each, the
+    /// peer's only way to start the next sequence isolated.
+    reuse: bool,
 }
 
 impl Playwright {
@@ -223,6 +237,9 @@ impl Driver for Playwright {
         self.call("browser_take_screenshot", &json!({})).map(drop)
     }
     fn close(&mut self) -> anyhow::Result<()> {
+        if self.reuse {
+            return Ok(());
+        }
         self.call("browser_close", &json!({})).map(drop)
     }
     fn client(&self) -> &StdioClient {
@@ -240,47 +257,61 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let url = serve_fixture()?;
     let work = std::env::temp_dir().join(format!("dshkit-bench-browser-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
-
-    let mut dshkit = Dshkit {
-        client: StdioClient::start(
-            Command::new(root().join("target/release/dshkit"))
-                .args(["mcp", "--tools", "liveloop"])
-                .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
-                .env("HOME", &work),
-        )?,
-        session: String::new(),
-        id: 0,
-    };
-    let ours = measure(&mut dshkit, &url)?;
-    drop(dshkit);
-
-    let mut playwright = Playwright {
-        client: StdioClient::start(
-            Command::new(peers.node())
-                .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
-                .args([
-                    "--headless",
-                    "--isolated",
-                    "--no-sandbox",
-                    "--executable-path",
-                    "/usr/bin/chromium",
-                ])
-                .args(["--viewport-size", "1280x800", "--output-dir"])
-                .arg(work.join("playwright"))
-                .env("HOME", &work),
-        )?,
-        id: 0,
-    };
-    let peer = measure(&mut playwright, &url)?;
-    drop(playwright);
-    let _ = std::fs::remove_dir_all(&work);
-
     println!(
         "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each"
     );
     println!(
-        "dshkit: liveloop_browser over MCP stdio; peer: @playwright/mcp 0.0.83 --headless --isolated, same /usr/bin/chromium\n"
+        "dshkit: liveloop_browser over MCP stdio; peer: @playwright/mcp 0.0.83 --headless --isolated, same /usr/bin/chromium"
     );
+    for reuse in [false, true] {
+        let mut dshkit = Dshkit {
+            client: StdioClient::start(
+                Command::new(root().join("target/release/dshkit"))
+                    .args(["mcp", "--tools", "liveloop"])
+                    .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
+                    .env("HOME", &work),
+            )?,
+            session: String::new(),
+            id: 0,
+            reuse,
+        };
+        let ours = measure(&mut dshkit, &url)?;
+        drop(dshkit);
+        let mut playwright = Playwright {
+            client: StdioClient::start(
+                Command::new(peers.node())
+                    .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
+                    .args([
+                        "--headless",
+                        "--isolated",
+                        "--no-sandbox",
+                        "--executable-path",
+                        "/usr/bin/chromium",
+                    ])
+                    .args(["--viewport-size", "1280x800", "--output-dir"])
+                    .arg(work.join("playwright"))
+                    .env("HOME", &work),
+            )?,
+            id: 0,
+            reuse,
+        };
+        let peer = measure(&mut playwright, &url)?;
+        drop(playwright);
+        if reuse {
+            println!("\nreuse: each tool keeps one page and navigates it (dshkit: navigate in one preview)");
+        } else {
+            println!(
+                "\nfresh: every sequence starts isolated (dshkit: a new preview context; Playwright MCP: browser_close, then a new browser)"
+            );
+        }
+        report(&ours, &peer);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    println!("\ngoals: >= 2x faster sequence, snapshot <= 1/3 the size, tool RSS <= 1/4");
+    Ok(())
+}
+
+fn report(ours: &Run, peer: &Run) {
     println!(
         "{:<22} {:>14} {:>14} {:>8}",
         "", "dshkit", "Playwright MCP", "ratio"
@@ -328,6 +359,4 @@ pub(crate) fn run() -> anyhow::Result<()> {
             r
         );
     }
-    println!("\ngoals: >= 2x faster sequence, snapshot <= 1/3 the size, tool RSS <= 1/4");
-    Ok(())
 }
