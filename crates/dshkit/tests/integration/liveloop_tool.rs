@@ -141,3 +141,51 @@ fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
             .contains("`url` is required")
     );
 }
+
+/// Live processes whose command line contains `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            });
+            !zombie
+                && std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_of_dshkit_leaves_no_chromium_behind() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html("<p>x</p>".into()))]);
+    // A private temp dir: Chromium's profile is created inside it, so its processes
+    // carry it on their command lines and can be found.
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_path = tmp.path().display().to_string();
+    let mut mcp = Session::start(&[("TMPDIR", tmp_path.as_str())]);
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    structured(&opened);
+    assert!(
+        !processes_mentioning(&tmp_path).is_empty(),
+        "Chromium runs with its profile under {tmp_path}"
+    );
+    mcp.kill();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !processes_mentioning(&tmp_path).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Chromium outlived the killed dshkit: {:?}",
+            processes_mentioning(&tmp_path)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

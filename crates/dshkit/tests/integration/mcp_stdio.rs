@@ -44,6 +44,13 @@ impl Session {
         }
     }
 
+    /// SIGKILL to dshkit alone (not its process group), then reap it.
+    pub(crate) fn kill(&mut self) {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.guard.pid()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        let _ = self.guard.child.wait();
+    }
+
     pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
