@@ -52,14 +52,20 @@ impl Sample {
     }
 }
 
-fn mcp() -> anyhow::Result<()> {
+/// Installs the peers and builds dshkit in release mode; returns the peers and
+/// the binary. Every benchmark starts here.
+pub(crate) fn prepare() -> anyhow::Result<(Peers, std::path::PathBuf)> {
     let peers = setup::all()?;
     run_command(
         Command::new(env!("CARGO"))
             .args(["build", "--release", "--quiet", "--package", "dshkit"])
             .current_dir(root()),
     )?;
-    let dshkit = root().join("target/release/dshkit");
+    Ok((peers, root().join("target/release/dshkit")))
+}
+
+fn mcp() -> anyhow::Result<()> {
+    let (peers, dshkit) = prepare()?;
     let everything = peers
         .mcp_modules()
         .join("@modelcontextprotocol/server-everything/dist/index.js");

@@ -12,7 +12,6 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::bench::{StdioClient, mib, micros, rss_kib};
-use crate::{root, run as run_command, setup};
 
 /// Timed sequences per tool (after one cold sequence that includes the browser launch).
 const SEQUENCES: usize = 10;
@@ -248,12 +247,7 @@ impl Driver for Playwright {
 }
 
 pub(crate) fn run() -> anyhow::Result<()> {
-    let peers = setup::all()?;
-    run_command(
-        Command::new(env!("CARGO"))
-            .args(["build", "--release", "--quiet", "--package", "dshkit"])
-            .current_dir(root()),
-    )?;
+    let (peers, dshkit_binary) = crate::bench::prepare()?;
     let url = serve_fixture()?;
     let work = std::env::temp_dir().join(format!("dshkit-bench-browser-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
@@ -266,7 +260,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     for reuse in [false, true] {
         let mut dshkit = Dshkit {
             client: StdioClient::start(
-                Command::new(root().join("target/release/dshkit"))
+                Command::new(&dshkit_binary)
                     .args(["mcp", "--tools", "liveloop"])
                     .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
                     .env("HOME", &work),

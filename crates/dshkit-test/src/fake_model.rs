@@ -10,6 +10,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::serve::LoopbackServer;
+
 /// A request the fake model received.
 pub type ModelRequest = Value;
 
@@ -27,8 +29,7 @@ struct Script {
 pub struct FakeModel {
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: LoopbackServer,
 }
 
 impl FakeModel {
@@ -40,54 +41,21 @@ impl FakeModel {
             arguments: arguments.to_string(),
             requests: Arc::clone(&requests),
         };
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind fake model");
-                addr_tx
-                    .send(listener.local_addr().expect("addr"))
-                    .expect("report addr");
-                let app = axum::Router::new()
-                    .route("/chat/completions", axum::routing::post(complete))
-                    .route("/v1/chat/completions", axum::routing::post(complete))
-                    .with_state(script);
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let addr = addr_rx.recv().expect("fake model address");
+        let app = axum::Router::new()
+            .route("/chat/completions", axum::routing::post(complete))
+            .route("/v1/chat/completions", axum::routing::post(complete))
+            .with_state(script);
+        let server = LoopbackServer::start(app, true);
         Self {
-            url: format!("http://{addr}"),
+            url: format!("http://{}", server.addr),
             requests,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
     /// Every request received so far.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().expect("lock").clone()
-    }
-}
-
-impl Drop for FakeModel {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

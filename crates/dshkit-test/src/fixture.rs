@@ -8,6 +8,8 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::serve::LoopbackServer;
+
 /// What a path answers.
 #[derive(Debug, Clone)]
 pub enum Fixture {
@@ -26,41 +28,19 @@ pub enum Fixture {
 /// A running fixture server on `127.0.0.1:0`; stops when dropped.
 pub struct FixtureServer {
     pub origin: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: LoopbackServer,
 }
 
 impl FixtureServer {
     pub fn start(routes: Vec<(&str, Fixture)>) -> Self {
         let routes: Arc<HashMap<String, Fixture>> =
             Arc::new(routes.into_iter().map(|(p, f)| (p.to_owned(), f)).collect());
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .expect("bind fixture server");
-                addr_tx
-                    .send(listener.local_addr().expect("addr"))
-                    .expect("report addr");
-                let app = axum::Router::new().fallback(serve).with_state(routes);
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let addr = addr_rx.recv().expect("fixture server address");
+        let app = axum::Router::new().fallback(serve).with_state(routes);
+        // Open event streams would hold a graceful shutdown forever: do not join.
+        let server = LoopbackServer::start(app, false);
         Self {
-            origin: format!("http://{addr}"),
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            origin: format!("http://{}", server.addr),
+            _server: server,
         }
     }
 
@@ -76,16 +56,6 @@ impl FixtureServer {
             .next()
             .and_then(|p| p.parse().ok())
             .expect("origin has a port")
-    }
-}
-
-impl Drop for FixtureServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        // Open event streams would hold graceful shutdown forever: do not join.
-        drop(self.thread.take());
     }
 }
 

@@ -17,8 +17,10 @@ mod child;
 mod fake_model;
 mod fixture;
 mod peers;
+mod serve;
 
 pub use child::{ChildGuard, read_ready_line, spawn_guarded};
 pub use fake_model::{ANSWER_PREFIX, FakeModel, ModelRequest};
 pub use fixture::{Fixture, FixtureServer};
 pub use peers::{Peers, workspace_root};
+pub use serve::{LoopbackServer, processes_mentioning};

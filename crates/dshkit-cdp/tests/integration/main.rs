@@ -227,15 +227,6 @@ fn sigkill_of_the_owner_leaves_no_chromium_behind() {
     }
 }
 
-/// Live processes whose command line names `profile`.
 fn browser_processes(profile: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| !is_zombie_or_gone(*pid))
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(profile))
-        })
-        .collect()
+    dshkit_test::processes_mentioning(profile)
 }

@@ -1,6 +1,6 @@
 //! `liveloop_browser` over MCP stdio against real Chromium and a fixture app.
 
-use dshkit_test::{Fixture, FixtureServer};
+use dshkit_test::{Fixture, FixtureServer, processes_mentioning};
 use serde_json::{Value, json};
 
 use crate::mcp_stdio::Session;
@@ -140,23 +140,6 @@ fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
             .unwrap()
             .contains("`url` is required")
     );
-}
-
-/// Live processes whose command line contains `needle`.
-fn processes_mentioning(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            });
-            !zombie
-                && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
 }
 
 #[test]
