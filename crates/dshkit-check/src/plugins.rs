@@ -1,0 +1,159 @@
+//! The local plugins of a profile and the files they ship.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::syntax::{Analysis, ModuleKind, analyze};
+
+/// Most files followed from one plugin's entries.
+pub const MAX_FILES_PER_PLUGIN: usize = 2000;
+
+/// A local plugin: `profiles/P/plugins/NAME` (or where its `@local` link points).
+#[derive(Debug, Clone)]
+pub struct LocalPlugin {
+    /// The directory name, e.g. `my-plugin`.
+    pub dir_name: String,
+    /// Its real directory.
+    pub root: PathBuf,
+    /// Its `package.json`, when it parsed.
+    pub manifest: Option<Value>,
+    /// Why `package.json` could not be read, if it could not.
+    pub manifest_error: Option<String>,
+}
+
+impl LocalPlugin {
+    /// `type` of its `package.json`.
+    pub fn package_type(&self) -> Option<&str> {
+        self.manifest.as_ref()?.get("type")?.as_str()
+    }
+
+    /// The entry files: `main` (default `index.js`) and every string target of `exports`.
+    pub fn entries(&self) -> Vec<PathBuf> {
+        let mut entries = Vec::new();
+        let main = self
+            .manifest
+            .as_ref()
+            .and_then(|m| m["main"].as_str())
+            .unwrap_or("index.js");
+        entries.push(self.root.join(main));
+        if let Some(exports) = self.manifest.as_ref().map(|m| &m["exports"]) {
+            collect_targets(exports, &mut |target| entries.push(self.root.join(target)));
+        }
+        entries.sort();
+        entries.dedup();
+        entries
+    }
+}
+
+fn collect_targets(value: &Value, push: &mut dyn FnMut(&str)) {
+    match value {
+        Value::String(target) if target.starts_with("./") => push(target),
+        Value::Object(map) => map.values().for_each(|v| collect_targets(v, push)),
+        Value::Array(items) => items.iter().for_each(|v| collect_targets(v, push)),
+        _ => {}
+    }
+}
+
+/// The local plugins of `profile_dir`, sorted by name.
+pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
+    let Ok(entries) = std::fs::read_dir(profile_dir.join("plugins")) else {
+        return Vec::new();
+    };
+    let mut plugins: Vec<LocalPlugin> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .map(|dir_name| {
+            let link = profile_dir.join("node_modules/@local").join(&dir_name);
+            let root = std::fs::canonicalize(&link)
+                .or_else(|_| std::fs::canonicalize(profile_dir.join("plugins").join(&dir_name)))
+                .unwrap_or_else(|_| profile_dir.join("plugins").join(&dir_name));
+            let (manifest, manifest_error) = match std::fs::read_to_string(root.join("package.json")) {
+                Ok(text) => match serde_json::from_str(&text) {
+                    Ok(value) => (Some(value), None),
+                    Err(e) => (None, Some(format!("package.json is not valid JSON: {e}"))),
+                },
+                Err(e) => (None, Some(format!("package.json cannot be read: {e}"))),
+            };
+            LocalPlugin {
+                dir_name,
+                root,
+                manifest,
+                manifest_error,
+            }
+        })
+        .collect();
+    plugins.sort_by(|a, b| a.dir_name.cmp(&b.dir_name));
+    plugins
+}
+
+/// Every file a plugin ships as code: its entries, what they import relatively
+/// (transitively), and everything under `lib/`. Each with its analysis.
+pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, String>)> {
+    let mut queue: Vec<PathBuf> = plugin.entries().iter().map(|p| normalize(p)).collect();
+    queue.extend(files_under(&plugin.root.join("lib")).iter().map(|p| normalize(p)));
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    while let Some(file) = queue.pop() {
+        if !seen.insert(file.clone()) || out.len() >= MAX_FILES_PER_PLUGIN {
+            continue;
+        }
+        let Some(kind) = ModuleKind::for_file(&file, plugin.package_type()) else {
+            continue;
+        };
+        let analysis = match std::fs::metadata(&file) {
+            Ok(meta) if meta.len() > crate::syntax::MAX_SOURCE_BYTES => Err(format!(
+                "larger than {} bytes; not checked",
+                crate::syntax::MAX_SOURCE_BYTES
+            )),
+            Ok(_) => std::fs::read_to_string(&file)
+                .map_err(|e| e.to_string())
+                .map(|text| analyze(&file, &text, kind)),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Ok(analysis) = &analysis {
+            let dir = file.parent().unwrap_or(&plugin.root).to_owned();
+            queue.extend(
+                analysis
+                    .imports
+                    .iter()
+                    .filter(|s| s.starts_with("./") || s.starts_with("../"))
+                    .map(|s| normalize(&dir.join(s))),
+            );
+        }
+        out.push((file, analysis));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The real path when it exists (so `./a.js` and `a.js` are one file), else as given.
+fn normalize(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                if entry.file_name() != "node_modules" {
+                    stack.push(path);
+                }
+            } else if ModuleKind::for_file(&path, None).is_some() {
+                files.push(path);
+            }
+            if files.len() >= MAX_FILES_PER_PLUGIN {
+                return files;
+            }
+        }
+    }
+    files
+}

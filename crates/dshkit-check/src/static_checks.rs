@@ -1,0 +1,285 @@
+//! The checks that need no running DSH: patch references, syntax, manifests.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::plugins::{LocalPlugin, analyze_plugin, local_plugins};
+use crate::report::{Check, Status};
+
+/// Where to look.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub home: PathBuf,
+    pub profile: String,
+    /// Check only this local plugin (its directory name).
+    pub plugin: Option<String>,
+}
+
+impl Target {
+    pub fn profile_dir(&self) -> PathBuf {
+        self.home.join("profiles").join(&self.profile)
+    }
+}
+
+/// Patch references, syntax and manifests, in that order.
+pub fn run(target: &Target) -> Vec<Check> {
+    let profile_dir = target.profile_dir();
+    if !profile_dir.is_dir() {
+        let missing = format!("profile directory {} does not exist", profile_dir.display());
+        return ["patch_references", "syntax", "manifest"]
+            .into_iter()
+            .map(|id| Check::new(id, name_of(id), Status::Fail, missing.clone()))
+            .collect();
+    }
+    let plugins: Vec<LocalPlugin> = local_plugins(&profile_dir)
+        .into_iter()
+        .filter(|p| {
+            target
+                .plugin
+                .as_deref()
+                .is_none_or(|t| t == p.dir_name || format!("@local/{}", p.dir_name) == t)
+        })
+        .collect();
+    vec![
+        patch_references(&profile_dir, target.plugin.as_deref()),
+        syntax(&plugins),
+        manifest(&plugins, &target.home),
+    ]
+}
+
+fn name_of(id: &str) -> &'static str {
+    match id {
+        "patch_references" => "Patch references resolve",
+        "syntax" => "JavaScript syntax",
+        _ => "Plugin manifests",
+    }
+}
+
+/// Every `name` inserted by the profile's `cordis.patch.yml`.
+fn inserted_names(patches: &[Value]) -> Vec<String> {
+    patches
+        .iter()
+        .filter_map(|p| p.get("insert")?.as_array())
+        .flatten()
+        .filter_map(|row| row.get("name")?.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn package_installed(profile_dir: &Path, name: &str) -> bool {
+    [
+        profile_dir.join("node_modules"),
+        profile_dir.join("../node_modules"),
+    ]
+    .iter()
+    .any(|modules| modules.join(name).join("package.json").is_file())
+}
+
+fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
+    let path = profile_dir.join("cordis.patch.yml");
+    let id = "patch_references";
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Check::new(
+                id,
+                name_of(id),
+                Status::Pass,
+                "no cordis.patch.yml: the profile adds nothing",
+            );
+        }
+        Err(e) => {
+            return Check::new(
+                id,
+                name_of(id),
+                Status::Fail,
+                format!("cannot read {}: {e}", path.display()),
+            );
+        }
+    };
+    let patches = match dshkit_dsh::patch::parse_list(&path, &text) {
+        Ok(patches) => patches,
+        Err(e) => {
+            return Check::new(id, name_of(id), Status::Fail, e.to_string())
+                .with_evidence(vec![yaml_position(&e)]);
+        }
+    };
+    let mut problems = Vec::new();
+    let names = inserted_names(&patches);
+    for name in names
+        .iter()
+        .filter(|n| only.is_none_or(|o| o == n.as_str() || format!("@local/{o}") == **n))
+    {
+        if let Some(local) = name.strip_prefix("@local/") {
+            let dir = profile_dir.join("plugins").join(local);
+            if !dir.join("package.json").is_file()
+                && !profile_dir
+                    .join("node_modules")
+                    .join(name)
+                    .join("package.json")
+                    .is_file()
+            {
+                problems.push(format!("{name}: no local plugin at {}", dir.display()));
+            }
+        } else if !package_installed(profile_dir, name) {
+            problems.push(format!(
+                "{name}: package not installed for this profile (looked in node_modules)"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Pass,
+            format!("{} inserted plugin(s) resolve", names.len()),
+        )
+    } else {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Fail,
+            format!(
+                "{} of {} inserted plugin(s) do not resolve",
+                problems.len(),
+                names.len()
+            ),
+        )
+        .with_evidence(problems)
+    }
+}
+
+fn yaml_position(error: &dshkit_dsh::patch::PatchError) -> String {
+    match error {
+        dshkit_dsh::patch::PatchError::Yaml {
+            path,
+            line,
+            column,
+            message,
+        } => {
+            format!("{}:{line}:{column}: {message}", path.display())
+        }
+        other => other.to_string(),
+    }
+}
+
+fn syntax(plugins: &[LocalPlugin]) -> Check {
+    let id = "syntax";
+    let mut files = 0usize;
+    let mut problems = Vec::new();
+    for plugin in plugins {
+        for (file, analysis) in analyze_plugin(plugin) {
+            files += 1;
+            match analysis {
+                Ok(analysis) => problems.extend(analysis.errors.iter().map(ToString::to_string)),
+                Err(e) => problems.push(format!("{}: {e}", file.display())),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Pass,
+            format!("{files} file(s) of {} local plugin(s) parse", plugins.len()),
+        )
+    } else {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Fail,
+            format!("{} problem(s) in {files} file(s)", problems.len()),
+        )
+        .with_evidence(problems)
+    }
+}
+
+fn manifest(plugins: &[LocalPlugin], home: &Path) -> Check {
+    let id = "manifest";
+    let real_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+    let mut problems = Vec::new();
+    for plugin in plugins {
+        let label = &plugin.dir_name;
+        let Some(manifest) = &plugin.manifest else {
+            problems.push(format!(
+                "{label}: {}",
+                plugin.manifest_error.as_deref().unwrap_or("no package.json")
+            ));
+            continue;
+        };
+        let name = manifest["name"].as_str().unwrap_or_default();
+        if !name.starts_with("@local/") {
+            problems.push(format!("{label}: name {name:?} lacks the @local/ prefix"));
+        }
+        let main = manifest["main"].as_str().unwrap_or("index.js");
+        if !plugin.root.join(main).is_file() {
+            problems.push(format!("{label}: main {main} does not exist"));
+        }
+        if manifest.pointer("/dsh/client").is_some() {
+            match manifest["exports"].get("./client") {
+                None => problems.push(format!(
+                    "{label}: dsh.client is set but exports[\"./client\"] is missing"
+                )),
+                Some(client) => {
+                    let mut targets = Vec::new();
+                    collect_strings(client, &mut targets);
+                    if targets.is_empty() || targets.iter().any(|t| !plugin.root.join(t).is_file()) {
+                        problems.push(format!(
+                            "{label}: exports[\"./client\"] does not resolve to a file ({targets:?})"
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(patch) = manifest.pointer("/dsh/bundle/patch").and_then(Value::as_str) {
+            let path = plugin.root.join(patch);
+            match std::fs::read_to_string(&path) {
+                Err(e) => problems.push(format!("{label}: dsh.bundle.patch {patch}: {e}")),
+                Ok(text) => {
+                    if let Err(e) = dshkit_dsh::patch::parse_list(&path, &text) {
+                        problems.push(format!("{label}: dsh.bundle.patch {}", yaml_position(&e)));
+                    }
+                }
+            }
+        }
+        if !plugin.root.starts_with(&real_home) {
+            // Node resolves imports from the real path: outside DSH_HOME there is no
+            // node_modules holding @deepseek-ai packages.
+            for (file, analysis) in analyze_plugin(plugin) {
+                let Ok(analysis) = analysis else { continue };
+                for import in analysis.imports.iter().filter(|i| i.starts_with("@deepseek-ai/")) {
+                    problems.push(format!(
+                        "{label}: {} imports {import}, which cannot resolve at boot: the plugin lives outside DSH_HOME ({})",
+                        file.display(),
+                        plugin.root.display()
+                    ));
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Pass,
+            format!("{} local plugin manifest(s) are sound", plugins.len()),
+        )
+    } else {
+        Check::new(
+            id,
+            name_of(id),
+            Status::Fail,
+            format!("{} manifest problem(s)", problems.len()),
+        )
+        .with_evidence(problems)
+    }
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
+        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}

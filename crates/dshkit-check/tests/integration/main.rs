@@ -1,0 +1,262 @@
+//! The static checks against profiles made by the real DSH, with `node --check` as
+//! the reference for syntax positions.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dshkit_check::static_checks::{self, Target};
+use dshkit_check::{Report, Status};
+use dshkit_test::Peers;
+
+/// A DSH home with the web profile, made by the real `dsh`.
+struct DshHome {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    peers: Peers,
+}
+
+impl DshHome {
+    fn new() -> Self {
+        let peers = Peers::get();
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("dsh");
+        let out = Command::new(peers.dsh())
+            .args(["web", "--dump-default-config"])
+            .env_clear()
+            .env("PATH", peers.path_var())
+            .env("HOME", dir.path())
+            .env("DSH_HOME", &home)
+            .env("DSH_TELEMETRY_DISABLED", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Self {
+            _dir: dir,
+            home,
+            peers,
+        }
+    }
+
+    fn profile(&self) -> PathBuf {
+        self.home.join("profiles/web")
+    }
+
+    /// Adds a local plugin with `files` and a row inserting it.
+    fn plugin(&self, name: &str, manifest: &serde_json::Value, files: &[(&str, &str)]) -> PathBuf {
+        let root = self.profile().join("plugins").join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join("package.json"),
+            serde_json::to_string_pretty(manifest).unwrap(),
+        )
+        .unwrap();
+        for (file, text) in files {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let links = self.profile().join("node_modules/@local");
+        std::fs::create_dir_all(&links).unwrap();
+        std::os::unix::fs::symlink(format!("../../plugins/{name}"), links.join(name)).unwrap();
+        self.insert(&format!("@local/{name}"), name);
+        root
+    }
+
+    fn insert(&self, package: &str, id: &str) {
+        let patch = self.profile().join("cordis.patch.yml");
+        let text = std::fs::read_to_string(&patch).unwrap().replace("[]\n", "");
+        std::fs::write(
+            &patch,
+            format!("{text}- insert:\n    - id: {id}\n      name: '{package}'\n"),
+        )
+        .unwrap();
+    }
+
+    fn check(&self) -> Report {
+        Report::new(static_checks::run(&Target {
+            home: self.home.clone(),
+            profile: "web".into(),
+            plugin: None,
+        }))
+    }
+
+    /// What `dsh --profile web --dump-config` says: whether the real DSH composes it.
+    fn dsh_composes(&self) -> bool {
+        Command::new(self.peers.dsh())
+            .args(["--profile", "web", "--dump-config"])
+            .env_clear()
+            .env("PATH", self.peers.path_var())
+            .env("HOME", self.home.parent().unwrap())
+            .env("DSH_HOME", &self.home)
+            .env("DSH_TELEMETRY_DISABLED", "1")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    }
+
+    /// The line `node --check` reports for `file`, or `None` when it accepts it.
+    fn node_check_line(&self, file: &Path) -> Option<usize> {
+        let out = Command::new(self.peers.node())
+            .arg("--check")
+            .arg(file)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return None;
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let first = stderr
+            .lines()
+            .find(|l| l.starts_with(&*file.display().to_string()))?;
+        first.rsplit(':').next()?.trim().parse().ok()
+    }
+}
+
+fn manifest(name: &str) -> serde_json::Value {
+    serde_json::json!({ "name": format!("@local/{name}"), "type": "module", "main": "index.js" })
+}
+
+const HEALTHY: &str = "export const name = 'healthy';\nexport function apply(ctx) {\n  return ctx;\n}\n";
+
+fn status(report: &Report, id: &str) -> Status {
+    report.check(id).unwrap().status
+}
+
+#[test]
+fn a_healthy_local_plugin_passes_every_static_check() {
+    let home = DshHome::new();
+    home.plugin("healthy", &manifest("healthy"), &[("index.js", "import { helper } from './lib/helper.js';\nexport const name = 'healthy';\nexport function apply(ctx) { helper(ctx); }\n"), ("lib/helper.js", "export function helper() {}\n")]);
+    let report = home.check();
+    assert!(report.ok, "{report:#?}");
+    assert!(
+        report.checks.iter().all(|c| c.status == Status::Pass),
+        "{report:#?}"
+    );
+    assert!(
+        report.check("syntax").unwrap().detail.starts_with("2 file(s)"),
+        "{report:#?}"
+    );
+    assert!(home.dsh_composes());
+}
+
+#[test]
+fn a_syntax_error_fails_at_the_line_node_reports() {
+    let home = DshHome::new();
+    let root = home.plugin(
+        "broken",
+        &manifest("broken"),
+        &[(
+            "index.js",
+            "export const name = 'broken';\nexport function apply(ctx) {\n  if (ctx {\n  }\n}\n",
+        )],
+    );
+    let report = home.check();
+    assert!(!report.ok);
+    let syntax = report.check("syntax").unwrap();
+    assert_eq!(syntax.status, Status::Fail);
+    let file = std::fs::canonicalize(root.join("index.js")).unwrap();
+    let evidence = &syntax.evidence[0];
+    assert!(
+        evidence.starts_with(&format!("{}:3:", file.display())),
+        "{evidence}"
+    );
+    assert_eq!(
+        home.node_check_line(&file),
+        Some(3),
+        "node --check agrees on the line"
+    );
+    assert_eq!(
+        status(&report, "patch_references"),
+        Status::Pass,
+        "the other checks still report honestly"
+    );
+    assert_eq!(status(&report, "manifest"), Status::Pass);
+}
+
+#[test]
+fn a_duplicate_let_is_caught_by_the_semantic_pass_as_node_does() {
+    let home = DshHome::new();
+    let root = home.plugin(
+        "twice",
+        &manifest("twice"),
+        &[(
+            "index.js",
+            "export const name = 'twice';\nlet count = 0;\nlet count = 1;\nexport function apply() {}\n",
+        )],
+    );
+    let report = home.check();
+    let syntax = report.check("syntax").unwrap();
+    assert_eq!(syntax.status, Status::Fail, "{report:#?}");
+    let file = std::fs::canonicalize(root.join("index.js")).unwrap();
+    assert!(
+        syntax.evidence[0].starts_with(&format!("{}:3:5:", file.display())),
+        "{}",
+        syntax.evidence[0]
+    );
+    assert_eq!(home.node_check_line(&file), Some(3));
+}
+
+#[test]
+fn a_missing_package_fails_the_patch_references() {
+    let home = DshHome::new();
+    home.insert("@local/does-not-exist", "ghost");
+    home.insert("some-npm-plugin-that-is-not-installed", "npm-ghost");
+    let report = home.check();
+    let refs = report.check("patch_references").unwrap();
+    assert_eq!(refs.status, Status::Fail);
+    assert_eq!(refs.evidence.len(), 2, "{refs:#?}");
+    assert!(refs.evidence[0].starts_with("@local/does-not-exist"));
+    assert!(refs.evidence[1].contains("not installed"));
+}
+
+#[test]
+fn bad_yaml_fails_with_line_and_column_as_dsh_refuses_it() {
+    let home = DshHome::new();
+    std::fs::write(
+        home.profile().join("cordis.patch.yml"),
+        "- insert:\n    - id: x\n      name: [unclosed\n",
+    )
+    .unwrap();
+    let report = home.check();
+    let refs = report.check("patch_references").unwrap();
+    assert_eq!(refs.status, Status::Fail);
+    assert!(refs.evidence[0].contains("cordis.patch.yml:"), "{refs:#?}");
+    assert!(refs.detail.contains("line"), "{}", refs.detail);
+    assert!(!home.dsh_composes(), "DSH refuses the same file");
+}
+
+#[test]
+fn a_missing_client_export_fails_the_manifest_check() {
+    let home = DshHome::new();
+    let mut m = manifest("ui");
+    m["dsh"] = serde_json::json!({ "client": { "entry": "./client.js" } });
+    m["exports"] = serde_json::json!({ ".": "./index.js" });
+    home.plugin("ui", &m, &[("index.js", HEALTHY)]);
+    let report = home.check();
+    let manifest = report.check("manifest").unwrap();
+    assert_eq!(manifest.status, Status::Fail);
+    assert!(
+        manifest.evidence[0].contains("exports[\"./client\"] is missing"),
+        "{manifest:#?}"
+    );
+    assert_eq!(status(&report, "syntax"), Status::Pass);
+}
+
+#[test]
+fn an_apply_that_throws_passes_the_static_checks_it_is_for_the_live_boot() {
+    let home = DshHome::new();
+    home.plugin(
+        "thrower",
+        &manifest("thrower"),
+        &[(
+            "index.js",
+            "export const name = 'thrower';\nexport function apply() { throw new Error('boom'); }\n",
+        )],
+    );
+    let report = home.check();
+    assert!(
+        report.ok,
+        "static checks cannot see a throw at apply time: {report:#?}"
+    );
+}
