@@ -1,15 +1,25 @@
 //! Startup Check: catch a DSH plugin tree that would break DSH before it restarts.
 //!
-//! Today: the static checks ([`static_checks`]): patch references (YAML parsed, with
-//! positions), in-process JavaScript syntax ([`syntax`], the parser plus semantic
-//! early errors, replacing one `node --check` per file) and plugin manifests. The
-//! config assembly, live boot, page smoke, shutdown proof and leftover audit come
-//! next.
+//! [`run`] performs, in order: the static checks ([`static_checks`]: patch
+//! references, in-process JavaScript syntax ([`syntax`]: parser plus semantic early
+//! errors, instead of one `node --check` per file), manifests); config assembly
+//! (`dsh --dump-config`); with `live`, an isolated boot ([`live`]), with `page` the
+//! page smoke in Chromium ([`smoke`]), and the shutdown proof; and always the
+//! leftover-instance audit ([`audit`]). A check that did not run says `not_tested`.
 
+pub mod audit;
+pub mod live;
 mod plugins;
+pub mod procs;
 mod report;
+mod run;
+pub mod smoke;
 pub mod static_checks;
 pub mod syntax;
 
 pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, local_plugins};
 pub use report::{Check, MAX_EVIDENCE, Report, Status};
+pub use run::{CheckOptions, run};
+
+/// The diagnosis playbook `plugin-fault-diagnosis`: what to do after `ok: false`.
+pub const PLAYBOOK: &str = include_str!("playbook.md");

@@ -37,6 +37,8 @@ pub(crate) enum Command {
     /// Connect DSH (DeepSeek Harness) profiles to dshkit.
     #[command(subcommand)]
     Dsh(DshCommand),
+    /// Check a DSH plugin tree before restarting DSH (plugin_check).
+    Check(CheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -56,7 +58,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
 
-    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop.
+    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,
 
@@ -129,4 +131,45 @@ pub(crate) struct ConnectArgs {
 
     #[command(flatten)]
     pub(crate) row: RowArgs,
+}
+
+#[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each flag is one documented input of plugin_check"
+)]
+pub(crate) struct CheckArgs {
+    /// DSH home (default: $DSH_HOME, else ~/.dsh).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dsh_home: Option<PathBuf>,
+    /// The profile to check.
+    #[arg(long, default_value = "web")]
+    pub(crate) profile: String,
+    /// Check one local plugin only.
+    #[arg(long, value_name = "PLUGIN")]
+    pub(crate) target: Option<String>,
+    /// Boot an isolated instance and prove it shuts down.
+    #[arg(long)]
+    pub(crate) live: bool,
+    /// Also load the booted page in Chromium (implies --live).
+    #[arg(long)]
+    pub(crate) page: bool,
+    /// Only audit leftover DSH instances.
+    #[arg(long)]
+    pub(crate) sweep: bool,
+    /// Kill leaked and old smoke instances during the audit (never hosts).
+    #[arg(long)]
+    pub(crate) kill_stray: bool,
+    /// Boot against a temporary mirror of the profile.
+    #[arg(long)]
+    pub(crate) isolate_home: bool,
+    /// Longest the boot may take to print its URL, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub(crate) boot_timeout_ms: Option<u64>,
+    /// How long the booted instance is watched, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub(crate) observe_ms: Option<u64>,
+    /// Print the plugin-fault-diagnosis playbook and exit.
+    #[arg(long)]
+    pub(crate) explain: bool,
 }

@@ -38,6 +38,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Mcp(args) => commands::mcp::run(args, out).await,
             cli::Command::Doctor => Ok(commands::doctor::run(out).await),
             cli::Command::Dsh(command) => commands::dsh::run(command, out),
+            cli::Command::Check(args) => commands::check::run(args, out).await,
         }
     });
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.

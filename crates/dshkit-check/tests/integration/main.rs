@@ -8,15 +8,17 @@ use dshkit_check::static_checks::{self, Target};
 use dshkit_check::{Report, Status};
 use dshkit_test::Peers;
 
+mod live;
+
 /// A DSH home with the web profile, made by the real `dsh`.
-struct DshHome {
+pub(crate) struct DshHome {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    peers: Peers,
+    pub(crate) home: PathBuf,
+    pub(crate) peers: Peers,
 }
 
 impl DshHome {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let peers = Peers::get();
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("dsh");
@@ -42,7 +44,7 @@ impl DshHome {
     }
 
     /// Adds a local plugin with `files` and a row inserting it.
-    fn plugin(&self, name: &str, manifest: &serde_json::Value, files: &[(&str, &str)]) -> PathBuf {
+    pub(crate) fn plugin(&self, name: &str, manifest: &serde_json::Value, files: &[(&str, &str)]) -> PathBuf {
         let root = self.profile().join("plugins").join(name);
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(
@@ -113,11 +115,12 @@ impl DshHome {
     }
 }
 
-fn manifest(name: &str) -> serde_json::Value {
+pub(crate) fn manifest(name: &str) -> serde_json::Value {
     serde_json::json!({ "name": format!("@local/{name}"), "type": "module", "main": "index.js" })
 }
 
-const HEALTHY: &str = "export const name = 'healthy';\nexport function apply(ctx) {\n  return ctx;\n}\n";
+pub(crate) const HEALTHY: &str =
+    "export const name = 'healthy';\nexport function apply(ctx) {\n  return ctx;\n}\n";
 
 fn status(report: &Report, id: &str) -> Status {
     report.check(id).unwrap().status

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod dsh;
 pub(crate) mod mcp;

@@ -1,5 +1,6 @@
 //! Tool routers: one module per family, each adapting a domain crate to MCP.
 
+pub(crate) mod check;
 mod core;
 mod liveloop;
 
@@ -22,6 +23,7 @@ pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
     vec![
         Arc::new(core::CoreFamily),
         Arc::new(liveloop::LiveLoopFamily::new(config)),
+        Arc::new(check::CheckFamily),
     ]
 }
 

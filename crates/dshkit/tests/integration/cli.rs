@@ -265,3 +265,63 @@ fn dsh_connect_refuses_a_broken_patch_file_and_leaves_it_alone() {
     assert_eq!(missing.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("dump-default-config"));
 }
+
+#[test]
+fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
+    let peers = Peers::get();
+    let home = dsh_home_with_web_profile(&peers);
+    let dsh_home = home.path().join("dsh");
+    let out = output(
+        dshkit_command(home.path())
+            .args(["check", "--json", "--dsh-home"])
+            .arg(&dsh_home)
+            .env("PATH", peers.path_var()),
+    );
+    let report = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["ok"], true);
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "patch_references",
+            "syntax",
+            "manifest",
+            "config_assembly",
+            "live_boot",
+            "page_smoke",
+            "shutdown",
+            "leftover_audit"
+        ]
+    );
+    assert_eq!(
+        report["checks"][4]["status"], "not_tested",
+        "live was not asked for"
+    );
+
+    std::fs::write(
+        dsh_home.join("profiles/web/cordis.patch.yml"),
+        "- insert: [unclosed\n",
+    )
+    .unwrap();
+    let broken = output(
+        dshkit_command(home.path())
+            .args(["check", "--dsh-home"])
+            .arg(&dsh_home)
+            .env("PATH", peers.path_var()),
+    );
+    assert_eq!(broken.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&broken.stdout);
+    assert!(
+        text.contains("fail") && text.contains("patch_references") && text.contains("--explain"),
+        "{text}"
+    );
+
+    let explain = output(dshkit_command(home.path()).args(["check", "--explain"]));
+    assert!(String::from_utf8_lossy(&explain.stdout).starts_with("# plugin-fault-diagnosis"));
+}

@@ -213,5 +213,8 @@ fn tool_families_are_selected_with_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names, ["dshkit_doctor", "dshkit_info", "liveloop_browser"]);
+    assert_eq!(
+        names,
+        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+    );
 }

@@ -22,7 +22,10 @@ fn assert_sdk_report(report: &Value) {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["dshkit_doctor", "dshkit_info", "liveloop_browser"]);
+    assert_eq!(
+        names,
+        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+    );
     assert_eq!(report["tools"][0]["annotations"]["readOnlyHint"], true);
     assert_eq!(report["tools"][0]["hasOutputSchema"], true);
     let doctor = &report["doctor"];
@@ -103,7 +106,10 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["dshkit_doctor", "dshkit_info", "liveloop_browser"]);
+    assert_eq!(
+        names,
+        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+    );
     let out = output(&mut call);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let result = stdout_json(&out);

@@ -1,0 +1,322 @@
+//! The checks that run DSH: config assembly, an isolated live boot, the page smoke
+//! in Chromium, and the shutdown proof.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::procs;
+use crate::report::{Check, Status};
+
+/// Most output kept from `--dump-config` (256 KiB).
+pub const MAX_DUMP_BYTES: usize = 256 * 1024;
+/// Most stderr lines kept from a boot.
+pub const MAX_STDERR_LINES: usize = 40;
+/// Default time `--dump-config` may take.
+pub const DEFAULT_DUMP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time a boot may take to print its URL.
+pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time a booted instance is watched after its URL line.
+pub const DEFAULT_OBSERVE: Duration = Duration::from_millis(1500);
+
+/// How to run DSH.
+#[derive(Debug, Clone)]
+pub struct Dsh {
+    /// The `dsh` launcher.
+    pub launcher: PathBuf,
+    /// `PATH` for DSH (Node >= 22.19 first).
+    pub path: std::ffi::OsString,
+    pub home: PathBuf,
+    /// `HOME` for DSH (an isolated one in tests).
+    pub user_home: PathBuf,
+}
+
+impl Dsh {
+    pub(crate) fn command(&self) -> Command {
+        let mut command = Command::new(&self.launcher);
+        command
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", &self.user_home)
+            .env("DSH_HOME", &self.home)
+            .env("DSH_TELEMETRY_DISABLED", "1")
+            .stdin(Stdio::null());
+        command
+    }
+}
+
+/// Runs `dsh --profile P --dump-config` with a time limit and bounded output.
+pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
+    let id = "config_assembly";
+    let name = "Profile config assembles";
+    let mut command = dsh.command();
+    command
+        .args(["--profile", profile, "--dump-config"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Check::new(
+                id,
+                name,
+                Status::NotTested,
+                format!("could not run {}: {e}", dsh.launcher.display()),
+            );
+        }
+    };
+    let stdout = read_capped(child.stdout.take(), MAX_DUMP_BYTES);
+    let stderr = read_capped(child.stderr.take(), 64 * 1024);
+    let status = wait_timeout(&mut child, timeout);
+    let (out, err) = (
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    );
+    match status {
+        None => Check::new(
+            id,
+            name,
+            Status::Fail,
+            format!("--dump-config did not finish within {timeout:?}"),
+        ),
+        Some(status) if status.success() => {
+            let entries = out.lines().filter(|l| l.starts_with("- id:")).count();
+            Check::new(
+                id,
+                name,
+                Status::Pass,
+                format!(
+                    "--dump-config composed {entries} loader entries ({} bytes)",
+                    out.len()
+                ),
+            )
+        }
+        Some(status) => Check::new(
+            id,
+            name,
+            Status::Fail,
+            format!("--dump-config exited with {status}"),
+        )
+        .with_evidence(tail(&err, MAX_STDERR_LINES)),
+    }
+}
+
+/// A booted DSH instance.
+#[derive(Debug)]
+pub struct Instance {
+    pub child: Child,
+    pub url: String,
+    pub pid: u32,
+    pub start_ticks: u64,
+}
+
+/// Boots `dsh --profile P --port 0 --no-open` in its own process group and
+/// watches it: the URL line must appear and the process must still be alive
+/// `observe` later (a URL can be printed before a fatal error).
+pub fn live_boot(
+    dsh: &Dsh,
+    profile: &str,
+    boot_timeout: Duration,
+    observe: Duration,
+) -> (Check, Option<Instance>) {
+    let id = "live_boot";
+    let name = "Isolated boot";
+    let mut command = dsh.command();
+    command
+        .args(["--profile", profile, "--port", "0", "--no-open"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return (
+                Check::new(
+                    id,
+                    name,
+                    Status::NotTested,
+                    format!("could not run {}: {e}", dsh.launcher.display()),
+                ),
+                None,
+            );
+        }
+    };
+    let pid = child.id();
+    let start_ticks = procs::start_ticks(pid).unwrap_or(0);
+    let (url_tx, url_rx) = mpsc::channel();
+    let stdout = child.stdout.take().expect("piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let url = line
+                .strip_prefix("dsh web: ")
+                .and_then(|rest| rest.split_whitespace().next());
+            if let Some(url) = url.filter(|u| u.starts_with("http://")) {
+                let _ = url_tx.send(url.to_owned());
+            }
+        }
+    });
+    let stderr = read_lines(child.stderr.take());
+    let url = url_rx.recv_timeout(boot_timeout).ok();
+    let failure = |child: &mut Child, detail: String| {
+        terminate_group(child);
+        let lines = stderr.lock().map(|l| l.clone()).unwrap_or_default();
+        (
+            Check::new(id, name, Status::Fail, detail).with_evidence(lines),
+            None,
+        )
+    };
+    let Some(url) = url else {
+        let exited = child.try_wait().ok().flatten();
+        let detail = match exited {
+            Some(status) => format!("DSH exited with {status} before printing its URL"),
+            None => format!("DSH printed no URL within {boot_timeout:?}"),
+        };
+        return failure(&mut child, detail);
+    };
+    std::thread::sleep(observe);
+    if let Ok(Some(status)) = child.try_wait() {
+        return failure(
+            &mut child,
+            format!("DSH printed {url} but exited with {status} within {observe:?}"),
+        );
+    }
+    let warnings: Vec<String> = stderr.lock().map(|l| l.clone()).unwrap_or_default();
+    let status = if warnings.is_empty() {
+        Status::Pass
+    } else {
+        Status::Warn
+    };
+    let detail = if warnings.is_empty() {
+        format!("booted at {url} and still alive after {observe:?}")
+    } else {
+        format!(
+            "booted at {url} and still alive after {observe:?}; it wrote {} line(s) on stderr",
+            warnings.len()
+        )
+    };
+    (
+        Check::new(id, name, status, detail).with_evidence(warnings),
+        Some(Instance {
+            child,
+            url,
+            pid,
+            start_ticks,
+        }),
+    )
+}
+
+/// Terminates, waits, terminates again; then the process table, not the child's
+/// exit, decides whether the instance and its children are gone.
+pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
+    let id = "shutdown";
+    let name = "Clean shutdown";
+    let before = procs::group_members(instance.pid);
+    for _ in 0..2 {
+        signal_group(instance.pid, rustix::process::Signal::TERM);
+        if wait_timeout(&mut instance.child, grace).is_some() {
+            break;
+        }
+    }
+    let deadline = Instant::now() + grace;
+    let mut left: Vec<u32> = before.iter().copied().filter(|p| procs::alive(*p)).collect();
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        left.retain(|p| procs::alive(*p));
+    }
+    let _ = instance.child.try_wait();
+    if left.is_empty() {
+        Check::new(
+            id,
+            name,
+            Status::Pass,
+            format!(
+                "SIGTERM ended the instance and all {} process(es) of its group",
+                before.len()
+            ),
+        )
+    } else {
+        signal_group(instance.pid, rustix::process::Signal::KILL);
+        let _ = instance.child.wait();
+        Check::new(
+            id,
+            name,
+            Status::Fail,
+            format!("{} process(es) survived two SIGTERMs and were killed", left.len()),
+        )
+        .with_evidence(
+            left.iter()
+                .map(|p| format!("pid {p}: {}", procs::cmdline(*p).unwrap_or_default()))
+                .collect(),
+        )
+    }
+}
+
+fn signal_group(pid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+fn terminate_group(child: &mut Child) {
+    signal_group(child.id(), rustix::process::Signal::KILL);
+    let _ = child.wait();
+}
+
+fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            terminate_group(child);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let Some(mut pipe) = pipe else {
+            return String::new();
+        };
+        let mut kept = Vec::new();
+        let _ = (&mut pipe).take(cap as u64).read_to_end(&mut kept);
+        let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+        String::from_utf8_lossy(&kept).into_owned()
+    })
+}
+
+fn read_lines(pipe: Option<impl Read + Send + 'static>) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&lines);
+    std::thread::spawn(move || {
+        let Some(pipe) = pipe else { return };
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let mut lines = sink.lock().expect("lock");
+            if lines.len() < MAX_STDERR_LINES && !line.trim().is_empty() {
+                lines.push(line);
+            }
+        }
+    });
+    lines
+}
+
+fn tail(text: &str, lines: usize) -> Vec<String> {
+    let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    all[all.len().saturating_sub(lines)..]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect()
+}
+
+/// The launcher's real script (`…/@deepseek-ai/dsh/lib/bin.js`), the identity of
+/// DSH processes in the process table.
+pub fn launcher_script(launcher: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(launcher).ok()
+}

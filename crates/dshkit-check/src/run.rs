@@ -1,0 +1,240 @@
+//! One `plugin_check` run: the checks in order, each honest about what it tested.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dshkit_cdp::LaunchOptions;
+
+use crate::live::{self, DEFAULT_BOOT_TIMEOUT, DEFAULT_DUMP_TIMEOUT, DEFAULT_OBSERVE, Dsh};
+use crate::report::{Check, Report, Status};
+use crate::static_checks::{self, Target};
+use crate::{audit, smoke};
+
+/// What to check and how.
+#[derive(Debug, Clone)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each flag is one documented input of plugin_check"
+)]
+pub struct CheckOptions {
+    pub home: PathBuf,
+    pub profile: String,
+    /// Check only this local plugin.
+    pub target: Option<String>,
+    /// Boot an isolated instance.
+    pub live: bool,
+    /// Also open the booted page in Chromium (implies `live`).
+    pub page: bool,
+    /// Only audit the process table.
+    pub sweep: bool,
+    /// Kill strays during the audit (leaked by this run, or old smoke instances).
+    pub kill_stray: bool,
+    /// Smoke instances at least this old count as strays.
+    pub stray_age: Duration,
+    pub boot_timeout: Duration,
+    pub observe: Duration,
+    /// Boot against a mirror of the profile in a temporary home.
+    pub isolate_home: bool,
+    /// The `dsh` launcher; the DSH checks are `not_tested` without one.
+    pub launcher: Option<PathBuf>,
+    /// `PATH` and `HOME` for DSH.
+    pub path: OsString,
+    pub user_home: PathBuf,
+    pub browser: LaunchOptions,
+}
+
+impl CheckOptions {
+    /// Defaults for `home` and `profile`: static checks, config assembly and the audit.
+    pub fn new(
+        home: PathBuf,
+        profile: String,
+        launcher: Option<PathBuf>,
+        path: OsString,
+        user_home: PathBuf,
+    ) -> Self {
+        Self {
+            home,
+            profile,
+            target: None,
+            live: false,
+            page: false,
+            sweep: false,
+            kill_stray: false,
+            stray_age: audit::DEFAULT_STRAY_AGE,
+            boot_timeout: DEFAULT_BOOT_TIMEOUT,
+            observe: DEFAULT_OBSERVE,
+            isolate_home: false,
+            launcher,
+            path,
+            user_home,
+            browser: LaunchOptions::default(),
+        }
+    }
+}
+
+fn not_tested(id: &'static str, name: &'static str, why: &str) -> Check {
+    Check::new(id, name, Status::NotTested, why.to_owned())
+}
+
+/// Runs the checks.
+pub async fn run(options: CheckOptions) -> Report {
+    let launcher_script = options.launcher.as_deref().and_then(live::launcher_script);
+    let audit_check = |leaked: Vec<(u32, u64)>, options: &CheckOptions| match &launcher_script {
+        Some(script) => audit::audit(script, &leaked, options.kill_stray, options.stray_age),
+        None => not_tested(
+            "leftover_audit",
+            "Leftover DSH instances",
+            "no dsh launcher found: set DSHKIT_DSH or put dsh on PATH",
+        ),
+    };
+    if options.sweep {
+        return Report::new(vec![audit_check(Vec::new(), &options)]);
+    }
+    let target = Target {
+        home: options.home.clone(),
+        profile: options.profile.clone(),
+        plugin: options.target.clone(),
+    };
+    let mut checks = tokio::task::spawn_blocking(move || static_checks::run(&target))
+        .await
+        .unwrap_or_default();
+
+    let Some(launcher) = options.launcher.clone() else {
+        let why = "no dsh launcher found: set DSHKIT_DSH or put dsh on PATH";
+        checks.extend([
+            not_tested("config_assembly", "Profile config assembles", why),
+            not_tested("live_boot", "Isolated boot", why),
+            not_tested("page_smoke", "Page renders in Chromium", why),
+            not_tested("shutdown", "Clean shutdown", why),
+        ]);
+        checks.push(audit_check(Vec::new(), &options));
+        return Report::new(checks);
+    };
+    let dsh = Dsh {
+        launcher,
+        path: options.path.clone(),
+        home: options.home.clone(),
+        user_home: options.user_home.clone(),
+    };
+    let (assembly_dsh, profile) = (dsh.clone(), options.profile.clone());
+    checks.push(
+        tokio::task::spawn_blocking(move || {
+            live::config_assembly(&assembly_dsh, &profile, DEFAULT_DUMP_TIMEOUT)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Check::new(
+                "config_assembly",
+                "Profile config assembles",
+                Status::Fail,
+                e.to_string(),
+            )
+        }),
+    );
+
+    let (live, leaked) = if options.live || options.page {
+        live_checks(&options, &dsh).await
+    } else {
+        let why = "not requested: run with live (and page for the browser smoke)";
+        let skipped = vec![
+            not_tested("live_boot", "Isolated boot", why),
+            not_tested("page_smoke", "Page renders in Chromium", why),
+            not_tested("shutdown", "Clean shutdown", why),
+        ];
+        (skipped, Vec::new())
+    };
+    checks.extend(live);
+    checks.push(audit_check(leaked, &options));
+    Report::new(checks)
+}
+
+/// Boot, page smoke and shutdown proof; returns them and the instances leaked.
+async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32, u64)>) {
+    let mut checks = Vec::new();
+    let mut leaked = Vec::new();
+    let mirror = if options.isolate_home {
+        mirror_home(&options.home, &options.profile).ok()
+    } else {
+        None
+    };
+    let mut boot_dsh = dsh.clone();
+    if let Some(mirror) = &mirror {
+        boot_dsh.home = mirror.path().to_owned();
+    }
+    let (profile, boot_timeout, observe) = (options.profile.clone(), options.boot_timeout, options.observe);
+    let (boot, instance) =
+        tokio::task::spawn_blocking(move || live::live_boot(&boot_dsh, &profile, boot_timeout, observe))
+            .await
+            .unwrap_or_else(|e| {
+                (
+                    Check::new("live_boot", "Isolated boot", Status::Fail, e.to_string()),
+                    None,
+                )
+            });
+    checks.push(boot);
+    let Some(instance) = instance else {
+        checks.push(not_tested(
+            "page_smoke",
+            "Page renders in Chromium",
+            "the instance did not boot",
+        ));
+        checks.push(not_tested(
+            "shutdown",
+            "Clean shutdown",
+            "the instance did not boot",
+        ));
+        return (checks, leaked);
+    };
+    checks.push(if options.page {
+        smoke::page_smoke(&instance.url, &options.browser).await
+    } else {
+        not_tested(
+            "page_smoke",
+            "Page renders in Chromium",
+            "not requested: run with page",
+        )
+    });
+    let identity = (instance.pid, instance.start_ticks);
+    let shutdown = tokio::task::spawn_blocking(move || live::shutdown(instance, Duration::from_secs(5)))
+        .await
+        .unwrap_or_else(|e| Check::new("shutdown", "Clean shutdown", Status::Fail, e.to_string()));
+    if shutdown.status == Status::Fail {
+        leaked.push(identity);
+    }
+    checks.push(shutdown);
+    drop(mirror);
+    (checks, leaked)
+}
+
+/// Copies `home/profiles/<profile>` and the shared module farm into a temporary
+/// home. Links are copied as links, so relative ones point inside the mirror.
+fn mirror_home(home: &Path, profile: &str) -> std::io::Result<tempfile::TempDir> {
+    let mirror = tempfile::Builder::new().prefix("dshkit-check-home-").tempdir()?;
+    copy_tree(
+        &home.join("profiles").join(profile),
+        &mirror.path().join("profiles").join(profile),
+    )?;
+    let farm = home.join("profiles/node_modules");
+    if farm.exists() {
+        copy_tree(&farm, &mirror.path().join("profiles/node_modules"))?;
+    }
+    Ok(mirror)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let (source, dest) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &dest)?;
+        } else if kind.is_dir() {
+            copy_tree(&source, &dest)?;
+        } else {
+            std::fs::copy(&source, &dest)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,216 @@
+//! The DSH-running checks against the real DSH testbed and real Chromium.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use dshkit_check::{CheckOptions, Report, Status};
+
+use crate::{DshHome, HEALTHY, manifest};
+
+fn options(home: &DshHome) -> CheckOptions {
+    CheckOptions::new(
+        home.home.clone(),
+        "web".into(),
+        Some(home.peers.dsh()),
+        home.peers.path_var(),
+        home.home.parent().unwrap().to_owned(),
+    )
+}
+
+fn run(options: CheckOptions) -> Report {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(dshkit_check::run(options))
+}
+
+fn status(report: &Report, id: &str) -> Status {
+    report
+        .check(id)
+        .unwrap_or_else(|| panic!("no {id} in {report:#?}"))
+        .status
+}
+
+#[test]
+fn a_healthy_profile_passes_every_check_live_and_in_the_page() {
+    let home = DshHome::new();
+    home.plugin("healthy", &manifest("healthy"), &[("index.js", HEALTHY)]);
+    let mut options = options(&home);
+    options.page = true;
+    let report = run(options);
+    for id in [
+        "patch_references",
+        "syntax",
+        "manifest",
+        "config_assembly",
+        "live_boot",
+        "page_smoke",
+        "shutdown",
+        "leftover_audit",
+    ] {
+        assert!(
+            matches!(status(&report, id), Status::Pass | Status::Warn),
+            "{id}: {:#?}",
+            report.check(id)
+        );
+    }
+    assert!(report.ok, "{report:#?}");
+    let page = report.check("page_smoke").unwrap();
+    assert!(page.evidence[0].contains("__DSH_BOOT__ present"), "{page:#?}");
+}
+
+#[test]
+fn an_apply_that_throws_fails_the_live_boot_with_the_thrown_message() {
+    let home = DshHome::new();
+    home.plugin("thrower", &manifest("thrower"), &[("index.js", "export const name = 'thrower';\nexport function apply() { throw new Error('thrower refuses to start'); }\n")]);
+    let mut options = options(&home);
+    options.live = true;
+    let report = run(options);
+    assert!(!report.ok);
+    assert_eq!(status(&report, "syntax"), Status::Pass);
+    let boot = report.check("live_boot").unwrap();
+    assert_eq!(boot.status, Status::Fail, "{report:#?}");
+    assert!(
+        boot.evidence
+            .iter()
+            .any(|l| l.contains("thrower refuses to start")),
+        "{boot:#?}"
+    );
+    assert_eq!(status(&report, "page_smoke"), Status::NotTested);
+    assert_eq!(status(&report, "shutdown"), Status::NotTested);
+}
+
+#[test]
+fn without_a_browser_the_page_smoke_is_not_tested_and_not_a_failure() {
+    let home = DshHome::new();
+    let mut options = options(&home);
+    options.page = true;
+    options.isolate_home = true;
+    options.browser.executable = Some("/nonexistent/chromium".into());
+    let report = run(options);
+    assert_eq!(status(&report, "live_boot"), Status::Pass, "{report:#?}");
+    assert_eq!(status(&report, "page_smoke"), Status::NotTested, "{report:#?}");
+    assert_eq!(status(&report, "shutdown"), Status::Pass);
+    assert!(report.ok, "not tested is not a failure: {report:#?}");
+}
+
+/// A DSH instance started outside the check.
+fn spawn_dsh(home: &DshHome, args: &[&str]) -> std::process::Child {
+    Command::new(home.peers.dsh())
+        .args(args)
+        .env_clear()
+        .env("PATH", home.peers.path_var())
+        .env("HOME", home.home.parent().unwrap())
+        .env("DSH_HOME", &home.home)
+        .env("DSH_TELEMETRY_DISABLED", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_url(child: &mut std::process::Child) {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().unwrap();
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("dsh web: "));
+    assert!(line.is_some(), "the instance booted");
+}
+
+#[test]
+fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() {
+    let home = DshHome::new();
+    // A host: a user's DSH on a fixed port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut host = spawn_dsh(
+        &home,
+        &["--profile", "web", "--port", &port.to_string(), "--no-open"],
+    );
+    wait_for_url(&mut host);
+    // A leaked smoke instance: its parent shell is killed; the instance lives on.
+    let script = format!(
+        "DSH_HOME='{}' HOME='{}' PATH='{}' DSH_TELEMETRY_DISABLED=1 '{}' --profile web --port 0 --no-open >/dev/null 2>&1 & echo $!; exec sleep 60",
+        home.home.display(),
+        home.home.parent().unwrap().display(),
+        home.peers.path_var().to_string_lossy(),
+        home.peers.dsh().display()
+    );
+    let mut shell = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pid_line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(shell.stdout.take().unwrap()),
+        &mut pid_line,
+    )
+    .unwrap();
+    let leaked: u32 = pid_line.trim().parse().unwrap();
+    shell.kill().unwrap();
+    shell.wait().unwrap();
+    // A lookalike that only mentions dsh.
+    let mut lookalike = Command::new(home.peers.node())
+        .args(["-e", "setTimeout(() => {}, 60000)", "dsh", "--port", "0"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(dshkit_check::procs::alive(leaked), "the leaked instance runs");
+
+    let mut options = options(&home);
+    options.sweep = true;
+    let report = run(options.clone());
+    let audit = report.check("leftover_audit").unwrap();
+    assert!(
+        audit
+            .evidence
+            .iter()
+            .any(|l| l.starts_with(&format!("pid {} Host", host.id()))),
+        "{audit:#?}"
+    );
+    assert!(
+        audit
+            .evidence
+            .iter()
+            .any(|l| l.starts_with(&format!("pid {leaked} Smoke"))),
+        "{audit:#?}"
+    );
+    assert!(
+        !audit
+            .evidence
+            .iter()
+            .any(|l| l.starts_with(&format!("pid {} ", lookalike.id()))),
+        "a lookalike is not DSH: {audit:#?}"
+    );
+
+    options.kill_stray = true;
+    options.stray_age = Duration::ZERO;
+    let report = run(options);
+    let audit = report.check("leftover_audit").unwrap();
+    assert_eq!(audit.status, Status::Pass, "{audit:#?}");
+    assert!(
+        audit
+            .evidence
+            .iter()
+            .any(|l| l == &format!("killed stray pid {leaked} (Smoke)")),
+        "{audit:#?}"
+    );
+    assert!(!dshkit_check::procs::alive(leaked), "the stray is gone");
+    assert!(host.try_wait().unwrap().is_none(), "the host survives killStray");
+    assert!(
+        lookalike.try_wait().unwrap().is_none(),
+        "the lookalike survives killStray"
+    );
+    let _ = host.kill();
+    let _ = host.wait();
+    let _ = lookalike.kill();
+    let _ = lookalike.wait();
+}

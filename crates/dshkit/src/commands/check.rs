@@ -1,0 +1,40 @@
+//! `dshkit check`: `plugin_check` for people.
+
+use dshkit_env::Environment;
+
+use crate::cli::CheckArgs;
+use crate::exit::{self, Failure};
+use crate::output::Output;
+use crate::tools::check::{self as tool, compact_text};
+
+pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
+    if args.explain {
+        out.write(dshkit_check::PLAYBOOK);
+        return Ok(exit::SUCCESS);
+    }
+    let tool_args = tool::CheckArgs {
+        dsh_home: args.dsh_home,
+        profile: Some(args.profile),
+        target: args.target,
+        live: args.live,
+        page: args.page,
+        sweep: args.sweep,
+        kill_stray: args.kill_stray,
+        boot_timeout_ms: args.boot_timeout_ms,
+        observe_ms: args.observe_ms,
+        isolate_home: args.isolate_home,
+    };
+    let options = tool::options(tool_args, &Environment::from_process())
+        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+    let report = dshkit_check::run(options).await;
+    if out.json {
+        out.json(&report);
+    } else {
+        out.write(&compact_text(&report));
+    }
+    Ok(if report.ok {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEM_FOUND
+    })
+}
