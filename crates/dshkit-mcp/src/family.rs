@@ -41,6 +41,15 @@ pub struct ToolSpec {
     pub hints: ToolHints,
 }
 
+/// A fixed prompt a family serves (a playbook, say): no arguments, one message.
+#[derive(Debug, Clone)]
+pub struct PromptSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub text: &'static str,
+}
+
 /// One call routed to a family.
 #[derive(Debug, Clone)]
 pub struct ToolCall {
@@ -92,6 +101,11 @@ pub trait ToolFamily: Send + Sync + 'static {
     fn tools(&self) -> Vec<ToolSpec>;
     /// Runs one call of a tool this family listed.
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>>;
+
+    /// The prompts this family serves. Names are unique across families.
+    fn prompts(&self) -> Vec<PromptSpec> {
+        Vec::new()
+    }
 
     /// Releases what the family holds (browsers, child processes) before exit.
     fn shutdown(&self) -> BoxFuture<'_, ()> {

@@ -7,16 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion, Role, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
-use crate::family::{ToolCall, ToolFailure, ToolFamily, ToolSpec};
+use crate::family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolSpec};
 
 /// Longest a single tool call may run before it is abandoned with an `isError`
 /// result. Families with long work (verification, live boots) bound themselves
@@ -62,6 +63,7 @@ struct Registry {
     families: Vec<Arc<dyn ToolFamily>>,
     tools: Vec<Tool>,
     routes: HashMap<String, usize>,
+    prompts: Vec<PromptSpec>,
 }
 
 /// The dshkit MCP server. Cheap to clone: every transport session shares one
@@ -119,12 +121,14 @@ impl DshkitServer {
                 tools.push(to_rmcp_tool(&spec)?);
             }
         }
+        let prompts = families.iter().flat_map(|f| f.prompts()).collect();
         Ok(Self {
             registry: Arc::new(Registry {
                 options,
                 families,
                 tools,
                 routes,
+                prompts,
             }),
         })
     }
@@ -235,7 +239,15 @@ fn to_rmcp_tool(spec: &ToolSpec) -> Result<Tool, RegistryError> {
 impl ServerHandler for DshkitServer {
     fn get_info(&self) -> ServerConfig {
         let options = &self.registry.options;
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.registry.prompts.is_empty() {
+            ServerCapabilities::builder().enable_tools().build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()))
             .with_instructions(options.instructions.clone())
     }
@@ -250,6 +262,47 @@ impl ServerHandler for DshkitServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(self.registry.tools.clone()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompts = self
+            .registry
+            .prompts
+            .iter()
+            .map(|p| {
+                let mut prompt = Prompt::new(p.name, Some(p.description), None);
+                prompt.title = Some(p.title.to_owned());
+                prompt
+            })
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let prompt = self
+            .registry
+            .prompts
+            .iter()
+            .find(|p| p.name == request.name)
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!("unknown prompt `{}`; call prompts/list", request.name),
+                    None,
+                )
+            })?;
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, prompt.text)])
+                .with_description(prompt.description)
+                .into(),
+        )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dshkit_check::{CheckOptions, Report, Status};
 use dshkit_env::{Environment, dsh, locate, vars};
-use dshkit_mcp::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -128,6 +128,15 @@ impl ToolFamily for CheckFamily {
                 idempotent: false,
                 open_world: false,
             },
+        }]
+    }
+
+    fn prompts(&self) -> Vec<PromptSpec> {
+        vec![PromptSpec {
+            name: "plugin-fault-diagnosis",
+            title: "What to do after plugin_check fails",
+            description: "The playbook for a plugin_check result with ok: false: how to read each failed check and fix it.",
+            text: dshkit_check::PLAYBOOK,
         }]
     }
 

@@ -218,3 +218,26 @@ fn tool_families_are_selected_with_tools() {
         ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
     );
 }
+
+#[test]
+fn the_diagnosis_playbook_is_an_mcp_prompt() {
+    let mut session = Session::start(&[]);
+    let init = session.initialize("2025-11-25");
+    assert!(init["result"]["capabilities"]["prompts"].is_object(), "{init}");
+    session.send(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list"}"#);
+    let list = session.recv();
+    assert_eq!(
+        list["result"]["prompts"][0]["name"], "plugin-fault-diagnosis",
+        "{list}"
+    );
+    session.send(
+        r#"{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"plugin-fault-diagnosis"}}"#,
+    );
+    let prompt = session.recv();
+    let text = prompt["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.starts_with("# plugin-fault-diagnosis"), "{prompt}");
+    session.send(r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"nope"}}"#);
+    assert_eq!(session.recv()["error"]["code"], -32602);
+}
