@@ -5,6 +5,7 @@
 //! - `server-initialize`, `ping`, `tools-list`: the lifecycle and tool listing.
 //! - `server-sse-polling`, `server-sse-multiple-streams`: the Streamable HTTP transport.
 //! - `dns-rebinding-protection`: Host/Origin validation.
+//! - `prompts-list`: dshkit serves the `plugin-fault-diagnosis` prompt.
 //!
 //! Not applicable, and why:
 //! - `tools-call-*` (simple-text, image, audio, embedded-resource, mixed-content,
@@ -16,7 +17,10 @@
 //! - `logging-set-level`: dshkit does not declare the logging capability (its logs
 //!   go to stderr).
 //! - `completion-complete`: no completions capability (no prompts or templates).
-//! - `resources-*`, `prompts-*`: dshkit serves no resources, and no prompts yet.
+//! - `resources-*`: dshkit serves no resources.
+//! - `prompts-get-simple`, `prompts-get-with-args`, `prompts-get-embedded-resource`,
+//!   `prompts-get-with-image`: each gets a fixture prompt (`test_simple_prompt`, ...)
+//!   that only the suite's reference server defines.
 //!
 //! The runner's client cannot be given headers, so a preload
 //! (`harness/peers/bearer-preload.mjs`) adds the bearer token as a configured
@@ -37,6 +41,7 @@ const APPLICABLE: &[&str] = &[
     "server-sse-polling",
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
+    "prompts-list",
 ];
 
 /// Runs one scenario and returns its checks.
