@@ -25,7 +25,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("mcp") => mcp(),
         Some("browser") => crate::bench_browser::run(),
-        _ => bail!("usage: cargo xtask bench <mcp | browser>"),
+        Some("check") => crate::bench_check::run(),
+        _ => bail!("usage: cargo xtask bench <mcp | browser | check>"),
     }
 }
 

@@ -4,7 +4,7 @@
 //!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
 //! - `demo`: set up, build dshkit, run its main job on the embedded default.
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
-//! - `bench <mcp | browser>`: set up, build release, run a benchmark against its peer.
+//! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
 
 #![expect(
     clippy::print_stdout,
@@ -14,6 +14,7 @@
 
 mod bench;
 mod bench_browser;
+mod bench_check;
 mod setup;
 
 use std::path::PathBuf;
@@ -27,7 +28,9 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser>>");
+            eprintln!(
+                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check>>"
+            );
             return ExitCode::from(2);
         }
     };
