@@ -5,3 +5,4 @@
 //! refs). Detection, the dev-server runtime and verification build on it.
 
 pub mod preview;
+pub mod verify;

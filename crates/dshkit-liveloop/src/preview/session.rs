@@ -435,6 +435,11 @@ impl PreviewSession {
                 self.wait_for(text.as_deref(), url.as_deref(), timeout).await?;
             }
             other => {
+                // A role+name target is looked up in the last snapshot: take one if
+                // there is none yet (there are no refs to retire then).
+                if self.shared.lock().expect("lock").last.is_none() {
+                    self.snapshot_now().await?;
+                }
                 self.act(other).await?;
                 // A click may start a navigation; give it a moment to show.
                 tokio::time::sleep(Duration::from_millis(50)).await;

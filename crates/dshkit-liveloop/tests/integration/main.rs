@@ -539,3 +539,57 @@ async fn the_session_limit_is_enforced_and_idle_sessions_are_closed() {
     assert_eq!(manager.list(OWNER).await.len(), 1);
     assert_eq!(manager.list(OWNER).await[0].0, second.id);
 }
+
+#[tokio::test]
+async fn real_screenshots_of_an_unchanged_page_match_and_a_changed_page_does_not() {
+    use dshkit_liveloop::verify::diff::{DEFAULT_MAX_MISMATCH_RATIO, DEFAULT_PIXEL_THRESHOLD, Rgba, compare};
+    let server = FixtureServer::start(vec![(
+        "/",
+        html(
+            "<h1>Dashboard</h1><p id=msg>All systems normal</p><button onclick=\"document.getElementById('msg').textContent='ALERT: three services are down'\">Break</button>",
+        ),
+    )]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let reference = Rgba::from_png(&session.screenshot(false).await.unwrap().png).unwrap();
+    let again = Rgba::from_png(&session.screenshot(false).await.unwrap().png).unwrap();
+    let same = compare(
+        &reference,
+        &again,
+        DEFAULT_PIXEL_THRESHOLD,
+        DEFAULT_MAX_MISMATCH_RATIO,
+    )
+    .unwrap();
+    assert!(
+        same.passed,
+        "an unchanged page must match itself: {} pixels differ",
+        same.differing_pixels
+    );
+
+    session
+        .interact(Action::Click(Target::RoleName {
+            role: "button".into(),
+            name: "Break".into(),
+        }))
+        .await
+        .unwrap();
+    let changed = Rgba::from_png(&session.screenshot(false).await.unwrap().png).unwrap();
+    let result = compare(
+        &reference,
+        &changed,
+        DEFAULT_PIXEL_THRESHOLD,
+        DEFAULT_MAX_MISMATCH_RATIO,
+    )
+    .unwrap();
+    assert!(
+        !result.passed && result.differing_pixels > 50,
+        "{} differing",
+        result.differing_pixels
+    );
+    let diff_png = result.diff.to_png().unwrap();
+    assert!(diff_png.starts_with(b"\x89PNG"));
+    assert_eq!(Rgba::from_png(&diff_png).unwrap().width, 1280);
+}
