@@ -1,4 +1,5 @@
-//! Verification building blocks: the visual diff today; the engine, evidence store
-//! and verdicts build on it.
+//! Verification building blocks: the visual diff and the evidence store; the
+//! engine and verdicts build on them.
 
 pub mod diff;
+pub mod evidence;

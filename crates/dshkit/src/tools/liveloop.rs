@@ -350,20 +350,11 @@ fn save_screenshot(
     let env = Environment::from_process();
     let root = dshkit_env::disk::evidence_root(&env)
         .ok_or_else(|| ToolFailure::new("no evidence root: set DSHKIT_EVIDENCE_ROOT or HOME"))?;
-    let dir = root.join("previews").join(&session.id);
-    let path = dir.join(format!("{}.png", &shot.sha256[..16]));
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        let temp = dir.join(format!(".{}.tmp", &shot.sha256[..16]));
-        std::fs::write(&temp, &shot.png)?;
-        std::fs::rename(&temp, &path)
-    };
-    write().map_err(|e| {
-        ToolFailure::new(format!(
-            "failed to save the screenshot under {}: {e}; run dshkit_doctor",
-            dir.display()
-        ))
-    })?;
+    let store = dshkit_liveloop::verify::evidence::EvidenceStore::new(root.join("previews"));
+    let saved = store
+        .write_png(&session.id, &shot.png)
+        .map_err(|e| ToolFailure::new(format!("failed to save the screenshot: {e}; run dshkit_doctor")))?;
+    let path = saved.path;
     let structured = json!({
         "session": session.id,
         "path": path,
