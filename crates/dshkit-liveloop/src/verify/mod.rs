@@ -1,5 +1,6 @@
-//! Verification building blocks: the visual diff and the evidence store; the
-//! engine and verdicts build on them.
+//! Verification building blocks: the visual diff, the evidence store and the
+//! strict verdict; the engine builds on them.
 
 pub mod diff;
 pub mod evidence;
+pub mod verdict;
