@@ -4,5 +4,6 @@
 //! request-stage loopback-only network policy, bounded observation, stable element
 //! refs). Detection, the dev-server runtime and verification build on it.
 
+pub mod detect;
 pub mod preview;
 pub mod verify;
