@@ -198,8 +198,8 @@ pub(crate) struct StdioClient {
 }
 
 impl StdioClient {
-    /// Spawns `command` with piped stdio and completes the MCP handshake.
-    pub(crate) fn start(command: &mut Command) -> anyhow::Result<Self> {
+    /// Spawns `command` with piped stdio, without a handshake.
+    fn spawn(command: &mut Command) -> anyhow::Result<Self> {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -207,12 +207,17 @@ impl StdioClient {
             .spawn()?;
         let stdin = child.stdin.take().context("stdin")?;
         let stdout = BufReader::new(child.stdout.take().context("stdout")?);
-        let mut client = Self {
+        Ok(Self {
             child,
             stdin,
             stdout,
             line: String::new(),
-        };
+        })
+    }
+
+    /// Spawns `command` and completes the MCP handshake.
+    pub(crate) fn start(command: &mut Command) -> anyhow::Result<Self> {
+        let mut client = Self::spawn(command)?;
         client.request(&initialize(0))?;
         client.notify(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
         Ok(client)
@@ -267,23 +272,12 @@ fn check(reply: &Value) -> anyhow::Result<()> {
 }
 
 fn stdio_sample(label: &str, command: &mut Command, tool: &str, arguments: &Value) -> anyhow::Result<Sample> {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let stdin = child.stdin.take().context("stdin")?;
-    let stdout = BufReader::new(child.stdout.take().context("stdout")?);
-    let mut client = StdioClient {
-        child,
-        stdin,
-        stdout,
-        line: String::new(),
+    // The floor (`cat`) speaks no MCP: it gets no handshake.
+    let mut client = if tool == FLOOR_TOOL {
+        StdioClient::spawn(command)?
+    } else {
+        StdioClient::start(command)?
     };
-    if tool != FLOOR_TOOL {
-        client.request(&initialize(0))?;
-    }
-    client.notify(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
     let pid = client.child.id();
     let mut latencies = Vec::with_capacity(CALLS);
     let mut cpu_before = None;

@@ -46,19 +46,23 @@ impl Dsh {
             .stdin(Stdio::null());
         command
     }
+
+    /// Starts `dsh args…` in its own process group with stdout and stderr piped.
+    fn spawn(&self, args: &[&str]) -> std::io::Result<Child> {
+        self.command()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+    }
 }
 
 /// Runs `dsh --profile P --dump-config` with a time limit and bounded output.
 pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
     let id = "config_assembly";
     let name = "Profile config assembles";
-    let mut command = dsh.command();
-    command
-        .args(["--profile", profile, "--dump-config"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match command.spawn() {
+    let mut child = match dsh.spawn(&["--profile", profile, "--dump-config"]) {
         Ok(child) => child,
         Err(e) => {
             return Check::new(
@@ -125,13 +129,7 @@ pub fn live_boot(
 ) -> (Check, Option<Instance>) {
     let id = "live_boot";
     let name = "Isolated boot";
-    let mut command = dsh.command();
-    command
-        .args(["--profile", profile, "--port", "0", "--no-open"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match command.spawn() {
+    let mut child = match dsh.spawn(&["--profile", profile, "--port", "0", "--no-open"]) {
         Ok(child) => child,
         Err(e) => {
             return (

@@ -58,6 +58,19 @@ impl Peers {
         self.dir.join("dsh-testbed/node_modules/.bin/dsh")
     }
 
+    /// The real `dsh`, isolated: a clean environment with `PATH` (Node 22 first),
+    /// `HOME`, `DSH_HOME` and telemetry off.
+    pub fn dsh_command(&self, home: &Path, dsh_home: &Path) -> std::process::Command {
+        let mut command = std::process::Command::new(self.dsh());
+        command
+            .env_clear()
+            .env("PATH", self.path_var())
+            .env("HOME", home)
+            .env("DSH_HOME", dsh_home)
+            .env("DSH_TELEMETRY_DISABLED", "1");
+        command
+    }
+
     /// `PATH` with Node 22 and `dsh` first.
     pub fn path_var(&self) -> std::ffi::OsString {
         let mut dirs = vec![

@@ -97,13 +97,8 @@ fn without_a_browser_the_page_smoke_is_not_tested_and_not_a_failure() {
 
 /// A DSH instance started outside the check.
 fn spawn_dsh(home: &DshHome, args: &[&str]) -> std::process::Child {
-    Command::new(home.peers.dsh())
+    home.dsh()
         .args(args)
-        .env_clear()
-        .env("PATH", home.peers.path_var())
-        .env("HOME", home.home.parent().unwrap())
-        .env("DSH_HOME", &home.home)
-        .env("DSH_TELEMETRY_DISABLED", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

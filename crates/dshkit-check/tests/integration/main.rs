@@ -22,13 +22,9 @@ impl DshHome {
         let peers = Peers::get();
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("dsh");
-        let out = Command::new(peers.dsh())
+        let out = peers
+            .dsh_command(dir.path(), &home)
             .args(["web", "--dump-default-config"])
-            .env_clear()
-            .env("PATH", peers.path_var())
-            .env("HOME", dir.path())
-            .env("DSH_HOME", &home)
-            .env("DSH_TELEMETRY_DISABLED", "1")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -82,15 +78,15 @@ impl DshHome {
         }))
     }
 
+    /// The real `dsh` on this home.
+    pub(crate) fn dsh(&self) -> Command {
+        self.peers.dsh_command(self.home.parent().unwrap(), &self.home)
+    }
+
     /// What `dsh --profile web --dump-config` says: whether the real DSH composes it.
     fn dsh_composes(&self) -> bool {
-        Command::new(self.peers.dsh())
+        self.dsh()
             .args(["--profile", "web", "--dump-config"])
-            .env_clear()
-            .env("PATH", self.peers.path_var())
-            .env("HOME", self.home.parent().unwrap())
-            .env("DSH_HOME", &self.home)
-            .env("DSH_TELEMETRY_DISABLED", "1")
             .output()
             .unwrap()
             .status

@@ -114,13 +114,7 @@ impl PreviewManager {
     pub async fn get(&self, owner: &str, id: &str) -> Result<Arc<PreviewSession>, PreviewError> {
         let mut state = self.state.lock().await;
         self.sweep(&mut state).await;
-        let session = state
-            .sessions
-            .get(id)
-            .ok_or_else(|| PreviewError::UnknownSession(id.to_owned()))?;
-        if session.owner != owner {
-            return Err(PreviewError::NotOwner(id.to_owned()));
-        }
+        let session = owned(&state, owner, id)?;
         session.touch();
         Ok(Arc::clone(session))
     }
@@ -128,13 +122,7 @@ impl PreviewManager {
     /// Closes the session `id` of `owner`.
     pub async fn close(&self, owner: &str, id: &str) -> Result<(), PreviewError> {
         let mut state = self.state.lock().await;
-        let session = state
-            .sessions
-            .get(id)
-            .ok_or_else(|| PreviewError::UnknownSession(id.to_owned()))?;
-        if session.owner != owner {
-            return Err(PreviewError::NotOwner(id.to_owned()));
-        }
+        owned(&state, owner, id)?;
         let session = state.sessions.remove(id).expect("present");
         if let Some(browser) = &state.browser {
             let _ = browser.dispose_context(&session.context_id).await;
@@ -219,6 +207,18 @@ impl PreviewManager {
             state.browser = None;
         }
     }
+}
+
+/// The session `id` if it exists and `owner` owns it.
+fn owned<'a>(state: &'a State, owner: &str, id: &str) -> Result<&'a Arc<PreviewSession>, PreviewError> {
+    let session = state
+        .sessions
+        .get(id)
+        .ok_or_else(|| PreviewError::UnknownSession(id.to_owned()))?;
+    if session.owner != owner {
+        return Err(PreviewError::NotOwner(id.to_owned()));
+    }
+    Ok(session)
 }
 
 /// A random opaque session id (`pv-` and 16 hex digits).

@@ -33,14 +33,7 @@ pub(crate) fn dsh_home_with_web_profile(peers: &Peers) -> tempfile::TempDir {
 
 /// The real `dsh`, isolated in `home` (its `DSH_HOME` is `home/dsh`).
 pub(crate) fn dsh_command(peers: &Peers, home: &std::path::Path) -> Command {
-    let mut command = Command::new(peers.dsh());
-    command
-        .env_clear()
-        .env("PATH", peers.path_var())
-        .env("HOME", home)
-        .env("DSH_HOME", home.join("dsh"))
-        .env("DSH_TELEMETRY_DISABLED", "1");
-    command
+    peers.dsh_command(home, &home.join("dsh"))
 }
 
 #[test]
