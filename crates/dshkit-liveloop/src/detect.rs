@@ -150,6 +150,51 @@ pub struct Detection {
     pub truncated: bool,
 }
 
+impl Detection {
+    /// The app to run: the one in directory `app` (relative to the root) when given,
+    /// else the top candidate unless the detection is ambiguous. The error says
+    /// what to choose from.
+    pub fn choose(&self, app: Option<&Path>) -> Result<&Candidate, String> {
+        let listing = || {
+            self.candidates
+                .iter()
+                .take(10)
+                .map(|c| {
+                    format!(
+                        "{} ({:?}, confidence {})",
+                        c.dir.display(),
+                        c.framework,
+                        c.confidence
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(app) = app {
+            let wanted = if app.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                app
+            };
+            return self
+                .candidates
+                .iter()
+                .find(|c| c.dir == wanted)
+                .ok_or_else(|| format!("no app in {}; found: {}", wanted.display(), listing()));
+        }
+        if self.ambiguous {
+            return Err(format!(
+                "ambiguous workspace: choose the app directory explicitly; candidates: {}",
+                listing()
+            ));
+        }
+        self.candidates.first().ok_or_else(|| {
+            "no web app found (no package.json with a dev/start script or known framework, no index.html)"
+                .to_owned()
+        })
+    }
+}
+
 /// Detects the apps under `root`; `cwd`, when given, must resolve inside it.
 pub fn detect(root: &Path, cwd: Option<&Path>) -> Result<Detection, DetectError> {
     let real_root = std::fs::canonicalize(root).map_err(|_| DetectError::NoWorkspace(root.to_owned()))?;

@@ -6,4 +6,5 @@
 
 pub mod detect;
 pub mod preview;
+pub mod runtime;
 pub mod verify;

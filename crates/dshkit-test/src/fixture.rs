@@ -15,6 +15,7 @@ use crate::serve::LoopbackServer;
 pub enum Fixture {
     Html(String),
     Js(String),
+    Css(String),
     /// `302 Found` to the location.
     Redirect(String),
     /// An empty response with this status.
@@ -67,6 +68,7 @@ async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, mut request:
             ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html.clone()).into_response()
         }
         Some(Fixture::Js(js)) => ([(header::CONTENT_TYPE, "text/javascript")], js.clone()).into_response(),
+        Some(Fixture::Css(css)) => ([(header::CONTENT_TYPE, "text/css")], css.clone()).into_response(),
         Some(Fixture::Redirect(location)) => {
             (StatusCode::FOUND, [(header::LOCATION, location.clone())]).into_response()
         }

@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "dshkit", version, propagate_version = true, max_term_width = 100)]
 #[command(
-    after_help = "Exit codes: 0 success, 1 problem found, 2 usage error, 3 refused input or configuration, 4 runtime failure.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
+    after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
 )]
 pub(crate) struct Cli {
     /// Print machine-readable JSON instead of text.
@@ -39,6 +39,134 @@ pub(crate) enum Command {
     Dsh(DshCommand),
     /// Check a DSH plugin tree before restarting DSH (plugin_check).
     Check(CheckArgs),
+    /// Detect the web app(s) in a workspace and how to run each.
+    Detect(DetectArgs),
+    /// Start the app's dev server (or the built-in static server) until Ctrl-C.
+    Run(RunArgs),
+    /// Verify the web app in headless Chromium: detect, start, load, act, assert,
+    /// and print the verdict with its evidence.
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DetectArgs {
+    /// The workspace (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The workspace (default: the current directory).
+    pub(crate) dir: Option<PathBuf>,
+    /// The app directory inside the workspace, when it holds several.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) app: Option<PathBuf>,
+    /// When the expected port is taken: fail, adopt (use that server, never stop
+    /// it) or other-port (start on a free port).
+    #[arg(long, value_enum, default_value = "fail")]
+    pub(crate) on_port_conflict: PortConflictArg,
+    /// Longest the server may take to become ready, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 90)]
+    pub(crate) ready_timeout_secs: u64,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// A workspace directory (default: .) or a loopback URL of a running app.
+    pub(crate) target: Option<String>,
+    /// The app directory inside the workspace, when it holds several.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) app: Option<PathBuf>,
+    /// The path (or same-origin URL) to load (default: /).
+    #[arg(long = "path", value_name = "PATH")]
+    pub(crate) path: Option<String>,
+    /// A step, in order (repeatable): click:ROLE=NAME, hover:ROLE=NAME,
+    /// fill:ROLE=NAME=TEXT, type:ROLE=NAME=TEXT, select:ROLE=NAME=OPTION, press:KEY,
+    /// navigate:PATH, wait:TEXT, scroll:PIXELS, reload, back.
+    #[arg(long = "step", value_name = "STEP")]
+    pub(crate) steps: Vec<String>,
+    /// The page text must contain TEXT (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) expect_text: Vec<String>,
+    /// The page text must not contain TEXT (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) expect_absent: Vec<String>,
+    /// An element with this role and accessible name must exist: ROLE=NAME (repeatable).
+    #[arg(long, value_name = "ROLE=NAME")]
+    pub(crate) expect_element: Vec<String>,
+    /// The title must contain TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) expect_title: Option<String>,
+    /// The final URL must contain TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) expect_url: Option<String>,
+    /// The page's document must answer with this HTTP status.
+    #[arg(long, value_name = "CODE")]
+    pub(crate) expect_status: Option<u16>,
+    /// Compare with this reference PNG (inside the workspace).
+    #[arg(long, value_name = "PNG")]
+    pub(crate) reference: Option<PathBuf>,
+    /// Write the screenshot as the new reference instead of comparing.
+    #[arg(long, requires = "reference")]
+    pub(crate) update_reference: bool,
+    /// Largest share of differing pixels that still passes (default 0.0001).
+    #[arg(long, value_name = "RATIO", requires = "reference")]
+    pub(crate) max_mismatch: Option<f64>,
+    /// A JSON verification request (the liveloop_verify arguments); flags add to it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) spec: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "desktop")]
+    pub(crate) viewport: ViewportArg,
+    /// Screenshot the full page, not only the viewport.
+    #[arg(long)]
+    pub(crate) full_page: bool,
+    /// Console errors are only reported, not failures.
+    #[arg(long)]
+    pub(crate) allow_console_errors: bool,
+    /// How long the network must be quiet after DOMContentLoaded, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub(crate) quiet_window_ms: Option<u64>,
+    #[arg(long, value_enum, default_value = "fail")]
+    pub(crate) on_port_conflict: PortConflictArg,
+    /// Longest the server may take to become ready, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 90)]
+    pub(crate) ready_timeout_secs: u64,
+}
+
+/// `--viewport` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ViewportArg {
+    Desktop,
+    Tablet,
+    Mobile,
+}
+
+impl From<ViewportArg> for dshkit_liveloop::preview::Viewport {
+    fn from(value: ViewportArg) -> Self {
+        match value {
+            ViewportArg::Desktop => Self::Desktop,
+            ViewportArg::Tablet => Self::Tablet,
+            ViewportArg::Mobile => Self::Mobile,
+        }
+    }
+}
+
+/// `--on-port-conflict` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum PortConflictArg {
+    Fail,
+    Adopt,
+    OtherPort,
+}
+
+impl From<PortConflictArg> for dshkit_liveloop::runtime::PortConflict {
+    fn from(value: PortConflictArg) -> Self {
+        match value {
+            PortConflictArg::Fail => Self::Fail,
+            PortConflictArg::Adopt => Self::Adopt,
+            PortConflictArg::OtherPort => Self::OtherPort,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

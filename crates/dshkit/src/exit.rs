@@ -13,6 +13,9 @@ pub const USAGE: u8 = 2;
 pub const REFUSED: u8 = 3;
 /// Something failed at run time: I/O, a transport, a crashed child.
 pub const RUNTIME: u8 = 4;
+/// `verify` could not produce evidence (verdict UNVERIFIED): no browser, no
+/// screenshot, an incomplete requested diff. Not a pass and not an app failure.
+pub const UNVERIFIED: u8 = 5;
 
 /// A failure with the exit code it maps to.
 #[derive(Debug)]

@@ -39,6 +39,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Doctor => Ok(commands::doctor::run(out).await),
             cli::Command::Dsh(command) => commands::dsh::run(command, out),
             cli::Command::Check(args) => commands::check::run(args, out).await,
+            cli::Command::Detect(args) => commands::liveloop::detect_command(&args, out),
+            cli::Command::Run(args) => commands::liveloop::run_command(args, out).await,
+            cli::Command::Verify(args) => commands::liveloop::verify_command(args, out).await,
         }
     });
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.

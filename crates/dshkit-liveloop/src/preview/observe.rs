@@ -133,8 +133,12 @@ pub struct Observations {
     pub network: Ring<NetworkEntry>,
     pub navigations: Ring<String>,
     pub blocked: Ring<BlockedEntry>,
+    /// HTTP status of the first document response in the window (the page itself).
+    pub document_status: Option<u16>,
     in_flight: HashMap<String, InFlight>,
     window_started: Instant,
+    /// Bumped by every reset, so a reader can tell its window was not restarted.
+    window_id: u64,
 }
 
 impl Default for Observations {
@@ -144,8 +148,10 @@ impl Default for Observations {
             network: Ring::new(DEFAULT_MAX_NETWORK),
             navigations: Ring::new(DEFAULT_MAX_NAVIGATIONS),
             blocked: Ring::new(DEFAULT_MAX_BLOCKED),
+            document_status: None,
             in_flight: HashMap::new(),
             window_started: Instant::now(),
+            window_id: 0,
         }
     }
 }
@@ -170,7 +176,14 @@ impl Observations {
         self.network.clear();
         self.navigations.clear();
         self.blocked.clear();
+        self.document_status = None;
         self.window_started = Instant::now();
+        self.window_id += 1;
+    }
+
+    /// Identifies the current window; changes on every reset.
+    pub fn window_id(&self) -> u64 {
+        self.window_id
     }
 
     /// Milliseconds since the window started.
@@ -303,6 +316,9 @@ impl Observations {
             }
             "Network.responseReceived" => {
                 let status = params["response"]["status"].as_u64().unwrap_or(0);
+                if params["type"] == "Document" && self.document_status.is_none() {
+                    self.document_status = u16::try_from(status).ok();
+                }
                 if status >= 400 {
                     let request = self
                         .in_flight

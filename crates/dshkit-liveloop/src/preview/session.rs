@@ -87,6 +87,9 @@ pub struct PreviewSession {
     shared: Arc<Mutex<Shared>>,
     loads: watch::Receiver<u64>,
     operation: tokio::sync::Mutex<()>,
+    /// Held for a whole verification, so two verifications of one session never
+    /// interleave (each keeps its own observation window).
+    pub(crate) verification: tokio::sync::Mutex<()>,
     last_used: Mutex<Instant>,
     pump: tokio::task::JoinHandle<()>,
     _page: dshkit_cdp::Page,
@@ -224,6 +227,7 @@ impl PreviewSession {
             shared,
             loads,
             operation: tokio::sync::Mutex::new(()),
+            verification: tokio::sync::Mutex::new(()),
             last_used: Mutex::new(Instant::now()),
             pump,
             _page: page,
@@ -275,22 +279,41 @@ impl PreviewSession {
     }
 
     async fn wait_loaded(&self, before: u64) -> Result<(), PreviewError> {
+        self.wait_loaded_within(before, DEFAULT_QUIET_WINDOW, DEFAULT_NAVIGATION_TIMEOUT)
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits for `DOMContentLoaded` and then the quiet window, all before
+    /// `deadline`. Returns whether the network went quiet (false: the deadline cut
+    /// the settle short).
+    async fn wait_loaded_within(
+        &self,
+        before: u64,
+        quiet: Duration,
+        deadline: Duration,
+    ) -> Result<bool, PreviewError> {
         let mut loads = self.loads.clone();
         let started = Instant::now();
-        tokio::time::timeout(DEFAULT_NAVIGATION_TIMEOUT, loads.wait_for(|n| *n > before))
+        tokio::time::timeout(deadline, loads.wait_for(|n| *n > before))
             .await
             .map_err(|_| PreviewError::Timeout {
                 what: "DOMContentLoaded".into(),
                 ms: started.elapsed().as_millis(),
             })?
             .map_err(|_| PreviewError::BrowserGone)?;
-        self.settle(DEFAULT_NAVIGATION_TIMEOUT).await;
-        Ok(())
+        Ok(self
+            .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
+            .await)
     }
 
-    /// Waits until no request is in flight for the quiet window, or the deadline.
-    /// Never waits for long-lived streams.
     async fn settle(&self, deadline: Duration) {
+        self.settle_for(DEFAULT_QUIET_WINDOW, deadline).await;
+    }
+
+    /// Waits until no request is in flight for `quiet`, or the deadline; returns
+    /// whether it went quiet. Never waits for long-lived streams.
+    async fn settle_for(&self, quiet: Duration, deadline: Duration) -> bool {
         let end = Instant::now() + deadline;
         let mut quiet_since: Option<Instant> = None;
         while Instant::now() < end {
@@ -298,11 +321,119 @@ impl PreviewSession {
             match (busy, quiet_since) {
                 (true, _) => quiet_since = None,
                 (false, None) => quiet_since = Some(Instant::now()),
-                (false, Some(since)) if since.elapsed() >= DEFAULT_QUIET_WINDOW => return,
+                (false, Some(since)) if since.elapsed() >= quiet => return true,
                 _ => {}
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    /// Loads `url` from a blank page, for a verification: blanks the page, takes
+    /// the "before" screenshot, starts a new observation window, navigates, waits
+    /// for `DOMContentLoaded` plus `quiet`, all before `deadline`.
+    pub(crate) async fn load_fresh(
+        &self,
+        url: &str,
+        quiet: Duration,
+        deadline: Duration,
+    ) -> Result<FreshLoad, PreviewError> {
+        let _serial = self.operation.lock().await;
+        self.touch();
+        let started = Instant::now();
+        // about:blank is no network request; it wipes the old frame so a stale
+        // render can never pass for a new one.
+        self.page
+            .call("Page.navigate", json!({ "url": "about:blank" }))
+            .await?;
+        // The blank document commits asynchronously (the renderer may be swapped);
+        // a screenshot before that fails with "not attached to an active page".
+        let mut before = None;
+        for _ in 0..100 {
+            if self
+                .evaluate("location.href")
+                .await
+                .ok()
+                .as_ref()
+                .and_then(Value::as_str)
+                == Some("about:blank")
+            {
+                match self.screenshot_now(false).await {
+                    Ok(shot) => {
+                        before = Some(shot);
+                        break;
+                    }
+                    Err(e) if e.code() == "BROWSER_GONE" => return Err(e),
+                    Err(_) => {}
+                }
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+        let before = match before {
+            Some(shot) => shot,
+            None => self.screenshot_now(false).await?,
+        };
+        let blank_ms = started.elapsed().as_millis();
+        self.shared.lock().expect("lock").observations.reset_window();
+        let window = self.observe(Observations::window_id);
+        if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
+            return Err(PreviewError::NavigationBlocked {
+                url: url.to_owned(),
+                reason,
+            });
+        }
+        let loads = *self.loads.borrow();
+        let navigating = Instant::now();
+        let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
+        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(PreviewError::NavigationFailed {
+                url: url.to_owned(),
+                error: error.to_owned(),
+            });
+        }
+        let mut settled = self
+            .wait_loaded_within(loads, quiet, deadline.saturating_sub(started.elapsed()))
+            .await?;
+        // The blank page's own DOMContentLoaded may have been counted late; then
+        // the target's is still to come.
+        let probe = "location.href !== 'about:blank' && document.readyState !== 'loading'";
+        if self.evaluate(probe).await?.as_bool() != Some(true) {
+            loop {
+                if started.elapsed() >= deadline {
+                    return Err(PreviewError::Timeout {
+                        what: "DOMContentLoaded".into(),
+                        ms: started.elapsed().as_millis(),
+                    });
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                if self.evaluate(probe).await?.as_bool() == Some(true) {
+                    break;
+                }
+            }
+            settled = self
+                .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
+                .await;
+        }
+        Ok(FreshLoad {
+            before_sha256: before.sha256,
+            window,
+            blank_ms,
+            load_ms: navigating.elapsed().as_millis(),
+            settled,
+        })
+    }
+
+    /// Whether the page's rendered text contains `text` (the whole text, not the
+    /// bounded snapshot).
+    pub(crate) async fn text_contains(&self, text: &str) -> Result<bool, PreviewError> {
+        let _serial = self.operation.lock().await;
+        let needle = serde_json::to_string(text).expect("a string serializes");
+        let found = self
+            .evaluate(&format!(
+                "!!(document.body && document.body.innerText.includes({needle}))"
+            ))
+            .await?;
+        Ok(found.as_bool() == Some(true))
     }
 
     /// Takes a new snapshot: bumps the generation, which retires every older ref.
@@ -648,6 +779,10 @@ impl PreviewSession {
     pub async fn screenshot(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
         let _serial = self.operation.lock().await;
         self.touch();
+        self.screenshot_now(full_page).await
+    }
+
+    async fn screenshot_now(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
         let (vw, vh, _, _) = self.viewport.metrics();
         let (mut width, mut height, mut clipped) = (vw, vh, false);
         let mut params = json!({ "format": "png", "captureBeyondViewport": full_page });
@@ -684,6 +819,18 @@ impl PreviewSession {
             clipped,
         })
     }
+}
+
+/// What [`PreviewSession::load_fresh`] saw.
+#[derive(Debug, Clone)]
+pub(crate) struct FreshLoad {
+    /// The blank page's screenshot, taken just before the navigation.
+    pub(crate) before_sha256: String,
+    /// The observation window the load started.
+    pub(crate) window: u64,
+    pub(crate) blank_ms: u128,
+    pub(crate) load_ms: u128,
+    pub(crate) settled: bool,
 }
 
 /// An interaction.

@@ -1,6 +1,14 @@
-//! Verification building blocks: the visual diff, the evidence store and the
-//! strict verdict; the engine builds on them.
+//! Verification: the engine ([`engine::verify`]) over a preview session, with the
+//! visual diff, the evidence store, the source fingerprint and the strict verdict.
 
 pub mod diff;
+pub mod engine;
 pub mod evidence;
+pub mod fingerprint;
 pub mod verdict;
+
+pub use engine::{
+    Assertion, ReferenceSpec, Report, Step, VerifyContext, VerifyError, VerifyRequest,
+    unverified_without_browser, verify,
+};
+pub use verdict::{Judgement, Verdict};

@@ -1,5 +1,8 @@
 //! Preview sessions against real Chromium and loopback fixture servers.
 
+mod runtime;
+mod verify;
+
 use std::net::IpAddr;
 use std::sync::Arc;
 

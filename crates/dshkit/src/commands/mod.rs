@@ -3,4 +3,5 @@
 pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod dsh;
+pub(crate) mod liveloop;
 pub(crate) mod mcp;

@@ -1,0 +1,738 @@
+//! The dev-server runtime: start (or adopt) the app a detection found, know when it
+//! is ready, keep bounded logs, and stop the whole process tree. A foreign process
+//! is never stopped; only argv built by the detector is ever run.
+
+mod process;
+pub mod ready;
+pub mod static_site;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::watch;
+
+use crate::detect::{Candidate, Framework, PackageManager};
+use crate::preview::Ring;
+use process::Spawned;
+use static_site::StaticSite;
+
+/// How long a start may take to become ready (a first Next.js compile is slow).
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long a stopped server gets between TERM and KILL.
+pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
+/// Log lines kept per server (stdout and stderr together).
+pub const DEFAULT_LOG_LINES: usize = 400;
+/// Longest log line kept (bytes); longer lines are cut and say so.
+pub const MAX_LOG_LINE: usize = 2000;
+/// Most servers one runtime manages at once.
+pub const MAX_SERVERS: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    #[error(
+        "port {port} is already in use by {holder}; pass onPortConflict `adopt` to use that server, or `other_port` to start on a free port"
+    )]
+    PortInUse { port: u16, holder: String },
+    #[error("no server `{0}`; see status for the servers this runtime knows")]
+    UnknownServer(String),
+    #[error(
+        "server `{0}` was adopted, not started by dshkit: it is never stopped or restarted, only released"
+    )]
+    NotOwned(String),
+    #[error("`{0}` is not a loopback http URL with a port")]
+    NotLoopback(String),
+    #[error("nothing answers at {url}: {error}")]
+    NoAnswer { url: String, error: String },
+    #[error("the run profile is empty and the app is not a static site")]
+    EmptyProfile,
+    #[error("{dir} is not a directory")]
+    NoDirectory { dir: PathBuf },
+    #[error("failed to start `{argv}` in {dir}: {error}")]
+    Spawn {
+        argv: String,
+        dir: PathBuf,
+        error: String,
+    },
+    #[error("already managing {0} servers; stop one first")]
+    TooMany(usize),
+    #[error("the server did not become ready: {0}")]
+    NotReady(String),
+}
+
+impl RuntimeError {
+    /// A stable code for programs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::PortInUse { .. } => "PORT_IN_USE",
+            Self::UnknownServer(_) => "UNKNOWN_SERVER",
+            Self::NotOwned(_) => "NOT_OWNED",
+            Self::NotLoopback(_) => "NOT_LOOPBACK",
+            Self::NoAnswer { .. } => "NO_ANSWER",
+            Self::EmptyProfile => "EMPTY_PROFILE",
+            Self::NoDirectory { .. } => "NO_DIRECTORY",
+            Self::Spawn { .. } => "SPAWN_FAILED",
+            Self::TooMany(_) => "TOO_MANY_SERVERS",
+            Self::NotReady(_) => "NOT_READY",
+        }
+    }
+}
+
+/// What to do when the expected port already has a listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortConflict {
+    /// Refuse, naming the holder.
+    #[default]
+    Fail,
+    /// Use the existing server as an unowned lease (it is never stopped).
+    Adopt,
+    /// Start on a free port through the framework's own port flag.
+    OtherPort,
+}
+
+/// A complete run profile; identical profiles share one server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpec {
+    /// Canonical app directory.
+    pub dir: PathBuf,
+    pub framework: Framework,
+    pub package_manager: PackageManager,
+    /// From the detector; empty for a static site (served by dshkit itself).
+    pub argv: Vec<String>,
+    pub expected_port: Option<u16>,
+}
+
+impl RunSpec {
+    /// The profile of a detected candidate under the detection's `root`.
+    pub fn of(root: &Path, candidate: &Candidate) -> Result<Self, RuntimeError> {
+        let dir =
+            std::fs::canonicalize(root.join(&candidate.dir)).map_err(|_| RuntimeError::NoDirectory {
+                dir: root.join(&candidate.dir),
+            })?;
+        Ok(Self {
+            dir,
+            framework: candidate.framework,
+            package_manager: candidate.package_manager,
+            argv: candidate.argv.clone(),
+            expected_port: candidate.expected_port,
+        })
+    }
+
+    /// The argv and environment that move the server to `port`, in the framework's
+    /// own terms (Vite is told to fail rather than drift to another port).
+    fn on_port(&self, port: u16) -> (Vec<String>, Vec<(String, String)>) {
+        let port_text = port.to_string();
+        let flags: Vec<String> = match self.framework {
+            Framework::ViteReact
+            | Framework::ViteVue
+            | Framework::ViteSvelte
+            | Framework::Vite
+            | Framework::SvelteKit
+            | Framework::Remix
+            | Framework::ReactRouter => vec!["--port".into(), port_text.clone(), "--strictPort".into()],
+            Framework::Next => vec!["-p".into(), port_text.clone()],
+            Framework::Nuxt | Framework::Astro | Framework::Angular => {
+                vec!["--port".into(), port_text.clone()]
+            }
+            // CRA, generic scripts: the PORT variable below is the convention.
+            Framework::CreateReactApp | Framework::Generic | Framework::StaticHtml => Vec::new(),
+        };
+        let mut argv = self.argv.clone();
+        if !flags.is_empty() {
+            if self.package_manager == PackageManager::Npm {
+                argv.push("--".into());
+            }
+            argv.extend(flags);
+        }
+        (argv, vec![("PORT".into(), port_text)])
+    }
+}
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    Starting,
+    Ready,
+    /// The process ended on its own.
+    Exited,
+    /// It did not become ready in time, or could not be started; it was stopped.
+    Failed,
+    /// Stopped (owned) or released (adopted).
+    Stopped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LogLine {
+    pub stream: &'static str,
+    pub text: String,
+}
+
+/// A server's state for callers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    pub id: String,
+    /// Started by dshkit (stopped with it) or adopted (never stopped).
+    pub owned: bool,
+    pub dir: Option<PathBuf>,
+    pub argv: Vec<String>,
+    pub pid: Option<u32>,
+    pub state: ServerState,
+    pub url: Option<String>,
+    /// Why this URL: where it was printed or probed.
+    pub url_reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+    pub uptime_ms: u128,
+    /// A start of an identical profile found this server already running.
+    pub reused: bool,
+}
+
+struct Inner {
+    state: ServerState,
+    url: Option<url::Url>,
+    url_reason: Option<String>,
+    logged_urls: Vec<url::Url>,
+    logs: Ring<LogLine>,
+    exit_code: Option<i32>,
+    error: Option<String>,
+}
+
+struct Server {
+    id: String,
+    owned: bool,
+    spec: Option<RunSpec>,
+    argv: Vec<String>,
+    pid: Option<u32>,
+    started: Instant,
+    inner: Mutex<Inner>,
+    state: watch::Sender<ServerState>,
+    process: tokio::sync::Mutex<Option<Spawned>>,
+    site: Mutex<Option<StaticSite>>,
+}
+
+impl Server {
+    fn status(&self, reused: bool) -> ServerStatus {
+        let inner = self.inner.lock().expect("lock");
+        ServerStatus {
+            id: self.id.clone(),
+            owned: self.owned,
+            dir: self.spec.as_ref().map(|s| s.dir.clone()),
+            argv: self.argv.clone(),
+            pid: self.pid,
+            state: inner.state,
+            url: inner.url.as_ref().map(ToString::to_string),
+            url_reason: inner.url_reason.clone(),
+            exit_code: inner.exit_code,
+            error: inner.error.clone(),
+            uptime_ms: self.started.elapsed().as_millis(),
+            reused,
+        }
+    }
+
+    fn set_state(&self, state: ServerState, error: Option<String>) {
+        let mut inner = self.inner.lock().expect("lock");
+        inner.state = state;
+        if error.is_some() {
+            inner.error = error;
+        }
+        drop(inner);
+        self.state.send_replace(state);
+    }
+
+    fn is_live(&self) -> bool {
+        matches!(*self.state.borrow(), ServerState::Starting | ServerState::Ready)
+    }
+
+    fn log_tail(&self, lines: usize) -> Vec<String> {
+        let inner = self.inner.lock().expect("lock");
+        let skip = inner.logs.len().saturating_sub(lines);
+        inner
+            .logs
+            .iter()
+            .skip(skip)
+            .map(|l| format!("[{}] {}", l.stream, l.text))
+            .collect()
+    }
+}
+
+/// Runtime settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RuntimeConfig {
+    pub ready_timeout: Duration,
+    pub stop_grace: Duration,
+    pub log_lines: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            stop_grace: DEFAULT_STOP_GRACE,
+            log_lines: DEFAULT_LOG_LINES,
+        }
+    }
+}
+
+/// Every dev server of one dshkit process.
+pub struct RuntimeManager {
+    config: RuntimeConfig,
+    servers: tokio::sync::Mutex<BTreeMap<String, Arc<Server>>>,
+}
+
+impl std::fmt::Debug for RuntimeManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeManager").finish_non_exhaustive()
+    }
+}
+
+impl Default for RuntimeManager {
+    fn default() -> Self {
+        Self::new(RuntimeConfig::default())
+    }
+}
+
+impl RuntimeManager {
+    pub fn new(config: RuntimeConfig) -> Self {
+        Self {
+            config,
+            servers: tokio::sync::Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Starts `spec`, or returns the live server already running the identical
+    /// profile. Returns at once (state `starting`); see [`Self::wait_ready`].
+    pub async fn start(
+        &self,
+        spec: RunSpec,
+        on_conflict: PortConflict,
+    ) -> Result<ServerStatus, RuntimeError> {
+        let mut servers = self.servers.lock().await;
+        servers.retain(|_, s| s.is_live());
+        if let Some(existing) = servers.values().find(|s| s.spec.as_ref() == Some(&spec)) {
+            return Ok(existing.status(true));
+        }
+        if servers.len() >= MAX_SERVERS {
+            return Err(RuntimeError::TooMany(MAX_SERVERS));
+        }
+        let mut argv = spec.argv.clone();
+        let mut env = Vec::new();
+        let mut port = spec.expected_port;
+        if let Some(expected) = spec.expected_port {
+            let holders = process::port_holders(expected);
+            let in_use = !holders.is_empty() || port_answers(expected).await;
+            if in_use {
+                match on_conflict {
+                    PortConflict::Fail => {
+                        return Err(RuntimeError::PortInUse {
+                            port: expected,
+                            holder: describe_holders(&holders),
+                        });
+                    }
+                    PortConflict::Adopt => {
+                        drop(servers);
+                        return self.adopt(&format!("http://localhost:{expected}/")).await;
+                    }
+                    PortConflict::OtherPort => {
+                        let free = free_port().map_err(|e| RuntimeError::Spawn {
+                            argv: argv.join(" "),
+                            dir: spec.dir.clone(),
+                            error: format!("no free port: {e}"),
+                        })?;
+                        (argv, env) = spec.on_port(free);
+                        port = Some(free);
+                    }
+                }
+            }
+        }
+        let id = new_id("rt")?;
+        let server = if spec.argv.is_empty() {
+            if spec.framework != Framework::StaticHtml {
+                return Err(RuntimeError::EmptyProfile);
+            }
+            let site = StaticSite::start(&spec.dir, port.unwrap_or(0))
+                .await
+                .map_err(|e| RuntimeError::Spawn {
+                    argv: "(built-in static server)".into(),
+                    dir: spec.dir.clone(),
+                    error: e.to_string(),
+                })?;
+            let url = url::Url::parse(&format!("http://127.0.0.1:{}/", site.port)).expect("a valid URL");
+            let server = self.server(id, true, Some(spec), vec![], None, ServerState::Ready);
+            {
+                let mut inner = server.inner.lock().expect("lock");
+                inner.url = Some(url);
+                inner.url_reason = Some("dshkit's built-in static server for this directory".into());
+            }
+            *server.site.lock().expect("lock") = Some(site);
+            server
+        } else {
+            let mut spawned = process::spawn(&argv, &spec.dir, &env).map_err(|e| RuntimeError::Spawn {
+                argv: argv.join(" "),
+                dir: spec.dir.clone(),
+                error: e.to_string(),
+            })?;
+            let stdout = spawned.child.stdout.take();
+            let stderr = spawned.child.stderr.take();
+            let pid = Some(spawned.pgid);
+            let server = self.server(id, true, Some(spec), argv, pid, ServerState::Starting);
+            *server.process.lock().await = Some(spawned);
+            if let Some(out) = stdout {
+                tokio::spawn(pump_logs(out, "stdout", Arc::clone(&server)));
+            }
+            if let Some(err) = stderr {
+                tokio::spawn(pump_logs(err, "stderr", Arc::clone(&server)));
+            }
+            tokio::spawn(watch_readiness(
+                Arc::clone(&server),
+                port,
+                self.config.ready_timeout,
+                self.config.stop_grace,
+            ));
+            server
+        };
+        let status = server.status(false);
+        servers.insert(server.id.clone(), server);
+        Ok(status)
+    }
+
+    fn server(
+        &self,
+        id: String,
+        owned: bool,
+        spec: Option<RunSpec>,
+        argv: Vec<String>,
+        pid: Option<u32>,
+        state: ServerState,
+    ) -> Arc<Server> {
+        Arc::new(Server {
+            id,
+            owned,
+            spec,
+            argv,
+            pid,
+            started: Instant::now(),
+            inner: Mutex::new(Inner {
+                state,
+                url: None,
+                url_reason: None,
+                logged_urls: Vec::new(),
+                logs: Ring::new(self.config.log_lines),
+                exit_code: None,
+                error: None,
+            }),
+            state: watch::Sender::new(state),
+            process: tokio::sync::Mutex::new(None),
+            site: Mutex::new(None),
+        })
+    }
+
+    /// Waits until server `id` is ready (or ends), at most `timeout`.
+    pub async fn wait_ready(&self, id: &str, timeout: Duration) -> Result<ServerStatus, RuntimeError> {
+        let server = self.get(id).await?;
+        let mut state = server.state.subscribe();
+        let _ = tokio::time::timeout(timeout, state.wait_for(|s| !matches!(s, ServerState::Starting))).await;
+        let status = server.status(false);
+        match status.state {
+            ServerState::Ready => Ok(status),
+            ServerState::Starting => Err(RuntimeError::NotReady(format!(
+                "still starting after {} ms; the last log lines: {}",
+                timeout.as_millis(),
+                server.log_tail(5).join(" | ")
+            ))),
+            _ => Err(RuntimeError::NotReady(format!(
+                "{}; the last log lines: {}",
+                status
+                    .error
+                    .unwrap_or_else(|| format!("state {:?}", status.state)),
+                server.log_tail(8).join(" | ")
+            ))),
+        }
+    }
+
+    /// Leases an existing loopback server at `url` without owning it.
+    pub async fn adopt(&self, url: &str) -> Result<ServerStatus, RuntimeError> {
+        let parsed = url::Url::parse(url).map_err(|_| RuntimeError::NotLoopback(url.to_owned()))?;
+        let loopback = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        let Some(port) = parsed
+            .port_or_known_default()
+            .filter(|_| loopback && parsed.scheme() == "http")
+        else {
+            return Err(RuntimeError::NotLoopback(url.to_owned()));
+        };
+        let status = ready::probe(&parsed, Duration::from_secs(5))
+            .await
+            .map_err(|error| RuntimeError::NoAnswer {
+                url: url.to_owned(),
+                error,
+            })?;
+        let mut servers = self.servers.lock().await;
+        servers.retain(|_, s| s.is_live());
+        let holders = process::port_holders(port);
+        let server = self.server(
+            new_id("rt")?,
+            false,
+            None,
+            Vec::new(),
+            holders.first().copied(),
+            ServerState::Ready,
+        );
+        {
+            let mut inner = server.inner.lock().expect("lock");
+            inner.url = Some(parsed);
+            inner.url_reason = Some(format!(
+                "adopted: an existing listener ({}) answered HTTP {status}; dshkit never stops it",
+                describe_holders(&holders)
+            ));
+        }
+        let out = server.status(false);
+        servers.insert(server.id.clone(), server);
+        Ok(out)
+    }
+
+    async fn get(&self, id: &str) -> Result<Arc<Server>, RuntimeError> {
+        self.servers
+            .lock()
+            .await
+            .get(id)
+            .cloned()
+            .ok_or_else(|| RuntimeError::UnknownServer(id.to_owned()))
+    }
+
+    /// Stops server `id` (its whole process tree) or releases an adopted lease.
+    pub async fn stop(&self, id: &str) -> Result<ServerStatus, RuntimeError> {
+        let server = self.get(id).await?;
+        stop_server(&server, self.config.stop_grace).await;
+        self.servers.lock().await.remove(id);
+        Ok(server.status(false))
+    }
+
+    /// Stops an owned server and starts its profile again.
+    pub async fn restart(&self, id: &str) -> Result<ServerStatus, RuntimeError> {
+        let server = self.get(id).await?;
+        let spec = match (&server.spec, server.owned) {
+            (Some(spec), true) => spec.clone(),
+            _ => return Err(RuntimeError::NotOwned(id.to_owned())),
+        };
+        self.stop(id).await?;
+        self.start(spec, PortConflict::Fail).await
+    }
+
+    /// One server, or all of them.
+    pub async fn status(&self, id: Option<&str>) -> Result<Vec<ServerStatus>, RuntimeError> {
+        match id {
+            Some(id) => Ok(vec![self.get(id).await?.status(false)]),
+            None => Ok(self
+                .servers
+                .lock()
+                .await
+                .values()
+                .map(|s| s.status(false))
+                .collect()),
+        }
+    }
+
+    /// The last `lines` log lines of server `id`, and how many older ones were dropped.
+    pub async fn logs(&self, id: &str, lines: usize) -> Result<(Vec<String>, u64), RuntimeError> {
+        let server = self.get(id).await?;
+        let dropped = server.inner.lock().expect("lock").logs.dropped();
+        Ok((server.log_tail(lines), dropped))
+    }
+
+    /// Stops every owned server and releases every lease.
+    pub async fn shutdown(&self) {
+        let servers: Vec<_> = std::mem::take(&mut *self.servers.lock().await)
+            .into_values()
+            .collect();
+        for server in servers {
+            stop_server(&server, self.config.stop_grace).await;
+        }
+    }
+}
+
+async fn stop_server(server: &Server, grace: Duration) {
+    if server.owned {
+        if let Some(mut spawned) = server.process.lock().await.take() {
+            let left = spawned.stop(grace).await;
+            if !left.is_empty() {
+                tracing::warn!(?left, "processes of a stopped dev server remain");
+                server.set_state(
+                    ServerState::Stopped,
+                    Some(format!("processes still alive after the stop: {left:?}")),
+                );
+                return;
+            }
+        }
+        server.site.lock().expect("lock").take();
+    }
+    if server.is_live() {
+        server.set_state(ServerState::Stopped, None);
+    }
+}
+
+/// Whether anything answers TCP on the loopback port (v4 or v6).
+async fn port_answers(port: u16) -> bool {
+    let connect = |addr: &'static str| async move {
+        tokio::time::timeout(
+            Duration::from_millis(300),
+            tokio::net::TcpStream::connect((addr, port)),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok())
+    };
+    connect("127.0.0.1").await || connect("::1").await
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind(("127.0.0.1", 0))?
+        .local_addr()?
+        .port())
+}
+
+fn describe_holders(holders: &[u32]) -> String {
+    match holders.first() {
+        Some(pid) => format!("pid {pid} ({})", process::command_line(*pid)),
+        None => "a process dshkit cannot see".to_owned(),
+    }
+}
+
+/// Reads one stream into the server's bounded log, cutting long lines, and notes
+/// every loopback URL printed.
+async fn pump_logs(mut stream: impl AsyncRead + Unpin, name: &'static str, server: Arc<Server>) {
+    let mut buffer = vec![0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = false;
+    loop {
+        let n = match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &byte in &buffer[..n] {
+            if byte == b'\n' {
+                push_line(&server, name, &line, cut);
+                line.clear();
+                cut = false;
+            } else if line.len() < MAX_LOG_LINE {
+                line.push(byte);
+            } else {
+                cut = true;
+            }
+        }
+    }
+    if !line.is_empty() {
+        push_line(&server, name, &line, cut);
+    }
+}
+
+fn push_line(server: &Server, stream: &'static str, raw: &[u8], cut: bool) {
+    let mut text = ready::strip_ansi(String::from_utf8_lossy(raw).trim_end_matches('\r'));
+    if cut {
+        text.push_str("…[line cut]");
+    }
+    let urls = ready::urls_in(&text);
+    let mut inner = server.inner.lock().expect("lock");
+    for url in urls {
+        if inner.logged_urls.len() < 8 && !inner.logged_urls.contains(&url) {
+            inner.logged_urls.push(url);
+        }
+    }
+    inner.logs.push(LogLine { stream, text });
+}
+
+/// Moves a started server to `ready` once a candidate URL held by its process
+/// group answers HTTP; to `exited` if it ends first; to `failed` (and stops it) at
+/// the deadline.
+async fn watch_readiness(server: Arc<Server>, port: Option<u16>, timeout: Duration, grace: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        {
+            let mut process = server.process.lock().await;
+            let Some(spawned) = process.as_mut() else {
+                return; // stopped meanwhile
+            };
+            if let Ok(Some(exit)) = spawned.child.try_wait() {
+                let code = exit.code();
+                server.inner.lock().expect("lock").exit_code = code;
+                drop(process);
+                // Let the log pumps drain the last lines.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let tail = server.log_tail(3).join(" | ");
+                server.set_state(
+                    ServerState::Exited,
+                    Some(format!(
+                        "exited with {} before it was ready: {tail}",
+                        code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"))
+                    )),
+                );
+                return;
+            }
+            let members = process::group_members(spawned.pgid);
+            let ours = process::listening_ports(&members);
+            let mut candidates: Vec<(url::Url, String)> = server
+                .inner
+                .lock()
+                .expect("lock")
+                .logged_urls
+                .iter()
+                .map(|u| (u.clone(), "printed in the server log".to_owned()))
+                .collect();
+            if let Some(url) = port.and_then(|p| url::Url::parse(&format!("http://localhost:{p}/")).ok()) {
+                let why = format!("the expected port {}", url.port().unwrap_or_default());
+                candidates.push((url, why));
+            }
+            drop(process);
+            for (url, why) in candidates {
+                let Some(candidate_port) = url.port() else {
+                    continue;
+                };
+                if !ours.contains(&candidate_port) {
+                    continue;
+                }
+                if let Ok(status) = ready::probe(&url, Duration::from_secs(2)).await {
+                    {
+                        let mut inner = server.inner.lock().expect("lock");
+                        inner.url = Some(url);
+                        inner.url_reason = Some(format!(
+                            "{why}, listened on by the server's process group, answered HTTP {status}"
+                        ));
+                    }
+                    server.set_state(ServerState::Ready, None);
+                    return;
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            let tail = server.log_tail(3).join(" | ");
+            server.set_state(
+                ServerState::Failed,
+                Some(format!(
+                    "not ready within {} s (no loopback URL of its own answered); stopped it. Last log lines: {tail}",
+                    timeout.as_secs()
+                )),
+            );
+            if let Some(mut spawned) = server.process.lock().await.take() {
+                spawned.stop(grace).await;
+            }
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// A random id: `prefix-` and 16 hex digits.
+fn new_id(prefix: &str) -> Result<String, RuntimeError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).map_err(|e| RuntimeError::Spawn {
+        argv: String::new(),
+        dir: PathBuf::new(),
+        error: format!("no randomness for an id: {e}"),
+    })?;
+    Ok(format!("{prefix}-{}", hex::encode(bytes)))
+}

@@ -1,0 +1,252 @@
+//! Dev-server processes: spawned in their own process group with a watchdog that
+//! stops the whole group when dshkit dies (even by SIGKILL), stopped as a tree, and
+//! the process table read from `/proc` to prove it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, ChildStdin, Command};
+
+/// A spawned dev server: the group leader and the watchdog that outlives us.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    pub(crate) child: Child,
+    pub(crate) pgid: u32,
+    /// Closing this pipe (explicitly, or because dshkit died) makes the watchdog
+    /// stop the group.
+    watchdog_stdin: Option<ChildStdin>,
+    watchdog: Option<Child>,
+}
+
+/// The watchdog: waits for its stdin to close, then TERM, a grace, KILL to the group.
+/// `sh` is everywhere and needs no part of dshkit to stay alive.
+const WATCHDOG: &str = "read _ignored; kill -TERM -- -\"$1\" 2>/dev/null && { sleep 3; kill -KILL -- -\"$1\" 2>/dev/null; }; exit 0";
+
+/// Starts `argv` in `dir` in a new process group, stdout and stderr piped.
+pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> std::io::Result<Spawned> {
+    let (program, rest) = argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("an empty argv"))?;
+    let mut command = Command::new(program);
+    command
+        .args(rest)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Dev servers must never open a desktop browser or wait for a TTY answer.
+        .env("BROWSER", "none")
+        .env("FORCE_COLOR", "0")
+        .env("NEXT_TELEMETRY_DISABLED", "1")
+        .env("ASTRO_TELEMETRY_DISABLED", "1")
+        .env("NUXT_TELEMETRY_DISABLED", "1")
+        .process_group(0);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let child = command.spawn()?;
+    let pgid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("the child exited at once"))?;
+    let mut watchdog = Command::new("sh");
+    watchdog
+        .args(["-c", WATCHDOG, "dshkit-watchdog", &pgid.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        // Its own group: a Ctrl-C at the terminal must not kill it before it acts.
+        .process_group(0);
+    let (watchdog_stdin, watchdog) = match watchdog.spawn() {
+        Ok(mut w) => (w.stdin.take(), Some(w)),
+        Err(e) => {
+            tracing::warn!(%e, "no watchdog for the dev server; it is stopped on dispose only");
+            (None, None)
+        }
+    };
+    Ok(Spawned {
+        child,
+        pgid,
+        watchdog_stdin,
+        watchdog,
+    })
+}
+
+impl Spawned {
+    /// Stops the group: TERM, up to `grace` for it to empty, then KILL. Returns the
+    /// members still alive afterwards (empty on success): the process table, not the
+    /// leader's exit, is the authority.
+    pub(crate) async fn stop(&mut self, grace: Duration) -> Vec<u32> {
+        signal_group(self.pgid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + grace;
+        loop {
+            let _ = self.child.try_wait();
+            if group_members(self.pgid).is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                signal_group(self.pgid, rustix::process::Signal::KILL);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = self.child.try_wait();
+        self.release_watchdog().await;
+        group_members(self.pgid)
+    }
+
+    async fn release_watchdog(&mut self) {
+        self.watchdog_stdin = None;
+        if let Some(mut watchdog) = self.watchdog.take() {
+            // The group is already gone, so the watchdog's TERM fails and it exits.
+            if tokio::time::timeout(Duration::from_secs(5), watchdog.wait())
+                .await
+                .is_err()
+            {
+                let _ = watchdog.start_kill();
+            }
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        // Dispose without an explicit stop: kill at once; the watchdog sees its
+        // stdin close and repeats the kill for anything that escaped.
+        if !group_members(self.pgid).is_empty() {
+            signal_group(self.pgid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.try_wait();
+    }
+}
+
+fn signal_group(pgid: u32, signal: rustix::process::Signal) {
+    if let Some(pid) = i32::try_from(pgid).ok().and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+}
+
+/// `(pid, ppid, pgid)` of every process, read from `/proc/*/stat`; zombies are left
+/// out (they run nothing and vanish when reaped).
+pub(crate) fn process_table() -> Vec<(u32, u32, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name is in parentheses and may contain spaces.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let mut fields = rest.split(' ');
+            let state = fields.next()?;
+            if state == "Z" || state == "X" {
+                return None;
+            }
+            let parent = fields.next()?.parse().ok()?;
+            let group = fields.next()?.parse().ok()?;
+            Some((pid, parent, group))
+        })
+        .collect()
+}
+
+/// Live members of process group `pgid`.
+pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
+    process_table()
+        .into_iter()
+        .filter(|(_, _, g)| *g == pgid)
+        .map(|(pid, _, _)| pid)
+        .collect()
+}
+
+/// TCP ports in LISTEN state held by any of `pids` (from `/proc/net/tcp{,6}` and
+/// each process's socket descriptors).
+pub(crate) fn listening_ports(pids: &[u32]) -> BTreeSet<u16> {
+    let inodes: BTreeSet<u64> = pids
+        .iter()
+        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect();
+    listeners()
+        .into_iter()
+        .filter(|(_, inode)| inodes.contains(inode))
+        .map(|(port, _)| port)
+        .collect()
+}
+
+/// Who listens on `port`: the pids holding a listening socket on it.
+pub(crate) fn port_holders(port: u16) -> Vec<u32> {
+    let inodes: BTreeSet<u64> = listeners()
+        .into_iter()
+        .filter(|(p, _)| *p == port)
+        .map(|(_, inode)| inode)
+        .collect();
+    if inodes.is_empty() {
+        return Vec::new();
+    }
+    process_table()
+        .into_iter()
+        .map(|(pid, _, _)| pid)
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .any(|t| {
+                    t.to_str()
+                        .and_then(|t| t.strip_prefix("socket:[")?.strip_suffix(']')?.parse::<u64>().ok())
+                        .is_some_and(|i| inodes.contains(&i))
+                })
+        })
+        .collect()
+}
+
+/// `(port, inode)` of every listening TCP socket.
+fn listeners() -> Vec<(u16, u64)> {
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if fields.len() < 10 || fields[3] != "0A" {
+                continue;
+            }
+            let port = fields[1]
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if let (Some(port), Ok(inode)) = (port, fields[9].parse()) {
+                out.push((port, inode));
+            }
+        }
+    }
+    out
+}
+
+/// The command line of `pid`, for messages (bounded).
+pub(crate) fn command_line(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut text: String = String::from_utf8_lossy(&raw).replace('\0', " ").trim().to_owned();
+    if text.len() > 200 {
+        let mut end = 200;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}

@@ -1,0 +1,865 @@
+//! The verification engine: one fresh load of the page in a preview session, the
+//! ordered steps, the explicit assertions, a screenshot and optional reference diff
+//! as evidence, the strict verdict, and a report persisted atomically.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::diff::{self, Rgba};
+use super::evidence::{EvidenceFile, EvidenceStore, REPORT_FORMAT_VERSION};
+use super::fingerprint::{Fingerprint, fingerprint};
+use super::verdict::{Judgement, Observed, judge};
+use crate::preview::{Action, Observations, PreviewError, PreviewSession, Target};
+
+/// Default quiet window after `DOMContentLoaded`.
+pub const DEFAULT_QUIET_MS: u64 = 100;
+/// Longest quiet window a request may ask for.
+pub const MAX_QUIET_MS: u64 = 5_000;
+/// Default hard deadline of the load (navigation plus quiet window).
+pub const DEFAULT_DEADLINE_MS: u64 = 20_000;
+/// Longest deadline a request may ask for.
+pub const MAX_DEADLINE_MS: u64 = 60_000;
+/// Most steps and most assertions in one request.
+pub const MAX_STEPS: usize = 50;
+pub const MAX_ASSERTIONS: usize = 50;
+/// Entries of each kind (console errors, failed requests, ...) kept in a report.
+pub const MAX_REPORT_ENTRIES: usize = 20;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    #[error("invalid verification request: {0}")]
+    Invalid(String),
+    #[error("the reference {0} is outside the workspace")]
+    ReferenceOutside(PathBuf),
+    #[error("failed to persist the report: {0}")]
+    Persist(#[from] super::evidence::EvidenceError),
+}
+
+/// One interaction, as callers write it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Step {
+    /// click, fill, type, press, select, hover, scroll, navigate, reload, back, wait.
+    pub action: String,
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_y: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl Step {
+    fn target(&self) -> Result<Target, String> {
+        match (&self.reference, &self.role, &self.name) {
+            (Some(reference), None, None) => Ok(Target::Ref(reference.clone())),
+            (None, Some(role), Some(name)) => Ok(Target::RoleName {
+                role: role.clone(),
+                name: name.clone(),
+            }),
+            _ => Err(format!(
+                "step `{}` needs `ref` or both `role` and `name`",
+                self.action
+            )),
+        }
+    }
+
+    fn need(&self, value: Option<&String>, what: &str) -> Result<String, String> {
+        value
+            .cloned()
+            .ok_or_else(|| format!("step `{}` needs `{what}`", self.action))
+    }
+
+    /// The session action this step is.
+    pub fn action(&self) -> Result<Action, String> {
+        Ok(match self.action.as_str() {
+            "click" => Action::Click(self.target()?),
+            "hover" => Action::Hover(self.target()?),
+            "fill" => Action::Fill(self.target()?, self.need(self.text.as_ref(), "text")?),
+            "type" => Action::Type(self.target()?, self.need(self.text.as_ref(), "text")?),
+            "press" => Action::Press(self.need(self.key.as_ref(), "key")?),
+            "select" => Action::Select(self.target()?, self.need(self.option.as_ref(), "option")?),
+            "scroll" => Action::Scroll {
+                target: if self.reference.is_some() || self.role.is_some() {
+                    Some(self.target()?)
+                } else {
+                    None
+                },
+                delta_y: self.delta_y.unwrap_or(600),
+            },
+            "navigate" => Action::Navigate(self.need(self.url.as_ref(), "url")?),
+            "reload" => Action::Reload,
+            "back" => Action::Back,
+            "wait" => Action::WaitFor {
+                text: self.text.clone(),
+                url: self.url.clone(),
+                timeout: Duration::from_millis(self.timeout_ms.unwrap_or(5000)),
+            },
+            other => {
+                return Err(format!(
+                    "unknown step action `{other}`; use click, fill, type, press, select, hover, scroll, navigate, reload, back or wait"
+                ));
+            }
+        })
+    }
+
+    fn describe(&self) -> String {
+        let target = match (&self.reference, &self.role, &self.name) {
+            (Some(r), _, _) => format!(" {r}"),
+            (None, Some(role), Some(name)) => format!(" {role} {name:?}"),
+            _ => String::new(),
+        };
+        let detail = self
+            .text
+            .as_ref()
+            .or(self.key.as_ref())
+            .or(self.option.as_ref())
+            .or(self.url.as_ref())
+            .map(|d| format!(" {d:?}"))
+            .unwrap_or_default();
+        format!("{}{target}{detail}", self.action)
+    }
+}
+
+/// An explicit success criterion.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Assertion {
+    /// The rendered page text contains `text`.
+    TextPresent { text: String },
+    /// The rendered page text does not contain `text`.
+    TextAbsent { text: String },
+    /// An element with this ARIA role and accessible name is on the page.
+    Element { role: String, name: String },
+    /// The final URL contains `contains`.
+    Url { contains: String },
+    /// The title contains `contains`.
+    Title { contains: String },
+    /// The page's own document answered with this HTTP status.
+    Status { code: u16 },
+    /// No console error, exception or unhandled rejection.
+    NoConsoleErrors,
+    /// No request failed or answered >= 400.
+    NoFailedRequests,
+}
+
+impl Assertion {
+    /// The assertion in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::TextPresent { text } => format!("text {text:?} is present"),
+            Self::TextAbsent { text } => format!("text {text:?} is absent"),
+            Self::Element { role, name } => format!("a {role} named {name:?} exists"),
+            Self::Url { contains } => format!("the URL contains {contains:?}"),
+            Self::Title { contains } => format!("the title contains {contains:?}"),
+            Self::Status { code } => format!("the document answered HTTP {code}"),
+            Self::NoConsoleErrors => "no console errors".into(),
+            Self::NoFailedRequests => "no failed requests".into(),
+        }
+    }
+}
+
+/// A reference image to compare with.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReferenceSpec {
+    /// A PNG inside the workspace.
+    pub path: PathBuf,
+    #[serde(default)]
+    pub max_mismatch_ratio: Option<f64>,
+    /// Write the current screenshot as the new reference instead of comparing.
+    #[serde(default)]
+    pub update: bool,
+}
+
+/// What to verify.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VerifyRequest {
+    /// A path or same-origin URL; the session's origin root by default.
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub assertions: Vec<Assertion>,
+    #[serde(default)]
+    pub reference: Option<ReferenceSpec>,
+    #[serde(default)]
+    pub quiet_window_ms: Option<u64>,
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    #[serde(default)]
+    pub full_page: bool,
+    /// Console errors are failures unless this is set.
+    #[serde(default)]
+    pub allow_console_errors: bool,
+    /// Failed requests are failures unless this is set.
+    #[serde(default)]
+    pub allow_failed_requests: bool,
+}
+
+/// Where the verification runs and what it may touch.
+#[derive(Debug, Clone)]
+pub struct VerifyContext {
+    pub evidence: EvidenceStore,
+    /// References resolve inside this root.
+    pub workspace: PathBuf,
+    /// The app's source, fingerprinted into the report.
+    pub source_dir: Option<PathBuf>,
+    /// The runtime server behind the preview (its status as JSON), if any.
+    pub runtime: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepOutcome {
+    pub index: usize,
+    pub step: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub ms: u128,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssertionOutcome {
+    pub assertion: Assertion,
+    pub passed: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiffOutcome {
+    pub reference: PathBuf,
+    pub complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mismatch_ratio: Option<f64>,
+    pub max_mismatch_ratio: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<EvidenceFile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<EvidenceFile>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    pub blank_ms: u128,
+    /// Navigation, `DOMContentLoaded` and the quiet window.
+    pub load_ms: u128,
+    pub quiet_window_ms: u64,
+    pub steps_ms: u128,
+    pub collect_ms: u128,
+    pub screenshot_ms: u128,
+    pub diff_ms: u128,
+    pub total_ms: u128,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Screenshot {
+    #[serde(flatten)]
+    pub file: EvidenceFile,
+    pub width: u32,
+    pub height: u32,
+    pub clipped: bool,
+}
+
+/// The persisted report (`formatVersion` 1).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub format_version: u32,
+    pub id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: u128,
+    pub session: String,
+    pub requested_url: String,
+    pub url: String,
+    pub title: String,
+    pub viewport: crate::preview::Viewport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Fingerprint>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Value>,
+    pub document_status: Option<u16>,
+    pub steps: Vec<StepOutcome>,
+    pub assertions: Vec<AssertionOutcome>,
+    pub console_errors: Vec<Value>,
+    pub console_warnings: usize,
+    pub failed_requests: Vec<Value>,
+    pub blocked_requests: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<Screenshot>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<DiffOutcome>,
+    #[serde(flatten)]
+    pub judgement: Judgement,
+    pub timings: Timings,
+    /// Where this report is stored.
+    pub report_path: Option<PathBuf>,
+}
+
+impl Report {
+    /// A report before anything was observed (its judgement says so).
+    fn blank(
+        session: &str,
+        viewport: crate::preview::Viewport,
+        requested_url: &str,
+        context: &VerifyContext,
+    ) -> Self {
+        Self {
+            format_version: REPORT_FORMAT_VERSION,
+            id: format!("verify-{}", now_ms()),
+            created_at_ms: now_ms(),
+            session: session.to_owned(),
+            requested_url: requested_url.to_owned(),
+            url: String::new(),
+            title: String::new(),
+            viewport,
+            source: context.source_dir.as_deref().map(fingerprint),
+            runtime: context.runtime.clone(),
+            document_status: None,
+            steps: Vec::new(),
+            assertions: Vec::new(),
+            console_errors: Vec::new(),
+            console_warnings: 0,
+            failed_requests: Vec::new(),
+            blocked_requests: Vec::new(),
+            screenshot: None,
+            diff: None,
+            judgement: judge(&Observed::default()),
+            timings: Timings::default(),
+            report_path: None,
+        }
+    }
+}
+
+fn first<T: Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
+    items.take(MAX_REPORT_ENTRIES).collect()
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+fn validate(request: &VerifyRequest) -> Result<Vec<Action>, VerifyError> {
+    if request.steps.len() > MAX_STEPS || request.assertions.len() > MAX_ASSERTIONS {
+        return Err(VerifyError::Invalid(format!(
+            "at most {MAX_STEPS} steps and {MAX_ASSERTIONS} assertions"
+        )));
+    }
+    if let Some(ratio) = request.reference.as_ref().and_then(|r| r.max_mismatch_ratio)
+        && !(0.0..=1.0).contains(&ratio)
+    {
+        return Err(VerifyError::Invalid(
+            "maxMismatchRatio must be within 0..1".into(),
+        ));
+    }
+    request
+        .steps
+        .iter()
+        .map(Step::action)
+        .collect::<Result<_, _>>()
+        .map_err(VerifyError::Invalid)
+}
+
+/// Runs one verification in `session`. Verifications of one session run one at a
+/// time. Errors are only for invalid requests and an unwritable store: every
+/// failure of the app or of the browser becomes a verdict in the report.
+pub async fn verify(
+    session: &PreviewSession,
+    request: &VerifyRequest,
+    context: &VerifyContext,
+) -> Result<Report, VerifyError> {
+    let actions = validate(request)?;
+    let reference_path = match &request.reference {
+        Some(reference) => Some(inside(&context.workspace, &reference.path)?),
+        None => None,
+    };
+    let _one_at_a_time = session.verification.lock().await;
+    let started = Instant::now();
+    let target = url::Url::parse(&session.origin())
+        .and_then(|base| base.join(request.url.as_deref().unwrap_or("/")))
+        .map_err(|e| VerifyError::Invalid(format!("bad url: {e}")))?;
+    let quiet = request
+        .quiet_window_ms
+        .unwrap_or(DEFAULT_QUIET_MS)
+        .min(MAX_QUIET_MS);
+    let deadline = request
+        .deadline_ms
+        .unwrap_or(DEFAULT_DEADLINE_MS)
+        .min(MAX_DEADLINE_MS);
+    let mut report = Report::blank(&session.id, session.viewport, target.as_str(), context);
+    report.timings.quiet_window_ms = quiet;
+    let mut observed = Observed {
+        browser: true,
+        diff_requested: request.reference.as_ref().is_some_and(|r| !r.update),
+        has_criteria: !request.assertions.is_empty() || request.reference.as_ref().is_some_and(|r| !r.update),
+        ..Observed::default()
+    };
+
+    // Steps 3-4: a fresh observation window and a fresh load.
+    let load = match session
+        .load_fresh(
+            target.as_str(),
+            Duration::from_millis(quiet),
+            Duration::from_millis(deadline),
+        )
+        .await
+    {
+        Ok(load) => load,
+        Err(error) => return finish_without_page(report, observed, &error, context, started),
+    };
+    report.timings.blank_ms = load.blank_ms;
+    report.timings.load_ms = load.load_ms;
+    if !load.settled {
+        observed.warnings.push(format!(
+            "the network did not go quiet for {quiet} ms before the {deadline} ms deadline"
+        ));
+    }
+
+    // Steps 5-7: the ordered interactions, then collect and assert.
+    run_steps(session, request, actions, &mut report, &mut observed).await;
+    let collect_started = Instant::now();
+    collect(session, request, &mut report, &mut observed).await;
+    observed.window_clear = session.observe(Observations::window_id) == load.window;
+    report.timings.collect_ms = collect_started.elapsed().as_millis();
+
+    // Step 8: the screenshot, persisted.
+    let shot_started = Instant::now();
+    let shot = session.screenshot(request.full_page).await;
+    report.timings.screenshot_ms = shot_started.elapsed().as_millis();
+    let current = match shot {
+        Ok(shot) => {
+            observed.screenshot_unchanged = shot.sha256 == load.before_sha256;
+            let file = context.evidence.write_png(&session.id, &shot.png)?;
+            observed.screenshot = true;
+            report.screenshot = Some(Screenshot {
+                file,
+                width: shot.width,
+                height: shot.height,
+                clipped: shot.clipped,
+            });
+            Some(shot.png)
+        }
+        Err(error) => {
+            observed
+                .warnings
+                .push(format!("screenshot failed: {}: {error}", error.code()));
+            None
+        }
+    };
+
+    // Step 9: the reference diff.
+    if let (Some(spec), Some(path), Some(png)) = (&request.reference, reference_path, current.as_deref()) {
+        let diff_started = Instant::now();
+        let outcome = reference_diff(spec, &path, png, &session.id, &context.evidence)?;
+        observed.diff_complete = outcome.complete;
+        if outcome.passed == Some(false) {
+            observed.failures.push(format!(
+                "the page differs from the reference {} ({})",
+                path.display(),
+                outcome.note
+            ));
+        }
+        report.diff = Some(outcome);
+        report.timings.diff_ms = diff_started.elapsed().as_millis();
+    }
+
+    // Step 10: the verdict, and the report persisted atomically.
+    report.judgement = judge(&observed);
+    report.timings.total_ms = started.elapsed().as_millis();
+    persist(report, context)
+}
+
+async fn run_steps(
+    session: &PreviewSession,
+    request: &VerifyRequest,
+    actions: Vec<Action>,
+    report: &mut Report,
+    observed: &mut Observed,
+) {
+    let steps_started = Instant::now();
+    for (index, (step, action)) in request.steps.iter().zip(actions).enumerate() {
+        let began = Instant::now();
+        let outcome = session.interact(action).await;
+        let error = outcome.err().map(|e| format!("{}: {e}", e.code()));
+        if let Some(error) = &error {
+            observed.failures.push(format!(
+                "step {} ({}) failed: {error}",
+                index + 1,
+                step.describe()
+            ));
+        }
+        report.steps.push(StepOutcome {
+            index: index + 1,
+            step: step.describe(),
+            ok: error.is_none(),
+            error: error.clone(),
+            ms: began.elapsed().as_millis(),
+        });
+        if error.is_some() {
+            break; // later steps depend on this one
+        }
+    }
+    report.timings.steps_ms = steps_started.elapsed().as_millis();
+}
+
+async fn collect(
+    session: &PreviewSession,
+    request: &VerifyRequest,
+    report: &mut Report,
+    observed: &mut Observed,
+) {
+    match session.snapshot().await {
+        Ok(snapshot) => {
+            report.url.clone_from(&snapshot.url);
+            report.title.clone_from(&snapshot.title);
+            observed
+                .warnings
+                .extend(snapshot.warnings.iter().map(|w| format!("snapshot: {w}")));
+            for assertion in &request.assertions {
+                let outcome = evaluate(session, &snapshot, assertion).await;
+                if !outcome.passed {
+                    observed.failures.push(format!(
+                        "assertion failed: {} ({})",
+                        assertion.describe(),
+                        outcome.detail
+                    ));
+                }
+                report.assertions.push(outcome);
+            }
+        }
+        Err(error) => {
+            observed
+                .failures
+                .push(format!("the page could not be read ({}: {error})", error.code()));
+        }
+    }
+    collect_observations(session, request, report, observed);
+}
+
+fn collect_observations(
+    session: &PreviewSession,
+    request: &VerifyRequest,
+    report: &mut Report,
+    observed: &mut Observed,
+) {
+    session.observe(|o| {
+        report.document_status = o.document_status;
+        report.console_errors = first(o.errors().map(|e| json!(e)));
+        report.console_warnings = o.console.iter().filter(|e| e.level == "warning").count();
+        report.failed_requests = first(o.network.iter().map(|n| json!(n)));
+        report.blocked_requests = first(o.blocked.iter().map(|b| json!(b)));
+        if !request.allow_console_errors {
+            for error in o.errors().take(5) {
+                let place = match (&error.url, error.line, error.column) {
+                    (Some(url), Some(line), Some(column)) => format!(" at {url}:{line}:{column}"),
+                    (Some(url), Some(line), None) => format!(" at {url}:{line}"),
+                    (Some(url), None, _) => format!(" at {url}"),
+                    _ => String::new(),
+                };
+                observed
+                    .failures
+                    .push(format!("console {:?}: {}{place}", error.source, error.text));
+            }
+        }
+        if !request.allow_failed_requests {
+            for failed in o.network.iter().take(5) {
+                let why = failed.status.map_or_else(
+                    || failed.error.clone().unwrap_or_default(),
+                    |s| format!("HTTP {s}"),
+                );
+                observed
+                    .failures
+                    .push(format!("request {} {} failed: {why}", failed.method, failed.url));
+            }
+        }
+        if report.console_warnings > 0 {
+            observed
+                .warnings
+                .push(format!("{} console warning(s)", report.console_warnings));
+        }
+        if !o.blocked.is_empty() {
+            observed.warnings.push(format!(
+                "{} request(s) blocked by the loopback-only network policy",
+                o.blocked.len()
+            ));
+        }
+        if o.console.dropped() + o.network.dropped() > 0 {
+            observed
+                .warnings
+                .push("the observation buffers overflowed; older entries were dropped".into());
+        }
+    });
+}
+
+async fn evaluate(
+    session: &PreviewSession,
+    snapshot: &crate::preview::Snapshot,
+    assertion: &Assertion,
+) -> AssertionOutcome {
+    let (passed, detail) = match assertion {
+        Assertion::TextPresent { text } | Assertion::TextAbsent { text } => {
+            match session.text_contains(text).await {
+                Ok(found) => {
+                    let want = matches!(assertion, Assertion::TextPresent { .. });
+                    (
+                        found == want,
+                        if found {
+                            "found in the page text"
+                        } else {
+                            "not in the page text"
+                        }
+                        .to_owned(),
+                    )
+                }
+                Err(error) => (false, format!("could not read the page text: {error}")),
+            }
+        }
+        Assertion::Element { role, name } => {
+            let found = snapshot
+                .nodes
+                .iter()
+                .filter(|n| n.role == *role && n.name.trim() == name.trim())
+                .count();
+            let detail = if found > 0 {
+                format!("{found} match(es)")
+            } else {
+                let same_role: Vec<&str> = snapshot
+                    .nodes
+                    .iter()
+                    .filter(|n| n.role == *role)
+                    .map(|n| n.name.as_str())
+                    .take(5)
+                    .collect();
+                format!("no {role} named {name:?}; {role}s on the page: {same_role:?}")
+            };
+            (found > 0, detail)
+        }
+        Assertion::Url { contains } => (
+            snapshot.url.contains(contains.as_str()),
+            format!("URL is {}", snapshot.url),
+        ),
+        Assertion::Title { contains } => (
+            snapshot.title.contains(contains.as_str()),
+            format!("title is {:?}", snapshot.title),
+        ),
+        Assertion::Status { code } => {
+            let status = session.observe(|o| o.document_status);
+            (
+                status == Some(*code),
+                status.map_or_else(|| "no document response was seen".into(), |s| format!("HTTP {s}")),
+            )
+        }
+        Assertion::NoConsoleErrors => {
+            let count = session.observe(|o| o.errors().count());
+            (count == 0, format!("{count} console error(s)"))
+        }
+        Assertion::NoFailedRequests => {
+            let count = session.observe(|o| o.network.len());
+            (count == 0, format!("{count} failed request(s)"))
+        }
+    };
+    AssertionOutcome {
+        assertion: assertion.clone(),
+        passed,
+        detail,
+    }
+}
+
+/// `path` (relative to `root`, or absolute) if it stays inside `root` once links in
+/// its existing part are resolved.
+fn inside(root: &Path, path: &Path) -> Result<PathBuf, VerifyError> {
+    let root = std::fs::canonicalize(root).map_err(|_| VerifyError::ReferenceOutside(path.to_owned()))?;
+    let joined = root.join(path);
+    let parent = joined
+        .parent()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .ok_or_else(|| VerifyError::ReferenceOutside(path.to_owned()))?;
+    let resolved = match std::fs::canonicalize(&joined) {
+        Ok(real) => real,
+        Err(_) => parent.join(joined.file_name().unwrap_or_default()),
+    };
+    if resolved.starts_with(&root) && parent.starts_with(&root) {
+        Ok(resolved)
+    } else {
+        Err(VerifyError::ReferenceOutside(path.to_owned()))
+    }
+}
+
+fn reference_diff(
+    spec: &ReferenceSpec,
+    path: &Path,
+    current: &[u8],
+    session: &str,
+    evidence: &EvidenceStore,
+) -> Result<DiffOutcome, VerifyError> {
+    let max = spec
+        .max_mismatch_ratio
+        .unwrap_or(diff::DEFAULT_MAX_MISMATCH_RATIO);
+    let mut outcome = DiffOutcome {
+        reference: path.to_owned(),
+        complete: false,
+        mismatch_ratio: None,
+        max_mismatch_ratio: max,
+        passed: None,
+        current: None,
+        diff: None,
+        note: String::new(),
+    };
+    if spec.update {
+        let temp = path.with_extension(format!("png.tmp-{}", std::process::id()));
+        let written = std::fs::write(&temp, current).and_then(|()| std::fs::rename(&temp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            outcome.note = format!("could not write the reference: {e}");
+        } else {
+            outcome.complete = true;
+            outcome.note = "the current screenshot is now the reference; nothing was compared".into();
+        }
+        return Ok(outcome);
+    }
+    let reference = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            outcome.note =
+                format!("cannot read the reference ({e}); verify once with update: true to create it");
+            return Ok(outcome);
+        }
+    };
+    let (reference, current_image) = match (Rgba::from_png(&reference), Rgba::from_png(current)) {
+        (Ok(r), Ok(c)) => (r, c),
+        (Err(e), _) | (_, Err(e)) => {
+            outcome.note = format!("cannot decode: {e}");
+            return Ok(outcome);
+        }
+    };
+    if reference.width != current_image.width {
+        outcome.note = format!(
+            "the widths differ (reference {}, current {}): take the reference with the same viewport",
+            reference.width, current_image.width
+        );
+        return Ok(outcome);
+    }
+    // Normalise: compare the common height; rows only one image has all differ.
+    let height = reference.height.min(current_image.height);
+    let extra_rows = u64::from(reference.height.max(current_image.height) - height);
+    let (reference, current_image) = (crop(&reference, height), crop(&current_image, height));
+    let comparison = match diff::compare(&reference, &current_image, diff::DEFAULT_PIXEL_THRESHOLD, max) {
+        Ok(c) => c,
+        Err(e) => {
+            outcome.note = e.to_string();
+            return Ok(outcome);
+        }
+    };
+    let width = u64::from(reference.width);
+    let total = comparison.total_pixels as u64 + extra_rows * width;
+    #[expect(clippy::cast_precision_loss, reason = "a ratio of pixel counts")]
+    let ratio = (comparison.differing_pixels as u64 + extra_rows * width) as f64 / total.max(1) as f64;
+    outcome.mismatch_ratio = Some(ratio);
+    outcome.passed = Some(ratio <= max);
+    outcome.current = Some(evidence.write(session, &format!("current-{}", now_ms()), "png", current)?);
+    let diff_png = comparison
+        .diff
+        .to_png()
+        .map_err(|e| VerifyError::Invalid(e.to_string()))?;
+    outcome.diff = Some(evidence.write(session, &format!("diff-{}", now_ms()), "png", &diff_png)?);
+    outcome.complete = true;
+    outcome.note = format!(
+        "{} of {} pixels differ ({:.4} %), {} anti-aliased pixels ignored{}",
+        comparison.differing_pixels as u64 + extra_rows * width,
+        total,
+        ratio * 100.0,
+        comparison.anti_aliased_pixels,
+        if extra_rows > 0 {
+            format!("; heights differ by {extra_rows} rows, counted as different")
+        } else {
+            String::new()
+        }
+    );
+    Ok(outcome)
+}
+
+fn crop(image: &Rgba, height: u32) -> Rgba {
+    let row = image.width as usize * 4;
+    Rgba {
+        width: image.width,
+        height,
+        pixels: image.pixels[..row * height as usize].to_vec(),
+    }
+}
+
+/// A report for a verification that never saw the page (the browser failed or the
+/// navigation did): `UNVERIFIED`, or `FAILED` when the app itself refused.
+fn finish_without_page(
+    mut report: Report,
+    mut observed: Observed,
+    error: &PreviewError,
+    context: &VerifyContext,
+    started: Instant,
+) -> Result<Report, VerifyError> {
+    // Without a page there is no screenshot, so the verdict is UNVERIFIED; the
+    // error says why (a dead browser, a server that does not answer, a timeout).
+    observed.browser = !matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR");
+    observed.window_clear = true;
+    report.judgement = judge(&observed);
+    report
+        .judgement
+        .reasons
+        .push(format!("{}: {error}", error.code()));
+    report.timings.total_ms = started.elapsed().as_millis();
+    persist(report, context)
+}
+
+/// The report for a verification that could not get a browser at all.
+pub fn unverified_without_browser(
+    reason: &str,
+    requested_url: &str,
+    context: &VerifyContext,
+) -> Result<Report, VerifyError> {
+    let mut judgement = judge(&Observed::default());
+    judgement.reasons.push(reason.to_owned());
+    let mut report = Report::blank(
+        "no-browser",
+        crate::preview::Viewport::default(),
+        requested_url,
+        context,
+    );
+    report.judgement = judgement;
+    persist(report, context)
+}
+
+fn persist(mut report: Report, context: &VerifyContext) -> Result<Report, VerifyError> {
+    let session = report.session.clone();
+    let dir = context.evidence.session_dir(&session)?;
+    report.report_path = Some(dir.join(format!("{}.json", report.id)));
+    let bytes = serde_json::to_vec_pretty(&report).map_err(|e| VerifyError::Invalid(e.to_string()))?;
+    context.evidence.write(&session, &report.id, "json", &bytes)?;
+    Ok(report)
+}

@@ -1,0 +1,342 @@
+//! The verification engine against real Chromium: verdicts, evidence and the
+//! reference diff.
+
+use std::path::PathBuf;
+
+use dshkit_liveloop::preview::{PreviewConfig, PreviewManager, Viewport};
+use dshkit_liveloop::verify::evidence::EvidenceStore;
+use dshkit_liveloop::verify::{
+    Assertion, ReferenceSpec, Step, Verdict, VerifyContext, VerifyRequest, verify,
+};
+use dshkit_test::{Fixture, FixtureServer};
+
+fn context(workspace: &std::path::Path) -> VerifyContext {
+    VerifyContext {
+        evidence: EvidenceStore::new(workspace.join("evidence")),
+        workspace: workspace.to_owned(),
+        source_dir: None,
+        runtime: None,
+    }
+}
+
+fn example_app() -> PathBuf {
+    dshkit_test::workspace_root().join("examples/hello-app")
+}
+
+fn text(kind: &str, text: &str) -> Assertion {
+    match kind {
+        "present" => Assertion::TextPresent { text: text.into() },
+        _ => Assertion::TextAbsent { text: text.into() },
+    }
+}
+
+fn step(action: &str, role: &str, name: &str, text: Option<&str>) -> Step {
+    Step {
+        action: action.into(),
+        role: Some(role.into()),
+        name: Some(name.into()),
+        text: text.map(Into::into),
+        ..Step::default()
+    }
+}
+
+/// Serves the example app from a copy of it, so a test may edit the copy.
+fn served_copy(dir: &std::path::Path) -> FixtureServer {
+    let mut routes = Vec::new();
+    for file in ["index.html", "app.js", "style.css"] {
+        let body = std::fs::read_to_string(dir.join(file)).unwrap();
+        let fixture = match file {
+            "index.html" => Fixture::Html(body),
+            "app.js" => Fixture::Js(body),
+            _ => Fixture::Css(body),
+        };
+        routes.push((
+            if file == "index.html" {
+                "/".to_owned()
+            } else {
+                format!("/{file}")
+            },
+            fixture,
+        ));
+    }
+    FixtureServer::start(routes.iter().map(|(p, f)| (p.as_str(), f.clone())).collect())
+}
+
+#[tokio::test]
+async fn the_example_app_is_verified_with_steps_assertions_and_persisted_evidence() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = served_copy(&example_app());
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let request = VerifyRequest {
+        steps: vec![
+            step("fill", "textbox", "New task", Some("Water the plants")),
+            step("click", "button", "Add task", None),
+        ],
+        assertions: vec![
+            text("present", "Water the plants"),
+            text("present", "1 task"),
+            text("absent", "No tasks yet"),
+            Assertion::Element {
+                role: "heading".into(),
+                name: "Task list".into(),
+            },
+            Assertion::Title {
+                contains: "task list".into(),
+            },
+            Assertion::Status { code: 200 },
+        ],
+        ..VerifyRequest::default()
+    };
+    let report = verify(&session, &request, &context(workspace.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Verified, "{report:#?}");
+    assert!(
+        report.assertions.iter().all(|a| a.passed),
+        "{:#?}",
+        report.assertions
+    );
+    assert_eq!(report.steps.len(), 2);
+    let shot = report.screenshot.as_ref().unwrap();
+    let png = std::fs::read(&shot.file.path).unwrap();
+    assert_eq!(png.len() as u64, shot.file.bytes);
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.report_path.as_ref().unwrap()).unwrap()).unwrap();
+    assert_eq!(saved["verdict"], "VERIFIED");
+    assert_eq!(saved["formatVersion"], 1);
+    assert_eq!(saved["screenshot"]["sha256"], shot.file.sha256);
+    // A later verification starts from a fresh load: the task added above is gone.
+    let again = verify(
+        &session,
+        &VerifyRequest {
+            assertions: vec![text("present", "No tasks yet")],
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.judgement.verdict, Verdict::Verified, "{again:#?}");
+    // Without criteria a clean page is only VERIFIED_WITH_WARNINGS.
+    let bare = verify(&session, &VerifyRequest::default(), &context(workspace.path()))
+        .await
+        .unwrap();
+    assert_eq!(bare.judgement.verdict, Verdict::VerifiedWithWarnings);
+}
+
+#[tokio::test]
+async fn a_runtime_error_or_absent_text_fails_with_where_to_look() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            Fixture::Html(
+                "<!doctype html><title>t</title><h1>Broken</h1><script src=\"/app.js\"></script>".into(),
+            ),
+        ),
+        ("/app.js", Fixture::Js("const ok = 1;\nrenderList(ok);\n".into())),
+    ]);
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let report = verify(
+        &session,
+        &VerifyRequest {
+            assertions: vec![text("present", "Broken")],
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Failed, "{report:#?}");
+    let first = &report.judgement.reasons[0];
+    assert!(first.contains("renderList is not defined"), "{first}");
+    assert!(first.contains("/app.js:2:"), "the location is named: {first}");
+    assert!(
+        report.judgement.next_action.contains("renderList"),
+        "{}",
+        report.judgement.next_action
+    );
+
+    let absent = verify(
+        &session,
+        &VerifyRequest {
+            assertions: vec![text("present", "Saved!")],
+            allow_console_errors: true,
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(absent.judgement.verdict, Verdict::Failed);
+    assert!(
+        absent.judgement.reasons[0].contains("\"Saved!\""),
+        "{:?}",
+        absent.judgement.reasons
+    );
+}
+
+#[tokio::test]
+async fn a_page_that_renders_nothing_is_not_proof() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = FixtureServer::start(vec![(
+        "/",
+        Fixture::Html("<!doctype html><title>t</title>".into()),
+    )]);
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let report = verify(
+        &session,
+        &VerifyRequest {
+            assertions: vec![text("absent", "error")],
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Unverified, "{report:#?}");
+    assert!(
+        report.judgement.reasons[0].contains("byte-identical"),
+        "{:?}",
+        report.judgement.reasons
+    );
+}
+
+#[tokio::test]
+async fn a_reference_round_trip_passes_unchanged_and_fails_changed_with_a_diff_image() {
+    let workspace = tempfile::tempdir().unwrap();
+    let app = workspace.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    for file in ["index.html", "app.js", "style.css"] {
+        std::fs::copy(example_app().join(file), app.join(file)).unwrap();
+    }
+    let reference = ReferenceSpec {
+        path: "reference.png".into(),
+        max_mismatch_ratio: None,
+        update: false,
+    };
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let ctx = context(workspace.path());
+
+    let server = served_copy(&app);
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let missing = verify(
+        &session,
+        &VerifyRequest {
+            reference: Some(reference.clone()),
+            ..VerifyRequest::default()
+        },
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        missing.judgement.verdict,
+        Verdict::Unverified,
+        "a requested diff that cannot complete is no proof"
+    );
+    let created = verify(
+        &session,
+        &VerifyRequest {
+            reference: Some(ReferenceSpec {
+                update: true,
+                ..reference.clone()
+            }),
+            ..VerifyRequest::default()
+        },
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert!(workspace.path().join("reference.png").is_file(), "{created:#?}");
+    let unchanged = verify(
+        &session,
+        &VerifyRequest {
+            reference: Some(reference.clone()),
+            ..VerifyRequest::default()
+        },
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(unchanged.judgement.verdict, Verdict::Verified, "{unchanged:#?}");
+    assert_eq!(unchanged.diff.as_ref().unwrap().mismatch_ratio, Some(0.0));
+
+    let edited = std::fs::read_to_string(app.join("index.html"))
+        .unwrap()
+        .replace("Task list", "Shopping list");
+    std::fs::write(app.join("index.html"), edited).unwrap();
+    let changed_server = served_copy(&app);
+    let changed_session = previews
+        .open("t", &changed_server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let changed = verify(
+        &changed_session,
+        &VerifyRequest {
+            reference: Some(reference),
+            ..VerifyRequest::default()
+        },
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(changed.judgement.verdict, Verdict::Failed, "{changed:#?}");
+    let diff = changed.diff.as_ref().unwrap();
+    assert!(diff.mismatch_ratio.unwrap() > 0.0);
+    let image = std::fs::read(&diff.diff.as_ref().unwrap().path).unwrap();
+    assert!(
+        image.starts_with(b"\x89PNG"),
+        "the diff image is kept as evidence"
+    );
+
+    let outside = verify(
+        &changed_session,
+        &VerifyRequest {
+            reference: Some(ReferenceSpec {
+                path: "../outside.png".into(),
+                max_mismatch_ratio: None,
+                update: true,
+            }),
+            ..VerifyRequest::default()
+        },
+        &ctx,
+    )
+    .await;
+    assert!(outside.is_err(), "a reference outside the workspace is refused");
+}
+
+#[tokio::test]
+async fn concurrent_verifications_of_one_session_run_one_at_a_time() {
+    let workspace = tempfile::tempdir().unwrap();
+    let server = served_copy(&example_app());
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let ctx = context(workspace.path());
+    let request = VerifyRequest {
+        assertions: vec![text("present", "No tasks yet")],
+        ..VerifyRequest::default()
+    };
+    let (a, b) = tokio::join!(verify(&session, &request, &ctx), verify(&session, &request, &ctx));
+    for report in [a.unwrap(), b.unwrap()] {
+        assert_eq!(report.judgement.verdict, Verdict::Verified, "{report:#?}");
+    }
+}
