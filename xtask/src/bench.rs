@@ -26,7 +26,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("mcp") => mcp(),
         Some("browser") => crate::bench_browser::run(),
         Some("check") => crate::bench_check::run(),
-        _ => bail!("usage: cargo xtask bench <mcp | browser | check>"),
+        Some("verify") => crate::bench_verify::verify(),
+        Some("detect") => crate::bench_verify::detect(),
+        _ => bail!("usage: cargo xtask bench <mcp | browser | check | verify | detect>"),
     }
 }
 

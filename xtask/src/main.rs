@@ -15,6 +15,7 @@
 mod bench;
 mod bench_browser;
 mod bench_check;
+mod bench_verify;
 mod setup;
 
 use std::path::PathBuf;

@@ -49,6 +49,18 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         testbed.display()
     );
     npm_install(&testbed, &peers.dir.join("dsh-testbed"), "DSH testbed")?;
+    for app in ["vite-react", "next"] {
+        install_project(
+            &root().join("harness/apps").join(app),
+            &peers.dir.join("apps").join(app),
+            &format!("the {app} fixture app"),
+        )?;
+    }
+    install_project(
+        &root().join("harness/detect-peer"),
+        &peers.dir.join("detect-peer"),
+        "the detection peer (@netlify/build-info)",
+    )?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -121,6 +133,32 @@ fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
         ])
         .current_dir(dest))?;
     std::fs::write(&stamp, &key)?;
+    Ok(())
+}
+
+/// An npm project whose own files matter too (a fixture app, a peer script): the
+/// install as [`npm_install`] does it, then the project's files copied over it.
+fn install_project(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
+    npm_install(source, dest, what)?;
+    copy_tree(source, dest)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "node_modules" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
     Ok(())
 }
 

@@ -53,6 +53,17 @@ impl Peers {
         workspace_root().join("harness/peers").join(name)
     }
 
+    /// A fixture web app installed from `harness/apps/<name>` (`vite-react`, `next`).
+    pub fn app(&self, name: &str) -> PathBuf {
+        let dir = self.dir.join("apps").join(name);
+        assert!(
+            dir.join("node_modules").is_dir(),
+            "{} is not installed: run `cargo xtask setup`",
+            dir.display()
+        );
+        dir
+    }
+
     /// The `dsh` launcher of the DSH testbed.
     pub fn dsh(&self) -> PathBuf {
         self.dir.join("dsh-testbed/node_modules/.bin/dsh")

@@ -222,6 +222,15 @@ pub(crate) struct McpArgs {
     #[arg(long = "allow-external-host", value_name = "HOST")]
     pub(crate) allow_external_hosts: Vec<String>,
 
+    /// The workspace LiveLoop's app tools detect, run and verify in (default: the
+    /// current directory); paths never leave it.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) workspace: Option<PathBuf>,
+
+    /// Let liveloop_runtime start dev servers without a per-call confirm: true.
+    #[arg(long)]
+    pub(crate) allow_run: bool,
+
     /// Longest a tool call may run, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
     pub(crate) tool_timeout: u64,

@@ -23,6 +23,8 @@ pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
 pub const DEFAULT_NAVIGATION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long the network must be idle (long-lived streams excluded) to count as settled.
 pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(100);
+/// Longest wait for the page's main thread to go idle once the network is quiet.
+pub const MAX_IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Longest settle after an interaction.
 pub const DEFAULT_SETTLE_DEADLINE: Duration = Duration::from_secs(3);
 /// Tallest full-page screenshot (CSS pixels); taller pages are cut and say so.
@@ -90,6 +92,8 @@ pub struct PreviewSession {
     /// Held for a whole verification, so two verifications of one session never
     /// interleave (each keeps its own observation window).
     pub(crate) verification: tokio::sync::Mutex<()>,
+    /// Digest of this session's wiped (blank) page, taken on the first verification.
+    blank_sha256: Mutex<Option<String>>,
     last_used: Mutex<Instant>,
     pump: tokio::task::JoinHandle<()>,
     _page: dshkit_cdp::Page,
@@ -228,6 +232,7 @@ impl PreviewSession {
             loads,
             operation: tokio::sync::Mutex::new(()),
             verification: tokio::sync::Mutex::new(()),
+            blank_sha256: Mutex::new(None),
             last_used: Mutex::new(Instant::now()),
             pump,
             _page: page,
@@ -303,12 +308,35 @@ impl PreviewSession {
             })?
             .map_err(|_| PreviewError::BrowserGone)?;
         Ok(self
-            .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
+            .settle_idle(quiet, deadline.saturating_sub(started.elapsed()))
             .await)
     }
 
+    /// After an interaction: network quiet only (an idle callback right after
+    /// synthetic input waits for its whole timeout in headless Chromium).
     async fn settle(&self, deadline: Duration) {
         self.settle_for(DEFAULT_QUIET_WINDOW, deadline).await;
+    }
+
+    /// After a load. Network quiet is not enough for apps that hydrate or render from script:
+    /// after the quiet window, waits (bounded) until the main thread is idle, then
+    /// for quiet again if the app started new requests. Returns whether it settled.
+    async fn settle_idle(&self, quiet: Duration, deadline: Duration) -> bool {
+        let started = Instant::now();
+        if !self.settle_for(quiet, deadline).await {
+            return false;
+        }
+        let idle = format!(
+            "new Promise((r) => requestIdleCallback(() => r(true), {{ timeout: {} }}))",
+            MAX_IDLE_WAIT.as_millis()
+        );
+        let _ = tokio::time::timeout(MAX_IDLE_WAIT * 2, self.evaluate(&idle)).await;
+        if self.observe(Observations::in_flight) > 0 {
+            return self
+                .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
+                .await;
+        }
+        true
     }
 
     /// Waits until no request is in flight for `quiet`, or the deadline; returns
@@ -341,40 +369,32 @@ impl PreviewSession {
         let _serial = self.operation.lock().await;
         self.touch();
         let started = Instant::now();
-        // about:blank is no network request; it wipes the old frame so a stale
-        // render can never pass for a new one.
-        self.page
-            .call("Page.navigate", json!({ "url": "about:blank" }))
-            .await?;
-        // The blank document commits asynchronously (the renderer may be swapped);
-        // a screenshot before that fails with "not attached to an active page".
-        let mut before = None;
-        for _ in 0..100 {
-            if self
-                .evaluate("location.href")
-                .await
-                .ok()
-                .as_ref()
-                .and_then(Value::as_str)
-                == Some("about:blank")
-            {
-                match self.screenshot_now(false).await {
-                    Ok(shot) => {
-                        before = Some(shot);
-                        break;
-                    }
-                    Err(e) if e.code() == "BROWSER_GONE" => return Err(e),
-                    Err(_) => {}
-                }
+        // Wipe the old page in place (no navigation, no network): whatever the
+        // final screenshot shows was painted after this point. The wiped frame's
+        // digest is taken once per session; a final screenshot equal to it shows
+        // that nothing was rendered.
+        let _ = self
+            .evaluate(
+                "(() => { const root = document.documentElement; if (!root) return false; root.replaceChildren(); \
+                 for (const a of [...root.attributes]) root.removeAttribute(a.name); document.adoptedStyleSheets = []; return true; })()",
+            )
+            .await;
+        let cached = self.blank_sha256.lock().expect("lock").clone();
+        let before_sha256 = match cached {
+            Some(digest) => digest,
+            None => {
+                let digest = self.screenshot_now(false).await?.sha256;
+                *self.blank_sha256.lock().expect("lock") = Some(digest.clone());
+                digest
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let before = match before {
-            Some(shot) => shot,
-            None => self.screenshot_now(false).await?,
         };
         let blank_ms = started.elapsed().as_millis();
-        self.shared.lock().expect("lock").observations.reset_window();
+        {
+            let mut shared = self.shared.lock().expect("lock");
+            shared.observations.reset_window();
+            // The old page's snapshot names elements that no longer exist.
+            shared.last = None;
+        }
         let window = self.observe(Observations::window_id);
         if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
             return Err(PreviewError::NavigationBlocked {
@@ -415,12 +435,21 @@ impl PreviewSession {
                 .await;
         }
         Ok(FreshLoad {
-            before_sha256: before.sha256,
+            before_sha256,
             window,
             blank_ms,
             load_ms: navigating.elapsed().as_millis(),
             settled,
         })
+    }
+
+    /// Whether the document is still loading (a navigation started by an action).
+    async fn navigation_pending(&self) -> bool {
+        self.evaluate("document.readyState === 'loading'")
+            .await
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false)
     }
 
     /// Whether the page's rendered text contains `text` (the whole text, not the
@@ -521,10 +550,10 @@ impl PreviewSession {
     /// Scrolls the element into view and returns its centre, or a stale-ref error
     /// when the page no longer has it.
     async fn element_center(&self, reference: &str) -> Result<(f64, f64), PreviewError> {
-        // `reference` passed `parse_ref`: only `r`, digits and `-` reach the script.
+        let element = element_js(reference);
         let value = self
             .evaluate(&format!(
-                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return null; \
+                "(() => {{ const e = {element}; if (!e) return null; \
                  e.scrollIntoView({{block: 'center', inline: 'center'}}); const r = e.getBoundingClientRect(); \
                  return {{x: r.left + r.width / 2, y: r.top + r.height / 2}}; }})()"
             ))
@@ -572,12 +601,11 @@ impl PreviewSession {
                     self.snapshot_now().await?;
                 }
                 self.act(other).await?;
-                // A click may start a navigation; give it a moment to show.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                if *self.loads.borrow() > before {
+                // A click may start a navigation: its document request keeps the
+                // network busy through the settle, and then its load is awaited.
+                self.settle(DEFAULT_SETTLE_DEADLINE).await;
+                if *self.loads.borrow() > before || self.navigation_pending().await {
                     let _ = self.wait_loaded(before).await;
-                } else {
-                    self.settle(DEFAULT_SETTLE_DEADLINE).await;
                 }
             }
         }
@@ -704,9 +732,10 @@ impl PreviewSession {
 
     async fn select(&self, reference: &str, option: &str) -> Result<(), PreviewError> {
         let option = serde_json::to_string(option).expect("a string serializes");
+        let element = element_js(reference);
         let chosen = self
             .evaluate(&format!(
-                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return 'detached'; \
+                "(() => {{ const e = {element}; if (!e) return 'detached'; \
                  if (e.tagName !== 'SELECT') return 'not a select element'; const want = {option}; \
                  const o = [...e.options].find(o => o.value === want || o.label.trim() === want); if (!o) return 'no option ' + want; \
                  e.value = o.value; e.dispatchEvent(new Event('input', {{bubbles: true}})); \
@@ -723,9 +752,10 @@ impl PreviewSession {
     }
 
     async fn focus(&self, reference: &str, select_all: bool) -> Result<(), PreviewError> {
+        let element = element_js(reference);
         let focused = self
             .evaluate(&format!(
-                "(() => {{ const e = document.querySelector('[data-dshkit-ref=\"{reference}\"]'); if (!e) return false; \
+                "(() => {{ const e = {element}; if (!e) return false; \
                  e.scrollIntoView({{block: 'center'}}); e.focus(); if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
                  else if (e.isContentEditable) document.execCommand('selectAll'); }} return document.activeElement === e; }})()"
             ))
@@ -821,10 +851,20 @@ impl PreviewSession {
     }
 }
 
+/// The JavaScript expression for the live element behind `reference` (from the
+/// snapshot's registry), or `null` once it left the document.
+fn element_js(reference: &str) -> String {
+    // Only refs that passed `parse_ref` get here; quoting keeps any other text inert.
+    let quoted = serde_json::to_string(reference).expect("a string serializes");
+    format!(
+        "((r) => {{ const w = globalThis[Symbol.for('dshkit.refs')]?.get(r); const el = w && w.deref(); return el && el.isConnected ? el : null; }})({quoted})"
+    )
+}
+
 /// What [`PreviewSession::load_fresh`] saw.
 #[derive(Debug, Clone)]
 pub(crate) struct FreshLoad {
-    /// The blank page's screenshot, taken just before the navigation.
+    /// The digest of the wiped page the navigation started from.
     pub(crate) before_sha256: String,
     /// The observation window the load started.
     pub(crate) window: u64,

@@ -1,10 +1,12 @@
 // dshkit's fixed DOM snapshot. Evaluated as `(SNAPSHOT)(generation, limits)`; neither
-// the model nor the client can supply script. It removes the previous generation's
-// ref attributes, walks visible elements in document order, derives role, accessible
-// name, value and state, and gives interactive elements refs `r<generation>-<index>`.
+// the model nor the client can supply script. It walks visible elements in document
+// order, derives role, accessible name, value and state, and gives interactive
+// elements refs `r<generation>-<index>`. Refs live in a registry of weak references
+// that replaces the previous generation's; the DOM is never touched (an attribute
+// would break the hydration of server-rendered apps).
 (function (generation, limits) {
-  const ATTR = "data-dshkit-ref";
-  for (const old of document.querySelectorAll("[" + ATTR + "]")) old.removeAttribute(ATTR);
+  const registry = new Map();
+  Object.defineProperty(globalThis, Symbol.for("dshkit.refs"), { value: registry, configurable: true, enumerable: false });
   const warnings = [];
   const nodes = [];
   let visited = 0;
@@ -57,7 +59,7 @@
       const node = { role: role || "generic", name: clip(nameOf(e, role), limits.maxName), depth };
       if (interactive) {
         node.ref = "r" + generation + "-" + ++index;
-        e.setAttribute(ATTR, node.ref);
+        registry.set(node.ref, new WeakRef(e));
       }
       if (role === "heading") node.level = Number(e.tagName.slice(1)) || Number(e.getAttribute("aria-level")) || undefined;
       if ("value" in e && ["textbox", "searchbox", "combobox", "spinbutton", "slider"].includes(role) && e.type !== "password") node.value = clip(String(e.value), limits.maxName);

@@ -560,7 +560,9 @@ impl RuntimeManager {
 async fn stop_server(server: &Server, grace: Duration) {
     if server.owned {
         if let Some(mut spawned) = server.process.lock().await.take() {
+            let began = Instant::now();
             let left = spawned.stop(grace).await;
+            tracing::debug!(id = %server.id, ms = began.elapsed().as_millis(), ?left, "stopped a dev server");
             if !left.is_empty() {
                 tracing::warn!(?left, "processes of a stopped dev server remain");
                 server.set_state(

@@ -20,9 +20,11 @@ pub(crate) struct Spawned {
     watchdog: Option<Child>,
 }
 
-/// The watchdog: waits for its stdin to close, then TERM, a grace, KILL to the group.
-/// `sh` is everywhere and needs no part of dshkit to stay alive.
-const WATCHDOG: &str = "read _ignored; kill -TERM -- -\"$1\" 2>/dev/null && { sleep 3; kill -KILL -- -\"$1\" 2>/dev/null; }; exit 0";
+/// The watchdog: waits for its stdin to close, then INT, TERM and KILL to the group.
+/// `sh` is everywhere and needs no part of dshkit to stay alive. (dash's `kill`
+/// takes no `--`: a negative pid after the signal names the group.)
+const WATCHDOG: &str =
+    "read _ignored; kill -TERM -\"$1\" 2>/dev/null && { sleep 3; kill -KILL -\"$1\" 2>/dev/null; }; exit 0";
 
 /// Starts `argv` in `dir` in a new process group, stdout and stderr piped.
 pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> std::io::Result<Spawned> {
@@ -74,23 +76,29 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
 }
 
 impl Spawned {
-    /// Stops the group: TERM, up to `grace` for it to empty, then KILL. Returns the
-    /// members still alive afterwards (empty on success): the process table, not the
-    /// leader's exit, is the authority.
+    /// Stops the group the way a person at the terminal would: INT (Ctrl-C, which
+    /// dev servers handle fastest), then TERM after a third of `grace`, then KILL at
+    /// `grace`. Returns the members still alive afterwards (empty on success): the
+    /// process table, not the leader's exit, is the authority.
     pub(crate) async fn stop(&mut self, grace: Duration) -> Vec<u32> {
-        signal_group(self.pgid, rustix::process::Signal::TERM);
-        let deadline = Instant::now() + grace;
+        let began = Instant::now();
+        signal_group(self.pgid, rustix::process::Signal::INT);
+        let mut termed = false;
         loop {
             let _ = self.child.try_wait();
             if group_members(self.pgid).is_empty() {
                 break;
             }
-            if Instant::now() >= deadline {
+            if !termed && began.elapsed() >= grace / 3 {
+                signal_group(self.pgid, rustix::process::Signal::TERM);
+                termed = true;
+            }
+            if began.elapsed() >= grace {
                 signal_group(self.pgid, rustix::process::Signal::KILL);
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = self.child.try_wait();
         self.release_watchdog().await;

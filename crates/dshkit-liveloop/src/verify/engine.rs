@@ -590,7 +590,11 @@ fn collect_observations(
             }
         }
         if !request.allow_failed_requests {
-            for failed in o.network.iter().take(5) {
+            // The browser asks for /favicon.ico on its own; an app without one is fine.
+            let own = o.network.iter().filter(|n| {
+                !(n.status == Some(404) && url::Url::parse(&n.url).is_ok_and(|u| u.path() == "/favicon.ico"))
+            });
+            for failed in own.take(5) {
                 let why = failed.status.map_or_else(
                     || failed.error.clone().unwrap_or_default(),
                     |s| format!("HTTP {s}"),

@@ -109,11 +109,16 @@ async fn the_example_app_is_verified_with_steps_assertions_and_persisted_evidenc
     assert_eq!(saved["verdict"], "VERIFIED");
     assert_eq!(saved["formatVersion"], 1);
     assert_eq!(saved["screenshot"]["sha256"], shot.file.sha256);
-    // A later verification starts from a fresh load: the task added above is gone.
+    // A later verification starts from a fresh load (the task added above is gone)
+    // and its steps resolve against the new page, not the old snapshot.
     let again = verify(
         &session,
         &VerifyRequest {
-            assertions: vec![text("present", "No tasks yet")],
+            steps: vec![
+                step("fill", "textbox", "New task", Some("Call the bank")),
+                step("click", "button", "Add task", None),
+            ],
+            assertions: vec![text("present", "1 task"), text("absent", "Water the plants")],
             ..VerifyRequest::default()
         },
         &context(workspace.path()),

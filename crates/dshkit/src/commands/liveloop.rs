@@ -200,10 +200,10 @@ fn parse_step(text: &str) -> Result<Step, String> {
             let value = parts.next().map(str::to_owned);
             match action {
                 "fill" | "type" => {
-                    step.text = Some(value.ok_or(format!("`{text}`: write {action}:ROLE=NAME=TEXT"))?)
+                    step.text = Some(value.ok_or(format!("`{text}`: write {action}:ROLE=NAME=TEXT"))?);
                 }
                 "select" => {
-                    step.option = Some(value.ok_or(format!("`{text}`: write select:ROLE=NAME=OPTION"))?)
+                    step.option = Some(value.ok_or(format!("`{text}`: write select:ROLE=NAME=OPTION"))?);
                 }
                 _ => {}
             }
@@ -215,7 +215,7 @@ fn parse_step(text: &str) -> Result<Step, String> {
             step.delta_y = Some(
                 rest.parse()
                     .map_err(|_| format!("`{text}`: write scroll:PIXELS"))?,
-            )
+            );
         }
         "reload" | "back" => {}
         other => {

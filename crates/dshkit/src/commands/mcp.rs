@@ -117,6 +117,8 @@ fn tools_config(args: &McpArgs) -> tools::ToolsConfig {
     tools::ToolsConfig {
         browser_endpoint: args.browser_ws.clone().or_else(|| args.browser_url.clone()),
         allow_hosts: args.allow_external_hosts.clone(),
+        workspace: args.workspace.clone(),
+        allow_run: args.allow_run,
     }
 }
 

@@ -3,6 +3,7 @@
 pub(crate) mod check;
 mod core;
 mod liveloop;
+mod liveloop_app;
 
 use std::sync::Arc;
 
@@ -16,6 +17,11 @@ pub struct ToolsConfig {
     pub browser_endpoint: Option<String>,
     /// External hosts previews may load from.
     pub allow_hosts: Vec<String>,
+    /// The directory LiveLoop's app tools may detect, run and read references in
+    /// (default: the current directory).
+    pub workspace: Option<std::path::PathBuf>,
+    /// Start dev servers without a per-call `confirm: true`.
+    pub allow_run: bool,
 }
 
 /// Every family this build can serve, in listing order.

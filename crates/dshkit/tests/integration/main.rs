@@ -3,6 +3,7 @@
 mod cli;
 mod conformance;
 mod dsh_agent;
+mod liveloop_app;
 mod liveloop_tool;
 mod mcp_http;
 mod mcp_stdio;

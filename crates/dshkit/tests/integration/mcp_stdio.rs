@@ -19,9 +19,14 @@ pub(crate) struct Session {
 
 impl Session {
     pub(crate) fn start(extra_env: &[(&str, &str)]) -> Self {
+        Self::start_with(&[], extra_env)
+    }
+
+    /// `dshkit mcp` with extra arguments (`--workspace DIR`, ...).
+    pub(crate) fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let mut command = dshkit_command(home.path());
-        command.arg("mcp");
+        command.arg("mcp").args(args);
         for (k, v) in extra_env {
             command.env(k, v);
         }
@@ -215,7 +220,15 @@ fn tool_families_are_selected_with_tools() {
         .collect();
     assert_eq!(
         names,
-        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+        [
+            "dshkit_doctor",
+            "dshkit_info",
+            "liveloop_browser",
+            "liveloop_detect",
+            "liveloop_runtime",
+            "liveloop_verify",
+            "plugin_check"
+        ]
     );
 }
 

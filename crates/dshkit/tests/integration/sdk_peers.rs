@@ -24,7 +24,15 @@ fn assert_sdk_report(report: &Value) {
         .collect();
     assert_eq!(
         names,
-        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+        [
+            "dshkit_doctor",
+            "dshkit_info",
+            "liveloop_browser",
+            "liveloop_detect",
+            "liveloop_runtime",
+            "liveloop_verify",
+            "plugin_check"
+        ]
     );
     assert_eq!(report["tools"][0]["annotations"]["readOnlyHint"], true);
     assert_eq!(report["tools"][0]["hasOutputSchema"], true);
@@ -108,7 +116,15 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
         .collect();
     assert_eq!(
         names,
-        ["dshkit_doctor", "dshkit_info", "liveloop_browser", "plugin_check"]
+        [
+            "dshkit_doctor",
+            "dshkit_info",
+            "liveloop_browser",
+            "liveloop_detect",
+            "liveloop_runtime",
+            "liveloop_verify",
+            "plugin_check"
+        ]
     );
     let out = output(&mut call);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -1,0 +1,320 @@
+//! `liveloop_detect`, `liveloop_runtime` and `liveloop_verify` over MCP, and
+//! `dshkit detect/run/verify`, against real Chromium and real dev servers.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use dshkit_test::{read_ready_line, spawn_guarded};
+use serde_json::{Value, json};
+
+use crate::mcp_stdio::Session;
+use crate::support::{dshkit_command, output};
+
+fn ok(response: &Value) -> &Value {
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    &response["result"]["structuredContent"]
+}
+
+fn copy_example(to: &Path) {
+    let from = dshkit_test::workspace_root().join("examples/hello-app");
+    for file in ["index.html", "app.js", "style.css"] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+}
+
+/// A generic app whose dev server prints its URL and records its pid.
+fn node_app(dir: &Path) {
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{ "name": "node-app", "private": true, "scripts": { "dev": "node server.js" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.js"),
+        r#"require("fs").writeFileSync("server.pid", String(process.pid));
+const s = require("http").createServer((q, r) => r.end("<!doctype html><title>node app</title><h1>Hello from node</h1>"));
+s.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${s.address().port}/`));"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn an_agent_detects_runs_verifies_and_stops_an_app_over_mcp() {
+    let workspace = tempfile::tempdir().unwrap();
+    node_app(workspace.path());
+    let evidence = tempfile::tempdir().unwrap();
+    let ws = workspace.path().display().to_string();
+    let ev = evidence.path().display().to_string();
+    let mut mcp = Session::start_with(&["--workspace", &ws], &[("DSHKIT_EVIDENCE_ROOT", ev.as_str())]);
+    mcp.initialize("2025-11-25");
+
+    let detected = mcp.call(1, "liveloop_detect", &json!({}));
+    assert_eq!(
+        ok(&detected)["candidates"][0]["framework"],
+        "generic",
+        "{detected}"
+    );
+    assert_eq!(ok(&detected)["ambiguous"], false);
+    let escape = mcp.call(2, "liveloop_detect", &json!({"dir": "../.."}));
+    assert_eq!(
+        escape["result"]["isError"], true,
+        "paths stay inside the workspace"
+    );
+
+    let unconfirmed = mcp.call(3, "liveloop_runtime", &json!({"operation": "start"}));
+    assert_eq!(unconfirmed["result"]["isError"], true);
+    assert!(unconfirmed.to_string().contains("confirm"), "{unconfirmed}");
+
+    let started = mcp.call(
+        4,
+        "liveloop_runtime",
+        &json!({"operation": "start", "confirm": true}),
+    );
+    let server = ok(&started)["servers"][0].clone();
+    assert_eq!(server["state"], "ready", "{started}");
+    let id = server["id"].as_str().unwrap().to_owned();
+    let pid: u64 = std::fs::read_to_string(workspace.path().join("server.pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let verified = mcp.call(
+        5,
+        "liveloop_verify",
+        &json!({"server": id, "assertions": [
+            {"kind": "text_present", "text": "Hello from node"},
+            {"kind": "element", "role": "heading", "name": "Hello from node"},
+            {"kind": "status", "code": 200}
+        ]}),
+    );
+    let report = ok(&verified);
+    assert_eq!(report["verdict"], "VERIFIED", "{verified}");
+    assert!(
+        report["source"]["sha256"].is_string(),
+        "the source is fingerprinted"
+    );
+    let report_path = report["reportPath"].as_str().unwrap();
+    assert!(report_path.starts_with(&ev), "{report_path}");
+    assert!(Path::new(report_path).is_file());
+    let session = verified["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(session.contains("untrusted"), "{session}");
+
+    let failed = mcp.call(
+        6,
+        "liveloop_verify",
+        &json!({"server": id, "assertions": [{"kind": "text_present", "text": "Goodbye"}]}),
+    );
+    assert_eq!(ok(&failed)["verdict"], "FAILED");
+    assert!(ok(&failed)["nextAction"].as_str().unwrap().contains("Goodbye"));
+
+    let logs = mcp.call(7, "liveloop_runtime", &json!({"operation": "logs", "server": id}));
+    assert!(
+        ok(&logs)["lines"]
+            .to_string()
+            .contains("Local: http://localhost:"),
+        "{logs}"
+    );
+
+    assert!(alive(pid));
+    let stopped = mcp.call(8, "liveloop_runtime", &json!({"operation": "stop", "server": id}));
+    assert_eq!(ok(&stopped)["servers"][0]["state"], "stopped");
+    assert!(!alive(pid), "the dev server is gone after stop");
+}
+
+#[test]
+fn the_verify_command_prints_the_verdict_and_evidence_for_the_example_app() {
+    let home = tempfile::tempdir().unwrap();
+    let app = tempfile::tempdir().unwrap();
+    copy_example(app.path());
+    let out = output(dshkit_command(home.path()).args([
+        "verify",
+        app.path().to_str().unwrap(),
+        "--step",
+        "fill:textbox=New task=Water the plants",
+        "--step",
+        "click:button=Add task",
+        "--expect-text",
+        "1 task",
+    ]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("VERIFIED "), "{stdout}");
+    assert!(stdout.contains("report: "), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ready at http://127.0.0.1:"),
+        "progress is shown: {stderr}"
+    );
+
+    let failed = output(dshkit_command(home.path()).args([
+        "verify",
+        app.path().to_str().unwrap(),
+        "--expect-text",
+        "Shopping list",
+        "--json",
+    ]));
+    assert_eq!(failed.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(report["verdict"], "FAILED");
+}
+
+#[test]
+fn without_a_browser_the_verdict_is_unverified() {
+    let home = tempfile::tempdir().unwrap();
+    let app = tempfile::tempdir().unwrap();
+    copy_example(app.path());
+    let out = output(
+        dshkit_command(home.path())
+            .env("DSHKIT_CHROMIUM", "/nonexistent/chromium")
+            .args([
+                "verify",
+                app.path().to_str().unwrap(),
+                "--expect-text",
+                "Task list",
+                "--json",
+            ]),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["verdict"], "UNVERIFIED");
+    assert!(report["reasons"].to_string().contains("no browser"), "{report}");
+    assert!(Path::new(report["reportPath"].as_str().unwrap()).is_file());
+}
+
+#[test]
+fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    for app in ["apps/web", "apps/admin"] {
+        let dir = repo.path().join(app);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("package.json"),
+            r#"{ "scripts": { "dev": "vite" }, "devDependencies": { "vite": "^7" } }"#,
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        repo.path().join("package.json"),
+        r#"{ "private": true, "workspaces": ["apps/*"] }"#,
+    )
+    .unwrap();
+    let detect = output(dshkit_command(home.path()).args(["detect", repo.path().to_str().unwrap()]));
+    assert_eq!(detect.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&detect.stdout).contains("ambiguous"));
+    let verify = output(dshkit_command(home.path()).args(["verify", repo.path().to_str().unwrap()]));
+    assert_eq!(verify.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&verify.stderr);
+    assert!(
+        stderr.contains("apps/admin") && stderr.contains("apps/web"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
+    let home = tempfile::tempdir().unwrap();
+    let app = tempfile::tempdir().unwrap();
+    node_app(app.path());
+    let mut command: Command = dshkit_command(home.path());
+    command.args(["run", app.path().to_str().unwrap()]);
+    let mut run = spawn_guarded(&mut command);
+    let url = read_ready_line(&mut run, "http://", Duration::from_secs(60));
+    assert!(url.starts_with("http://localhost:"), "{url}");
+    let pid: u64 = std::fs::read_to_string(app.path().join("server.pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    // SIGKILL: dshkit gets no chance to clean up; its watchdog must.
+    let dshkit = rustix::process::Pid::from_raw(i32::try_from(run.pid()).unwrap()).unwrap();
+    rustix::process::kill_process(dshkit, rustix::process::Signal::KILL).unwrap();
+    let _ = run.child.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!alive(pid), "the dev server died with dshkit");
+}
+
+/// `dshkit verify` on a real fixture app from npm: VERIFIED, and afterwards no
+/// process of the app is left and its port is free.
+fn verify_real_app(name: &str, framework: &str, port: u16, steps: &[&str], expect: &[&str]) {
+    let peers = dshkit_test::Peers::get();
+    let app = peers.app(name);
+    let home = tempfile::tempdir().unwrap();
+    let detect = output(dshkit_command(home.path()).env("PATH", peers.path_var()).args([
+        "detect",
+        app.to_str().unwrap(),
+        "--json",
+    ]));
+    let detection: Value = serde_json::from_slice(&detect.stdout).unwrap();
+    assert_eq!(detection["candidates"][0]["framework"], framework, "{detection}");
+    assert_eq!(detection["candidates"][0]["expectedPort"], port);
+
+    let mut command = dshkit_command(home.path());
+    command
+        .env("PATH", peers.path_var())
+        .args(["verify", app.to_str().unwrap(), "--json"]);
+    for step in steps {
+        command.args(["--step", step]);
+    }
+    for text in expect {
+        command.args(["--expect-text", text]);
+    }
+    let out = output(&mut command);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "VERIFIED", "{report:#}");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(report["runtime"]["owned"], true);
+    assert!(
+        report["url"].as_str().unwrap().contains(&format!(":{port}/")),
+        "{report}"
+    );
+
+    let left = dshkit_test::processes_mentioning(app.to_str().unwrap());
+    assert!(left.is_empty(), "processes of {name} left behind: {left:?}");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port {port} is still served"
+    );
+}
+
+#[test]
+fn a_real_vite_react_app_is_detected_started_verified_and_stopped() {
+    verify_real_app(
+        "vite-react",
+        "vite-react",
+        5173,
+        &["click:button=Increment", "click:button=Increment"],
+        &["Count is 2"],
+    );
+}
+
+#[test]
+fn a_real_next_app_is_detected_started_verified_and_stopped() {
+    verify_real_app(
+        "next",
+        "next",
+        3000,
+        &["fill:textbox=Your name=Ada", "click:button=Sign"],
+        &["Ada", "Next.js guestbook"],
+    );
+}
