@@ -206,39 +206,7 @@ impl AppTools {
                 });
             }
         };
-        let text = statuses
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {:?}{} {}{}{}",
-                    s.id,
-                    s.state,
-                    if s.owned {
-                        ""
-                    } else {
-                        " (adopted, never stopped by dshkit)"
-                    },
-                    s.url.as_deref().unwrap_or("(no URL yet)"),
-                    s.url_reason
-                        .as_ref()
-                        .map(|r| format!(" — {r}"))
-                        .unwrap_or_default(),
-                    s.error
-                        .as_ref()
-                        .map(|e| format!("; error: {e}"))
-                        .unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        Ok(ToolOutput {
-            text: if text.is_empty() {
-                "no servers".into()
-            } else {
-                text
-            },
-            structured: Map::from_iter([("servers".into(), json!(statuses))]),
-        })
+        Ok(servers_output(&statuses))
     }
 
     pub(crate) async fn verify(
@@ -332,6 +300,28 @@ impl AppTools {
             }
             Err(error) => Err(super::liveloop::failure(&error)),
         }
+    }
+}
+
+fn servers_output(statuses: &[dshkit_liveloop::runtime::ServerStatus]) -> ToolOutput {
+    let text = statuses
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {:?}{} {}{}{}",
+                s.id,
+                s.state,
+                if s.owned { "" } else { " (adopted, never stopped by dshkit)" },
+                s.url.as_deref().unwrap_or("(no URL yet)"),
+                s.url_reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default(),
+                s.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    ToolOutput {
+        text: if text.is_empty() { "no servers".into() } else { text },
+        structured: Map::from_iter([("servers".into(), json!(statuses))]),
     }
 }
 

@@ -235,7 +235,7 @@ fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
     let mut command: Command = dshkit_command(home.path());
     command.args(["run", app.path().to_str().unwrap()]);
     let mut run = spawn_guarded(&mut command);
-    let url = read_ready_line(&mut run, "http://", Duration::from_secs(60));
+    let url = read_ready_line(&mut run, "http://", Duration::from_mins(1));
     assert!(url.starts_with("http://localhost:"), "{url}");
     let pid: u64 = std::fs::read_to_string(app.path().join("server.pid"))
         .unwrap()
