@@ -311,16 +311,30 @@ fn servers_output(statuses: &[dshkit_liveloop::runtime::ServerStatus]) -> ToolOu
                 "{} {:?}{} {}{}{}",
                 s.id,
                 s.state,
-                if s.owned { "" } else { " (adopted, never stopped by dshkit)" },
+                if s.owned {
+                    ""
+                } else {
+                    " (adopted, never stopped by dshkit)"
+                },
                 s.url.as_deref().unwrap_or("(no URL yet)"),
-                s.url_reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default(),
-                s.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
+                s.url_reason
+                    .as_ref()
+                    .map(|r| format!(" — {r}"))
+                    .unwrap_or_default(),
+                s.error
+                    .as_ref()
+                    .map(|e| format!("; error: {e}"))
+                    .unwrap_or_default()
             )
         })
         .collect::<Vec<_>>()
         .join("\n");
     ToolOutput {
-        text: if text.is_empty() { "no servers".into() } else { text },
+        text: if text.is_empty() {
+            "no servers".into()
+        } else {
+            text
+        },
         structured: Map::from_iter([("servers".into(), json!(statuses))]),
     }
 }
