@@ -2,7 +2,7 @@
 //!
 //! - `setup`: install what the tests need (Chromium via apt, the npm peers with
 //!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
-//! - `demo`: set up, build dshkit, run its main job on the embedded default.
+//! - `demo`: set up, build dshkit, run its main job (`dshkit verify` on the example app).
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
 
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check>>"
+                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect>>"
             );
             return ExitCode::from(2);
         }
@@ -70,21 +70,44 @@ pub(crate) fn path_with(peers: &setup::Peers) -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH entries never contain the separator")
 }
 
-/// Builds dshkit and runs `dshkit doctor` with the installed Node 22 and DSH.
+/// Builds dshkit and runs its main job: `dshkit verify` on the example app that
+/// ships in the repository (a static task list served by dshkit's own loopback
+/// server), with steps and assertions; it prints the verdict and the evidence.
 fn demo() -> anyhow::Result<()> {
     let peers = setup::all()?;
     run(Command::new(env!("CARGO"))
         .args(["build", "--release", "--package", "dshkit"])
         .current_dir(root()))?;
     let dshkit = root().join("target/release/dshkit");
-    println!("\n$ dshkit doctor");
+    let args = [
+        "verify",
+        "examples/hello-app",
+        "--step",
+        "fill:textbox=New task=Water the plants",
+        "--step",
+        "click:button=Add task",
+        "--expect-text",
+        "Water the plants",
+        "--expect-text",
+        "1 task",
+    ];
+    println!(
+        "\n$ dshkit {}",
+        args.map(|a| if a.contains(' ') {
+            format!("'{a}'")
+        } else {
+            a.to_owned()
+        })
+        .join(" ")
+    );
     let status = Command::new(&dshkit)
-        .arg("doctor")
+        .args(args)
+        .current_dir(root())
         .env("PATH", path_with(&peers))
         .status()?;
     anyhow::ensure!(
         status.success(),
-        "dshkit doctor reports missing pieces (exit {status}); each line above says its fix"
+        "dshkit verify did not verify the example app (exit {status}); run `dshkit doctor` for the machine's missing pieces"
     );
     Ok(())
 }
