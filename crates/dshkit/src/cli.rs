@@ -46,6 +46,102 @@ pub(crate) enum Command {
     /// Verify the web app in headless Chromium: detect, start, load, act, assert,
     /// and print the verdict with its evidence.
     Verify(VerifyArgs),
+    /// Record and replay MCP servers with versioned JSONL cassettes (Echo).
+    #[command(subcommand)]
+    Echo(EchoCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum EchoCommand {
+    /// Run an MCP server over stdio behind a transparent proxy and record every
+    /// exchange: dshkit echo record -o FILE -- <server argv>
+    Record {
+        /// The cassette to write.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: PathBuf,
+        /// once: never overwrite; new-episodes: replay and append the misses;
+        /// all: record again, replacing the cassette when done.
+        #[arg(long, value_enum, default_value = "once")]
+        mode: ModeArg,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+        /// The real server's command line.
+        #[arg(last = true, required = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
+    /// Serve a cassette over stdio as if it were the server; the real server is
+    /// never started unless --on-miss passthrough is given with its argv.
+    Replay {
+        cassette: PathBuf,
+        /// error: a JSON-RPC error explaining the near miss; passthrough: ask the
+        /// real server (after --) and append its answer.
+        #[arg(long, value_enum, default_value = "error")]
+        on_miss: OnMissArg,
+        /// none: answer at once; recorded: wait the recorded time (scaled, at most 10 s).
+        #[arg(long, value_enum, default_value = "none")]
+        timing: TimingArg,
+        #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+        timing_scale: f64,
+        /// Add `_meta["dshkit/echo"]` (cassette, ordinal, hit or passthrough,
+        /// fingerprint, diff) to every replayed tool result.
+        #[arg(long)]
+        annotate: bool,
+        /// A request path ignored when matching, e.g. params.arguments.now (repeatable).
+        #[arg(long = "ignore-path", value_name = "PATH")]
+        ignore_paths: Vec<String>,
+        /// When a request's recorded answers are used up, take the next unused
+        /// answer of the same method in recorded order.
+        #[arg(long)]
+        sequential: bool,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+        /// The real server, for --on-miss passthrough.
+        #[arg(last = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
+    /// Redact secrets in an existing cassette (atomically), or with --scan report
+    /// secrets left and exit 1 if any.
+    Redact {
+        cassette: PathBuf,
+        #[arg(long)]
+        scan: bool,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+    },
+    /// Check a cassette: header against frames, orphan responses, id collisions.
+    Lint { cassette: PathBuf },
+    /// A readable timeline of a cassette (or --json).
+    Inspect { cassette: PathBuf },
+}
+
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RedactionArgs {
+    /// Also redact the value of this environment variable (repeatable); variables
+    /// whose names look secret (TOKEN, SECRET, PASSWORD, API_KEY, *_KEY) always are.
+    #[arg(long = "redact-env", value_name = "NAME")]
+    pub(crate) redact_env: Vec<String>,
+    /// Also redact matches of this regex (repeatable).
+    #[arg(long = "redact", value_name = "REGEX")]
+    pub(crate) redact: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ModeArg {
+    Once,
+    NewEpisodes,
+    All,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum OnMissArg {
+    Error,
+    Passthrough,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum TimingArg {
+    None,
+    Recorded,
 }
 
 #[derive(Debug, Args)]

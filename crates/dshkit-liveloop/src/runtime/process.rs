@@ -3,7 +3,7 @@
 //! the process table read from `/proc` to prove it.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,10 @@ use tokio::process::{Child, ChildStdin, Command};
 pub(crate) struct Spawned {
     pub(crate) child: Child,
     pub(crate) pgid: u32,
+    /// The app directory (canonical) and the leader's start time in clock ticks
+    /// since boot: together they identify helpers the server detached.
+    dir: PathBuf,
+    started_ticks: u64,
     /// Closing this pipe (explicitly, or because dshkit died) makes the watchdog
     /// stop the group.
     watchdog_stdin: Option<ChildStdin>,
@@ -68,6 +72,8 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
         }
     };
     Ok(Spawned {
+        started_ticks: stat(pgid).map_or(0, |s| s.start_ticks),
+        dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()),
         child,
         pgid,
         watchdog_stdin,
@@ -84,6 +90,7 @@ impl Spawned {
         let began = Instant::now();
         signal_group(self.pgid, rustix::process::Signal::INT);
         let mut termed = false;
+        let mut killed = false;
         loop {
             let _ = self.child.try_wait();
             if group_members(self.pgid).is_empty() {
@@ -93,29 +100,60 @@ impl Spawned {
                 signal_group(self.pgid, rustix::process::Signal::TERM);
                 termed = true;
             }
-            if began.elapsed() >= grace {
+            if !killed && began.elapsed() >= grace {
                 signal_group(self.pgid, rustix::process::Signal::KILL);
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                killed = true;
+            }
+            if began.elapsed() >= grace + KILL_WAIT {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = self.child.try_wait();
         self.release_watchdog().await;
-        group_members(self.pgid)
+        let mut left = group_members(self.pgid);
+        left.extend(self.stop_detached().await);
+        left
     }
 
-    async fn release_watchdog(&mut self) {
-        self.watchdog_stdin = None;
-        if let Some(mut watchdog) = self.watchdog.take() {
-            // The group is already gone, so the watchdog's TERM fails and it exits.
-            if tokio::time::timeout(Duration::from_secs(5), watchdog.wait())
-                .await
-                .is_err()
-            {
-                let _ = watchdog.start_kill();
+    /// Helpers the server started in a session of their own (Next.js flushes its
+    /// telemetry from one as it exits): orphans now, with their own session, started
+    /// after the server, working in the app directory. They get a moment to finish,
+    /// then are killed. Returns those still alive.
+    async fn stop_detached(&self) -> Vec<u32> {
+        let find = || detached_helpers(&self.dir, self.started_ticks);
+        // A helper forked but not yet exec'd still shows its parent's command line.
+        tokio::time::sleep(EXEC_SETTLE).await;
+        let deadline = Instant::now() + DETACHED_GRACE;
+        while !find().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let helpers = find();
+        if helpers.is_empty() {
+            return helpers;
+        }
+        tracing::debug!(?helpers, "killing helpers the dev server detached");
+        for pid in &helpers {
+            if let Some(pid) = i32::try_from(*pid).ok().and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
+        let deadline = Instant::now() + KILL_WAIT;
+        while !find().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        find()
+    }
+
+    /// The stop is done and proved: the watchdog has nothing left to do. It is
+    /// killed rather than woken, since zombies left in the group (whose reaper is
+    /// the container's init) would make its signals "succeed" and its sleeps run.
+    async fn release_watchdog(&mut self) {
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(2), watchdog.wait()).await;
+        }
+        self.watchdog_stdin = None;
     }
 }
 
@@ -134,6 +172,59 @@ fn signal_group(pgid: u32, signal: rustix::process::Signal) {
     if let Some(pid) = i32::try_from(pgid).ok().and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process_group(pid, signal);
     }
+}
+
+/// How long killed processes get to disappear from the table.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How long a stop waits before looking for detached helpers.
+const EXEC_SETTLE: Duration = Duration::from_millis(50);
+/// How long detached helpers get to finish on their own.
+const DETACHED_GRACE: Duration = Duration::from_secs(3);
+
+/// The fields of `/proc/<pid>/stat` dshkit uses.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    state: char,
+    group: u32,
+    session: u32,
+    start_ticks: u64,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces.
+    let fields: Vec<&str> = text[text.rfind(')')? + 2..].split(' ').collect();
+    // After the name: state(0) ppid(1) pgrp(2) session(3) ... starttime(19).
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+        start_ticks: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// Session leaders started at or after `since` that work in `dir` and run code from
+/// it (their command line names a path inside it), like Next.js's
+/// `node <app>/node_modules/next/dist/telemetry/detached-flush.js`.
+fn detached_helpers(dir: &Path, since: u64) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            stat(*pid).is_some_and(|s| {
+                !matches!(s.state, 'Z' | 'X')
+                    && s.session == *pid
+                    && s.group == *pid
+                    && s.start_ticks >= since
+                    && since > 0
+            }) && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+                && std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*dir.to_string_lossy()))
+        })
+        .collect()
 }
 
 /// `(pid, ppid, pgid)` of every process, read from `/proc/*/stat`; zombies are left

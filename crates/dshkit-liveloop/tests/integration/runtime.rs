@@ -205,3 +205,35 @@ async fn a_static_site_is_served_by_the_built_in_server_inside_its_root_only() {
         "stopped"
     );
 }
+
+#[tokio::test]
+async fn a_helper_the_server_detaches_as_it_exits_is_stopped_too() {
+    let dir = tempfile::tempdir().unwrap();
+    generic_app(dir.path());
+    // Like Next.js's telemetry flush: a detached process in its own session,
+    // spawned from the exit handler, running a script of the app.
+    std::fs::write(
+        dir.path().join("helper.js"),
+        "require('fs').writeFileSync('detached.pid', String(process.pid)); setInterval(() => {}, 1000);",
+    )
+    .unwrap();
+    let server = std::fs::read_to_string(dir.path().join("server.js")).unwrap().replace(
+        "const server =",
+        "process.on('SIGINT', () => { spawn(process.execPath, [require('path').join(__dirname, 'helper.js')], { detached: true, stdio: 'ignore' }).unref(); setTimeout(() => process.exit(0), 200); });\nconst server =",
+    );
+    std::fs::write(dir.path().join("server.js"), server).unwrap();
+    let detection = detect(dir.path(), None).unwrap();
+    let spec = RunSpec::of(&detection.root, &detection.candidates[0]).unwrap();
+    let runtime = runtime();
+    let started = runtime.start(spec, PortConflict::Fail).await.unwrap();
+    runtime
+        .wait_ready(&started.id, Duration::from_secs(30))
+        .await
+        .unwrap();
+    runtime.stop(&started.id).await.unwrap();
+    let helper: u32 = std::fs::read_to_string(dir.path().join("detached.pid"))
+        .expect("the server detached its helper on exit")
+        .parse()
+        .unwrap();
+    assert!(!alive(helper), "the detached helper was stopped");
+}

@@ -3,5 +3,6 @@
 pub(crate) mod check;
 pub(crate) mod doctor;
 pub(crate) mod dsh;
+pub(crate) mod echo;
 pub(crate) mod liveloop;
 pub(crate) mod mcp;

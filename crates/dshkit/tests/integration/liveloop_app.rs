@@ -289,8 +289,18 @@ fn verify_real_app(name: &str, framework: &str, port: u16, steps: &[&str], expec
         "{report}"
     );
 
-    let left = dshkit_test::processes_mentioning(app.to_str().unwrap());
-    assert!(left.is_empty(), "processes of {name} left behind: {left:?}");
+    let left: Vec<String> = dshkit_test::processes_mentioning(app.to_str().unwrap())
+        .into_iter()
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            format!(
+                "{pid}: {} [{stat}]",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            )
+        })
+        .collect();
+    assert!(left.is_empty(), "processes of {name} left behind: {left:#?}");
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "port {port} is still served"

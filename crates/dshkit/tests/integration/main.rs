@@ -3,6 +3,7 @@
 mod cli;
 mod conformance;
 mod dsh_agent;
+mod echo;
 mod liveloop_app;
 mod liveloop_tool;
 mod mcp_http;

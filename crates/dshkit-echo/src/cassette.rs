@@ -1,0 +1,488 @@
+//! The cassette format, version 1: JSON Lines, one record per line, a header first.
+//! Written append-safe (each record one `write` of a whole line) or atomically (a
+//! temporary file renamed over the old one). Read leniently where a crash can leave
+//! damage (a cut last line) and strictly where a reader cannot know the meaning (a
+//! future format version).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The format this build writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Longest line read (64 MiB); a longer one is damage, not data.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CassetteError {
+    #[error("{path}: failed to {action}: {source}")]
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{path}: cassette format version {found} is newer than this dshkit reads ({FORMAT_VERSION}); upgrade dshkit"
+    )]
+    FutureVersion { path: PathBuf, found: u64 },
+    #[error("{path}: the first line is not a cassette header ({reason})")]
+    NoHeader { path: PathBuf, reason: String },
+    #[error("{path}:{line}: not a JSON record: {reason}")]
+    BadRecord {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("{0} already exists; record mode `once` never overwrites (use --mode all or new_episodes)")]
+    Exists(PathBuf),
+}
+
+/// The first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Header {
+    /// Always `"header"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub format_version: u32,
+    /// `dshkit <version>`.
+    pub recorder: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `2025` (initialize, sessions) or `2026` (server/discover, stateless).
+    pub era: String,
+    pub protocol_version: Option<String>,
+    pub server_info: Option<Value>,
+    /// Redaction ran on everything before it was written.
+    pub redacted: bool,
+    /// Seconds since the Unix epoch.
+    pub created_at: u64,
+}
+
+impl Header {
+    pub fn new(transport: &str) -> Self {
+        Self {
+            kind: "header".into(),
+            format_version: FORMAT_VERSION,
+            recorder: format!("dshkit {}", env!("CARGO_PKG_VERSION")),
+            transport: transport.into(),
+            era: "2025".into(),
+            protocol_version: None,
+            server_info: None,
+            redacted: true,
+            created_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
+}
+
+/// One request and everything the server sent for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interaction {
+    /// 1-based position in the cassette.
+    pub ordinal: u64,
+    pub request: Value,
+    /// The response(s): one for JSON, each event for an SSE stream.
+    pub responses: Vec<Value>,
+    /// Server notifications attributed to this request, in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<Value>,
+    /// Requests the server made while answering (sampling, elicitation, roots).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_requests: Vec<Value>,
+    /// HTTP status when it was not 200.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Milliseconds from the request to its response.
+    pub ms: u64,
+    /// `recorded`, or `live` for a passthrough appended during replay.
+    #[serde(default = "recorded")]
+    pub origin: String,
+}
+
+fn recorded() -> String {
+    "recorded".into()
+}
+
+/// A line of the cassette after the header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Interaction(Interaction),
+    /// A message not tied to a request: a client notification, a server
+    /// notification outside any request.
+    Message {
+        from: String,
+        message: Value,
+    },
+    /// A line the server printed on stdout that is not JSON.
+    Raw {
+        line: String,
+    },
+}
+
+/// A cassette in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cassette {
+    pub header: Header,
+    pub records: Vec<Record>,
+}
+
+impl Cassette {
+    pub fn interactions(&self) -> impl Iterator<Item = &Interaction> {
+        self.records.iter().filter_map(|r| match r {
+            Record::Interaction(i) => Some(i),
+            _ => None,
+        })
+    }
+}
+
+/// A cassette and what the reader had to forgive.
+#[derive(Debug)]
+pub struct Loaded {
+    pub cassette: Cassette,
+    pub warnings: Vec<String>,
+}
+
+/// Reads a cassette. A cut last line (a crash while recording) is dropped with a
+/// warning; unknown record types are skipped with a warning; a future format
+/// version is refused.
+pub fn read(path: &Path) -> Result<Loaded, CassetteError> {
+    let bytes = std::fs::read(path).map_err(|source| CassetteError::Io {
+        path: path.to_owned(),
+        action: "read",
+        source,
+    })?;
+    parse(path, &bytes)
+}
+
+/// Parses cassette bytes (see [`read`]).
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, CassetteError> {
+    let mut warnings = Vec::new();
+    let ends_cleanly = bytes.ends_with(b"\n");
+    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    let last_index = lines.iter().rposition(|l| !l.is_empty()).unwrap_or(0);
+    let mut header: Option<Header> = None;
+    let mut records = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let number = index + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let is_last = index == last_index;
+        if line.len() > MAX_LINE_BYTES {
+            return Err(CassetteError::BadRecord {
+                path: path.to_owned(),
+                line: number,
+                reason: format!("longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) if is_last && !ends_cleanly && header.is_some() => {
+                warnings.push(format!(
+                    "line {number} is cut short ({e}); dropped it, as a crash while recording leaves it"
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(if header.is_none() {
+                    CassetteError::NoHeader {
+                        path: path.to_owned(),
+                        reason: e.to_string(),
+                    }
+                } else {
+                    CassetteError::BadRecord {
+                        path: path.to_owned(),
+                        line: number,
+                        reason: e.to_string(),
+                    }
+                });
+            }
+        };
+        if header.is_none() {
+            if value["type"] != "header" {
+                return Err(CassetteError::NoHeader {
+                    path: path.to_owned(),
+                    reason: format!("type is {}", value["type"]),
+                });
+            }
+            let found = value["formatVersion"].as_u64().unwrap_or(0);
+            if found > u64::from(FORMAT_VERSION) {
+                return Err(CassetteError::FutureVersion {
+                    path: path.to_owned(),
+                    found,
+                });
+            }
+            header = Some(
+                serde_json::from_value(value).map_err(|e| CassetteError::NoHeader {
+                    path: path.to_owned(),
+                    reason: e.to_string(),
+                })?,
+            );
+            continue;
+        }
+        let kind = value["type"].as_str().unwrap_or("").to_owned();
+        match serde_json::from_value::<Record>(value) {
+            Ok(record) => records.push(record),
+            Err(_) if !matches!(kind.as_str(), "interaction" | "message" | "raw") => {
+                warnings.push(format!("line {number}: unknown record type {kind:?}, skipped"));
+            }
+            Err(e) => {
+                return Err(CassetteError::BadRecord {
+                    path: path.to_owned(),
+                    line: number,
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    let header = header.ok_or_else(|| CassetteError::NoHeader {
+        path: path.to_owned(),
+        reason: "the file is empty".into(),
+    })?;
+    Ok(Loaded {
+        cassette: Cassette { header, records },
+        warnings,
+    })
+}
+
+/// Writes a whole cassette atomically: a temporary file beside it, then a rename.
+pub fn write_atomic(path: &Path, cassette: &Cassette) -> Result<(), CassetteError> {
+    let io = |action, source| CassetteError::Io {
+        path: path.to_owned(),
+        action,
+        source,
+    };
+    let mut text = serde_json::to_string(&cassette.header).expect("a header serializes");
+    text.push('\n');
+    for record in &cassette.records {
+        text.push_str(&serde_json::to_string(record).expect("a record serializes"));
+        text.push('\n');
+    }
+    let temp = temp_path(path);
+    std::fs::write(&temp, text).map_err(|e| io("write a temporary file", e))?;
+    std::fs::rename(&temp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        io("rename into place", e)
+    })
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "cassette".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Appends records one whole line at a time, so a crash loses at most the line
+/// being written (which the reader then drops).
+#[derive(Debug)]
+pub struct Appender {
+    file: std::fs::File,
+    path: PathBuf,
+    /// Where the finished cassette goes when this appender writes a temporary file.
+    finish_to: Option<PathBuf>,
+}
+
+/// How a recording treats an existing cassette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordMode {
+    /// Refuse to touch an existing cassette.
+    #[default]
+    Once,
+    /// Replay what is recorded; record and append only the misses.
+    NewEpisodes,
+    /// Record everything again; the old cassette is replaced only when the new one
+    /// is complete.
+    All,
+}
+
+impl Appender {
+    /// Starts a new cassette at `path` with `header` (mode `once` or `all`).
+    pub fn create(path: &Path, header: &Header, mode: RecordMode) -> Result<Self, CassetteError> {
+        let (target, finish_to) = match mode {
+            RecordMode::All => (temp_path(path), Some(path.to_owned())),
+            _ => (path.to_owned(), None),
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true);
+        if mode == RecordMode::All {
+            options.create(true).truncate(false);
+            let _ = std::fs::remove_file(&target);
+        } else {
+            options.create_new(true);
+        }
+        let file = options.open(&target).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                CassetteError::Exists(path.to_owned())
+            } else {
+                CassetteError::Io {
+                    path: target.clone(),
+                    action: "create",
+                    source,
+                }
+            }
+        })?;
+        let mut appender = Self {
+            file,
+            path: target,
+            finish_to,
+        };
+        appender.line(&serde_json::to_value(header).expect("a header serializes"))?;
+        Ok(appender)
+    }
+
+    /// Appends to an existing cassette (mode `new_episodes`, passthrough).
+    pub fn open_existing(path: &Path) -> Result<Self, CassetteError> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| CassetteError::Io {
+                path: path.to_owned(),
+                action: "open for appending",
+                source,
+            })?;
+        Ok(Self {
+            file,
+            path: path.to_owned(),
+            finish_to: None,
+        })
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<(), CassetteError> {
+        self.line(&serde_json::to_value(record).expect("a record serializes"))
+    }
+
+    fn line(&mut self, value: &Value) -> Result<(), CassetteError> {
+        let mut text = serde_json::to_string(value).expect("JSON serializes");
+        text.push('\n');
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|source| CassetteError::Io {
+                path: self.path.clone(),
+                action: "append",
+                source,
+            })
+    }
+
+    /// Finishes the cassette: syncs it and, in mode `all`, renames it into place.
+    pub fn finish(self) -> Result<PathBuf, CassetteError> {
+        self.file.sync_all().map_err(|source| CassetteError::Io {
+            path: self.path.clone(),
+            action: "sync",
+            source,
+        })?;
+        match self.finish_to {
+            Some(final_path) => {
+                std::fs::rename(&self.path, &final_path).map_err(|source| CassetteError::Io {
+                    path: final_path.clone(),
+                    action: "rename into place",
+                    source,
+                })?;
+                Ok(final_path)
+            }
+            None => Ok(self.path),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn interaction(n: u64) -> Record {
+        Record::Interaction(Interaction {
+            ordinal: n,
+            request: json!({"jsonrpc": "2.0", "id": n, "method": "ping"}),
+            responses: vec![json!({"jsonrpc": "2.0", "id": n, "result": {}})],
+            notifications: vec![],
+            server_requests: vec![],
+            status: None,
+            ms: 1,
+            origin: "recorded".into(),
+        })
+    }
+
+    #[test]
+    fn an_appended_cassette_reads_back_and_a_cut_last_line_is_dropped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let mut appender = Appender::create(&path, &Header::new("stdio"), RecordMode::Once).unwrap();
+        appender.append(&interaction(1)).unwrap();
+        appender.append(&interaction(2)).unwrap();
+        appender.finish().unwrap();
+        let loaded = read(&path).unwrap();
+        assert_eq!(loaded.cassette.interactions().count(), 2);
+        assert!(loaded.warnings.is_empty());
+
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(br#"{"type":"interaction","ordinal":3,"request":{"jsonrpc":"2.0","#);
+        let crashed = parse(&path, &bytes).unwrap();
+        assert_eq!(crashed.cassette.interactions().count(), 2);
+        assert!(
+            crashed.warnings[0].contains("cut short"),
+            "{:?}",
+            crashed.warnings
+        );
+
+        assert!(matches!(
+            Appender::create(&path, &Header::new("stdio"), RecordMode::Once),
+            Err(CassetteError::Exists(_))
+        ));
+    }
+
+    #[test]
+    fn future_versions_are_refused_unknown_records_skipped_and_damage_in_the_middle_is_an_error() {
+        let path = Path::new("t.jsonl");
+        let future = br#"{"type":"header","formatVersion":2}
+"#;
+        assert!(matches!(
+            parse(path, future),
+            Err(CassetteError::FutureVersion { found: 2, .. })
+        ));
+        let mut header = serde_json::to_string(&Header::new("stdio")).unwrap();
+        header.push('\n');
+        let unknown = format!("{header}{{\"type\":\"hologram\",\"x\":1}}\n");
+        let loaded = parse(path, unknown.as_bytes()).unwrap();
+        assert!(loaded.warnings[0].contains("hologram"));
+        let broken = format!(
+            "{header}{{broken\n{}\n",
+            serde_json::to_string(&interaction(1)).unwrap()
+        );
+        assert!(matches!(
+            parse(path, broken.as_bytes()),
+            Err(CassetteError::BadRecord { line: 2, .. })
+        ));
+        assert!(matches!(
+            parse(path, b"not json\n"),
+            Err(CassetteError::NoHeader { .. })
+        ));
+        assert!(matches!(parse(path, b""), Err(CassetteError::NoHeader { .. })));
+    }
+
+    #[test]
+    fn mode_all_replaces_the_old_cassette_only_when_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "old").unwrap();
+        let mut appender = Appender::create(&path, &Header::new("stdio"), RecordMode::All).unwrap();
+        appender.append(&interaction(1)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "old",
+            "untouched while recording"
+        );
+        appender.finish().unwrap();
+        assert_eq!(read(&path).unwrap().cassette.interactions().count(), 1);
+    }
+}

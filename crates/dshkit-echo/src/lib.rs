@@ -1,0 +1,14 @@
+//! Echo: record and replay MCP servers so agent tests are deterministic and never
+//! touch a live server by accident.
+//!
+//! - [`cassette`]: the versioned JSONL format, its reader and writers;
+//! - [`redact`]: secrets replaced by stable placeholders before anything is written;
+//! - [`matcher`]: request keys, ordered pools and near-miss explanations;
+//! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
+//! - [`lint`]: cassette checks and the readable timeline.
+
+pub mod cassette;
+pub mod lint;
+pub mod matcher;
+pub mod redact;
+pub mod stdio;

@@ -1,0 +1,749 @@
+//! MCP over stdio: the recording proxy (byte-for-byte transparent, it only adds
+//! latency) and the replaying server (the real server is never started unless
+//! passthrough is explicitly asked for).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::cassette::{self, Appender, CassetteError, Header, Interaction, Record, RecordMode};
+use crate::matcher::{MatchOptions, Matcher};
+use crate::redact::Redactor;
+
+/// Longest JSON-RPC line accepted from either side (16 MiB).
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// How long the server may take to exit once its stdin is closed.
+pub const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// Pause between replayed notifications and the response they precede.
+pub const NOTIFICATION_GAP: Duration = Duration::from_millis(1);
+/// JSON-RPC error code of a replay miss.
+pub const MISS_CODE: i64 = -32_001;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EchoError {
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
+    #[error("failed to start the server `{argv}`: {error}")]
+    Spawn { argv: String, error: String },
+    #[error("I/O on {what}: {error}")]
+    Io { what: &'static str, error: String },
+    #[error("a frame longer than {MAX_FRAME_BYTES} bytes on {0}")]
+    FrameTooLong(&'static str),
+    #[error("passthrough needs the real server's argv")]
+    NoLiveServer,
+}
+
+fn io(what: &'static str) -> impl Fn(std::io::Error) -> EchoError {
+    move |e| EchoError::Io {
+        what,
+        error: e.to_string(),
+    }
+}
+
+/// Reads one line (with its newline) into `line`; `Ok(false)` at end of input.
+async fn read_frame(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    what: &'static str,
+) -> Result<bool, EchoError> {
+    line.clear();
+    let n = reader
+        .take(MAX_FRAME_BYTES as u64 + 1)
+        .read_until(b'\n', line)
+        .await
+        .map_err(io(what))?;
+    if n > MAX_FRAME_BYTES {
+        return Err(EchoError::FrameTooLong(what));
+    }
+    Ok(n > 0)
+}
+
+fn spawn_server(argv: &[String]) -> Result<(Child, ChildStdin, BufReader<ChildStdout>), EchoError> {
+    let spawn_error = |error: String| EchoError::Spawn {
+        argv: argv.join(" "),
+        error,
+    };
+    let (program, rest) = argv
+        .split_first()
+        .ok_or_else(|| spawn_error("empty argv".into()))?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| spawn_error(e.to_string()))?;
+    let stdin = child.stdin.take().ok_or_else(|| spawn_error("no stdin".into()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| spawn_error("no stdout".into()))?;
+    Ok((child, stdin, BufReader::new(stdout)))
+}
+
+async fn close_server(mut child: Child, stdin: ChildStdin) {
+    drop(stdin);
+    if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Recording
+// ---------------------------------------------------------------------------
+
+/// What to record.
+#[derive(Debug)]
+pub struct RecordOptions {
+    pub argv: Vec<String>,
+    pub cassette: PathBuf,
+    pub mode: RecordMode,
+    pub redactor: Redactor,
+}
+
+/// What a recording did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordSummary {
+    pub interactions: u64,
+    pub messages: u64,
+    pub raw_lines: u64,
+    pub cassette: Option<PathBuf>,
+}
+
+struct Pending {
+    request: Value,
+    started: Instant,
+    notifications: Vec<Value>,
+    server_requests: Vec<Value>,
+}
+
+struct Recorder {
+    header: Header,
+    appender: Option<Appender>,
+    /// Records completed before the header could be written.
+    waiting: Vec<Record>,
+    pending: HashMap<String, Pending>,
+    /// Server-initiated requests by id, and the client request they came under.
+    server_requests: HashMap<String, Option<String>>,
+    ordinal: u64,
+    summary: RecordSummary,
+    options: RecordOptions,
+    error: Option<CassetteError>,
+}
+
+impl Recorder {
+    fn write(&mut self, mut record: Record) {
+        redact_record(&self.options.redactor, &mut record);
+        match &record {
+            Record::Interaction(_) => self.summary.interactions += 1,
+            Record::Message { .. } => self.summary.messages += 1,
+            Record::Raw { .. } => self.summary.raw_lines += 1,
+        }
+        if self.appender.is_none() {
+            self.waiting.push(record);
+            return;
+        }
+        self.append(&record);
+    }
+
+    fn append(&mut self, record: &Record) {
+        if let Some(appender) = self.appender.as_mut()
+            && let Err(e) = appender.append(record)
+        {
+            tracing::error!(%e, "recording failed");
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Writes the header (once the server said who it is) and what waited for it.
+    fn open(&mut self) {
+        if self.appender.is_some() {
+            return;
+        }
+        match Appender::create(&self.options.cassette, &self.header, self.options.mode) {
+            Ok(appender) => {
+                self.appender = Some(appender);
+                for record in std::mem::take(&mut self.waiting) {
+                    self.append(&record);
+                }
+            }
+            Err(e) => {
+                tracing::error!(%e, "cannot create the cassette");
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn on_client(&mut self, message: &Value) {
+        let has_method = message.get("method").is_some();
+        match (has_method, message.get("id")) {
+            (true, Some(id)) => {
+                self.pending.insert(
+                    id_key(id),
+                    Pending {
+                        request: message.clone(),
+                        started: Instant::now(),
+                        notifications: Vec::new(),
+                        server_requests: Vec::new(),
+                    },
+                );
+            }
+            (false, Some(id)) => {
+                // The client's answer to a server-initiated request.
+                let under = self.server_requests.remove(&id_key(id)).flatten();
+                match under.and_then(|k| self.pending.get_mut(&k)) {
+                    Some(pending) => pending.server_requests.push(json!({ "response": message })),
+                    None => self.write(Record::Message {
+                        from: "client".into(),
+                        message: message.clone(),
+                    }),
+                }
+            }
+            _ => self.write(Record::Message {
+                from: "client".into(),
+                message: message.clone(),
+            }),
+        }
+    }
+
+    /// The pending request a server message belongs to: the one whose progress
+    /// token it carries, else the only one in flight.
+    fn owner_of(&self, message: &Value) -> Option<String> {
+        let token = &message["params"]["progressToken"];
+        if !token.is_null()
+            && let Some((key, _)) = self
+                .pending
+                .iter()
+                .find(|(_, p)| p.request["params"]["_meta"]["progressToken"] == *token)
+        {
+            return Some(key.clone());
+        }
+        (self.pending.len() == 1)
+            .then(|| self.pending.keys().next().cloned())
+            .flatten()
+    }
+
+    fn on_server(&mut self, message: Value) {
+        let has_method = message.get("method").is_some();
+        match (has_method, message.get("id").cloned()) {
+            (false, Some(id)) => {
+                let Some(pending) = self.pending.remove(&id_key(&id)) else {
+                    self.write(Record::Message {
+                        from: "server".into(),
+                        message,
+                    });
+                    return;
+                };
+                self.learn_header(&pending.request, &message);
+                self.ordinal += 1;
+                let interaction = Interaction {
+                    ordinal: self.ordinal,
+                    request: pending.request,
+                    responses: vec![message],
+                    notifications: pending.notifications,
+                    server_requests: pending.server_requests,
+                    status: None,
+                    ms: u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    origin: "recorded".into(),
+                };
+                self.open();
+                self.write(Record::Interaction(interaction));
+            }
+            (true, Some(id)) => {
+                let owner = self.owner_of(&message);
+                self.server_requests.insert(id_key(&id), owner.clone());
+                match owner.and_then(|k| self.pending.get_mut(&k)) {
+                    Some(pending) => pending.server_requests.push(json!({ "request": message })),
+                    None => self.write(Record::Message {
+                        from: "server".into(),
+                        message,
+                    }),
+                }
+            }
+            _ => match self.owner_of(&message).and_then(|k| self.pending.get_mut(&k)) {
+                Some(pending) => pending.notifications.push(message),
+                None => self.write(Record::Message {
+                    from: "server".into(),
+                    message,
+                }),
+            },
+        }
+    }
+
+    fn learn_header(&mut self, request: &Value, response: &Value) {
+        if self.appender.is_some() {
+            return;
+        }
+        let result = &response["result"];
+        match request["method"].as_str() {
+            Some("initialize") => {
+                self.header.era = "2025".into();
+                self.header.protocol_version = result["protocolVersion"].as_str().map(str::to_owned);
+                self.header.server_info = result.get("serverInfo").cloned();
+            }
+            Some("server/discover") => {
+                self.header.era = "2026".into();
+                self.header.protocol_version = result["protocolVersion"]
+                    .as_str()
+                    .or_else(|| result["supportedVersions"][0].as_str())
+                    .map(str::to_owned);
+                self.header.server_info = result.get("serverInfo").cloned();
+            }
+            _ => {}
+        }
+    }
+}
+
+fn redact_record(redactor: &Redactor, record: &mut Record) {
+    match record {
+        Record::Interaction(i) => {
+            redactor.value(&mut i.request);
+            i.responses.iter_mut().for_each(|v| redactor.value(v));
+            i.notifications.iter_mut().for_each(|v| redactor.value(v));
+            i.server_requests.iter_mut().for_each(|v| redactor.value(v));
+        }
+        Record::Message { message, .. } => redactor.value(message),
+        Record::Raw { line } => *line = redactor.text(line),
+    }
+}
+
+/// Runs `options.argv` behind a transparent proxy between `client_in` and
+/// `client_out`, recording every exchange into the cassette, until the client
+/// closes its input.
+pub async fn record(
+    client_in: impl AsyncBufRead + Unpin + Send + 'static,
+    mut client_out: impl AsyncWrite + Unpin + Send + 'static,
+    options: RecordOptions,
+) -> Result<RecordSummary, EchoError> {
+    if options.mode == RecordMode::Once && options.cassette.exists() {
+        return Err(CassetteError::Exists(options.cassette.clone()).into());
+    }
+    let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
+    let recorder = Arc::new(Mutex::new(Recorder {
+        header: Header::new("stdio"),
+        appender: None,
+        waiting: Vec::new(),
+        pending: HashMap::new(),
+        server_requests: HashMap::new(),
+        ordinal: 0,
+        summary: RecordSummary::default(),
+        options,
+        error: None,
+    }));
+
+    let sink = Arc::clone(&recorder);
+    let downstream = tokio::spawn(async move {
+        let mut line = Vec::new();
+        while read_frame(&mut server_out, &mut line, "the server's stdout").await? {
+            // Forward first: the client never waits for the recording.
+            client_out
+                .write_all(&line)
+                .await
+                .map_err(io("the client's stdout"))?;
+            client_out.flush().await.map_err(io("the client's stdout"))?;
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end_matches(['\n', '\r']);
+            let mut recorder = sink.lock().expect("lock");
+            match serde_json::from_str::<Value>(text) {
+                Ok(message) if message.is_object() => recorder.on_server(message),
+                _ if text.is_empty() => {}
+                _ => recorder.write(Record::Raw {
+                    line: text.to_owned(),
+                }),
+            }
+        }
+        Ok::<(), EchoError>(())
+    });
+
+    let mut client_in = client_in;
+    let mut line = Vec::new();
+    let upstream: Result<(), EchoError> = async {
+        while read_frame(&mut client_in, &mut line, "the client's stdin").await? {
+            server_in
+                .write_all(&line)
+                .await
+                .map_err(io("the server's stdin"))?;
+            server_in.flush().await.map_err(io("the server's stdin"))?;
+            let text = String::from_utf8_lossy(&line);
+            if let Ok(message) = serde_json::from_str::<Value>(text.trim_end())
+                && message.is_object()
+            {
+                recorder.lock().expect("lock").on_client(&message);
+            }
+        }
+        Ok(())
+    }
+    .await;
+    close_server(child, server_in).await;
+    let downstream = downstream.await.unwrap_or(Ok(()));
+    let mut recorder = recorder.lock().expect("lock");
+    // A cassette that never saw an initialize still gets its header and records.
+    recorder.open();
+    if let Some(error) = recorder.error.take() {
+        return Err(error.into());
+    }
+    let cassette = match recorder.appender.take() {
+        Some(appender) => Some(appender.finish()?),
+        None => None,
+    };
+    let mut summary = recorder.summary.clone();
+    summary.cassette = cassette;
+    upstream?;
+    downstream?;
+    Ok(summary)
+}
+
+// ---------------------------------------------------------------------------
+// Replay
+// ---------------------------------------------------------------------------
+
+/// How recorded timing is reproduced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Timing {
+    /// Answer at once.
+    None,
+    /// Wait the recorded time times `scale`, at most `cap`.
+    Recorded { scale: f64, cap: Duration },
+}
+
+/// What to do when a request has no recorded answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnMiss {
+    /// A JSON-RPC error with the near-miss explanation (the default).
+    Error,
+    /// Ask the real server (started on the first miss) and append its answer to the
+    /// cassette, marked `origin: live`.
+    Passthrough(Vec<String>),
+}
+
+/// What to replay.
+#[derive(Debug)]
+pub struct ReplayOptions {
+    pub cassette: PathBuf,
+    pub timing: Timing,
+    pub on_miss: OnMiss,
+    pub annotate: bool,
+    pub matching: MatchOptions,
+    pub redactor: Redactor,
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaySummary {
+    pub hits: u64,
+    pub misses: u64,
+    pub passthroughs: u64,
+    pub parse_errors: u64,
+    pub warnings: Vec<String>,
+}
+
+struct Live {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    appender: Appender,
+}
+
+/// Answers MCP requests from `client_in` on `client_out` out of the cassette.
+pub async fn replay(
+    mut client_in: impl AsyncBufRead + Unpin,
+    mut client_out: impl AsyncWrite + Unpin,
+    options: ReplayOptions,
+) -> Result<ReplaySummary, EchoError> {
+    let loaded = cassette::read(&options.cassette)?;
+    let mut summary = ReplaySummary {
+        warnings: loaded.warnings.clone(),
+        ..ReplaySummary::default()
+    };
+    for warning in &loaded.warnings {
+        tracing::warn!("{}: {warning}", options.cassette.display());
+    }
+    let cassette_id = options
+        .cassette
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let recorded: Vec<Interaction> = loaded.cassette.interactions().cloned().collect();
+    let initialize = recorded
+        .iter()
+        .find(|i| {
+            matches!(
+                i.request["method"].as_str(),
+                Some("initialize" | "server/discover")
+            )
+        })
+        .map(|i| i.request.clone());
+    let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0);
+    let mut matcher = Matcher::new(recorded, options.matching.clone());
+    let mut live: Option<Live> = None;
+    let mut ordinal = next_ordinal;
+    let mut frame = Vec::new();
+    while read_frame(&mut client_in, &mut frame, "the client's stdin").await? {
+        let text = String::from_utf8_lossy(&frame);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let Ok(message) = serde_json::from_str::<Value>(text) else {
+            summary.parse_errors += 1;
+            let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
+            send(&mut client_out, &error).await?;
+            continue;
+        };
+        let (Some(_), Some(id)) = (message.get("method"), message.get("id").cloned()) else {
+            continue; // notifications and answers to server requests need no reply
+        };
+        match matcher.find(&message, Some(&options.redactor)) {
+            Ok(interaction) => {
+                summary.hits += 1;
+                let interaction = interaction.clone();
+                answer(
+                    &mut client_out,
+                    &interaction,
+                    &message,
+                    &id,
+                    &options,
+                    &cassette_id,
+                )
+                .await?;
+            }
+            Err(miss) => {
+                let OnMiss::Passthrough(argv) = &options.on_miss else {
+                    summary.misses += 1;
+                    let error = json!({"jsonrpc": "2.0", "id": id, "error": {
+                        "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
+                    }});
+                    send(&mut client_out, &error).await?;
+                    continue;
+                };
+                summary.passthroughs += 1;
+                if live.is_none() {
+                    live = Some(start_live(argv, initialize.as_ref(), &options.cassette).await?);
+                }
+                let server = live.as_mut().expect("just started");
+                ordinal += 1;
+                let interaction = pass_through(server, &message, ordinal, &mut client_out, &options).await?;
+                let mut record = Record::Interaction(interaction);
+                redact_record(&options.redactor, &mut record);
+                server.appender.append(&record)?;
+            }
+        }
+    }
+    if let Some(server) = live {
+        server.appender.finish()?;
+        close_server(server.child, server.stdin).await;
+    }
+    Ok(summary)
+}
+
+/// Plays back one recorded interaction for the live request `message` (id `id`).
+async fn answer(
+    client_out: &mut (impl AsyncWrite + Unpin),
+    interaction: &Interaction,
+    message: &Value,
+    id: &Value,
+    options: &ReplayOptions,
+    cassette_id: &str,
+) -> Result<(), EchoError> {
+    if let Timing::Recorded { scale, cap } = options.timing {
+        let wait = Duration::from_millis(interaction.ms)
+            .mul_f64(scale.max(0.0))
+            .min(cap);
+        tokio::time::sleep(wait).await;
+    }
+    let token = &message["params"]["_meta"]["progressToken"];
+    for notification in &interaction.notifications {
+        let mut notification = notification.clone();
+        if !token.is_null() && !notification["params"]["progressToken"].is_null() {
+            notification["params"]["progressToken"] = token.clone();
+        }
+        send(client_out, &notification).await?;
+    }
+    if !interaction.notifications.is_empty() {
+        // A live server's last notification and its response arrive apart; clients
+        // (the TypeScript SDK among them) drop a progress notification that lands in
+        // the same read as the response that ends the request.
+        tokio::time::sleep(NOTIFICATION_GAP).await;
+    }
+    for response in &interaction.responses {
+        let mut response = response.clone();
+        response["id"] = id.clone();
+        if options.annotate {
+            annotate(
+                &mut response,
+                cassette_id,
+                interaction,
+                "hit",
+                message,
+                &options.matching,
+            );
+        }
+        send(client_out, &response).await?;
+    }
+    Ok(())
+}
+
+async fn send(out: &mut (impl AsyncWrite + Unpin), message: &Value) -> Result<(), EchoError> {
+    let mut text = serde_json::to_string(message).expect("JSON serializes");
+    text.push('\n');
+    out.write_all(text.as_bytes())
+        .await
+        .map_err(io("the client's stdout"))?;
+    out.flush().await.map_err(io("the client's stdout"))
+}
+
+fn annotate(
+    response: &mut Value,
+    cassette: &str,
+    interaction: &Interaction,
+    outcome: &str,
+    live_request: &Value,
+    matching: &MatchOptions,
+) {
+    if live_request["method"] != "tools/call" {
+        return;
+    }
+    let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let key = crate::matcher::key(live_request, matching);
+    let fingerprint = hex::encode(Sha256::digest(key.as_bytes()));
+    let diff = crate::matcher::differing_paths(
+        &interaction.request["params"]["arguments"],
+        &live_request["params"]["arguments"],
+    );
+    let meta = result.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(
+            "dshkit/echo".into(),
+            json!({
+                "cassette": cassette, "mode": "replay", "ordinal": interaction.ordinal,
+                "outcome": outcome, "fingerprint": &fingerprint[..16], "diff": diff,
+            }),
+        );
+    }
+}
+
+async fn start_live(
+    argv: &[String],
+    initialize: Option<&Value>,
+    cassette: &std::path::Path,
+) -> Result<Live, EchoError> {
+    if argv.is_empty() {
+        return Err(EchoError::NoLiveServer);
+    }
+    let (child, mut stdin, mut stdout) = spawn_server(argv)?;
+    // The live server needs its own handshake before it answers anything else.
+    if let Some(init) = initialize {
+        let mut init = init.clone();
+        init["id"] = json!("dshkit-echo-init");
+        let mut text = serde_json::to_string(&init).expect("JSON");
+        text.push('\n');
+        stdin
+            .write_all(text.as_bytes())
+            .await
+            .map_err(io("the live server's stdin"))?;
+        let mut line = Vec::new();
+        while read_frame(&mut stdout, &mut line, "the live server's stdout").await? {
+            if serde_json::from_slice::<Value>(&line).is_ok_and(|v| v["id"] == "dshkit-echo-init") {
+                break;
+            }
+        }
+        if init["method"] == "initialize" {
+            stdin
+                .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+                .await
+                .map_err(io("the live server's stdin"))?;
+        }
+    }
+    Ok(Live {
+        child,
+        stdin,
+        stdout,
+        appender: Appender::open_existing(cassette)?,
+    })
+}
+
+async fn pass_through(
+    server: &mut Live,
+    request: &Value,
+    ordinal: u64,
+    client_out: &mut (impl AsyncWrite + Unpin),
+    options: &ReplayOptions,
+) -> Result<Interaction, EchoError> {
+    let started = Instant::now();
+    let mut text = serde_json::to_string(request).expect("JSON");
+    text.push('\n');
+    server
+        .stdin
+        .write_all(text.as_bytes())
+        .await
+        .map_err(io("the live server's stdin"))?;
+    server
+        .stdin
+        .flush()
+        .await
+        .map_err(io("the live server's stdin"))?;
+    let mut notifications = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        if !read_frame(&mut server.stdout, &mut line, "the live server's stdout").await? {
+            return Err(EchoError::Io {
+                what: "the live server",
+                error: "it closed its stdout before answering".into(),
+            });
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        if message.get("method").is_none() && message.get("id") == request.get("id") {
+            let mut response = message.clone();
+            let interaction = Interaction {
+                ordinal,
+                request: request.clone(),
+                responses: vec![message],
+                notifications,
+                server_requests: Vec::new(),
+                status: None,
+                ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                origin: "live".into(),
+            };
+            if options.annotate {
+                let cassette = options
+                    .cassette
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                annotate(
+                    &mut response,
+                    &cassette,
+                    &interaction,
+                    "passthrough",
+                    request,
+                    &options.matching,
+                );
+            }
+            send(client_out, &response).await?;
+            return Ok(interaction);
+        }
+        send(client_out, &message).await?;
+        if message.get("id").is_none() {
+            notifications.push(message);
+        }
+    }
+}

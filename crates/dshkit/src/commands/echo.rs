@@ -1,0 +1,334 @@
+//! `dshkit echo …`: record, replay, redact, lint and inspect MCP cassettes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use dshkit_echo::cassette::{self, RecordMode};
+use dshkit_echo::lint::{lint, timeline};
+use dshkit_echo::matcher::MatchOptions;
+use dshkit_echo::redact::Redactor;
+use dshkit_echo::stdio::{OnMiss, RecordOptions, ReplayOptions, Timing, record, replay};
+use tokio::io::BufReader;
+
+use crate::cli::{EchoCommand, ModeArg, OnMissArg, RedactionArgs, TimingArg};
+use crate::exit::{self, Failure};
+use crate::output::Output;
+
+/// Longest recorded delay reproduced by `--timing recorded`.
+const TIMING_CAP: Duration = Duration::from_secs(10);
+
+fn redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
+    Redactor::new(&args.redact_env, &args.redact)
+        .map_err(|e| Failure::refused(anyhow!("a --redact pattern is not a valid regex: {e}")))
+}
+
+fn note(message: &str) {
+    #[expect(
+        clippy::print_stderr,
+        reason = "stdout carries MCP frames; notes go to stderr"
+    )]
+    {
+        eprintln!("dshkit echo: {message}");
+    }
+}
+
+pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure> {
+    match command {
+        EchoCommand::Record {
+            output,
+            mode,
+            redaction,
+            argv,
+        } => record_command(output, mode, &redaction, argv).await,
+        EchoCommand::Replay {
+            cassette,
+            on_miss,
+            timing,
+            timing_scale,
+            annotate,
+            ignore_paths,
+            sequential,
+            redaction,
+            argv,
+        } => {
+            let options = replay_options(
+                cassette,
+                on_miss,
+                timing,
+                timing_scale,
+                annotate,
+                ignore_paths,
+                sequential,
+                &redaction,
+                argv,
+            )?;
+            replay_command(options).await
+        }
+        EchoCommand::Redact {
+            cassette: path,
+            scan,
+            redaction,
+        } => redact_command(&path, scan, &redactor(&redaction)?, out),
+        EchoCommand::Lint { cassette: path } => lint_command(&path, out),
+        EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
+    }
+}
+
+async fn record_command(
+    output: std::path::PathBuf,
+    mode: ModeArg,
+    redaction: &RedactionArgs,
+    argv: Vec<String>,
+) -> Result<u8, Failure> {
+    let redactor = redactor(redaction)?;
+    let mode = match mode {
+        ModeArg::Once => RecordMode::Once,
+        ModeArg::NewEpisodes => RecordMode::NewEpisodes,
+        ModeArg::All => RecordMode::All,
+    };
+    if mode == RecordMode::NewEpisodes && output.exists() {
+        // Replay what is there; misses go to the real server and are appended.
+        let summary = replay(
+            BufReader::new(tokio::io::stdin()),
+            tokio::io::stdout(),
+            ReplayOptions {
+                cassette: output.clone(),
+                timing: Timing::None,
+                on_miss: OnMiss::Passthrough(argv),
+                annotate: false,
+                matching: MatchOptions::default(),
+                redactor,
+            },
+        )
+        .await
+        .map_err(Failure::runtime)?;
+        note(&format!(
+            "{} replayed, {} new episode(s) appended to {}",
+            summary.hits,
+            summary.passthroughs,
+            output.display()
+        ));
+        return Ok(exit::SUCCESS);
+    }
+    let summary = record(
+        BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+        RecordOptions {
+            argv,
+            cassette: output,
+            mode: if mode == RecordMode::NewEpisodes {
+                RecordMode::Once
+            } else {
+                mode
+            },
+            redactor,
+        },
+    )
+    .await
+    .map_err(|e| match e {
+        dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => Failure::refused(e),
+        other => Failure::runtime(other),
+    })?;
+    note(&format!(
+        "recorded {} interaction(s), {} message(s){} into {}",
+        summary.interactions,
+        summary.messages,
+        if summary.raw_lines > 0 {
+            format!(", {} non-JSON line(s)", summary.raw_lines)
+        } else {
+            String::new()
+        },
+        summary
+            .cassette
+            .as_deref()
+            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
+    ));
+    Ok(exit::SUCCESS)
+}
+
+#[expect(clippy::too_many_arguments, reason = "one argument per replay flag")]
+fn replay_options(
+    cassette: std::path::PathBuf,
+    on_miss: OnMissArg,
+    timing: TimingArg,
+    timing_scale: f64,
+    annotate: bool,
+    ignore_paths: Vec<String>,
+    sequential: bool,
+    redaction: &RedactionArgs,
+    argv: Vec<String>,
+) -> Result<ReplayOptions, Failure> {
+    let on_miss = match on_miss {
+        OnMissArg::Error => OnMiss::Error,
+        OnMissArg::Passthrough if argv.is_empty() => {
+            return Err(Failure::refused(anyhow!(
+                "--on-miss passthrough needs the real server: dshkit echo replay FILE --on-miss passthrough -- <server argv>"
+            )));
+        }
+        OnMissArg::Passthrough => OnMiss::Passthrough(argv),
+    };
+    Ok(ReplayOptions {
+        cassette,
+        timing: match timing {
+            TimingArg::None => Timing::None,
+            TimingArg::Recorded => Timing::Recorded {
+                scale: timing_scale,
+                cap: TIMING_CAP,
+            },
+        },
+        on_miss,
+        annotate,
+        matching: MatchOptions {
+            ignore_paths,
+            sequential_fallback: sequential,
+        },
+        redactor: redactor(redaction)?,
+    })
+}
+
+async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
+    let summary = replay(BufReader::new(tokio::io::stdin()), tokio::io::stdout(), options)
+        .await
+        .map_err(|e| match e {
+            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
+            other => Failure::runtime(other),
+        })?;
+    note(&format!(
+        "{} hit(s), {} miss(es), {} passthrough(s)",
+        summary.hits, summary.misses, summary.passthroughs
+    ));
+    Ok(exit::SUCCESS)
+}
+
+fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
+    let loaded = cassette::read(path).map_err(Failure::refused)?;
+    let mut findings = lint(&loaded.cassette);
+    for warning in loaded.warnings {
+        findings.push(dshkit_echo::lint::Finding {
+            level: "warning",
+            rule: "reader",
+            message: warning,
+        });
+    }
+    if out.json {
+        out.json(&findings);
+    } else if findings.is_empty() {
+        out.write(&format!("{}: ok\n", path.display()));
+    } else {
+        let text = findings.iter().fold(String::new(), |mut text, f| {
+            text.push_str(&format!(
+                "{}: {} [{}] {}\n",
+                path.display(),
+                f.level,
+                f.rule,
+                f.message
+            ));
+            text
+        });
+        out.write(&text);
+    }
+    Ok(if findings.iter().any(|f| f.level == "error") {
+        exit::PROBLEM_FOUND
+    } else {
+        exit::SUCCESS
+    })
+}
+
+fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
+    let loaded = cassette::read(path).map_err(Failure::refused)?;
+    let entries = timeline(&loaded.cassette);
+    if out.json {
+        out.json(&serde_json::json!({ "header": loaded.cassette.header, "timeline": entries, "warnings": loaded.warnings }));
+        return Ok(exit::SUCCESS);
+    }
+    let header = &loaded.cassette.header;
+    let mut text = format!(
+        "{} · {} · era {} · protocol {} · server {} · recorded by {}{}\n",
+        path.display(),
+        header.transport,
+        header.era,
+        header.protocol_version.as_deref().unwrap_or("?"),
+        header.server_info.as_ref().map_or_else(
+            || "?".into(),
+            |s| format!(
+                "{} {}",
+                s["name"].as_str().unwrap_or("?"),
+                s["version"].as_str().unwrap_or("")
+            )
+        ),
+        header.recorder,
+        if header.redacted { " · redacted" } else { "" }
+    );
+    for entry in entries {
+        text.push_str(&format!(
+            "{:>5} {:<16} {:<26} {}{}{}{}\n",
+            entry.ordinal.map_or_else(|| "-".into(), |o| format!("#{o}")),
+            entry.kind,
+            entry.method,
+            entry.summary,
+            entry.ms.map(|ms| format!("  {ms} ms")).unwrap_or_default(),
+            if entry.notifications > 0 {
+                format!("  +{} notification(s)", entry.notifications)
+            } else {
+                String::new()
+            },
+            if entry.is_error { "  ERROR" } else { "" }
+        ));
+    }
+    for warning in loaded.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
+    }
+    out.write(&text);
+    Ok(exit::SUCCESS)
+}
+
+fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> Result<u8, Failure> {
+    if scan {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))
+            .map_err(Failure::refused)?;
+        let found = redactor.scan(&text);
+        if out.json {
+            out.json(
+                &found
+                    .iter()
+                    .map(|(rule, excerpt)| serde_json::json!({"rule": rule, "excerpt": excerpt}))
+                    .collect::<Vec<_>>(),
+            );
+        } else if found.is_empty() {
+            out.write(&format!("{}: no secrets found\n", path.display()));
+        } else {
+            let text = found.iter().fold(String::new(), |mut text, (rule, excerpt)| {
+                text.push_str(&format!("{}: secret ({rule}): {excerpt}\n", path.display()));
+                text
+            });
+            out.write(&text);
+        }
+        return Ok(if found.is_empty() {
+            exit::SUCCESS
+        } else {
+            exit::PROBLEM_FOUND
+        });
+    }
+    let mut loaded = cassette::read(path).map_err(Failure::refused)?;
+    let before = serde_json::to_string(&loaded.cassette.records).unwrap_or_default();
+    for record in &mut loaded.cassette.records {
+        let mut value = serde_json::to_value(&*record).map_err(Failure::runtime)?;
+        redactor.value(&mut value);
+        *record = serde_json::from_value(value).map_err(Failure::runtime)?;
+    }
+    loaded.cassette.header.redacted = true;
+    let changed = before != serde_json::to_string(&loaded.cassette.records).unwrap_or_default();
+    cassette::write_atomic(path, &loaded.cassette).map_err(Failure::runtime)?;
+    out.write(&format!(
+        "{}: {}\n",
+        path.display(),
+        if changed {
+            "secrets replaced by placeholders"
+        } else {
+            "nothing to redact"
+        }
+    ));
+    Ok(exit::SUCCESS)
+}

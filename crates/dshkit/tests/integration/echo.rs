@@ -1,0 +1,363 @@
+//! `dshkit echo` against the real `@modelcontextprotocol/server-everything`, driven
+//! by the official TypeScript SDK client and by raw JSON-RPC.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use dshkit_test::Peers;
+use serde_json::{Value, json};
+
+use crate::support::{dshkit, dshkit_command, output, stdout_json};
+
+fn everything(peers: &Peers) -> PathBuf {
+    peers.module("@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// A launcher script for server-everything that a test can delete afterwards: the
+/// "server binary" of the recording.
+fn launcher(dir: &Path, peers: &Peers) -> PathBuf {
+    let path = dir.join("everything-server");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' stdio\n",
+            peers.node().display(),
+            everything(peers).display()
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&path).unwrap().permissions(), 0o755);
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    path
+}
+
+/// The SDK client's report of one session against `server argv`.
+fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
+    let out = output(
+        Command::new(peers.node())
+            .arg(peers.script("echo-client.mjs"))
+            .arg("stdio")
+            .args(argv)
+            .env("HOME", home)
+            .env("PATH", peers.path_var()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)
+}
+
+#[test]
+fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let server = launcher(dir.path(), &peers);
+    let cassette = dir.path().join("everything.jsonl");
+    let bin = dshkit();
+    let (bin, cassette_arg, server_arg) = (
+        bin.to_str().unwrap(),
+        cassette.to_str().unwrap(),
+        server.to_str().unwrap(),
+    );
+
+    let mut live = sdk_session(
+        &peers,
+        dir.path(),
+        &[bin, "echo", "record", "-o", cassette_arg, "--", server_arg],
+    );
+    assert_eq!(live["sum"]["content"][0]["text"], "The sum of 2 and 40 is 42.");
+    std::fs::remove_file(&server).unwrap();
+
+    let mut replayed = sdk_session(&peers, dir.path(), &[bin, "echo", "replay", cassette_arg]);
+    // Progress notifications: the live client may drop the last one when it lands
+    // with the response (a race in the client); the replay delivers all recorded.
+    let (live_progress, replayed_progress) = (live["progress"].take(), replayed["progress"].take());
+    assert_eq!(live, replayed, "every result is identical");
+    for p in live_progress.as_array().unwrap() {
+        assert!(
+            replayed_progress.as_array().unwrap().contains(p),
+            "{replayed_progress}"
+        );
+    }
+    assert_eq!(
+        replayed_progress.as_array().unwrap().len(),
+        2,
+        "{replayed_progress}"
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let lint = output(dshkit_command(home.path()).args(["echo", "lint", cassette_arg]));
+    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
+    let inspect = output(dshkit_command(home.path()).args(["--json", "echo", "inspect", cassette_arg]));
+    let timeline = stdout_json(&inspect);
+    assert_eq!(timeline["header"]["era"], "2025");
+    assert_eq!(timeline["header"]["serverInfo"]["name"], "mcp-servers/everything");
+    let methods: Vec<&str> = timeline["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "interaction")
+        .map(|e| e["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(methods[0], "initialize");
+    assert!(
+        methods.contains(&"tools/list") && methods.contains(&"prompts/list"),
+        "{methods:?}"
+    );
+    assert_eq!(methods.iter().filter(|m| **m == "tools/call").count(), 4);
+
+    let again =
+        output(dshkit_command(home.path()).args(["echo", "record", "-o", cassette_arg, "--", "true"]));
+    assert_eq!(again.status.code(), Some(3), "mode once never overwrites");
+}
+
+/// Runs `dshkit <args>` with `lines` (and a garbage line) on stdin; returns the
+/// JSON-RPC responses it printed, in order (notifications left out).
+fn exchange(home: &Path, env: &[(&str, &str)], args: &[&str], lines: &[Value]) -> (Vec<Value>, String) {
+    let mut command = dshkit_command(home);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    {
+        let stdin = child.stdin.as_mut().unwrap();
+        for line in lines {
+            writeln!(stdin, "{line}").unwrap();
+        }
+        writeln!(stdin, "not json at all").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let replies = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m.get("id").is_some())
+        .collect();
+    (replies, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn handshake() -> Vec<Value> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+}
+
+#[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+}
+
+#[test]
+fn misses_explain_themselves_and_passthrough_appends_live_answers() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let node = peers.node();
+    let server = everything(&peers);
+    let live = [node.to_str().unwrap(), server.to_str().unwrap(), "stdio"];
+    let mut requests = handshake();
+    requests.push(call(2, "echo", json!({"message": "one"})));
+    let mut record = vec!["echo", "record", "-o", cassette_arg, "--"];
+    record.extend(live);
+    let (recorded, _) = exchange(dir.path(), &[], &record, &requests);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+
+    let mut probes = handshake();
+    probes.push(call(2, "echo", json!({"message": "two"})));
+    probes.push(call(3, "delete-everything", json!({})));
+    let (replies, _) = exchange(
+        dir.path(),
+        &[],
+        &["echo", "replay", cassette_arg, "--annotate"],
+        &probes,
+    );
+    assert_eq!(replies[0]["id"], 1);
+    assert_eq!(replies[1]["error"]["code"], -32_001);
+    assert_eq!(replies[1]["error"]["data"]["reason"], "arguments_differ");
+    assert_eq!(replies[1]["error"]["data"]["differingPaths"], json!(["message"]));
+    assert_eq!(replies[2]["error"]["data"]["reason"], "unknown_tool");
+    assert_eq!(replies[2]["error"]["data"]["recordedTools"], json!(["echo"]));
+    assert_eq!(replies[3]["error"]["code"], -32_700, "garbage gets a parse error");
+
+    let mut passthrough = vec![
+        "echo",
+        "replay",
+        cassette_arg,
+        "--on-miss",
+        "passthrough",
+        "--annotate",
+        "--",
+    ];
+    passthrough.extend(live);
+    let (replies, _) = exchange(dir.path(), &[], &passthrough, &probes[..3]);
+    assert_eq!(
+        replies[1]["result"]["content"][0]["text"], "Echo: two",
+        "{replies:?}"
+    );
+    assert_eq!(
+        replies[1]["result"]["_meta"]["dshkit/echo"]["outcome"],
+        "passthrough"
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        text.lines().last().unwrap().contains("\"origin\":\"live\""),
+        "appended: {text}"
+    );
+    let (hit, _) = exchange(
+        dir.path(),
+        &[],
+        &["echo", "replay", cassette_arg, "--annotate"],
+        &probes[..3],
+    );
+    assert_eq!(hit[1]["result"]["content"][0]["text"], "Echo: two");
+    assert_eq!(hit[1]["result"]["_meta"]["dshkit/echo"]["outcome"], "hit");
+}
+
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
+fn secrets_of_every_shape_never_reach_the_cassette_and_scan_finds_a_planted_one() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("secrets.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let secrets = [
+        ("GITHUB_TOKEN", "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij12"),
+        ("OPENAI_API_KEY", "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"),
+        (
+            "ANTHROPIC_API_KEY",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
+        ),
+        ("DEEPSEEK_API_KEY", "sk-0123456789abcdef0123456789abcdef"),
+        ("SLACK_BOT", "xoxb-1234567890-0987654321-abcdefghij"),
+        ("AWS_ACCESS", "AKIAIOSFODNN7EXAMPLE"),
+        ("GOOGLE_MAPS", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+        (
+            "DATABASE_URL",
+            "postgres://admin:hunter2hunter2@db.internal:5432/app",
+        ),
+        (
+            "SESSION_JWT",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        ),
+        ("AUTH_HEADER", "Bearer abcdefghijklmnop1234"),
+        ("MY_CUSTOM_THING", "plain-but-named-secret-value"),
+    ];
+    let node = peers.node();
+    let server = everything(&peers);
+    let mut requests = handshake();
+    requests.push(call(2, "get-env", json!({})));
+    requests.push(call(
+        3,
+        "echo",
+        json!({"message": "my key is sk-proj-ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210"}),
+    ));
+    let args = [
+        "echo",
+        "record",
+        "-o",
+        cassette_arg,
+        "--redact-env",
+        "MY_CUSTOM_THING",
+        "--",
+        node.to_str().unwrap(),
+        server.to_str().unwrap(),
+        "stdio",
+    ];
+    let (replies, _) = exchange(dir.path(), &secrets, &args, &requests);
+    let env_text = replies[1]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        env_text.contains("ghp_ABCDEF"),
+        "the live client sees the real values: record is transparent"
+    );
+    let written = std::fs::read_to_string(&cassette).unwrap();
+    for (name, secret) in secrets {
+        // The part that is secret: a URL's password, a header's token, else all of it.
+        let needle = match name {
+            "DATABASE_URL" => "hunter2hunter2",
+            "AUTH_HEADER" => "abcdefghijklmnop1234",
+            _ => secret,
+        };
+        let at = written.find(needle).unwrap_or(0);
+        assert!(
+            !written.contains(needle),
+            "{name} leaked into the cassette: …{}…",
+            &written[at.saturating_sub(120)..(at + 60).min(written.len())]
+        );
+    }
+    assert!(
+        !written.contains("ZYXWVUTSRQ"),
+        "a secret in a request argument leaked"
+    );
+    assert!(written.contains("[REDACTED:env-GITHUB_TOKEN:"), "{written}");
+    assert!(
+        written.contains("[REDACTED:openai:"),
+        "the key in the echo argument: {written}"
+    );
+
+    let home = tempfile::tempdir().unwrap();
+    let scan = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    assert_eq!(
+        scan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&scan.stdout)
+    );
+    std::fs::write(
+        &cassette,
+        written.replacen(
+            "Echo: ",
+            "Echo: token ghp_PLANTEDPLANTEDPLANTEDPLANTEDPLANTED12 ",
+            1,
+        ),
+    )
+    .unwrap();
+    let planted = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    assert_eq!(planted.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&planted.stdout);
+    assert!(
+        report.contains("github") && !report.contains("PLANTEDPLANTED"),
+        "the scan names, never prints, the secret: {report}"
+    );
+    assert!(
+        output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg]))
+            .status
+            .success()
+    );
+    let rescan = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    assert_eq!(rescan.status.code(), Some(0));
+    let replayed = exchange(home.path(), &[], &["echo", "replay", cassette_arg], &requests).0;
+    assert!(
+        !replayed.iter().any(|r| r.to_string().contains("ghp_ABCDEF")),
+        "replay shows placeholders only"
+    );
+}
+
+#[test]
+fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let future = dir.path().join("future.jsonl");
+    std::fs::write(&future, "{\"type\":\"header\",\"formatVersion\":9}\n").unwrap();
+    let out = output(
+        dshkit_command(home.path())
+            .args(["echo", "replay", future.to_str().unwrap()])
+            .stdin(Stdio::null()),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("format version 9 is newer"));
+    let garbage = dir.path().join("garbage.jsonl");
+    std::fs::write(&garbage, "hello\n").unwrap();
+    let out = output(dshkit_command(home.path()).args(["echo", "lint", garbage.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a cassette header"));
+}
