@@ -28,7 +28,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("check") => crate::bench_check::run(),
         Some("verify") => crate::bench_verify::verify(),
         Some("detect") => crate::bench_verify::detect(),
-        _ => bail!("usage: cargo xtask bench <mcp | browser | check | verify | detect>"),
+        Some("echo") => crate::bench_echo::run(),
+        _ => bail!("usage: cargo xtask bench <mcp | browser | check | verify | detect | echo>"),
     }
 }
 

@@ -15,6 +15,7 @@
 mod bench;
 mod bench_browser;
 mod bench_check;
+mod bench_echo;
 mod bench_verify;
 mod setup;
 
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect>>"
+                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect | echo>>"
             );
             return ExitCode::from(2);
         }

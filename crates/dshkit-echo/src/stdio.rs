@@ -479,7 +479,7 @@ pub async fn replay(
         .cassette
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let recorded: Vec<Interaction> = loaded.cassette.interactions().cloned().collect();
+    let recorded = loaded.cassette.into_interactions();
     let initialize = recorded
         .iter()
         .find(|i| {

@@ -26,5 +26,5 @@ pub use http::{
 pub use server::{
     DEFAULT_TOOL_TIMEOUT, DshkitServer, RegistryError, SUPPORTED_PROTOCOL_VERSIONS, ServerOptions,
 };
-pub use stdio::{StdioError, serve_stdio};
+pub use stdio::{StdioError, serve_stdio, stdio_streams};
 pub use token::{MIN_TOKEN_CHARS, TOKEN_BYTES, Token, TokenError, TokenOrigin, load_or_create_token_file};

@@ -29,3 +29,10 @@ pub async fn serve_stdio(server: DshkitServer, shutdown: CancellationToken) -> R
     tracing::info!(?reason, "MCP stdio session ended");
     Ok(())
 }
+
+/// This process's stdin and stdout as async streams: non-blocking Linux pipes when
+/// both are pipes (no thread hand-off per read or write), the blocking handles
+/// otherwise. For commands that speak MCP frames themselves (`dshkit echo`).
+pub fn stdio_streams() -> (rmcp::transport::io::StdioReader, rmcp::transport::io::StdioWriter) {
+    rmcp::transport::stdio_pipes()
+}

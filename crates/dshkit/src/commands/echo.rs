@@ -23,6 +23,15 @@ fn redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
         .map_err(|e| Failure::refused(anyhow!("a --redact pattern is not a valid regex: {e}")))
 }
 
+/// The MCP client side of a proxy: this process's stdin and stdout.
+fn client_streams() -> (
+    BufReader<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
+    impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) {
+    let (input, output) = dshkit_mcp::stdio_streams();
+    (BufReader::new(input), output)
+}
+
 fn note(message: &str) {
     #[expect(
         clippy::print_stderr,
@@ -89,9 +98,10 @@ async fn record_command(
     };
     if mode == RecordMode::NewEpisodes && output.exists() {
         // Replay what is there; misses go to the real server and are appended.
+        let (client_in, client_out) = client_streams();
         let summary = replay(
-            BufReader::new(tokio::io::stdin()),
-            tokio::io::stdout(),
+            client_in,
+            client_out,
             ReplayOptions {
                 cassette: output.clone(),
                 timing: Timing::None,
@@ -111,9 +121,10 @@ async fn record_command(
         ));
         return Ok(exit::SUCCESS);
     }
+    let (client_in, client_out) = client_streams();
     let summary = record(
-        BufReader::new(tokio::io::stdin()),
-        tokio::io::stdout(),
+        client_in,
+        client_out,
         RecordOptions {
             argv,
             cassette: output,
@@ -188,12 +199,11 @@ fn replay_options(
 }
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
-    let summary = replay(BufReader::new(tokio::io::stdin()), tokio::io::stdout(), options)
-        .await
-        .map_err(|e| match e {
-            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
-            other => Failure::runtime(other),
-        })?;
+    let (input, output) = client_streams();
+    let summary = replay(input, output, options).await.map_err(|e| match e {
+        dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
+        other => Failure::runtime(other),
+    })?;
     note(&format!(
         "{} hit(s), {} miss(es), {} passthrough(s)",
         summary.hits, summary.misses, summary.passthroughs
