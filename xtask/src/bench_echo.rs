@@ -157,7 +157,11 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
             .context("running /usr/bin/time dshkit echo replay")?;
         runs.push(began.elapsed());
         let stderr = String::from_utf8_lossy(&out.stderr);
-        peak_kib = stderr.lines().last().and_then(|l| l.trim().parse::<u64>().ok()).unwrap_or(0);
+        peak_kib = stderr
+            .lines()
+            .last()
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .unwrap_or(0);
     }
     #[expect(clippy::cast_precision_loss, reason = "sizes for display")]
     let (file_mib, peak_rss_mib) = (text.len() as f64 / 1_048_576.0, peak_kib as f64 / 1024.0);

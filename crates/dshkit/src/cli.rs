@@ -112,6 +112,44 @@ pub(crate) enum EchoCommand {
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).
     Inspect { cassette: PathBuf },
+    /// Write a new DSH overlay (plus a recovery manifest) whose MCP row runs the
+    /// server through dshkit: dsh --profile P --patch OVERLAY. The profile itself is
+    /// never edited.
+    DshOverlay(OverlayArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OverlayArgs {
+    /// The profile the overlay is meant for (recorded in the manifest).
+    #[arg(long, default_value = "web")]
+    pub(crate) profile: String,
+    /// The MCP server name in DSH (tools appear as mcp__NAME__TOOL).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) server: String,
+    /// record: run the real server through the recorder; replay: serve the cassette
+    /// only (the row holds no server command); passthrough: replay, asking the real
+    /// server on a miss.
+    #[arg(long, value_enum)]
+    pub(crate) mode: OverlayModeArg,
+    /// The cassette.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cassette: PathBuf,
+    /// Where to write the overlay (default: <DSH home>/overlays/echo-<server>-<mode>.patch.yml).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// DSH home (default: $DSH_HOME, else ~/.dsh).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dsh_home: Option<PathBuf>,
+    /// The real server's command line (record and passthrough).
+    #[arg(last = true, value_name = "ARGV")]
+    pub(crate) argv: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OverlayModeArg {
+    Record,
+    Replay,
+    Passthrough,
 }
 
 #[derive(Debug, Clone, Args)]

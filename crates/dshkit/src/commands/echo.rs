@@ -11,7 +11,7 @@ use dshkit_echo::redact::Redactor;
 use dshkit_echo::stdio::{OnMiss, RecordOptions, ReplayOptions, Timing, record, replay};
 use tokio::io::BufReader;
 
-use crate::cli::{EchoCommand, ModeArg, OnMissArg, RedactionArgs, TimingArg};
+use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
 use crate::exit::{self, Failure};
 use crate::output::Output;
 
@@ -30,6 +30,22 @@ fn client_streams() -> (
 ) {
     let (input, output) = dshkit_mcp::stdio_streams();
     (BufReader::new(input), output)
+}
+
+/// Runs `work` until it ends or SIGINT/SIGTERM arrives. On a signal the work is
+/// dropped: the server child is killed with it, and what was recorded stays (every
+/// record is appended whole as it completes).
+async fn until_signal<T>(
+    work: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<Option<T>, Failure> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("installing the SIGTERM handler")
+        .map_err(Failure::runtime)?;
+    tokio::select! {
+        result = work => result.map(Some),
+        _ = tokio::signal::ctrl_c() => Ok(None),
+        _ = terminate.recv() => Ok(None),
+    }
 }
 
 fn note(message: &str) {
@@ -81,6 +97,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         } => redact_command(&path, scan, &redactor(&redaction)?, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
+        EchoCommand::DshOverlay(args) => overlay_command(&args, out),
     }
 }
 
@@ -99,20 +116,25 @@ async fn record_command(
     if mode == RecordMode::NewEpisodes && output.exists() {
         // Replay what is there; misses go to the real server and are appended.
         let (client_in, client_out) = client_streams();
-        let summary = replay(
-            client_in,
-            client_out,
-            ReplayOptions {
-                cassette: output.clone(),
-                timing: Timing::None,
-                on_miss: OnMiss::Passthrough(argv),
-                annotate: false,
-                matching: MatchOptions::default(),
-                redactor,
-            },
-        )
-        .await
-        .map_err(Failure::runtime)?;
+        let work = async {
+            replay(
+                client_in,
+                client_out,
+                ReplayOptions {
+                    cassette: output.clone(),
+                    timing: Timing::None,
+                    on_miss: OnMiss::Passthrough(argv),
+                    annotate: false,
+                    matching: MatchOptions::default(),
+                    redactor,
+                },
+            )
+            .await
+            .map_err(Failure::runtime)
+        };
+        let Some(summary) = until_signal(work).await? else {
+            return Ok(exit::SUCCESS);
+        };
         note(&format!(
             "{} replayed, {} new episode(s) appended to {}",
             summary.hits,
@@ -122,25 +144,32 @@ async fn record_command(
         return Ok(exit::SUCCESS);
     }
     let (client_in, client_out) = client_streams();
-    let summary = record(
-        client_in,
-        client_out,
-        RecordOptions {
-            argv,
-            cassette: output,
-            mode: if mode == RecordMode::NewEpisodes {
-                RecordMode::Once
-            } else {
-                mode
+    let work = async {
+        record(
+            client_in,
+            client_out,
+            RecordOptions {
+                argv,
+                cassette: output,
+                mode: if mode == RecordMode::NewEpisodes {
+                    RecordMode::Once
+                } else {
+                    mode
+                },
+                redactor,
             },
-            redactor,
-        },
-    )
-    .await
-    .map_err(|e| match e {
-        dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => Failure::refused(e),
-        other => Failure::runtime(other),
-    })?;
+        )
+        .await
+        .map_err(|e| match e {
+            dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => {
+                Failure::refused(e)
+            }
+            other => Failure::runtime(other),
+        })
+    };
+    let Some(summary) = until_signal(work).await? else {
+        return Ok(exit::SUCCESS);
+    };
     note(&format!(
         "recorded {} interaction(s), {} message(s){} into {}",
         summary.interactions,
@@ -200,10 +229,15 @@ fn replay_options(
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
     let (input, output) = client_streams();
-    let summary = replay(input, output, options).await.map_err(|e| match e {
-        dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
-        other => Failure::runtime(other),
-    })?;
+    let work = async {
+        replay(input, output, options).await.map_err(|e| match e {
+            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
+            other => Failure::runtime(other),
+        })
+    };
+    let Some(summary) = until_signal(work).await? else {
+        return Ok(exit::SUCCESS);
+    };
     note(&format!(
         "{} hit(s), {} miss(es), {} passthrough(s)",
         summary.hits, summary.misses, summary.passthroughs
@@ -340,5 +374,137 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
             "nothing to redact"
         }
     ));
+    Ok(exit::SUCCESS)
+}
+
+/// Writes the overlay and its recovery manifest; never touches the profile.
+fn overlay_command(args: &OverlayArgs, out: Output) -> Result<u8, Failure> {
+    use dshkit_dsh::row::{McpRow, Transport};
+    let valid_name = !args.server.is_empty()
+        && args.server.len() <= 64
+        && args
+            .server
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid_name {
+        return Err(Failure::refused(anyhow!(
+            "--server must be letters, digits, `-` or `_` (at most 64): it becomes mcp__{{server}}__<tool>"
+        )));
+    }
+    if args.mode != OverlayModeArg::Replay && args.argv.is_empty() {
+        return Err(Failure::refused(anyhow!(
+            "mode {:?} needs the real server after --: dshkit echo dsh-overlay ... -- <server argv>",
+            args.mode
+        )));
+    }
+    if args.mode == OverlayModeArg::Replay && !args.cassette.is_file() {
+        return Err(Failure::refused(anyhow!(
+            "{} does not exist: record it first (mode record)",
+            args.cassette.display()
+        )));
+    }
+    let env = dshkit_env::Environment::from_process();
+    let home = args
+        .dsh_home
+        .clone()
+        .or_else(|| dshkit_env::dsh::home(&env))
+        .ok_or_else(|| Failure::refused(anyhow!("no DSH home: pass --dsh-home or set DSH_HOME or HOME")))?;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("failed to find the path of the running dshkit executable")
+        .map_err(Failure::runtime)?;
+    let cassette = std::path::absolute(&args.cassette).map_err(Failure::runtime)?;
+    let cassette_text = cassette.display().to_string();
+    let mode_name = match args.mode {
+        OverlayModeArg::Record => "record",
+        OverlayModeArg::Replay => "replay",
+        OverlayModeArg::Passthrough => "passthrough",
+    };
+    let mut command: Vec<String> = match args.mode {
+        OverlayModeArg::Record => vec![
+            "echo".into(),
+            "record".into(),
+            "-o".into(),
+            cassette_text,
+            "--mode".into(),
+            "new-episodes".into(),
+            "--".into(),
+        ],
+        OverlayModeArg::Replay => vec!["echo".into(), "replay".into(), cassette_text],
+        OverlayModeArg::Passthrough => vec![
+            "echo".into(),
+            "replay".into(),
+            cassette_text,
+            "--on-miss".into(),
+            "passthrough".into(),
+            "--".into(),
+        ],
+    };
+    if args.mode != OverlayModeArg::Replay {
+        command.extend(args.argv.iter().cloned());
+    }
+    let mut row = McpRow::new(Transport::Stdio {
+        command: exe,
+        args: command,
+    });
+    row.id = format!("mcp-{}", args.server);
+    row.server_name.clone_from(&args.server);
+    let overlay = match &args.output {
+        Some(path) => path.clone(),
+        None => home
+            .join("overlays")
+            .join(format!("echo-{}-{mode_name}.patch.yml", args.server)),
+    };
+    if let Some(parent) = overlay.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))
+            .map_err(Failure::runtime)?;
+    }
+    let profile_patch = dshkit_env::dsh::profile_dir(&home, &args.profile).join("cordis.patch.yml");
+    let profile_digest = std::fs::read(&profile_patch).ok().map(|bytes| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(bytes))
+    });
+    let yaml = format!(
+        "# Written by `dshkit echo dsh-overlay` ({mode_name} {}). Use: dsh --profile {} --patch {}\n# The profile is untouched; delete this file (and its .manifest.json) to undo.\n{}",
+        args.server,
+        args.profile,
+        overlay.display(),
+        row.to_patch_yaml()
+    );
+    dshkit_dsh::patch::write_atomic(&overlay, yaml.as_bytes()).map_err(Failure::runtime)?;
+    let manifest = serde_json::json!({
+        "formatVersion": 1,
+        "tool": format!("dshkit {}", env!("CARGO_PKG_VERSION")),
+        "overlay": overlay,
+        "profile": args.profile,
+        "profilePatch": profile_patch,
+        "profilePatchSha256": profile_digest,
+        "server": args.server,
+        "mode": mode_name,
+        "cassette": cassette,
+        "row": row.to_value(),
+        "undo": format!("delete {} and this manifest; run dsh without --patch", overlay.display()),
+    });
+    let manifest_path = overlay.with_extension("manifest.json");
+    dshkit_dsh::patch::write_atomic(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+    .map_err(Failure::runtime)?;
+    if out.json {
+        out.json(&manifest);
+    } else {
+        out.write(&format!(
+            "wrote {} ({mode_name} {}) and {}\nrun: dsh --profile {} --patch {}\n",
+            overlay.display(),
+            args.server,
+            manifest_path.display(),
+            args.profile,
+            overlay.display()
+        ));
+    }
     Ok(exit::SUCCESS)
 }

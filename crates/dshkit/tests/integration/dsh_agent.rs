@@ -100,3 +100,140 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
         "the doctor's chromium version {version} is missing:\n{answer}"
     );
 }
+
+/// Runs one headless DSH turn with `patch` as an extra overlay; returns stdout.
+fn dsh_turn(
+    peers: &Peers,
+    home: &std::path::Path,
+    patch: &std::path::Path,
+    model: &FakeModel,
+    task: &str,
+) -> String {
+    let mut command = dsh_command(peers, home);
+    command
+        .args(["--profile", "headless", "--patch"])
+        .arg(patch)
+        .arg(task)
+        .env("DEEPSEEK_BASE_URL", &model.url)
+        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
+    let mut turn = spawn_guarded(&mut command);
+    drop(turn.child.stdin.take());
+    let deadline = Instant::now() + TURN_DEADLINE;
+    let status = loop {
+        if let Some(status) = turn.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the DSH turn did not finish within {TURN_DEADLINE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    turn.child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    turn.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        status.success(),
+        "dsh exited with {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+#[test]
+fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
+    let peers = Peers::get();
+    let home = tempfile::tempdir().unwrap();
+    let dsh_home = home.path().join("dsh");
+    let made =
+        output(dsh_command(&peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let profile_patch = dsh_home.join("profiles/headless/cordis.patch.yml");
+    let profile_before = std::fs::read(&profile_patch).ok();
+
+    // The "real server": server-everything behind a launcher that is deleted later.
+    let launcher = home.path().join("everything-server");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' stdio\n",
+            peers.node().display(),
+            peers
+                .module("@modelcontextprotocol/server-everything/dist/index.js")
+                .display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&launcher).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&launcher, permissions).unwrap();
+    let cassette = home.path().join("everything.jsonl");
+    let overlay = |mode: &str| {
+        let path = home.path().join(format!("{mode}.patch.yml"));
+        let mut command = dshkit_command(home.path());
+        command
+            .args([
+                "echo",
+                "dsh-overlay",
+                "--profile",
+                "headless",
+                "--server",
+                "everything",
+                "--mode",
+                mode,
+            ])
+            .arg("--cassette")
+            .arg(&cassette)
+            .arg("--dsh-home")
+            .arg(&dsh_home)
+            .arg("-o")
+            .arg(&path);
+        if mode == "record" {
+            command.arg("--").arg(&launcher);
+        }
+        let out = output(&mut command);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        path
+    };
+    let arguments = serde_json::json!({"message": "hello from the cassette"});
+    let task = "Echo a greeting with the everything server's echo tool.";
+
+    let record = overlay("record");
+    let model = FakeModel::start("mcp__everything__echo", &arguments);
+    let recorded = dsh_turn(&peers, home.path(), &record, &model, task);
+    assert!(recorded.contains("Echo: hello from the cassette"), "{recorded}");
+    assert!(cassette.is_file(), "DSH's MCP client was recorded");
+
+    std::fs::remove_file(&launcher).unwrap();
+    let replay = overlay("replay");
+    let row = std::fs::read_to_string(&replay).unwrap();
+    assert!(
+        !row.contains("everything-server"),
+        "the replay row holds only the cassette command:\n{row}"
+    );
+    let model = FakeModel::start("mcp__everything__echo", &arguments);
+    let replayed = dsh_turn(&peers, home.path(), &replay, &model, task);
+    let answer = replayed
+        .split(ANSWER_PREFIX)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no tool result in the answer:\n{replayed}"));
+    assert!(answer.contains("Echo: hello from the cassette"), "{answer}");
+    assert_eq!(
+        std::fs::read(&profile_patch).ok(),
+        profile_before,
+        "the profile was never edited"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(replay.with_extension("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["mode"], "replay");
+    assert_eq!(manifest["server"], "everything");
+}
