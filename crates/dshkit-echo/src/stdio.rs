@@ -298,12 +298,18 @@ impl Recorder {
                 self.header.server_info = result.get("serverInfo").cloned();
             }
             Some("server/discover") => {
+                // 2026-07-28: the version is the client's per-request choice (in
+                // `_meta`), the server's identity is in the result's `_meta`.
                 self.header.era = "2026".into();
-                self.header.protocol_version = result["protocolVersion"]
-                    .as_str()
-                    .or_else(|| result["supportedVersions"][0].as_str())
-                    .map(str::to_owned);
-                self.header.server_info = result.get("serverInfo").cloned();
+                self.header.protocol_version =
+                    request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
+                        .as_str()
+                        .or_else(|| result["supportedVersions"].as_array()?.last()?.as_str())
+                        .map(str::to_owned);
+                self.header.server_info = result["_meta"]
+                    .get("io.modelcontextprotocol/serverInfo")
+                    .or_else(|| result.get("serverInfo"))
+                    .cloned();
             }
             _ => {}
         }

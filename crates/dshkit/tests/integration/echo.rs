@@ -361,3 +361,60 @@ fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a cassette header"));
 }
+
+#[test]
+fn the_2026_era_is_recorded_and_replayed_in_discover_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("discover.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let requests = vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "dshkit_info", "arguments": {}, "_meta": meta}}),
+    ];
+    let bin = dshkit();
+    let server = [
+        "echo",
+        "record",
+        "-o",
+        cassette_arg,
+        "--",
+        bin.to_str().unwrap(),
+        "mcp",
+        "--tools",
+        "core",
+    ];
+    let (live, _) = exchange(dir.path(), &[], &server, &requests);
+    assert_eq!(live.len(), 3, "{live:?}");
+    assert_eq!(
+        live[0]["result"]["supportedVersions"][2], "2026-07-28",
+        "{live:?}"
+    );
+    assert_eq!(live[2]["result"]["structuredContent"]["name"], "dshkit");
+
+    let (replayed, _) = exchange(dir.path(), &[], &["echo", "replay", cassette_arg], &requests);
+    // The trailing garbage line: the replay answers it with a parse error (JSON-RPC
+    // says to), the live rmcp server ignores it; everything else is identical.
+    assert_eq!(
+        replayed[..3],
+        live[..3],
+        "the replay answers exactly what the live server did"
+    );
+    assert_eq!(replayed[3]["error"]["code"], -32_700);
+    let inspect = stdout_json(&output(dshkit_command(dir.path()).args([
+        "--json",
+        "echo",
+        "inspect",
+        cassette_arg,
+    ])));
+    assert_eq!(inspect["header"]["era"], "2026");
+    assert_eq!(inspect["header"]["protocolVersion"], "2026-07-28");
+    assert_eq!(inspect["header"]["serverInfo"]["name"], "dshkit");
+    let lint = output(dshkit_command(dir.path()).args(["echo", "lint", cassette_arg]));
+    assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
+}
