@@ -379,7 +379,6 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
 
 /// Writes the overlay and its recovery manifest; never touches the profile.
 fn overlay_command(args: &OverlayArgs, out: Output) -> Result<u8, Failure> {
-    use dshkit_dsh::row::{McpRow, Transport};
     let valid_name = !args.server.is_empty()
         && args.server.len() <= 64
         && args
@@ -409,46 +408,7 @@ fn overlay_command(args: &OverlayArgs, out: Output) -> Result<u8, Failure> {
         .clone()
         .or_else(|| dshkit_env::dsh::home(&env))
         .ok_or_else(|| Failure::refused(anyhow!("no DSH home: pass --dsh-home or set DSH_HOME or HOME")))?;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .context("failed to find the path of the running dshkit executable")
-        .map_err(Failure::runtime)?;
-    let cassette = std::path::absolute(&args.cassette).map_err(Failure::runtime)?;
-    let cassette_text = cassette.display().to_string();
-    let mode_name = match args.mode {
-        OverlayModeArg::Record => "record",
-        OverlayModeArg::Replay => "replay",
-        OverlayModeArg::Passthrough => "passthrough",
-    };
-    let mut command: Vec<String> = match args.mode {
-        OverlayModeArg::Record => vec![
-            "echo".into(),
-            "record".into(),
-            "-o".into(),
-            cassette_text,
-            "--mode".into(),
-            "new-episodes".into(),
-            "--".into(),
-        ],
-        OverlayModeArg::Replay => vec!["echo".into(), "replay".into(), cassette_text],
-        OverlayModeArg::Passthrough => vec![
-            "echo".into(),
-            "replay".into(),
-            cassette_text,
-            "--on-miss".into(),
-            "passthrough".into(),
-            "--".into(),
-        ],
-    };
-    if args.mode != OverlayModeArg::Replay {
-        command.extend(args.argv.iter().cloned());
-    }
-    let mut row = McpRow::new(Transport::Stdio {
-        command: exe,
-        args: command,
-    });
-    row.id = format!("mcp-{}", args.server);
-    row.server_name.clone_from(&args.server);
+    let (row, cassette, mode_name) = overlay_row(args)?;
     let overlay = match &args.output {
         Some(path) => path.clone(),
         None => home
@@ -507,4 +467,52 @@ fn overlay_command(args: &OverlayArgs, out: Output) -> Result<u8, Failure> {
         ));
     }
     Ok(exit::SUCCESS)
+}
+
+/// The MCP row of an overlay: the server run through `dshkit echo` in `args.mode`.
+fn overlay_row(
+    args: &OverlayArgs,
+) -> Result<(dshkit_dsh::row::McpRow, std::path::PathBuf, &'static str), Failure> {
+    use dshkit_dsh::row::{McpRow, Transport};
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("failed to find the path of the running dshkit executable")
+        .map_err(Failure::runtime)?;
+    let cassette = std::path::absolute(&args.cassette).map_err(Failure::runtime)?;
+    let cassette_text = cassette.display().to_string();
+    let mode_name = match args.mode {
+        OverlayModeArg::Record => "record",
+        OverlayModeArg::Replay => "replay",
+        OverlayModeArg::Passthrough => "passthrough",
+    };
+    let mut command: Vec<String> = match args.mode {
+        OverlayModeArg::Record => vec![
+            "echo".into(),
+            "record".into(),
+            "-o".into(),
+            cassette_text,
+            "--mode".into(),
+            "new-episodes".into(),
+            "--".into(),
+        ],
+        OverlayModeArg::Replay => vec!["echo".into(), "replay".into(), cassette_text],
+        OverlayModeArg::Passthrough => vec![
+            "echo".into(),
+            "replay".into(),
+            cassette_text,
+            "--on-miss".into(),
+            "passthrough".into(),
+            "--".into(),
+        ],
+    };
+    if args.mode != OverlayModeArg::Replay {
+        command.extend(args.argv.iter().cloned());
+    }
+    let mut row = McpRow::new(Transport::Stdio {
+        command: exe,
+        args: command,
+    });
+    row.id = format!("mcp-{}", args.server);
+    row.server_name.clone_from(&args.server);
+    Ok((row, cassette, mode_name))
 }
