@@ -29,9 +29,10 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
+        Some("fuzz") => fuzz(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect | echo>>"
+                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
@@ -110,6 +111,57 @@ fn demo() -> anyhow::Result<()> {
         status.success(),
         "dshkit verify did not verify the example app (exit {status}); run `dshkit doctor` for the machine's missing pieces"
     );
+    Ok(())
+}
+
+/// Runs the Echo fuzz targets with cargo-fuzz (libFuzzer, nightly): `cassette`
+/// (the reader) and `framing` (JSON-RPC lines into replay), each for `seconds`
+/// (default 60), seeded from `fuzz/seeds/`. Installs cargo-fuzz when missing.
+fn fuzz(args: &[String]) -> anyhow::Result<()> {
+    let targets: Vec<&str> = match args.first().map(String::as_str) {
+        None | Some("all") => vec!["cassette", "framing"],
+        Some(one @ ("cassette" | "framing")) => vec![one],
+        Some(other) => anyhow::bail!("unknown fuzz target `{other}`; use cassette, framing or all"),
+    };
+    let seconds: u64 = args
+        .get(1)
+        .map_or(Ok(60), |s| s.parse())
+        .map_err(|_| anyhow::anyhow!("seconds must be a number"))?;
+    let nightly = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .output();
+    anyhow::ensure!(
+        nightly.is_ok_and(|o| o.status.success()),
+        "fuzzing needs the nightly toolchain: rustup toolchain install nightly"
+    );
+    if Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        eprintln!("xtask: installing cargo-fuzz");
+        run(Command::new("cargo").args(["install", "cargo-fuzz", "--locked"]))?;
+    }
+    let fuzz_dir = root().join("fuzz");
+    for target in targets {
+        let corpus = fuzz_dir.join("corpus").join(target);
+        std::fs::create_dir_all(&corpus)?;
+        for seed in std::fs::read_dir(fuzz_dir.join("seeds").join(target))? {
+            let seed = seed?;
+            std::fs::copy(seed.path(), corpus.join(seed.file_name()))?;
+        }
+        println!("\n$ cargo +nightly fuzz run {target} -- -max_total_time={seconds}");
+        run(Command::new("cargo")
+            .args([
+                "+nightly",
+                "fuzz",
+                "run",
+                target,
+                "--",
+                &format!("-max_total_time={seconds}"),
+            ])
+            .current_dir(root()))?;
+    }
     Ok(())
 }
 

@@ -15,12 +15,14 @@ pub const MIN_ENV_SECRET_CHARS: usize = 8;
 
 /// A pattern rule: its name and the regex. The secret is capture group 1 when the
 /// regex has one, else the whole match.
+#[derive(Clone)]
 struct Rule {
     name: String,
     regex: Regex,
 }
 
-/// The redactor.
+/// The redactor. Cloning is cheap (compiled regexes are shared).
+#[derive(Clone)]
 pub struct Redactor {
     rules: Vec<Rule>,
     secret_keys: Regex,
