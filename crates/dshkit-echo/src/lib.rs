@@ -12,3 +12,4 @@ pub mod lint;
 pub mod matcher;
 pub mod redact;
 pub mod stdio;
+pub mod verify;

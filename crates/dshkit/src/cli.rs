@@ -108,6 +108,17 @@ pub(crate) enum EchoCommand {
         #[command(flatten)]
         redaction: RedactionArgs,
     },
+    /// Send the recorded requests to the live server and compare its answers
+    /// (timestamps, UUIDs and epochs normalised): MATCH, CHANGED,
+    /// ERROR-SHAPE-CHANGED or MISSING per request. Exit 0 clean, 1 drift, 2 error.
+    Verify {
+        cassette: PathBuf,
+        #[command(flatten)]
+        redaction: RedactionArgs,
+        /// The live server's command line.
+        #[arg(last = true, required = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
     /// Check a cassette: header against frames, orphan responses, id collisions.
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).

@@ -95,6 +95,11 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             scan,
             redaction,
         } => redact_command(&path, scan, &redactor(&redaction)?, out),
+        EchoCommand::Verify {
+            cassette: path,
+            redaction,
+            argv,
+        } => verify_command(&path, &redactor(&redaction)?, &argv, out).await,
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
         EchoCommand::DshOverlay(args) => overlay_command(&args, out),
@@ -243,6 +248,69 @@ async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
         summary.hits, summary.misses, summary.passthroughs
     ));
     Ok(exit::SUCCESS)
+}
+
+/// Exit code of `echo verify` when it could not run (JSON-RPC-style: 2 = error).
+const VERIFY_ERROR: u8 = 2;
+
+async fn verify_command(
+    path: &Path,
+    redactor: &Redactor,
+    argv: &[String],
+    out: Output,
+) -> Result<u8, Failure> {
+    let loaded = match cassette::read(path) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            note(&format!("error: {e}"));
+            return Ok(VERIFY_ERROR);
+        }
+    };
+    let interactions = loaded.cassette.into_interactions();
+    let checks = match dshkit_echo::verify::verify(&interactions, argv, redactor).await {
+        Ok(checks) => checks,
+        Err(e) => {
+            note(&format!("error: {e}"));
+            return Ok(VERIFY_ERROR);
+        }
+    };
+    let drift = checks
+        .iter()
+        .filter(|c| c.outcome != dshkit_echo::verify::Outcome::Match)
+        .count();
+    if out.json {
+        out.json(&serde_json::json!({ "checks": checks, "drift": drift }));
+    } else {
+        let mut text = String::new();
+        for check in &checks {
+            text.push_str(&format!(
+                "#{:<4} {:<22} {:<26}{}{}\n",
+                check.ordinal,
+                serde_json::to_value(check.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                check.method,
+                if check.paths.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {:?}", check.paths)
+                },
+                check
+                    .detail
+                    .as_ref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            ));
+        }
+        text.push_str(&format!("{} request(s), {drift} drifted\n", checks.len()));
+        out.write(&text);
+    }
+    Ok(if drift == 0 {
+        exit::SUCCESS
+    } else {
+        exit::PROBLEM_FOUND
+    })
 }
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {

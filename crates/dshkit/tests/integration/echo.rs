@@ -418,3 +418,60 @@ fn the_2026_era_is_recorded_and_replayed_in_discover_mode() {
     let lint = output(dshkit_command(dir.path()).args(["echo", "lint", cassette_arg]));
     assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
 }
+
+#[test]
+fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let node = peers.node();
+    let server = everything(&peers);
+    let live = [node.to_str().unwrap(), server.to_str().unwrap(), "stdio"];
+    let mut requests = handshake();
+    requests.push(call(2, "get-sum", json!({"a": 2, "b": 3})));
+    requests.push(call(3, "echo", json!({"message": "same"})));
+    let mut record = vec!["echo", "record", "-o", cassette_arg, "--"];
+    record.extend(live);
+    exchange(dir.path(), &[], &record, &requests);
+
+    let mut verify = vec!["--json", "echo", "verify", cassette_arg, "--"];
+    verify.extend(live);
+    let clean = output(dshkit_command(dir.path()).args(&verify));
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+    assert_eq!(stdout_json(&clean)["drift"], 0);
+
+    // The same cassette against a server whose answers changed: a tampered recording
+    // stands in for the changed server (the recording is the contract).
+    let text = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .replace("The sum of 2 and 3 is 5.", "The sum is 5.");
+    std::fs::write(&cassette, text).unwrap();
+    let drifted = output(dshkit_command(dir.path()).args(&verify));
+    assert_eq!(drifted.status.code(), Some(1));
+    let report = stdout_json(&drifted);
+    let checks = report["checks"].as_array().unwrap();
+    let sum = checks
+        .iter()
+        .find(|c| c["method"] == "tools/call" && c["outcome"] != "MATCH")
+        .unwrap();
+    assert_eq!(sum["outcome"], "CHANGED", "{report}");
+    assert_eq!(sum["paths"], json!(["content[0].text"]));
+    let broken = output(dshkit_command(dir.path()).args([
+        "echo",
+        "verify",
+        cassette_arg,
+        "--",
+        "/nonexistent/server",
+    ]));
+    assert_eq!(
+        broken.status.code(),
+        Some(2),
+        "an unstartable server is an error, not drift"
+    );
+}
