@@ -524,6 +524,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_survive_a_rewrite_digit_for_digit() {
+        // Found by the `cassette` fuzz target: without exact float parsing a
+        // rewrite (`echo redact`) changed 4.044444444444445e52.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let header = serde_json::to_string(&Header::new("stdio")).unwrap();
+        let line = r#"{"type":"interaction","ordinal":1,"request":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sum","arguments":{"a":2,"b":4.044444444444445e+52,"c":0.1}}},"responses":[{"jsonrpc":"2.0","id":1,"result":{}}],"ms":0}"#;
+        let loaded = parse(&path, format!("{header}\n{line}\n").as_bytes()).unwrap();
+        write_atomic(&path, &loaded.cassette).unwrap();
+        let again = read(&path).unwrap();
+        assert_eq!(again.cassette, loaded.cassette);
+        assert!(std::fs::read_to_string(&path).unwrap().contains("4.044444444444445e52"));
+    }
+
+    #[test]
     fn mode_all_replaces_the_old_cassette_only_when_finished() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.jsonl");
