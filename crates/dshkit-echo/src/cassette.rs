@@ -535,7 +535,12 @@ mod tests {
         write_atomic(&path, &loaded.cassette).unwrap();
         let again = read(&path).unwrap();
         assert_eq!(again.cassette, loaded.cassette);
-        assert!(std::fs::read_to_string(&path).unwrap().contains("4.044444444444445e"), "the digits are kept");
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("4.044444444444445e"),
+            "the digits are kept"
+        );
     }
 
     #[test]

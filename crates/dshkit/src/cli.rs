@@ -331,7 +331,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
 
-    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check.
+    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check, echo.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,
 

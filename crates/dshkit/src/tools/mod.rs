@@ -2,6 +2,7 @@
 
 pub(crate) mod check;
 mod core;
+mod echo;
 mod liveloop;
 mod liveloop_app;
 
@@ -30,6 +31,13 @@ pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
         Arc::new(core::CoreFamily),
         Arc::new(liveloop::LiveLoopFamily::new(config)),
         Arc::new(check::CheckFamily),
+        Arc::new(echo::EchoFamily::new(
+            config
+                .workspace
+                .clone()
+                .or_else(|| std::env::current_dir().ok())
+                .unwrap_or_else(|| ".".into()),
+        )),
     ]
 }
 

@@ -475,3 +475,32 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         "an unstartable server is an error, not drift"
     );
 }
+
+#[test]
+fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let recordings = dir.path().join("recordings");
+    std::fs::create_dir(&recordings).unwrap();
+    // A cassette written before a rule existed (redacted: false) still holds a key.
+    let header = r#"{"type":"header","formatVersion":1,"recorder":"old","transport":"stdio","era":"2025","protocolVersion":"2025-11-25","serverInfo":{"name":"legacy","version":"1"},"redacted":false,"createdAt":0}"#;
+    let call = r#"{"type":"interaction","ordinal":1,"request":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fetch","arguments":{"q":"key ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij12"}}},"responses":[{"jsonrpc":"2.0","id":1,"result":{"content":[]}}],"ms":3}"#;
+    std::fs::write(recordings.join("legacy.jsonl"), format!("{header}\n{call}\n")).unwrap();
+    std::fs::write(recordings.join("notes.jsonl"), "{\"not\": \"a cassette\"}\n").unwrap();
+    let workspace = dir.path().to_str().unwrap();
+    let mut mcp = crate::mcp_stdio::Session::start_with(&["--workspace", workspace, "--tools", "echo"], &[]);
+    mcp.initialize("2025-11-25");
+    let listed = mcp.call(1, "echo_cassettes", &json!({}));
+    let cassettes = listed["result"]["structuredContent"]["cassettes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(cassettes.len(), 1, "{listed}");
+    assert_eq!(cassettes[0]["path"], "recordings/legacy.jsonl");
+    assert_eq!(cassettes[0]["server"], "legacy");
+    let inspected = mcp.call(2, "echo_inspect", &json!({"cassette": "recordings/legacy.jsonl"}));
+    let text = inspected.to_string();
+    assert!(!text.contains("ghp_ABCDEF"), "{text}");
+    assert!(text.contains("[REDACTED:github:"), "{text}");
+    let outside = mcp.call(3, "echo_inspect", &json!({"cassette": "../../etc/passwd"}));
+    assert_eq!(outside["result"]["isError"], true);
+}

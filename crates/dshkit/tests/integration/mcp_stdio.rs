@@ -227,7 +227,9 @@ fn tool_families_are_selected_with_tools() {
             "liveloop_detect",
             "liveloop_runtime",
             "liveloop_verify",
-            "plugin_check"
+            "plugin_check",
+            "echo_cassettes",
+            "echo_inspect"
         ]
     );
 }

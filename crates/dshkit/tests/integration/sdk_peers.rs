@@ -31,7 +31,9 @@ fn assert_sdk_report(report: &Value) {
             "liveloop_detect",
             "liveloop_runtime",
             "liveloop_verify",
-            "plugin_check"
+            "plugin_check",
+            "echo_cassettes",
+            "echo_inspect"
         ]
     );
     assert_eq!(report["tools"][0]["annotations"]["readOnlyHint"], true);
@@ -123,7 +125,9 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
             "liveloop_detect",
             "liveloop_runtime",
             "liveloop_verify",
-            "plugin_check"
+            "plugin_check",
+            "echo_cassettes",
+            "echo_inspect"
         ]
     );
     let out = output(&mut call);
