@@ -5,9 +5,11 @@
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
 //! - [`matcher`]: request keys, ordered pools and near-miss explanations;
 //! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
+//! - [`http`]: the replaying server over Streamable HTTP;
 //! - [`lint`]: cassette checks and the readable timeline.
 
 pub mod cassette;
+pub mod http;
 pub mod lint;
 pub mod matcher;
 pub mod redact;

@@ -558,7 +558,63 @@ pub async fn replay(
     Ok(summary)
 }
 
-/// Plays back one recorded interaction for the live request `message` (id `id`).
+/// What replaying `interaction` for the live request `message` (id `id`) sends:
+/// its notifications (progress tokens rewritten to the live request's), then its
+/// response(s) with the live id, annotated when asked.
+pub(crate) fn playback(
+    interaction: &Interaction,
+    message: &Value,
+    id: &Value,
+    options: &ReplayOptions,
+    cassette_id: &str,
+) -> (Vec<Value>, Vec<Value>) {
+    let token = &message["params"]["_meta"]["progressToken"];
+    let notifications = interaction
+        .notifications
+        .iter()
+        .map(|notification| {
+            let mut notification = notification.clone();
+            if !token.is_null() && !notification["params"]["progressToken"].is_null() {
+                notification["params"]["progressToken"] = token.clone();
+            }
+            notification
+        })
+        .collect();
+    let responses = interaction
+        .responses
+        .iter()
+        .map(|response| {
+            let mut response = response.clone();
+            response["id"] = id.clone();
+            if options.annotate {
+                annotate(
+                    &mut response,
+                    cassette_id,
+                    interaction,
+                    "hit",
+                    message,
+                    &options.matching,
+                );
+            }
+            response
+        })
+        .collect();
+    (notifications, responses)
+}
+
+/// The recorded delay of `interaction` under `timing`.
+pub(crate) fn recorded_delay(interaction: &Interaction, timing: Timing) -> Option<Duration> {
+    match timing {
+        Timing::None => None,
+        Timing::Recorded { scale, cap } => Some(
+            Duration::from_millis(interaction.ms)
+                .mul_f64(scale.max(0.0))
+                .min(cap),
+        ),
+    }
+}
+
+/// Plays back one recorded interaction on stdio.
 async fn answer(
     client_out: &mut (impl AsyncWrite + Unpin),
     interaction: &Interaction,
@@ -567,40 +623,21 @@ async fn answer(
     options: &ReplayOptions,
     cassette_id: &str,
 ) -> Result<(), EchoError> {
-    if let Timing::Recorded { scale, cap } = options.timing {
-        let wait = Duration::from_millis(interaction.ms)
-            .mul_f64(scale.max(0.0))
-            .min(cap);
+    if let Some(wait) = recorded_delay(interaction, options.timing) {
         tokio::time::sleep(wait).await;
     }
-    let token = &message["params"]["_meta"]["progressToken"];
-    for notification in &interaction.notifications {
-        let mut notification = notification.clone();
-        if !token.is_null() && !notification["params"]["progressToken"].is_null() {
-            notification["params"]["progressToken"] = token.clone();
-        }
-        send(client_out, &notification).await?;
+    let (notifications, responses) = playback(interaction, message, id, options, cassette_id);
+    for notification in &notifications {
+        send(client_out, notification).await?;
     }
-    if !interaction.notifications.is_empty() {
+    if !notifications.is_empty() {
         // A live server's last notification and its response arrive apart; clients
         // (the TypeScript SDK among them) drop a progress notification that lands in
         // the same read as the response that ends the request.
         tokio::time::sleep(NOTIFICATION_GAP).await;
     }
-    for response in &interaction.responses {
-        let mut response = response.clone();
-        response["id"] = id.clone();
-        if options.annotate {
-            annotate(
-                &mut response,
-                cassette_id,
-                interaction,
-                "hit",
-                message,
-                &options.matching,
-            );
-        }
-        send(client_out, &response).await?;
+    for response in &responses {
+        send(client_out, response).await?;
     }
     Ok(())
 }

@@ -93,6 +93,10 @@ pub(crate) enum EchoCommand {
         /// answer of the same method in recorded order.
         #[arg(long)]
         sequential: bool,
+        /// Serve over Streamable HTTP on 127.0.0.1:PORT (default: a free port)
+        /// instead of stdio; prints `dshkit echo: http://127.0.0.1:PORT/mcp`.
+        #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0", conflicts_with = "argv")]
+        http: Option<u16>,
         #[command(flatten)]
         redaction: RedactionArgs,
         /// The real server, for --on-miss passthrough.

@@ -74,6 +74,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             annotate,
             ignore_paths,
             sequential,
+            http,
             redaction,
             argv,
         } => {
@@ -88,7 +89,10 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
                 &redaction,
                 argv,
             )?;
-            replay_command(options).await
+            match http {
+                Some(port) => replay_http_command(port, options, out).await,
+                None => replay_command(options).await,
+            }
         }
         EchoCommand::Redact {
             cassette: path,
@@ -230,6 +234,25 @@ fn replay_options(
         },
         redactor: redactor(redaction)?,
     })
+}
+
+async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> Result<u8, Failure> {
+    let (address, serving) = dshkit_echo::http::bind(port, options)
+        .await
+        .map_err(|e| match e {
+            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
+            other => Failure::runtime(other),
+        })?;
+    // The one line on stdout, for scripts waiting on readiness.
+    out.write(&format!("dshkit echo: http://{address}/mcp\n"));
+    let work = async {
+        serving
+            .await
+            .context("the replay server failed")
+            .map_err(Failure::runtime)
+    };
+    until_signal(work).await?;
+    Ok(exit::SUCCESS)
 }
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {

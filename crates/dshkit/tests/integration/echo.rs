@@ -504,3 +504,65 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
     let outside = mcp.call(3, "echo_inspect", &json!({"cassette": "../../etc/passwd"}));
     assert_eq!(outside["result"]["isError"], true);
 }
+
+#[test]
+fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let server = launcher(dir.path(), &peers);
+    let cassette = dir.path().join("everything.jsonl");
+    let bin = dshkit();
+    let (bin, cassette_arg, server_arg) = (
+        bin.to_str().unwrap(),
+        cassette.to_str().unwrap(),
+        server.to_str().unwrap(),
+    );
+    let mut live = sdk_session(
+        &peers,
+        dir.path(),
+        &[bin, "echo", "record", "-o", cassette_arg, "--", server_arg],
+    );
+    std::fs::remove_file(&server).unwrap();
+
+    let mut command = dshkit_command(dir.path());
+    command.args(["echo", "replay", cassette_arg, "--http"]);
+    let mut replay = dshkit_test::spawn_guarded(&mut command);
+    let line = dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let url = line.trim_start_matches("dshkit echo: ").to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    let out = output(
+        Command::new(peers.node())
+            .arg(peers.script("echo-client.mjs"))
+            .args(["http", &url])
+            .env("HOME", dir.path()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut replayed = stdout_json(&out);
+    let (_, replayed_progress) = (live["progress"].take(), replayed["progress"].take());
+    assert_eq!(
+        live, replayed,
+        "the HTTP replay gives the SDK client the same results"
+    );
+    assert_eq!(
+        replayed_progress.as_array().unwrap().len(),
+        2,
+        "progress arrives as SSE events: {replayed_progress}"
+    );
+
+    // DNS rebinding: another Host is refused.
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+}
