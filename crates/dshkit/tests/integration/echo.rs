@@ -527,8 +527,9 @@ fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
     let mut command = dshkit_command(dir.path());
     command.args(["echo", "replay", cassette_arg, "--http"]);
     let mut replay = dshkit_test::spawn_guarded(&mut command);
-    let line = dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let url = line.trim_start_matches("dshkit echo: ").to_owned();
+    let ready =
+        dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
