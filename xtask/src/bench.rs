@@ -311,15 +311,15 @@ fn stdio_sample(label: &str, command: &mut Command, tool: &str, arguments: &Valu
     })
 }
 
-struct HttpClient {
-    client: reqwest::Client,
-    url: String,
-    token: Option<String>,
-    session: Option<String>,
+pub(crate) struct HttpClient {
+    pub(crate) client: reqwest::Client,
+    pub(crate) url: String,
+    pub(crate) token: Option<String>,
+    pub(crate) session: Option<String>,
 }
 
 impl HttpClient {
-    async fn post(&mut self, message: &Value) -> anyhow::Result<Option<Value>> {
+    pub(crate) async fn post(&mut self, message: &Value) -> anyhow::Result<Option<Value>> {
         let mut request = self
             .client
             .post(&self.url)
@@ -390,7 +390,7 @@ async fn http_sample(
     })
 }
 
-struct Killed(Child);
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {

@@ -114,6 +114,10 @@ pub(crate) fn run() -> anyhow::Result<()> {
     );
 
     large_cassette(&dshkit, &work)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(versus_mcp_recorder(&dshkit, &peers, &work, &cassette))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }
@@ -170,6 +174,143 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
         micros(percentile(&mut runs.clone(), 0.5)),
         runs.iter().map(|d| micros(*d)).collect::<Vec<_>>().join(", "),
         peak_rss_mib / file_mib
+    );
+    Ok(())
+}
+
+/// Calls in the HTTP replay comparison (after the warm-up), each with its own message.
+const HTTP_CALLS: usize = 500;
+
+/// Waits until something accepts connections on `port`.
+async fn wait_for_port(port: u16) -> anyhow::Result<()> {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    anyhow::bail!("nothing listens on port {port}")
+}
+
+/// The same replay workload over Streamable HTTP: initialize, then timed echo calls.
+async fn http_replay(url: String) -> anyhow::Result<Vec<Duration>> {
+    let mut client = crate::bench::HttpClient {
+        client: reqwest::Client::new(),
+        url,
+        token: None,
+        session: None,
+    };
+    client.post(&crate::bench::initialize(0)).await?;
+    client
+        .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await?;
+    let mut latencies = Vec::with_capacity(HTTP_CALLS);
+    for id in 1..=WARMUP + HTTP_CALLS {
+        let began = Instant::now();
+        let reply = client.post(&call(id)).await?.context("no reply")?;
+        let elapsed = began.elapsed();
+        if reply["result"]["content"][0]["text"] != format!("Echo: message {id}") {
+            anyhow::bail!("unexpected replay of call {id}: {reply}");
+        }
+        if id > WARMUP {
+            latencies.push(elapsed);
+        }
+    }
+    Ok(latencies)
+}
+
+/// mcp-recorder (from `PyPI`) records the same calls through its own proxy; then both
+/// replays serve the same workload over HTTP (mcp-recorder replays over HTTP only).
+async fn versus_mcp_recorder(
+    dshkit: &std::path::Path,
+    peers: &crate::setup::Peers,
+    work: &std::path::Path,
+    ours: &std::path::Path,
+) -> anyhow::Result<()> {
+    let recorder = crate::setup::mcp_recorder()?;
+    let everything = peers
+        .mcp_modules()
+        .join("@modelcontextprotocol/server-everything/dist/index.js");
+    let theirs = work.join("mcp-recorder.json");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut recording = crate::bench::Killed(
+        Command::new(&recorder)
+            .args(["record", "--target-stdio"])
+            .arg(format!(
+                "{} {} stdio",
+                peers.node().display(),
+                everything.display()
+            ))
+            .args(["--port", &port.to_string(), "--output"])
+            .arg(&theirs)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?,
+    );
+    wait_for_port(port).await?;
+    http_replay(format!("http://127.0.0.1:{port}/mcp"))
+        .await
+        .context("recording through mcp-recorder")?;
+    // mcp-recorder saves its cassette when interrupted.
+    let _ = Command::new("kill")
+        .args(["-INT", &recording.0.id().to_string()])
+        .status();
+    let _ = recording.0.wait();
+    anyhow::ensure!(theirs.is_file(), "mcp-recorder wrote no cassette");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let _peer = crate::bench::Killed(
+        Command::new(&recorder)
+            .args(["replay", "--cassette"])
+            .arg(&theirs)
+            .args(["--port", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?,
+    );
+    wait_for_port(port).await?;
+    let mut peer = http_replay(format!("http://127.0.0.1:{port}/mcp"))
+        .await
+        .context("mcp-recorder replay")?;
+
+    let mut child = Command::new(dshkit)
+        .args(["echo", "replay"])
+        .arg(ours)
+        .arg("--http")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
+        &mut line,
+    )?;
+    let _replay = crate::bench::Killed(child);
+    let url = line
+        .trim()
+        .strip_prefix("dshkit echo: ")
+        .context("ready line")?
+        .to_owned();
+    let mut dshkit_http = http_replay(url).await?;
+
+    let (ours_p50, peer_p50) = (percentile(&mut dshkit_http, 0.5), percentile(&mut peer, 0.5));
+    println!("\nThe same replay workload over Streamable HTTP ({HTTP_CALLS} timed calls, one client):");
+    println!("{:<28} {:>12} {:>12}", "", "p50", "p99");
+    println!(
+        "{:<28} {:>12} {:>12}",
+        "dshkit echo replay --http",
+        micros(ours_p50),
+        micros(percentile(&mut dshkit_http, 0.99))
+    );
+    println!(
+        "{:<28} {:>12} {:>12}",
+        "mcp-recorder 0.5.0 replay",
+        micros(peer_p50),
+        micros(percentile(&mut peer, 0.99))
+    );
+    println!(
+        "dshkit replays {:.1}x faster than mcp-recorder at p50 (goal >= 10x)",
+        peer_p50.as_secs_f64() / ours_p50.as_secs_f64()
     );
     Ok(())
 }

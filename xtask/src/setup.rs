@@ -175,3 +175,27 @@ fn link_modules(peers: &Peers) -> anyhow::Result<()> {
     anyhow::ensure!(peers.mcp_modules().is_dir(), "npm peers missing after install");
     Ok(())
 }
+
+/// A Python virtual environment with the pinned mcp-recorder (only the Echo
+/// benchmark needs it), keyed by the hash of `harness/pypi/requirements.txt`.
+/// Returns the `mcp-recorder` executable.
+pub(crate) fn mcp_recorder() -> anyhow::Result<PathBuf> {
+    let requirements = root().join("harness/pypi/requirements.txt");
+    let pinned =
+        std::fs::read(&requirements).with_context(|| format!("reading {}", requirements.display()))?;
+    let key = hex::encode(Sha256::digest(&pinned));
+    let venv = root().join("target/peers/pypi");
+    let stamp = venv.join(".dshkit-install-key");
+    let executable = venv.join("bin/mcp-recorder");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && executable.is_file() {
+        return Ok(executable);
+    }
+    eprintln!("xtask: installing mcp-recorder into {}", venv.display());
+    let _ = std::fs::remove_dir_all(&venv);
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements))?;
+    std::fs::write(&stamp, &key)?;
+    Ok(executable)
+}
