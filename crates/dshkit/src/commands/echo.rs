@@ -48,6 +48,15 @@ async fn until_signal<T>(
     }
 }
 
+/// A cassette that cannot be used is refused input (exit 3); anything else is a
+/// runtime failure (exit 4).
+fn echo_failure(error: dshkit_echo::stdio::EchoError) -> Failure {
+    match error {
+        dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(error),
+        other => Failure::runtime(other),
+    }
+}
+
 fn note(message: &str) {
     #[expect(
         clippy::print_stderr,
@@ -239,10 +248,7 @@ fn replay_options(
 async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> Result<u8, Failure> {
     let (address, serving) = dshkit_echo::http::bind(port, options)
         .await
-        .map_err(|e| match e {
-            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
-            other => Failure::runtime(other),
-        })?;
+        .map_err(echo_failure)?;
     // The one line on stdout, for scripts waiting on readiness.
     out.write(&format!("dshkit echo: http://{address}/mcp\n"));
     let work = async {
@@ -257,12 +263,7 @@ async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> 
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
     let (input, output) = client_streams();
-    let work = async {
-        replay(input, output, options).await.map_err(|e| match e {
-            dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(e),
-            other => Failure::runtime(other),
-        })
-    };
+    let work = async { replay(input, output, options).await.map_err(echo_failure) };
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };

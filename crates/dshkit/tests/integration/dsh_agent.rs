@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers, spawn_guarded};
 
 use crate::cli::dsh_command;
-use crate::support::{dshkit_command, output};
+use crate::support::{dshkit_command, everything_launcher, output};
 
 /// Longest a headless DSH turn may take here (boot ~2 s, plus the MCP handshake).
 const TURN_DEADLINE: Duration = Duration::from_mins(2);
@@ -33,45 +33,12 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     );
 
     let model = FakeModel::start("mcp__dshkit__dshkit_doctor", &serde_json::json!({}));
-    let mut command = dsh_command(&peers, home.path());
-    command
-        .args([
-            "--profile",
-            "headless",
-            "Check this machine with the dshkit doctor tool and report what it says.",
-        ])
-        .env("DEEPSEEK_BASE_URL", &model.url)
-        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
-    let mut turn = spawn_guarded(&mut command);
-    drop(turn.child.stdin.take());
-    let deadline = Instant::now() + TURN_DEADLINE;
-    let status = loop {
-        if let Some(status) = turn.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the DSH turn did not finish within {TURN_DEADLINE:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    turn.child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    turn.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(
-        status.success(),
-        "dsh exited with {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    let stdout = dsh_turn(
+        &peers,
+        home.path(),
+        None,
+        &model,
+        "Check this machine with the dshkit doctor tool and report what it says.",
     );
 
     // The model was offered dshkit's tools through DSH's MCP client...
@@ -93,7 +60,7 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     let answer = stdout
         .split(ANSWER_PREFIX)
         .nth(1)
-        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}\n{stderr}"));
+        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"));
     assert!(answer.contains("dshkit doctor:"), "{answer}");
     assert!(
         answer.contains(&version),
@@ -101,18 +68,21 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     );
 }
 
-/// Runs one headless DSH turn with `patch` as an extra overlay; returns stdout.
+/// Runs one headless DSH turn (with `patch` as an extra overlay when given) against
+/// the fake model; returns stdout.
 fn dsh_turn(
     peers: &Peers,
     home: &std::path::Path,
-    patch: &std::path::Path,
+    patch: Option<&std::path::Path>,
     model: &FakeModel,
     task: &str,
 ) -> String {
     let mut command = dsh_command(peers, home);
+    command.args(["--profile", "headless"]);
+    if let Some(patch) = patch {
+        command.arg("--patch").arg(patch);
+    }
     command
-        .args(["--profile", "headless", "--patch"])
-        .arg(patch)
         .arg(task)
         .env("DEEPSEEK_BASE_URL", &model.url)
         .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
@@ -161,21 +131,7 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
     let profile_before = std::fs::read(&profile_patch).ok();
 
     // The "real server": server-everything behind a launcher that is deleted later.
-    let launcher = home.path().join("everything-server");
-    std::fs::write(
-        &launcher,
-        format!(
-            "#!/bin/sh\nexec '{}' '{}' stdio\n",
-            peers.node().display(),
-            peers
-                .module("@modelcontextprotocol/server-everything/dist/index.js")
-                .display()
-        ),
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&launcher).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&launcher, permissions).unwrap();
+    let launcher = everything_launcher(home.path(), &peers);
     let cassette = home.path().join("everything.jsonl");
     let overlay = |mode: &str| {
         let path = home.path().join(format!("{mode}.patch.yml"));
@@ -209,7 +165,7 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
 
     let record = overlay("record");
     let model = FakeModel::start("mcp__everything__echo", &arguments);
-    let recorded = dsh_turn(&peers, home.path(), &record, &model, task);
+    let recorded = dsh_turn(&peers, home.path(), Some(&record), &model, task);
     assert!(recorded.contains("Echo: hello from the cassette"), "{recorded}");
     assert!(cassette.is_file(), "DSH's MCP client was recorded");
 
@@ -221,7 +177,7 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
         "the replay row holds only the cassette command:\n{row}"
     );
     let model = FakeModel::start("mcp__everything__echo", &arguments);
-    let replayed = dsh_turn(&peers, home.path(), &replay, &model, task);
+    let replayed = dsh_turn(&peers, home.path(), Some(&replay), &model, task);
     let answer = replayed
         .split(ANSWER_PREFIX)
         .nth(1)

@@ -8,30 +8,10 @@ use std::process::{Command, Stdio};
 use dshkit_test::Peers;
 use serde_json::{Value, json};
 
-use crate::support::{dshkit, dshkit_command, output, stdout_json};
+use crate::support::{dshkit, dshkit_command, everything_launcher, output, stdout_json};
 
 fn everything(peers: &Peers) -> PathBuf {
     peers.module("@modelcontextprotocol/server-everything/dist/index.js")
-}
-
-/// A launcher script for server-everything that a test can delete afterwards: the
-/// "server binary" of the recording.
-fn launcher(dir: &Path, peers: &Peers) -> PathBuf {
-    let path = dir.join("everything-server");
-    std::fs::write(
-        &path,
-        format!(
-            "#!/bin/sh\nexec '{}' '{}' stdio\n",
-            peers.node().display(),
-            everything(peers).display()
-        ),
-    )
-    .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&path).unwrap().permissions(), 0o755);
-    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&path, permissions).unwrap();
-    path
 }
 
 /// The SDK client's report of one session against `server argv`.
@@ -48,26 +28,37 @@ fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
     stdout_json(&out)
 }
 
+/// Records server-everything through `dshkit echo record` with the SDK client, then
+/// deletes the server's launcher. Returns the cassette and the live session report.
+fn record_everything_with_sdk(peers: &Peers, dir: &Path) -> (PathBuf, Value) {
+    let server = everything_launcher(dir, peers);
+    let cassette = dir.join("everything.jsonl");
+    let bin = dshkit();
+    let live = sdk_session(
+        peers,
+        dir,
+        &[
+            bin.to_str().unwrap(),
+            "echo",
+            "record",
+            "-o",
+            cassette.to_str().unwrap(),
+            "--",
+            server.to_str().unwrap(),
+        ],
+    );
+    std::fs::remove_file(&server).unwrap();
+    (cassette, live)
+}
+
 #[test]
 fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
-    let server = launcher(dir.path(), &peers);
-    let cassette = dir.path().join("everything.jsonl");
-    let bin = dshkit();
-    let (bin, cassette_arg, server_arg) = (
-        bin.to_str().unwrap(),
-        cassette.to_str().unwrap(),
-        server.to_str().unwrap(),
-    );
-
-    let mut live = sdk_session(
-        &peers,
-        dir.path(),
-        &[bin, "echo", "record", "-o", cassette_arg, "--", server_arg],
-    );
+    let (cassette, mut live) = record_everything_with_sdk(&peers, dir.path());
     assert_eq!(live["sum"]["content"][0]["text"], "The sum of 2 and 40 is 42.");
-    std::fs::remove_file(&server).unwrap();
+    let bin = dshkit();
+    let (bin, cassette_arg) = (bin.to_str().unwrap(), cassette.to_str().unwrap());
 
     let mut replayed = sdk_session(&peers, dir.path(), &[bin, "echo", "replay", cassette_arg]);
     // Progress notifications: the live client may drop the last one when it lands
@@ -509,20 +500,8 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
 fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
-    let server = launcher(dir.path(), &peers);
-    let cassette = dir.path().join("everything.jsonl");
-    let bin = dshkit();
-    let (bin, cassette_arg, server_arg) = (
-        bin.to_str().unwrap(),
-        cassette.to_str().unwrap(),
-        server.to_str().unwrap(),
-    );
-    let mut live = sdk_session(
-        &peers,
-        dir.path(),
-        &[bin, "echo", "record", "-o", cassette_arg, "--", server_arg],
-    );
-    std::fs::remove_file(&server).unwrap();
+    let (cassette, mut live) = record_everything_with_sdk(&peers, dir.path());
+    let cassette_arg = cassette.to_str().unwrap();
 
     let mut command = dshkit_command(dir.path());
     command.args(["echo", "replay", cassette_arg, "--http"]);

@@ -76,3 +76,24 @@ pub(crate) fn stdout_json(output: &std::process::Output) -> serde_json::Value {
         )
     })
 }
+
+/// A launcher script for the real server-everything (stdio) in `dir`: the "server
+/// binary" a test records and later deletes, to prove a replay never needs it.
+pub(crate) fn everything_launcher(dir: &Path, peers: &dshkit_test::Peers) -> PathBuf {
+    let path = dir.join("everything-server");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' stdio\n",
+            peers.node().display(),
+            peers
+                .module("@modelcontextprotocol/server-everything/dist/index.js")
+                .display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    path
+}
