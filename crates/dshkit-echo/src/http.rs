@@ -1,7 +1,8 @@
-//! Replay over Streamable HTTP: a loopback MCP endpoint that answers from the
+//! Echo over Streamable HTTP. Replay: a loopback MCP endpoint that answers from the
 //! cassette. A request with recorded notifications is answered as an SSE stream
 //! (the notifications, then the response); one without as plain JSON. The 2025 era
-//! gets an `Mcp-Session-Id` from `initialize`.
+//! gets an `Mcp-Session-Id` from `initialize`. Recording: a loopback reverse proxy
+//! that streams every answer back as it arrives and records it on the way.
 
 use std::sync::{Arc, Mutex};
 
@@ -184,4 +185,208 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         );
     }
     response
+}
+
+// ---------------------------------------------------------------------------
+// Recording over Streamable HTTP: a loopback reverse proxy in front of the server
+// ---------------------------------------------------------------------------
+
+/// Headers that belong to one hop and are never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "upgrade",
+    "proxy-connection",
+    "te",
+    "trailer",
+];
+
+/// Splits a growing SSE text into events and returns the JSON messages of the
+/// complete ones.
+#[derive(Default)]
+struct SseParser {
+    pending: String,
+}
+
+impl SseParser {
+    fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
+        self.pending
+            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
+        let mut messages = Vec::new();
+        while let Some(end) = self.pending.find("\n\n") {
+            let event: String = self.pending.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
+                messages.push(message);
+            }
+        }
+        messages
+    }
+}
+
+struct Proxy {
+    upstream: String,
+    client: reqwest::Client,
+    recorder: Mutex<crate::stdio::Recorder>,
+    port: u16,
+}
+
+/// A running recording proxy; `finish` writes the rest of the cassette.
+pub struct RecordingProxy {
+    proxy: Arc<Proxy>,
+}
+
+impl RecordingProxy {
+    pub fn finish(&self) -> Result<crate::stdio::RecordSummary, EchoError> {
+        self.proxy.recorder.lock().expect("lock").finish()
+    }
+}
+
+/// Binds a loopback proxy for `upstream` (an `http://…/mcp` URL): every request is
+/// forwarded unchanged, every response streamed back chunk by chunk as it arrives
+/// and recorded on the way.
+pub async fn bind_recorder(
+    port: u16,
+    upstream: &str,
+    options: crate::stdio::RecordOptions,
+) -> Result<
+    (
+        std::net::SocketAddr,
+        RecordingProxy,
+        impl std::future::Future<Output = std::io::Result<()>>,
+    ),
+    EchoError,
+> {
+    if options.mode == cassette::RecordMode::Once && options.cassette.exists() {
+        return Err(cassette::CassetteError::Exists(options.cassette.clone()).into());
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(|e| EchoError::Io {
+            what: "the recording listener",
+            error: e.to_string(),
+        })?;
+    let address = listener.local_addr().map_err(|e| EchoError::Io {
+        what: "the recording listener",
+        error: e.to_string(),
+    })?;
+    let proxy = Arc::new(Proxy {
+        upstream: upstream.to_owned(),
+        client: reqwest::Client::new(),
+        recorder: Mutex::new(crate::stdio::Recorder::new(options, "http")),
+        port: address.port(),
+    });
+    let app = axum::Router::new()
+        .route("/mcp", axum::routing::any(forward))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(Arc::clone(&proxy));
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    Ok((address, RecordingProxy { proxy }, async move {
+        axum::serve(listener, app).await
+    }))
+}
+
+async fn forward(
+    State(proxy): State<Arc<Proxy>>,
+    method: axum::http::Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Body> {
+    if !host_ok(&headers, proxy.port) {
+        return status(StatusCode::FORBIDDEN, "forbidden host");
+    }
+    if let Ok(message) = serde_json::from_slice::<Value>(&body) {
+        let mut recorder = proxy.recorder.lock().expect("lock");
+        match &message {
+            Value::Array(batch) => batch.iter().for_each(|m| recorder.on_client(m)),
+            one => recorder.on_client(one),
+        }
+    }
+    let mut request = proxy.client.request(method, &proxy.upstream).body(body);
+    for (name, value) in &headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            request = request.header(name, value);
+        }
+    }
+    let upstream = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            return status(
+                StatusCode::BAD_GATEWAY,
+                &format!("the recorded server did not answer: {e}"),
+            );
+        }
+    };
+    let code = upstream.status();
+    let is_sse = upstream
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let mut response = Response::builder().status(code.as_u16());
+    for (name, value) in upstream.headers() {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            response = response.header(name, value);
+        }
+    }
+    let recorder = Arc::clone(&proxy);
+    let mut sse = SseParser::default();
+    let mut json_body: Vec<u8> = Vec::new();
+    let chunks = futures::StreamExt::map(upstream.bytes_stream(), move |chunk| {
+        if let Ok(bytes) = &chunk {
+            if is_sse {
+                let messages = sse.feed(bytes);
+                let mut recorder = recorder.recorder.lock().expect("lock");
+                for message in messages {
+                    recorder.on_server(message);
+                }
+            } else if json_body.len() + bytes.len() <= MAX_BODY_BYTES {
+                json_body.extend_from_slice(bytes);
+                if let Ok(message) = serde_json::from_slice::<Value>(&json_body) {
+                    let mut recorder = recorder.recorder.lock().expect("lock");
+                    match message {
+                        Value::Array(batch) => batch.into_iter().for_each(|m| recorder.on_server(m)),
+                        one => recorder.on_server(one),
+                    }
+                    json_body.clear();
+                }
+            }
+        }
+        chunk
+    });
+    response.body(Body::from_stream(chunks)).unwrap_or_else(|_| {
+        status(
+            StatusCode::BAD_GATEWAY,
+            "the recorded server's answer could not be passed on",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_events_split_across_chunks_become_messages() {
+        let mut parser = SseParser::default();
+        assert!(
+            parser
+                .feed(b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",")
+                .is_empty()
+        );
+        let messages =
+            parser.feed(b"\"id\":1,\"result\":{}}\r\n\r\nid: 7\ndata: {\"method\":\"x\"}\n\n: ping\n\n");
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0]["id"], 1);
+        assert_eq!(messages[1]["method"], "x");
+    }
 }

@@ -133,7 +133,9 @@ struct Pending {
     server_requests: Vec<Value>,
 }
 
-struct Recorder {
+/// Attributes messages to requests and writes the cassette; shared by the stdio
+/// and the HTTP recorders.
+pub(crate) struct Recorder {
     header: Header,
     appender: Option<Appender>,
     /// Records completed before the header could be written.
@@ -148,7 +150,37 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn write(&mut self, mut record: Record) {
+    pub(crate) fn new(options: RecordOptions, transport: &str) -> Self {
+        Self {
+            header: Header::new(transport),
+            appender: None,
+            waiting: Vec::new(),
+            pending: HashMap::new(),
+            server_requests: HashMap::new(),
+            ordinal: 0,
+            summary: RecordSummary::default(),
+            options,
+            error: None,
+        }
+    }
+
+    /// Writes what is left and closes the cassette.
+    pub(crate) fn finish(&mut self) -> Result<RecordSummary, EchoError> {
+        // A cassette that never saw an initialize still gets its header and records.
+        self.open();
+        if let Some(error) = self.error.take() {
+            return Err(error.into());
+        }
+        let cassette = match self.appender.take() {
+            Some(appender) => Some(appender.finish()?),
+            None => None,
+        };
+        let mut summary = self.summary.clone();
+        summary.cassette = cassette;
+        Ok(summary)
+    }
+
+    pub(crate) fn write(&mut self, mut record: Record) {
         redact_record(&self.options.redactor, &mut record);
         match &record {
             Record::Interaction(_) => self.summary.interactions += 1,
@@ -190,7 +222,7 @@ impl Recorder {
         }
     }
 
-    fn on_client(&mut self, message: &Value) {
+    pub(crate) fn on_client(&mut self, message: &Value) {
         let has_method = message.get("method").is_some();
         match (has_method, message.get("id")) {
             (true, Some(id)) => {
@@ -239,7 +271,7 @@ impl Recorder {
             .flatten()
     }
 
-    fn on_server(&mut self, message: Value) {
+    pub(crate) fn on_server(&mut self, message: Value) {
         let has_method = message.get("method").is_some();
         match (has_method, message.get("id").cloned()) {
             (false, Some(id)) => {
@@ -341,17 +373,7 @@ pub async fn record(
         return Err(CassetteError::Exists(options.cassette.clone()).into());
     }
     let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
-    let recorder = Arc::new(Mutex::new(Recorder {
-        header: Header::new("stdio"),
-        appender: None,
-        waiting: Vec::new(),
-        pending: HashMap::new(),
-        server_requests: HashMap::new(),
-        ordinal: 0,
-        summary: RecordSummary::default(),
-        options,
-        error: None,
-    }));
+    let recorder = Arc::new(Mutex::new(Recorder::new(options, "stdio")));
 
     let sink = Arc::clone(&recorder);
     let downstream = tokio::spawn(async move {
@@ -398,18 +420,7 @@ pub async fn record(
     .await;
     close_server(child, server_in).await;
     let downstream = downstream.await.unwrap_or(Ok(()));
-    let mut recorder = recorder.lock().expect("lock");
-    // A cassette that never saw an initialize still gets its header and records.
-    recorder.open();
-    if let Some(error) = recorder.error.take() {
-        return Err(error.into());
-    }
-    let cassette = match recorder.appender.take() {
-        Some(appender) => Some(appender.finish()?),
-        None => None,
-    };
-    let mut summary = recorder.summary.clone();
-    summary.cassette = cassette;
+    let summary = recorder.lock().expect("lock").finish()?;
     upstream?;
     downstream?;
     Ok(summary)

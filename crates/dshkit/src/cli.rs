@@ -63,10 +63,17 @@ pub(crate) enum EchoCommand {
         /// all: record again, replacing the cassette when done.
         #[arg(long, value_enum, default_value = "once")]
         mode: ModeArg,
+        /// Record a Streamable HTTP server at URL instead: a loopback proxy on
+        /// --port (default: a free port) prints `dshkit echo: http://127.0.0.1:PORT/mcp`
+        /// and records until SIGINT/SIGTERM.
+        #[arg(long, value_name = "URL", conflicts_with = "argv")]
+        http: Option<String>,
+        #[arg(long, value_name = "PORT", default_value_t = 0, requires = "http")]
+        port: u16,
         #[command(flatten)]
         redaction: RedactionArgs,
-        /// The real server's command line.
-        #[arg(last = true, required = true, value_name = "ARGV")]
+        /// The real server's command line (stdio).
+        #[arg(last = true, required_unless_present = "http", value_name = "ARGV")]
         argv: Vec<String>,
     },
     /// Serve a cassette over stdio as if it were the server; the real server is

@@ -72,8 +72,17 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Record {
             output,
             mode,
+            http: Some(url),
+            port,
+            redaction,
+            ..
+        } => record_http_command(output, mode, &url, port, &redaction, out).await,
+        EchoCommand::Record {
+            output,
+            mode,
             redaction,
             argv,
+            ..
         } => record_command(output, mode, &redaction, argv).await,
         EchoCommand::Replay {
             cassette,
@@ -117,6 +126,48 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
         EchoCommand::DshOverlay(args) => overlay_command(&args, out),
     }
+}
+
+async fn record_http_command(
+    output: std::path::PathBuf,
+    mode: ModeArg,
+    url: &str,
+    port: u16,
+    redaction: &RedactionArgs,
+    out: Output,
+) -> Result<u8, Failure> {
+    let mode = match mode {
+        ModeArg::Once | ModeArg::NewEpisodes => RecordMode::Once,
+        ModeArg::All => RecordMode::All,
+    };
+    let options = RecordOptions {
+        argv: Vec::new(),
+        cassette: output,
+        mode,
+        redactor: redactor(redaction)?,
+    };
+    let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
+        .await
+        .map_err(echo_failure)?;
+    out.write(&format!("dshkit echo: http://{address}/mcp\n"));
+    let work = async {
+        serving
+            .await
+            .context("the recording proxy failed")
+            .map_err(Failure::runtime)
+    };
+    until_signal(work).await?;
+    let summary = proxy.finish().map_err(echo_failure)?;
+    note(&format!(
+        "recorded {} interaction(s), {} message(s) into {}",
+        summary.interactions,
+        summary.messages,
+        summary
+            .cassette
+            .as_deref()
+            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
+    ));
+    Ok(exit::SUCCESS)
 }
 
 async fn record_command(

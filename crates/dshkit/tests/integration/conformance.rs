@@ -123,3 +123,108 @@ fn without_the_token_the_same_runner_is_refused() {
         "an unauthenticated client must not pass: {checks:#?}"
     );
 }
+
+/// Server scenarios run against server-everything, directly and through the Echo
+/// recording proxy.
+const THROUGH_ECHO: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "prompts-list",
+    "resources-list",
+    "logging-set-level",
+    "completion-complete",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+];
+
+/// (check id, status) of one scenario run against `url`.
+fn verdicts_at(peers: &Peers, url: &str, scenario: &str, out_dir: &Path) -> Vec<(String, String)> {
+    let mut command = Command::new(peers.node());
+    isolate(&mut command, out_dir);
+    command
+        .arg(peers.module("@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", url, "--scenario", scenario, "-o"])
+        .arg(out_dir.join(scenario));
+    output(&mut command);
+    let checks = std::fs::read_dir(out_dir.join(scenario))
+        .ok()
+        .and_then(|mut runs| runs.next())
+        .and_then(|run| std::fs::read_to_string(run.ok()?.path().join("checks.json")).ok())
+        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok())
+        .unwrap_or_default();
+    let mut verdicts: Vec<(String, String)> = checks
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or("?").to_owned(),
+                c["status"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect();
+    verdicts.sort();
+    verdicts
+}
+
+#[test]
+fn the_conformance_suite_sees_no_difference_through_the_echo_recording_proxy() {
+    let peers = Peers::get();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut everything = dshkit_test::spawn_guarded(
+        Command::new(peers.node())
+            .arg(peers.module("@modelcontextprotocol/server-everything/dist/index.js"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let direct = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("conformance.jsonl");
+    let mut command = crate::support::dshkit_command(dir.path());
+    command
+        .args(["echo", "record", "--http", &direct, "-o"])
+        .arg(&cassette);
+    let mut proxy = dshkit_test::spawn_guarded(&mut command);
+    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let through = ready.trim_start_matches("dshkit echo: ").to_owned();
+
+    let mut compared = 0;
+    for scenario in THROUGH_ECHO {
+        let plain = verdicts_at(&peers, &direct, scenario, &dir.path().join("direct"));
+        let proxied = verdicts_at(&peers, &through, scenario, &dir.path().join("proxied"));
+        assert!(
+            !plain.is_empty(),
+            "{scenario}: no checks against server-everything"
+        );
+        compared += plain.len();
+        if *scenario == "dns-rebinding-protection" {
+            // The one deliberate difference: the proxy refuses a foreign Host itself
+            // (loopback endpoints are guarded by default), so a check the bare server
+            // fails may pass through the proxy; none may get worse.
+            for ((id, direct_status), (_, proxied_status)) in plain.iter().zip(&proxied) {
+                assert!(
+                    proxied_status == direct_status || proxied_status == "SUCCESS",
+                    "{scenario}/{id}: {direct_status} directly, {proxied_status} through the proxy"
+                );
+            }
+            continue;
+        }
+        assert_eq!(proxied, plain, "{scenario}: the proxy changed the result");
+    }
+    assert!(compared > 10, "{compared} checks compared");
+    proxy.terminate(std::time::Duration::from_secs(5));
+    assert!(cassette.is_file(), "the proxied runs were recorded");
+    let _ = everything.terminate(std::time::Duration::from_secs(5));
+}

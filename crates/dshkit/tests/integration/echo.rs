@@ -546,3 +546,96 @@ fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
     std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
 }
+
+#[test]
+fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identically() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = dshkit_test::spawn_guarded(
+        Command::new(peers.node())
+            .arg(everything(&peers))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let cassette = dir.path().join("http.jsonl");
+    let mut command = dshkit_command(dir.path());
+    command
+        .args([
+            "echo",
+            "record",
+            "--http",
+            &format!("http://127.0.0.1:{port}/mcp"),
+            "-o",
+        ])
+        .arg(&cassette);
+    let mut proxy = dshkit_test::spawn_guarded(&mut command);
+    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let out = output(
+        Command::new(peers.node())
+            .arg(peers.script("echo-client.mjs"))
+            .args(["http", &url])
+            .env("HOME", dir.path()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut live = stdout_json(&out);
+    // SIGINT ends the recording cleanly; then the server goes away.
+    let pid = rustix::process::Pid::from_raw(i32::try_from(proxy.pid()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = proxy.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recorder did not stop on SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let _ = server.terminate(std::time::Duration::from_secs(5));
+
+    let inspect = stdout_json(&output(dshkit_command(dir.path()).args([
+        "--json",
+        "echo",
+        "inspect",
+        cassette.to_str().unwrap(),
+    ])));
+    assert_eq!(inspect["header"]["transport"], "http");
+    assert_eq!(inspect["header"]["serverInfo"]["name"], "mcp-servers/everything");
+    let bin = dshkit();
+    let mut replayed = sdk_session(
+        &peers,
+        dir.path(),
+        &[
+            bin.to_str().unwrap(),
+            "echo",
+            "replay",
+            cassette.to_str().unwrap(),
+        ],
+    );
+    let (_, progress) = (live["progress"].take(), replayed["progress"].take());
+    assert_eq!(
+        live, replayed,
+        "recorded over HTTP, replayed over stdio: the same results"
+    );
+    assert_eq!(
+        progress.as_array().unwrap().len(),
+        2,
+        "the SSE progress events were recorded: {progress}"
+    );
+}
