@@ -9,6 +9,7 @@
 //! - [`lint`]: cassette checks and the readable timeline.
 
 pub mod cassette;
+pub mod contract;
 pub mod http;
 pub mod lint;
 pub mod matcher;

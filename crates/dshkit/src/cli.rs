@@ -130,6 +130,17 @@ pub(crate) enum EchoCommand {
         #[arg(last = true, required = true, value_name = "ARGV")]
         argv: Vec<String>,
     },
+    /// Snapshot the tool contract a cassette recorded (names, descriptions, input
+    /// and output schemas, annotations) as JSON, to stdout or -o FILE.
+    Snapshot {
+        cassette: PathBuf,
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Compare two tool contracts (snapshots or cassettes): each change is breaking,
+    /// dangerous, minor or info under a stable rule id. Exit 1 on breaking or
+    /// dangerous changes.
+    Diff { old: PathBuf, new: PathBuf },
     /// Check a cassette: header against frames, orphan responses, id collisions.
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).

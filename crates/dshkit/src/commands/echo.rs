@@ -122,6 +122,11 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             redaction,
             argv,
         } => verify_command(&path, &redactor(&redaction)?, &argv, out).await,
+        EchoCommand::Snapshot {
+            cassette: path,
+            output,
+        } => snapshot_command(&path, output.as_deref(), out),
+        EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
         EchoCommand::DshOverlay(args) => overlay_command(&args, out),
@@ -385,6 +390,82 @@ async fn verify_command(
         exit::SUCCESS
     } else {
         exit::PROBLEM_FOUND
+    })
+}
+
+fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u8, Failure> {
+    use dshkit_echo::contract::Contract;
+    let contract = Contract::read(path).map_err(|e| Failure::refused(anyhow!(e)))?;
+    if contract.tools.is_empty() {
+        return Err(Failure::refused(anyhow!(
+            "{} holds no tools/list answer",
+            path.display()
+        )));
+    }
+    let mut snapshot = contract.to_snapshot();
+    redactor(&RedactionArgs {
+        redact_env: Vec::new(),
+        redact: Vec::new(),
+    })?
+    .value(&mut snapshot);
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&snapshot).map_err(Failure::runtime)?
+    );
+    match output {
+        Some(file) => {
+            dshkit_dsh::patch::write_atomic(file, text.as_bytes()).map_err(Failure::runtime)?;
+            note(&format!(
+                "{} tool(s) written to {}",
+                contract.tools.len(),
+                file.display()
+            ));
+        }
+        None => out.write(&text),
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
+    use dshkit_echo::contract::{Contract, Severity, diff};
+    let before = Contract::read(old).map_err(|e| Failure::refused(anyhow!(e)))?;
+    let after = Contract::read(new).map_err(|e| Failure::refused(anyhow!(e)))?;
+    let changes = diff(&before, &after);
+    let count = |s: Severity| changes.iter().filter(|c| c.severity == s).count();
+    let (breaking, dangerous) = (count(Severity::Breaking), count(Severity::Dangerous));
+    if out.json {
+        out.json(&serde_json::json!({ "changes": changes, "breaking": breaking, "dangerous": dangerous }));
+    } else {
+        let mut text = String::new();
+        for change in &changes {
+            text.push_str(&format!(
+                "{:<9} {:<36} {}{}: {}\n",
+                serde_json::to_value(change.severity)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                change.rule,
+                change.tool,
+                if change.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", change.path)
+                },
+                change.message
+            ));
+        }
+        text.push_str(&format!(
+            "{} change(s): {breaking} breaking, {dangerous} dangerous, {} minor, {} info\n",
+            changes.len(),
+            count(Severity::Minor),
+            count(Severity::Info)
+        ));
+        out.write(&text);
+    }
+    Ok(if breaking + dangerous > 0 {
+        exit::PROBLEM_FOUND
+    } else {
+        exit::SUCCESS
     })
 }
 

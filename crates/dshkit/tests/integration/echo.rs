@@ -639,3 +639,79 @@ fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identicall
         "the SSE progress events were recorded: {progress}"
     );
 }
+
+#[test]
+fn a_recorded_tool_contract_is_snapshotted_and_changes_are_classified() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let (cassette, _) = record_everything_with_sdk(&peers, dir.path());
+    let snapshot = dir.path().join("contract.json");
+    let made = output(
+        dshkit_command(dir.path())
+            .args(["echo", "snapshot", cassette.to_str().unwrap(), "-o"])
+            .arg(&snapshot),
+    );
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let contract: Value = serde_json::from_slice(&std::fs::read(&snapshot).unwrap()).unwrap();
+    let tools = contract["tools"].as_array().unwrap();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["name"] == "get-sum" && t["inputSchema"]["required"] == json!(["a", "b"])),
+        "{contract}"
+    );
+
+    let same = output(
+        dshkit_command(dir.path())
+            .args(["echo", "diff"])
+            .arg(&snapshot)
+            .arg(&cassette),
+    );
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&same.stdout)
+    );
+
+    // The next server version: echo gone, get-sum needs a new parameter, a new tool.
+    let mut next = contract.clone();
+    let list = next["tools"].as_array_mut().unwrap();
+    list.retain(|t| t["name"] != "echo");
+    let sum = list.iter_mut().find(|t| t["name"] == "get-sum").unwrap();
+    sum["inputSchema"]["properties"]["precision"] = json!({"type": "integer"});
+    sum["inputSchema"]["required"] = json!(["a", "b", "precision"]);
+    list.push(json!({"name": "get-product", "inputSchema": {"type": "object"}}));
+    let changed = dir.path().join("next.json");
+    std::fs::write(&changed, next.to_string()).unwrap();
+    let drift = output(
+        dshkit_command(dir.path())
+            .args(["--json", "echo", "diff"])
+            .arg(&snapshot)
+            .arg(&changed),
+    );
+    assert_eq!(drift.status.code(), Some(1));
+    let report = stdout_json(&drift);
+    let found: Vec<(String, String)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["rule"].as_str().unwrap().to_owned(),
+                c["tool"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("tool-removed", "echo"),
+        ("input-required-added", "get-sum"),
+        ("tool-added", "get-product"),
+    ] {
+        assert!(
+            found.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "{expected:?} in {found:?}"
+        );
+    }
+    assert_eq!(report["breaking"], 2);
+}
