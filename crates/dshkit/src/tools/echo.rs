@@ -1,5 +1,6 @@
 //! The `echo` family: cassettes for agents. `echo_cassettes` lists the cassettes in
-//! the workspace; `echo_inspect` shows one as a timeline with its lint findings.
+//! the workspace; `echo_inspect` shows one as a timeline with its lint findings;
+//! `echo_diff` compares two tool contracts.
 //! Everything shown is redacted again first (a cassette may predate a rule).
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use super::arguments;
 
 const CASSETTES: &str = "echo_cassettes";
 const INSPECT: &str = "echo_inspect";
+const DIFF: &str = "echo_diff";
 /// Cassettes listed at most.
 const MAX_LISTED: usize = 200;
 /// Timeline entries shown at most.
@@ -44,6 +46,16 @@ struct ListArgs {
 struct InspectArgs {
     cassette: String,
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiffArgs {
+    old: String,
+    new: String,
+}
+
+/// Changes listed at most in a diff result.
+const MAX_CHANGES: usize = 200;
 
 fn inside(root: &Path, relative: &str) -> Result<PathBuf, ToolFailure> {
     let root = std::fs::canonicalize(root)
@@ -212,6 +224,47 @@ impl EchoFamily {
     }
 }
 
+impl EchoFamily {
+    fn diff(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
+        use dshkit_echo::contract::{Contract, Severity, diff};
+        let args: DiffArgs = arguments(DIFF, args)?;
+        let old = Contract::read(&inside(&self.workspace, &args.old)?).map_err(ToolFailure::new)?;
+        let new = Contract::read(&inside(&self.workspace, &args.new)?).map_err(ToolFailure::new)?;
+        let changes = diff(&old, &new);
+        let count = |s: Severity| changes.iter().filter(|c| c.severity == s).count();
+        let (breaking, dangerous, minor, info) = (
+            count(Severity::Breaking),
+            count(Severity::Dangerous),
+            count(Severity::Minor),
+            count(Severity::Info),
+        );
+        let total = changes.len();
+        let shown: Vec<_> = changes.into_iter().take(MAX_CHANGES).collect();
+        let mut text = format!(
+            "{total} change(s): {breaking} breaking, {dangerous} dangerous, {minor} minor, {info} info{}\n",
+            if total > MAX_CHANGES {
+                format!(" (first {MAX_CHANGES} listed)")
+            } else {
+                String::new()
+            }
+        );
+        for change in &shown {
+            text.push_str(&format!(
+                "{:?} {} {} {}: {}\n",
+                change.severity, change.rule, change.tool, change.path, change.message
+            ));
+        }
+        let mut structured = json!({ "changes": shown, "total": total, "breaking": breaking, "dangerous": dangerous, "truncated": total > MAX_CHANGES });
+        Redactor::new(&[], &[])
+            .map_err(|e| ToolFailure::new(e.to_string()))?
+            .value(&mut structured);
+        Ok(ToolOutput {
+            text,
+            structured: structured.as_object().cloned().unwrap_or_default(),
+        })
+    }
+}
+
 impl ToolFamily for EchoFamily {
     fn name(&self) -> &'static str {
         "echo"
@@ -235,6 +288,15 @@ impl ToolFamily for EchoFamily {
                 output_schema: None,
                 hints: ToolHints::READ_ONLY,
             },
+            ToolSpec {
+                name: DIFF,
+                title: "Diff two MCP tool contracts",
+                description: "Compares the tool contracts of two cassettes or contract snapshots (paths inside the workspace; make snapshots with `dshkit echo snapshot`). Each change is breaking, dangerous, minor or info under a stable rule id (tool-removed, input-required-added, input-enum-value-removed, input-additional-properties-closed, output-property-removed, became-destructive, tool-added, ...), covering nested required fields, additionalProperties, anyOf/oneOf/allOf and outputSchema. At most 200 changes listed. Read-only. Verifying a cassette against the live server runs a program, so it stays a command for people: dshkit echo verify.",
+                input_schema: json!({"type": "object", "required": ["old", "new"], "additionalProperties": false, "properties": {
+                    "old": {"type": "string", "maxLength": 1024}, "new": {"type": "string", "maxLength": 1024}}}),
+                output_schema: None,
+                hints: ToolHints::READ_ONLY,
+            },
         ]
     }
 
@@ -242,6 +304,7 @@ impl ToolFamily for EchoFamily {
         Box::pin(async move {
             match call.name.as_str() {
                 CASSETTES => self.list(call.arguments),
+                DIFF => self.diff(call.arguments),
                 _ => self.inspect(call.arguments),
             }
         })

@@ -494,6 +494,26 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
     assert!(text.contains("[REDACTED:github:"), "{text}");
     let outside = mcp.call(3, "echo_inspect", &json!({"cassette": "../../etc/passwd"}));
     assert_eq!(outside["result"]["isError"], true);
+
+    // The same recording with the tool's required argument list grown: breaking.
+    let text = std::fs::read_to_string(recordings.join("legacy.jsonl")).unwrap();
+    let listed = r#"{"type":"interaction","ordinal":2,"request":{"jsonrpc":"2.0","id":2,"method":"tools/list"},"responses":[{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"fetch","inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]}}],"ms":1}"#;
+    std::fs::write(recordings.join("v1.jsonl"), format!("{text}{listed}\n")).unwrap();
+    let grown = listed
+        .replace(r#""required":["q"]"#, r#""required":["q","region"]"#)
+        .replace(
+            r#""q":{"type":"string"}"#,
+            r#""q":{"type":"string"},"region":{"type":"string"}"#,
+        );
+    std::fs::write(recordings.join("v2.jsonl"), format!("{text}{grown}\n")).unwrap();
+    let diffed = mcp.call(
+        4,
+        "echo_diff",
+        &json!({"old": "recordings/v1.jsonl", "new": "recordings/v2.jsonl"}),
+    );
+    let result = &diffed["result"]["structuredContent"];
+    assert_eq!(result["breaking"], 1, "{diffed}");
+    assert_eq!(result["changes"][0]["rule"], "input-required-added");
 }
 
 #[test]
@@ -714,4 +734,65 @@ fn a_recorded_tool_contract_is_snapshotted_and_changes_are_classified() {
         );
     }
     assert_eq!(report["breaking"], 2);
+}
+
+/// The tool list and a `dshkit_info` call made by rmcp's client in discover mode
+/// against `command`.
+async fn rmcp_discover_session(command: tokio::process::Command) -> (Vec<String>, Value) {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let transport = rmcp::transport::TokioChildProcess::new(command).unwrap();
+    let client = ()
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("discover");
+    let tools = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let info = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("dshkit_info"))
+        .await
+        .unwrap();
+    let info = serde_json::to_value(&info).unwrap();
+    client.cancel().await.unwrap();
+    (tools, info)
+}
+
+#[tokio::test]
+async fn an_rmcp_client_in_discover_mode_is_recorded_and_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("rmcp.jsonl");
+    let mut record = tokio::process::Command::new(dshkit());
+    crate::support::isolate(record.as_std_mut(), dir.path());
+    record
+        .args(["echo", "record", "-o"])
+        .arg(&cassette)
+        .arg("--")
+        .arg(dshkit())
+        .args(["mcp", "--tools", "core"]);
+    let live = rmcp_discover_session(record).await;
+    assert_eq!(live.0, ["dshkit_doctor", "dshkit_info"]);
+
+    let mut replay = tokio::process::Command::new(dshkit());
+    crate::support::isolate(replay.as_std_mut(), dir.path());
+    replay.args(["echo", "replay"]).arg(&cassette);
+    let replayed = rmcp_discover_session(replay).await;
+    assert_eq!(
+        replayed, live,
+        "the rmcp client gets the same answers from the replay"
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    assert!(
+        text.lines().next().unwrap().contains("\"era\":\"2026\""),
+        "{text}"
+    );
+    assert!(text.contains("\"method\":\"server/discover\""));
 }

@@ -229,7 +229,8 @@ fn tool_families_are_selected_with_tools() {
             "liveloop_verify",
             "plugin_check",
             "echo_cassettes",
-            "echo_inspect"
+            "echo_inspect",
+            "echo_diff"
         ]
     );
 }

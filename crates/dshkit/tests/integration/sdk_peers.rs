@@ -33,7 +33,8 @@ fn assert_sdk_report(report: &Value) {
             "liveloop_verify",
             "plugin_check",
             "echo_cassettes",
-            "echo_inspect"
+            "echo_inspect",
+            "echo_diff"
         ]
     );
     assert_eq!(report["tools"][0]["annotations"]["readOnlyHint"], true);
@@ -127,7 +128,8 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
             "liveloop_verify",
             "plugin_check",
             "echo_cassettes",
-            "echo_inspect"
+            "echo_inspect",
+            "echo_diff"
         ]
     );
     let out = output(&mut call);
