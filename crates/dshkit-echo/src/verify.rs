@@ -97,55 +97,138 @@ pub fn compare(recorded: &Value, live: &Value) -> (Outcome, Vec<String>) {
     }
 }
 
-/// Sends every recorded request to the live server `argv` (over stdio), in order,
-/// and compares the answers.
+/// The live server a verification talks to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Started from this argv, spoken to over stdio.
+    Stdio(Vec<String>),
+    /// A Streamable HTTP endpoint (`http://…/mcp`).
+    Http(String),
+}
+
+#[expect(clippy::large_enum_variant, reason = "one value per verification")]
+enum Live {
+    Stdio {
+        child: tokio::process::Child,
+        stdin: tokio::process::ChildStdin,
+        stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    },
+    Http {
+        client: reqwest::Client,
+        url: String,
+        session: Option<String>,
+    },
+}
+
+impl Live {
+    fn start(target: &Target) -> Result<Self, EchoError> {
+        match target {
+            Target::Http(url) => Ok(Self::Http {
+                client: reqwest::Client::new(),
+                url: url.clone(),
+                session: None,
+            }),
+            Target::Stdio(argv) => {
+                let (program, rest) = argv.split_first().ok_or(EchoError::NoLiveServer)?;
+                let mut child = tokio::process::Command::new(program)
+                    .args(rest)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| EchoError::Spawn {
+                        argv: argv.join(" "),
+                        error: e.to_string(),
+                    })?;
+                let stdin = child.stdin.take().ok_or(EchoError::NoLiveServer)?;
+                let stdout =
+                    tokio::io::BufReader::new(child.stdout.take().ok_or(EchoError::NoLiveServer)?).lines();
+                Ok(Self::Stdio { child, stdin, stdout })
+            }
+        }
+    }
+
+    /// Sends `message`; for a request, returns the answer with its id (or `None`).
+    async fn send(&mut self, message: &Value) -> Option<Value> {
+        let id = message.get("id").cloned();
+        match self {
+            Self::Stdio { stdin, stdout, .. } => {
+                let mut frame = serde_json::to_string(message).expect("JSON");
+                frame.push('\n');
+                stdin.write_all(frame.as_bytes()).await.ok()?;
+                let id = id?;
+                tokio::time::timeout(ANSWER_TIMEOUT, async {
+                    while let Ok(Some(text)) = stdout.next_line().await {
+                        if let Ok(answer) = serde_json::from_str::<Value>(&text)
+                            && answer.get("method").is_none()
+                            && answer["id"] == id
+                        {
+                            return Some(answer);
+                        }
+                    }
+                    None
+                })
+                .await
+                .ok()
+                .flatten()
+            }
+            Self::Http { client, url, session } => {
+                let mut request = client
+                    .post(url.as_str())
+                    .header("Content-Type", "application/json")
+                    .header("Accept", "application/json, text/event-stream")
+                    .timeout(ANSWER_TIMEOUT)
+                    .body(message.to_string());
+                if let Some(session) = session.as_deref() {
+                    request = request.header("Mcp-Session-Id", session);
+                }
+                let response = request.send().await.ok()?;
+                if let Some(value) = response
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                {
+                    *session = Some(value.to_owned());
+                }
+                let body = response.text().await.ok()?;
+                let id = id?;
+                serde_json::from_str::<Value>(&body)
+                    .ok()
+                    .filter(|v| v["id"] == id)
+                    .or_else(|| {
+                        body.lines()
+                            .filter_map(|l| l.strip_prefix("data:"))
+                            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                            .find(|v| v.get("method").is_none() && v["id"] == id)
+                    })
+            }
+        }
+    }
+
+    async fn close(self) {
+        if let Self::Stdio { mut child, stdin, .. } = self {
+            drop(stdin);
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
+    }
+}
+
+/// Sends every recorded request to the live server, in order, and compares the
+/// answers.
 pub async fn verify(
     interactions: &[Interaction],
-    argv: &[String],
+    target: &Target,
     redactor: &Redactor,
 ) -> Result<Vec<Check>, EchoError> {
-    let (program, rest) = argv.split_first().ok_or(EchoError::NoLiveServer)?;
-    let mut child = tokio::process::Command::new(program)
-        .args(rest)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| EchoError::Spawn {
-            argv: argv.join(" "),
-            error: e.to_string(),
-        })?;
-    let mut stdin = child.stdin.take().ok_or(EchoError::NoLiveServer)?;
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().ok_or(EchoError::NoLiveServer)?).lines();
+    let mut live = Live::start(target)?;
     let normaliser = Normaliser::default();
     let mut checks = Vec::new();
     for interaction in interactions {
         let method = interaction.request["method"].as_str().unwrap_or("?").to_owned();
         let mut request = interaction.request.clone();
-        let id = json!(format!("dshkit-verify-{}", interaction.ordinal));
-        request["id"] = id.clone();
-        let mut frame = serde_json::to_string(&request).expect("JSON");
-        frame.push('\n');
-        let sent = stdin.write_all(frame.as_bytes()).await;
-        let answer = if sent.is_err() {
-            None
-        } else {
-            tokio::time::timeout(ANSWER_TIMEOUT, async {
-                while let Ok(Some(text)) = stdout.next_line().await {
-                    if let Ok(message) = serde_json::from_str::<Value>(&text)
-                        && message.get("method").is_none()
-                        && message["id"] == id
-                    {
-                        return Some(message);
-                    }
-                }
-                None
-            })
-            .await
-            .ok()
-            .flatten()
-        };
+        request["id"] = json!(format!("dshkit-verify-{}", interaction.ordinal));
+        let answer = live.send(&request).await;
         let check = match (answer, interaction.responses.last()) {
             (Some(mut now), Some(then)) => {
                 let mut then = then.clone();
@@ -178,14 +261,12 @@ pub async fn verify(
         };
         // The handshake is complete once initialize is answered.
         if interaction.request["method"] == "initialize" {
-            let _ = stdin
-                .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            live.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
                 .await;
         }
         checks.push(check);
     }
-    drop(stdin);
-    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    live.close().await;
     Ok(checks)
 }
 

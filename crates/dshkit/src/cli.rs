@@ -124,10 +124,13 @@ pub(crate) enum EchoCommand {
     /// ERROR-SHAPE-CHANGED or MISSING per request. Exit 0 clean, 1 drift, 2 error.
     Verify {
         cassette: PathBuf,
+        /// A live Streamable HTTP server (`http://…/mcp`) instead of a command.
+        #[arg(long, value_name = "URL", conflicts_with = "argv")]
+        url: Option<String>,
         #[command(flatten)]
         redaction: RedactionArgs,
-        /// The live server's command line.
-        #[arg(last = true, required = true, value_name = "ARGV")]
+        /// The live server's command line (stdio).
+        #[arg(last = true, required_unless_present = "url", value_name = "ARGV")]
         argv: Vec<String>,
     },
     /// Snapshot the tool contract a cassette recorded (names, descriptions, input

@@ -119,9 +119,16 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         } => redact_command(&path, scan, &redactor(&redaction)?, out),
         EchoCommand::Verify {
             cassette: path,
+            url,
             redaction,
             argv,
-        } => verify_command(&path, &redactor(&redaction)?, &argv, out).await,
+        } => {
+            let target = match url {
+                Some(url) => dshkit_echo::verify::Target::Http(url),
+                None => dshkit_echo::verify::Target::Stdio(argv),
+            };
+            verify_command(&path, &redactor(&redaction)?, &target, out).await
+        }
         EchoCommand::Snapshot {
             cassette: path,
             output,
@@ -336,7 +343,7 @@ const VERIFY_ERROR: u8 = 2;
 async fn verify_command(
     path: &Path,
     redactor: &Redactor,
-    argv: &[String],
+    target: &dshkit_echo::verify::Target,
     out: Output,
 ) -> Result<u8, Failure> {
     let loaded = match cassette::read(path) {
@@ -347,7 +354,7 @@ async fn verify_command(
         }
     };
     let interactions = loaded.cassette.into_interactions();
-    let checks = match dshkit_echo::verify::verify(&interactions, argv, redactor).await {
+    let checks = match dshkit_echo::verify::verify(&interactions, target, redactor).await {
         Ok(checks) => checks,
         Err(e) => {
             note(&format!("error: {e}"));

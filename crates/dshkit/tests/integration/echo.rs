@@ -796,3 +796,44 @@ async fn an_rmcp_client_in_discover_mode_is_recorded_and_replayed() {
     );
     assert!(text.contains("\"method\":\"server/discover\""));
 }
+
+#[test]
+fn verify_runs_against_a_streamable_http_server_too() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let (cassette, _) = record_everything_with_sdk(&peers, dir.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = dshkit_test::spawn_guarded(
+        Command::new(peers.node())
+            .arg(everything(&peers))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let out = output(dshkit_command(dir.path()).args([
+        "--json",
+        "echo",
+        "verify",
+        cassette.to_str().unwrap(),
+        "--url",
+        &url,
+    ]));
+    let report = stdout_json(&out);
+    let checks = report["checks"].as_array().unwrap();
+    assert!(checks.len() >= 6, "{report}");
+    // The stdio recording, verified over HTTP: every answer matches.
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let _ = server.terminate(std::time::Duration::from_secs(5));
+}
