@@ -57,6 +57,40 @@ fn echo_failure(error: dshkit_echo::stdio::EchoError) -> Failure {
     }
 }
 
+/// Serves a bound HTTP endpoint until SIGINT/SIGTERM, after printing its one
+/// readiness line on stdout (for scripts waiting on it).
+async fn serve_until_signal(
+    address: std::net::SocketAddr,
+    serving: impl std::future::Future<Output = std::io::Result<()>>,
+    out: Output,
+) -> Result<(), Failure> {
+    out.write(&format!("dshkit echo: http://{address}/mcp\n"));
+    let work = async {
+        serving
+            .await
+            .context("the HTTP endpoint failed")
+            .map_err(Failure::runtime)
+    };
+    until_signal(work).await.map(drop)
+}
+
+fn note_recorded(summary: &dshkit_echo::stdio::RecordSummary) {
+    note(&format!(
+        "recorded {} interaction(s), {} message(s){} into {}",
+        summary.interactions,
+        summary.messages,
+        if summary.raw_lines > 0 {
+            format!(", {} non-JSON line(s)", summary.raw_lines)
+        } else {
+            String::new()
+        },
+        summary
+            .cassette
+            .as_deref()
+            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
+    ));
+}
+
 fn note(message: &str) {
     #[expect(
         clippy::print_stderr,
@@ -161,24 +195,8 @@ async fn record_http_command(
     let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
         .await
         .map_err(echo_failure)?;
-    out.write(&format!("dshkit echo: http://{address}/mcp\n"));
-    let work = async {
-        serving
-            .await
-            .context("the recording proxy failed")
-            .map_err(Failure::runtime)
-    };
-    until_signal(work).await?;
-    let summary = proxy.finish().map_err(echo_failure)?;
-    note(&format!(
-        "recorded {} interaction(s), {} message(s) into {}",
-        summary.interactions,
-        summary.messages,
-        summary
-            .cassette
-            .as_deref()
-            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
-    ));
+    serve_until_signal(address, serving, out).await?;
+    note_recorded(&proxy.finish().map_err(echo_failure)?);
     Ok(exit::SUCCESS)
 }
 
@@ -251,20 +269,7 @@ async fn record_command(
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };
-    note(&format!(
-        "recorded {} interaction(s), {} message(s){} into {}",
-        summary.interactions,
-        summary.messages,
-        if summary.raw_lines > 0 {
-            format!(", {} non-JSON line(s)", summary.raw_lines)
-        } else {
-            String::new()
-        },
-        summary
-            .cassette
-            .as_deref()
-            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
-    ));
+    note_recorded(&summary);
     Ok(exit::SUCCESS)
 }
 
@@ -312,15 +317,7 @@ async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> 
     let (address, serving) = dshkit_echo::http::bind(port, options)
         .await
         .map_err(echo_failure)?;
-    // The one line on stdout, for scripts waiting on readiness.
-    out.write(&format!("dshkit echo: http://{address}/mcp\n"));
-    let work = async {
-        serving
-            .await
-            .context("the replay server failed")
-            .map_err(Failure::runtime)
-    };
-    until_signal(work).await?;
+    serve_until_signal(address, serving, out).await?;
     Ok(exit::SUCCESS)
 }
 

@@ -170,26 +170,7 @@ fn verdicts_at(peers: &Peers, url: &str, scenario: &str, out_dir: &Path) -> Vec<
 #[test]
 fn the_conformance_suite_sees_no_difference_through_the_echo_recording_proxy() {
     let peers = Peers::get();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut everything = dshkit_test::spawn_guarded(
-        Command::new(peers.node())
-            .arg(peers.module("@modelcontextprotocol/server-everything/dist/index.js"))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string()),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server-everything did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let direct = format!("http://127.0.0.1:{port}/mcp");
+    let (mut everything, direct) = crate::support::everything_http(&peers);
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("conformance.jsonl");
     let mut command = crate::support::dshkit_command(dir.path());

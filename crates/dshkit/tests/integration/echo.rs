@@ -571,35 +571,11 @@ fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
 fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identically() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = dshkit_test::spawn_guarded(
-        Command::new(peers.node())
-            .arg(everything(&peers))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string()),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server-everything did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let (mut server, server_url) = crate::support::everything_http(&peers);
     let cassette = dir.path().join("http.jsonl");
     let mut command = dshkit_command(dir.path());
     command
-        .args([
-            "echo",
-            "record",
-            "--http",
-            &format!("http://127.0.0.1:{port}/mcp"),
-            "-o",
-        ])
+        .args(["echo", "record", "--http", &server_url, "-o"])
         .arg(&cassette);
     let mut proxy = dshkit_test::spawn_guarded(&mut command);
     let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
@@ -802,26 +778,8 @@ fn verify_runs_against_a_streamable_http_server_too() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
     let (cassette, _) = record_everything_with_sdk(&peers, dir.path());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut server = dshkit_test::spawn_guarded(
-        Command::new(peers.node())
-            .arg(everything(&peers))
-            .arg("streamableHttp")
-            .env("PORT", port.to_string()),
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server-everything did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (mut server, server_url) = crate::support::everything_http(&peers);
+    let url = server_url.clone();
     let out = output(dshkit_command(dir.path()).args([
         "--json",
         "echo",

@@ -97,3 +97,28 @@ pub(crate) fn everything_launcher(dir: &Path, peers: &dshkit_test::Peers) -> Pat
     std::fs::set_permissions(&path, permissions).unwrap();
     path
 }
+
+/// The real server-everything in its Streamable HTTP mode on a free loopback port,
+/// once it listens; returns its guard and its MCP URL.
+pub(crate) fn everything_http(peers: &dshkit_test::Peers) -> (ChildGuard, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = spawn_guarded(
+        Command::new(peers.node())
+            .arg(peers.module("@modelcontextprotocol/server-everything/dist/index.js"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string()),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (server, format!("http://127.0.0.1:{port}/mcp"))
+}
