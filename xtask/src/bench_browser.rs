@@ -246,6 +246,26 @@ impl Driver for Playwright {
     }
 }
 
+/// `@playwright/mcp` on the same Chromium, headless, isolated, a desktop viewport.
+pub(crate) fn playwright_command(peers: &crate::setup::Peers, work: &std::path::Path) -> Command {
+    let mut command = Command::new(peers.node());
+    command
+        .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
+        .args([
+            "--headless",
+            "--isolated",
+            "--no-sandbox",
+            "--executable-path",
+            "/usr/bin/chromium",
+            "--viewport-size",
+            "1280x800",
+            "--output-dir",
+        ])
+        .arg(work.join("playwright"))
+        .env("HOME", work);
+    command
+}
+
 pub(crate) fn run() -> anyhow::Result<()> {
     let (peers, dshkit_binary) = crate::bench::prepare()?;
     let url = serve_fixture()?;
@@ -272,20 +292,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         let ours = measure(&mut dshkit, &url)?;
         drop(dshkit);
         let mut playwright = Playwright {
-            client: StdioClient::start(
-                Command::new(peers.node())
-                    .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
-                    .args([
-                        "--headless",
-                        "--isolated",
-                        "--no-sandbox",
-                        "--executable-path",
-                        "/usr/bin/chromium",
-                    ])
-                    .args(["--viewport-size", "1280x800", "--output-dir"])
-                    .arg(work.join("playwright"))
-                    .env("HOME", &work),
-            )?,
+            client: StdioClient::start(&mut playwright_command(&peers, &work))?,
             id: 0,
             reuse,
         };

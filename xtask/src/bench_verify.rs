@@ -112,22 +112,7 @@ pub(crate) fn verify() -> anyhow::Result<()> {
         }
     }
 
-    let mut playwright = StdioClient::start(
-        Command::new(peers.node())
-            .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
-            .args([
-                "--headless",
-                "--isolated",
-                "--no-sandbox",
-                "--executable-path",
-                "/usr/bin/chromium",
-                "--viewport-size",
-                "1280x800",
-                "--output-dir",
-            ])
-            .arg(work.join("playwright"))
-            .env("HOME", &work),
-    )?;
+    let mut playwright = StdioClient::start(&mut crate::bench_browser::playwright_command(&peers, &work))?;
     let mut id = 100;
     let mut peer_once = |client: &mut StdioClient| -> anyhow::Result<Duration> {
         let began = Instant::now();

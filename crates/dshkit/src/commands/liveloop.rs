@@ -84,8 +84,23 @@ pub(crate) fn detection_text(detection: &Detection) -> String {
     text
 }
 
-/// Detects, chooses and starts the app in `dir`; waits until it is ready.
+/// Detects, chooses and starts the app in `dir`; waits until it is ready. On
+/// failure nothing it started is left running.
 async fn start_app(
+    runtime: &RuntimeManager,
+    dir: &Path,
+    app: Option<&Path>,
+    conflict: dshkit_liveloop::runtime::PortConflict,
+    ready_timeout: Duration,
+) -> Result<(ServerStatus, PathBuf), Failure> {
+    let started = start_app_inner(runtime, dir, app, conflict, ready_timeout).await;
+    if started.is_err() {
+        runtime.shutdown().await;
+    }
+    started
+}
+
+async fn start_app_inner(
     runtime: &RuntimeManager,
     dir: &Path,
     app: Option<&Path>,
@@ -124,21 +139,14 @@ async fn start_app(
 pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failure> {
     let runtime = RuntimeManager::default();
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
-    let outcome = start_app(
+    let (status, _) = start_app(
         &runtime,
         &dir,
         args.app.as_deref(),
         args.on_port_conflict.into(),
         Duration::from_secs(args.ready_timeout_secs),
     )
-    .await;
-    let (status, _) = match outcome {
-        Ok(ready) => ready,
-        Err(failure) => {
-            runtime.shutdown().await;
-            return Err(failure);
-        }
-    };
+    .await?;
     if out.json {
         out.json(&status);
     } else {
@@ -315,21 +323,14 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
         )
     } else {
         let dir = PathBuf::from(&target);
-        let started = start_app(
+        let (status, source) = start_app(
             &runtime,
             &dir,
             args.app.as_deref(),
             args.on_port_conflict.into(),
             Duration::from_secs(args.ready_timeout_secs),
         )
-        .await;
-        let (status, source) = match started {
-            Ok(ready) => ready,
-            Err(failure) => {
-                runtime.shutdown().await;
-                return Err(failure);
-            }
-        };
+        .await?;
         let workspace = std::fs::canonicalize(&dir).map_err(Failure::refused)?;
         (
             status.url.clone().unwrap_or_default(),

@@ -16,11 +16,7 @@ const TURN_DEADLINE: Duration = Duration::from_mins(2);
 #[test]
 fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     let peers = Peers::get();
-    let home = tempfile::tempdir().unwrap();
-    let dsh_home = home.path().join("dsh");
-    let made =
-        output(dsh_command(&peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (home, dsh_home) = headless_home(&peers);
     let connected = output(
         dshkit_command(home.path())
             .args(["dsh", "connect", "--profile", "headless", "--dsh-home"])
@@ -66,6 +62,17 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
         answer.contains(&version),
         "the doctor's chromium version {version} is missing:\n{answer}"
     );
+}
+
+/// A fresh HOME whose DSH home (`<home>/dsh`) has the headless profile, made by the
+/// real `dsh`.
+fn headless_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let dsh_home = home.path().join("dsh");
+    let made =
+        output(dsh_command(peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (home, dsh_home)
 }
 
 /// Runs one headless DSH turn (with `patch` as an extra overlay when given) against
@@ -122,11 +129,7 @@ fn dsh_turn(
 #[test]
 fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
     let peers = Peers::get();
-    let home = tempfile::tempdir().unwrap();
-    let dsh_home = home.path().join("dsh");
-    let made =
-        output(dsh_command(&peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (home, dsh_home) = headless_home(&peers);
     let profile_patch = dsh_home.join("profiles/headless/cordis.patch.yml");
     let profile_before = std::fs::read(&profile_patch).ok();
 

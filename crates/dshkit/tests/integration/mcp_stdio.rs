@@ -218,21 +218,7 @@ fn tool_families_are_selected_with_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "dshkit_doctor",
-            "dshkit_info",
-            "liveloop_browser",
-            "liveloop_detect",
-            "liveloop_runtime",
-            "liveloop_verify",
-            "plugin_check",
-            "echo_cassettes",
-            "echo_inspect",
-            "echo_diff"
-        ]
-    );
+    assert_eq!(names, crate::support::ALL_TOOLS);
 }
 
 #[test]

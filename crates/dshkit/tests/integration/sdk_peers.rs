@@ -22,21 +22,7 @@ fn assert_sdk_report(report: &Value) {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "dshkit_doctor",
-            "dshkit_info",
-            "liveloop_browser",
-            "liveloop_detect",
-            "liveloop_runtime",
-            "liveloop_verify",
-            "plugin_check",
-            "echo_cassettes",
-            "echo_inspect",
-            "echo_diff"
-        ]
-    );
+    assert_eq!(names, crate::support::ALL_TOOLS);
     assert_eq!(report["tools"][0]["annotations"]["readOnlyHint"], true);
     assert_eq!(report["tools"][0]["hasOutputSchema"], true);
     let doctor = &report["doctor"];
@@ -117,21 +103,7 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "dshkit_doctor",
-            "dshkit_info",
-            "liveloop_browser",
-            "liveloop_detect",
-            "liveloop_runtime",
-            "liveloop_verify",
-            "plugin_check",
-            "echo_cassettes",
-            "echo_inspect",
-            "echo_diff"
-        ]
-    );
+    assert_eq!(names, crate::support::ALL_TOOLS);
     let out = output(&mut call);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let result = stdout_json(&out);

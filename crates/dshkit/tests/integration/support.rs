@@ -122,3 +122,17 @@ pub(crate) fn everything_http(peers: &dshkit_test::Peers) -> (ChildGuard, String
     }
     (server, format!("http://127.0.0.1:{port}/mcp"))
 }
+
+/// Every tool `dshkit mcp` serves by default, in listing order.
+pub(crate) const ALL_TOOLS: &[&str] = &[
+    "dshkit_doctor",
+    "dshkit_info",
+    "liveloop_browser",
+    "liveloop_detect",
+    "liveloop_runtime",
+    "liveloop_verify",
+    "plugin_check",
+    "echo_cassettes",
+    "echo_inspect",
+    "echo_diff",
+];
