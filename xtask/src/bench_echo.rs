@@ -136,6 +136,7 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
                 json!({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": format!("Echo: message {i}")}]}}),
             ],
             notifications: vec![],
+            notification_lead_us: vec![],
             server_requests: vec![],
             status: None,
             ms: 1,

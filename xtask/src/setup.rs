@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 
-use crate::{root, run};
+use crate::root;
 
 /// Where the installed peers live.
 pub(crate) struct Peers {
@@ -82,11 +82,48 @@ fn chromium() -> anyhow::Result<()> {
     if !is_root() {
         bail!("Chromium is missing; run: sudo apt-get update && sudo apt-get install -y chromium");
     }
-    eprintln!("xtask: installing Chromium with apt-get");
-    run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "chromium"])
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    quiet_step(
+        "Chromium (apt-get update)",
+        "apt-update",
+        Command::new("apt-get").arg("update"),
+    )?;
+    quiet_step(
+        "Chromium (apt-get install chromium)",
+        "apt-chromium",
+        Command::new("apt-get")
+            .args(["install", "-y", "chromium"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+/// Runs one install step with its output in `target/peers/logs/<log>.log`,
+/// printing one line when it starts and one when it ends (with its time); the
+/// log's path and tail only when it fails.
+pub(crate) fn quiet_step(what: &str, log: &str, command: &mut Command) -> anyhow::Result<()> {
+    let logs = root().join("target/peers/logs");
+    std::fs::create_dir_all(&logs)?;
+    let log = logs.join(format!("{log}.log"));
+    let file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    eprintln!("xtask: installing {what} ...");
+    let started = std::time::Instant::now();
+    let status = command
+        .stdin(std::process::Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .status()
+        .map_err(|e| anyhow::anyhow!("failed to start {command:?}: {e}"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    if status.success() {
+        eprintln!("xtask: installed {what} in {seconds:.1} s");
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(20).collect();
+    eprintln!("xtask: {what} failed after {seconds:.1} s ({status}); the last lines of its log:");
+    for line in tail.iter().rev() {
+        eprintln!("    {line}");
+    }
+    bail!("{what} failed; the whole log is {}", log.display())
 }
 
 fn is_root() -> bool {
@@ -116,22 +153,28 @@ fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
     if Command::new("npm").arg("--version").output().is_err() {
         bail!("npm is missing; run: apt-get install -y nodejs npm");
     }
-    eprintln!("xtask: installing {what} into {}", dest.display());
     let _ = std::fs::remove_dir_all(dest);
     std::fs::create_dir_all(dest)?;
     std::fs::write(dest.join("package.json"), &manifest)?;
     std::fs::write(dest.join("package-lock.json"), &lock)?;
     // `npm ci` rejects locks with platform-specific optional packages (seen with both
     // of ours); `npm install` with the lock present still installs exactly what it pins.
-    run(Command::new("npm")
-        .args([
-            "install",
-            "--prefer-offline",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
-        .current_dir(dest))?;
+    let log = dest
+        .file_name()
+        .map_or_else(|| "npm".into(), |n| format!("npm-{}", n.to_string_lossy()));
+    quiet_step(
+        &format!("{what} with npm"),
+        &log,
+        Command::new("npm")
+            .args([
+                "install",
+                "--prefer-offline",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+            ])
+            .current_dir(dest),
+    )?;
     std::fs::write(&stamp, &key)?;
     Ok(())
 }
@@ -190,12 +233,19 @@ pub(crate) fn mcp_recorder() -> anyhow::Result<PathBuf> {
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && executable.is_file() {
         return Ok(executable);
     }
-    eprintln!("xtask: installing mcp-recorder into {}", venv.display());
     let _ = std::fs::remove_dir_all(&venv);
-    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    run(Command::new(venv.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-        .arg(&requirements))?;
+    quiet_step(
+        "a Python venv for mcp-recorder",
+        "venv",
+        Command::new("python3").args(["-m", "venv"]).arg(&venv),
+    )?;
+    quiet_step(
+        "mcp-recorder with pip",
+        "pip-mcp-recorder",
+        Command::new(venv.join("bin/pip"))
+            .args(["install", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+    )?;
     std::fs::write(&stamp, &key)?;
     Ok(executable)
 }

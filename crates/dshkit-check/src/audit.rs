@@ -106,9 +106,40 @@ fn age(start_ticks: u64) -> Option<Duration> {
     Some(Duration::from_secs_f64((uptime - started).max(0.0)))
 }
 
-/// Audits the table. With `kill_stray`, kills only (a) `leaked` instances of this
-/// run (pid and start time both match) and (b) smoke instances older than
-/// `stray_age`, each verified against a fresh read. Hosts are never touched.
+/// Kills `root`'s whole process tree with SIGKILL and waits (bounded) until a
+/// fresh read shows every member gone; returns the members that survived.
+fn kill_tree(root: u32, root_ticks: u64) -> Vec<u32> {
+    if !procs::same_alive(root, root_ticks) {
+        return Vec::new();
+    }
+    let members = procs::tree(root);
+    for (pid, ticks) in &members {
+        if procs::same_alive(*pid, *ticks)
+            && let Some(pid) = i32::try_from(*pid).ok().and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    let deadline = std::time::Instant::now() + KILL_PROOF_TIMEOUT;
+    let mut left: Vec<(u32, u64)> = members;
+    loop {
+        left.retain(|(pid, ticks)| procs::same_alive(*pid, *ticks));
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    left.into_iter().map(|(pid, _)| pid).collect()
+}
+
+/// How long a killed tree may take to disappear from the process table.
+pub const KILL_PROOF_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Audits the table. Instances `leaked` by this run (pid and start time both
+/// match) are always killed: this run started them. With `kill_stray`, smoke
+/// instances older than `stray_age` are killed too. Every kill takes the whole
+/// process tree and is verified against a fresh read. Hosts are never touched;
+/// younger smoke instances are reported and left alone.
 pub fn audit(launcher_script: &Path, leaked: &[(u32, u64)], kill_stray: bool, stray_age: Duration) -> Check {
     let id = "leftover_audit";
     let name = "Leftover DSH instances";
@@ -117,73 +148,87 @@ pub fn audit(launcher_script: &Path, leaked: &[(u32, u64)], kill_stray: bool, st
         .iter()
         .map(|p| format!("pid {} {:?} {}", p.pid, p.class, p.args.join(" ")))
         .collect();
-    let strays: Vec<&DshProcess> = found
+    let is_leaked = |p: &DshProcess| leaked.contains(&(p.pid, p.start_ticks));
+    let is_old_smoke =
+        |p: &DshProcess| p.class == Class::Smoke && age(p.start_ticks).is_some_and(|a| a >= stray_age);
+    let ours: Vec<&DshProcess> = found.iter().filter(|p| is_leaked(p)).collect();
+    let old: Vec<&DshProcess> = found
         .iter()
-        .filter(|p| {
-            leaked.contains(&(p.pid, p.start_ticks))
-                || (p.class == Class::Smoke && age(p.start_ticks).is_some_and(|a| a >= stray_age))
-        })
+        .filter(|p| !is_leaked(p) && is_old_smoke(p))
         .collect();
-    if strays.is_empty() {
-        let hosts = found.iter().filter(|p| p.class == Class::Host).count();
-        return Check::new(
-            id,
-            name,
-            Status::Pass,
-            format!("{} DSH process(es), {hosts} host(s), no strays", found.len()),
+    let young = found
+        .iter()
+        .filter(|p| p.class == Class::Smoke && !is_leaked(p) && !is_old_smoke(p))
+        .count();
+    let hosts = found.iter().filter(|p| p.class == Class::Host).count();
+    let young_note = if young > 0 {
+        format!(
+            "; {young} smoke instance(s) younger than {} min left alone (another check may be running; they count as strays at that age)",
+            stray_age.as_secs() / 60
         )
-        .with_evidence(evidence);
+    } else {
+        String::new()
+    };
+    let to_kill: Vec<&DshProcess> = if kill_stray {
+        ours.iter().chain(&old).copied().collect()
+    } else {
+        ours.clone()
+    };
+    let mut survivors = Vec::new();
+    for stray in &to_kill {
+        let left = kill_tree(stray.pid, stray.start_ticks);
+        evidence.push(format!(
+            "killed the process tree of {} pid {} ({:?}){}",
+            if is_leaked(stray) { "leaked" } else { "stray" },
+            stray.pid,
+            stray.class,
+            if left.is_empty() {
+                ", verified gone".to_owned()
+            } else {
+                format!(", survivors {left:?}")
+            }
+        ));
+        survivors.extend(left);
     }
-    if !kill_stray {
-        return Check::new(
-            id,
-            name,
-            Status::Warn,
+    let (status, detail) = if !survivors.is_empty() {
+        (
+            Status::Fail,
+            format!("{} process(es) survived SIGKILL of their tree", survivors.len()),
+        )
+    } else if !ours.is_empty() {
+        (
+            Status::Fail,
             format!(
-                "{} stray DSH instance(s); run again with killStray to remove them",
-                strays.len()
+                "{} instance(s) leaked by this run: killed with their process tree and verified gone{young_note}",
+                ours.len()
             ),
         )
-        .with_evidence(evidence);
-    }
-    let mut survivors = Vec::new();
-    for stray in &strays {
-        if let Some(pid) = i32::try_from(stray.pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-        // A fresh read decides: gone, or the pid now belongs to another process.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while procs::alive(stray.pid)
-            && procs::start_ticks(stray.pid) == Some(stray.start_ticks)
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if procs::alive(stray.pid) && procs::start_ticks(stray.pid) == Some(stray.start_ticks) {
-            survivors.push(stray.pid);
-        }
-        evidence.push(format!("killed stray pid {} ({:?})", stray.pid, stray.class));
-    }
-    if survivors.is_empty() {
-        Check::new(
-            id,
-            name,
+    } else if !old.is_empty() && !kill_stray {
+        (
+            Status::Warn,
+            format!(
+                "{} stray DSH instance(s); run again with killStray to remove them{young_note}",
+                old.len()
+            ),
+        )
+    } else if !old.is_empty() {
+        (
             Status::Pass,
-            format!("killed {} stray instance(s), verified gone", strays.len()),
+            format!(
+                "killed {} stray instance(s) with their process trees, verified gone{young_note}",
+                old.len()
+            ),
         )
-        .with_evidence(evidence)
     } else {
-        Check::new(
-            id,
-            name,
-            Status::Fail,
-            format!("{} stray instance(s) survived SIGKILL", survivors.len()),
+        (
+            Status::Pass,
+            format!(
+                "{} DSH process(es), {hosts} host(s), no strays{young_note}",
+                found.len()
+            ),
         )
-        .with_evidence(evidence)
-    }
+    };
+    Check::new(id, name, status, detail).with_evidence(evidence)
 }
 
 #[cfg(test)]

@@ -19,8 +19,26 @@ pub const MAX_STDERR_LINES: usize = 40;
 pub const DEFAULT_DUMP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time a boot may take to print its URL.
 pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default time a booted instance is watched after its URL line.
-pub const DEFAULT_OBSERVE: Duration = Duration::from_millis(1500);
+/// How long a booted instance is watched after its URL line (a URL can be printed
+/// before a fatal error).
+pub const BOOT_WATCH: Duration = Duration::from_millis(1500);
+/// Stderr lines of a healthy boot that are not warnings about the plugin tree:
+/// Node's notices of experimental features and its hint on how to trace them.
+pub const STDERR_NOISE: &[&str] = &["ExperimentalWarning:", "(Use `node --trace-warnings"];
+
+/// The URL of a `dsh web: http://…` line, wherever it stands in the line (a
+/// launcher or a terminal may prefix it).
+pub fn boot_url(line: &str) -> Option<&str> {
+    let at = line.find("dsh web: ")?;
+    line[at + "dsh web: ".len()..]
+        .split_whitespace()
+        .next()
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+}
+
+fn is_noise(line: &str) -> bool {
+    STDERR_NOISE.iter().any(|noise| line.contains(noise)) || boot_url(line).is_some()
+}
 
 /// How to run DSH.
 #[derive(Debug, Clone)]
@@ -147,17 +165,15 @@ pub fn live_boot(
     let start_ticks = procs::start_ticks(pid).unwrap_or(0);
     let (url_tx, url_rx) = mpsc::channel();
     let stdout = child.stdout.take().expect("piped");
+    let stdout_urls = url_tx.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let url = line
-                .strip_prefix("dsh web: ")
-                .and_then(|rest| rest.split_whitespace().next());
-            if let Some(url) = url.filter(|u| u.starts_with("http://")) {
-                let _ = url_tx.send(url.to_owned());
+            if let Some(url) = boot_url(&line) {
+                let _ = stdout_urls.send(url.to_owned());
             }
         }
     });
-    let stderr = read_lines(child.stderr.take());
+    let (stderr, noise) = read_lines(child.stderr.take(), url_tx);
     let url = url_rx.recv_timeout(boot_timeout).ok();
     let failure = |child: &mut Child, detail: String| {
         terminate_group(child);
@@ -175,24 +191,30 @@ pub fn live_boot(
         };
         return failure(&mut child, detail);
     };
-    std::thread::sleep(observe);
-    if let Ok(Some(status)) = child.try_wait() {
+    // Watch it for `observe`: an exit in that time is a failed boot.
+    if let Some(status) = wait_exit(&mut child, observe) {
         return failure(
             &mut child,
             format!("DSH printed {url} but exited with {status} within {observe:?}"),
         );
     }
     let warnings: Vec<String> = stderr.lock().map(|l| l.clone()).unwrap_or_default();
+    let noise = noise.load(std::sync::atomic::Ordering::Relaxed);
+    let noise_note = if noise > 0 {
+        format!(" ({noise} line(s) of known Node noise on stderr not counted)")
+    } else {
+        String::new()
+    };
     let status = if warnings.is_empty() {
         Status::Pass
     } else {
         Status::Warn
     };
     let detail = if warnings.is_empty() {
-        format!("booted at {url} and still alive after {observe:?}")
+        format!("booted at {url} and still alive after {observe:?}{noise_note}")
     } else {
         format!(
-            "booted at {url} and still alive after {observe:?}; it wrote {} line(s) on stderr",
+            "booted at {url} and still alive after {observe:?}; it wrote {} line(s) on stderr{noise_note}",
             warnings.len()
         )
     };
@@ -207,15 +229,22 @@ pub fn live_boot(
     )
 }
 
-/// Terminates, waits, terminates again; then the process table, not the child's
-/// exit, decides whether the instance and its children are gone.
+/// Sends SIGTERM to the instance's group, waits, sends it again; then the process
+/// table, not the child's exit, decides whether the instance and its children are
+/// gone. Nothing is killed here: survivors are named, and the run's leftover
+/// audit removes them (they were leaked by this run).
 pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
     let id = "shutdown";
     let name = "Clean shutdown";
-    let before = procs::group_members(instance.pid);
+    let mut before = procs::group_members(instance.pid);
+    for (pid, _) in procs::tree(instance.pid) {
+        if !before.contains(&pid) {
+            before.push(pid);
+        }
+    }
     for _ in 0..2 {
         signal_group(instance.pid, rustix::process::Signal::TERM);
-        if wait_timeout(&mut instance.child, grace).is_some() {
+        if wait_exit(&mut instance.child, grace).is_some() {
             break;
         }
     }
@@ -225,9 +254,9 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
         std::thread::sleep(Duration::from_millis(50));
         left.retain(|p| procs::alive(*p));
     }
-    let _ = instance.child.try_wait();
     if left.is_empty() {
-        Check::new(
+        let _ = instance.child.wait();
+        return Check::new(
             id,
             name,
             Status::Pass,
@@ -235,21 +264,32 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
                 "SIGTERM ended the instance and all {} process(es) of its group",
                 before.len()
             ),
-        )
-    } else {
-        signal_group(instance.pid, rustix::process::Signal::KILL);
-        let _ = instance.child.wait();
-        Check::new(
-            id,
-            name,
-            Status::Fail,
-            format!("{} process(es) survived two SIGTERMs and were killed", left.len()),
-        )
-        .with_evidence(
-            left.iter()
-                .map(|p| format!("pid {p}: {}", procs::cmdline(*p).unwrap_or_default()))
-                .collect(),
-        )
+        );
+    }
+    let evidence = left
+        .iter()
+        .map(|p| format!("pid {p}: {}", procs::cmdline(*p).unwrap_or_default()))
+        .collect();
+    // Reap the instance whenever it dies (the audit kills it).
+    let mut child = instance.child;
+    std::thread::spawn(move || child.wait());
+    Check::new(
+        id,
+        name,
+        Status::Fail,
+        format!(
+            "{} process(es) survived two SIGTERMs {grace:?} apart (the instance ignores SIGTERM or a child outlives it); the leftover audit removes them",
+            left.len()
+        ),
+    )
+    .with_evidence(evidence)
+}
+
+/// Kills the group of an instance that is still there (the last resort when the
+/// audit could not run).
+pub fn kill_instance_group(pid: u32, start_ticks: u64) {
+    if procs::same_alive(pid, start_ticks) {
+        signal_group(pid, rustix::process::Signal::KILL);
     }
 }
 
@@ -264,14 +304,23 @@ fn terminate_group(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Waits up to `timeout` for `child` to exit, then kills its group.
 fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let status = wait_exit(child, timeout);
+    if status.is_none() {
+        terminate_group(child);
+    }
+    status
+}
+
+/// Waits up to `timeout` for `child` to exit; kills nothing.
+fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Some(status);
         }
         if Instant::now() >= deadline {
-            terminate_group(child);
             return None;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -290,19 +339,38 @@ fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> std::thr
     })
 }
 
-fn read_lines(pipe: Option<impl Read + Send + 'static>) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+/// Stderr lines of a boot: the first [`MAX_STDERR_LINES`] that are not noise,
+/// and the count of noise lines; a boot URL found there is sent on `urls`.
+fn read_lines(
+    pipe: Option<impl Read + Send + 'static>,
+    urls: mpsc::Sender<String>,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
     let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = std::sync::Arc::clone(&lines);
+    let noise = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (sink, noise_count) = (std::sync::Arc::clone(&lines), std::sync::Arc::clone(&noise));
     std::thread::spawn(move || {
         let Some(pipe) = pipe else { return };
         for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if let Some(url) = boot_url(&line) {
+                let _ = urls.send(url.to_owned());
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            if is_noise(&line) {
+                noise_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                continue;
+            }
             let mut lines = sink.lock().expect("lock");
-            if lines.len() < MAX_STDERR_LINES && !line.trim().is_empty() {
+            if lines.len() < MAX_STDERR_LINES {
                 lines.push(line);
             }
         }
     });
-    lines
+    (lines, noise)
 }
 
 fn tail(text: &str, lines: usize) -> Vec<String> {
@@ -317,4 +385,39 @@ fn tail(text: &str, lines: usize) -> Vec<String> {
 /// DSH processes in the process table.
 pub fn launcher_script(launcher: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(launcher).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_boot_url_is_found_anywhere_in_a_line() {
+        assert_eq!(
+            boot_url("dsh web: http://127.0.0.1:4000"),
+            Some("http://127.0.0.1:4000")
+        );
+        assert_eq!(
+            boot_url("[launcher] dsh web: http://127.0.0.1:4000 (ready)"),
+            Some("http://127.0.0.1:4000")
+        );
+        assert_eq!(boot_url("dsh web: starting"), None);
+        assert_eq!(boot_url("nothing here"), None);
+    }
+
+    #[test]
+    fn node_notices_are_noise_and_plugin_messages_are_not() {
+        assert!(is_noise(
+            "(node:123) ExperimentalWarning: Type Stripping is an experimental feature"
+        ));
+        assert!(is_noise(
+            "(Use `node --trace-warnings ...` to show where the warning was created)"
+        ));
+        assert!(!is_noise(
+            "dsh: plugin tree failed to load: failed to import loader entry x"
+        ));
+        assert!(!is_noise(
+            "(node:1) [DEP0128] DeprecationWarning: Invalid 'main' field"
+        ));
+    }
 }

@@ -10,7 +10,7 @@ use crate::syntax::{Analysis, ModuleKind, analyze};
 /// Most files followed from one plugin's entries.
 pub const MAX_FILES_PER_PLUGIN: usize = 2000;
 
-/// A local plugin: `profiles/P/plugins/NAME` (or where its `@local` link points).
+/// A local plugin: `profiles/P/plugins/NAME`, as DSH resolves `@local/NAME`.
 #[derive(Debug, Clone)]
 pub struct LocalPlugin {
     /// The directory name, e.g. `my-plugin`.
@@ -66,10 +66,8 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
         .filter(|e| e.path().is_dir())
         .filter_map(|e| e.file_name().into_string().ok())
         .map(|dir_name| {
-            let link = profile_dir.join("node_modules/@local").join(&dir_name);
-            let root = std::fs::canonicalize(&link)
-                .or_else(|_| std::fs::canonicalize(profile_dir.join("plugins").join(&dir_name)))
-                .unwrap_or_else(|_| profile_dir.join("plugins").join(&dir_name));
+            let dir = profile_dir.join("plugins").join(&dir_name);
+            let root = std::fs::canonicalize(&dir).unwrap_or(dir);
             let (manifest, manifest_error) = match std::fs::read_to_string(root.join("package.json")) {
                 Ok(text) => match serde_json::from_str(&text) {
                     Ok(value) => (Some(value), None),

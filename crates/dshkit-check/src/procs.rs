@@ -17,6 +17,40 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
 }
 
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `root` and every live descendant, each with its start time (the identity a
+/// later kill checks), parents before children.
+pub fn tree(root: u32) -> Vec<(u32, u64)> {
+    let table: Vec<(u32, Option<u32>)> = all().into_iter().map(|p| (p, parent(p))).collect();
+    let mut members = vec![root];
+    let mut index = 0;
+    while index < members.len() {
+        let parent_pid = members[index];
+        let children: Vec<u32> = table
+            .iter()
+            .filter(|(pid, ppid)| *ppid == Some(parent_pid) && !members.contains(pid))
+            .map(|(pid, _)| *pid)
+            .collect();
+        members.extend(children);
+        index += 1;
+    }
+    members
+        .into_iter()
+        .filter(|p| alive(*p))
+        .filter_map(|p| Some((p, start_ticks(p)?)))
+        .collect()
+}
+
+/// Whether the process `pid` that started at `ticks` still runs (a reused pid is
+/// another process).
+pub fn same_alive(pid: u32, ticks: u64) -> bool {
+    alive(pid) && start_ticks(pid) == Some(ticks)
+}
+
 fn process_group(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()

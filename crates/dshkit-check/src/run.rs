@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use dshkit_cdp::LaunchOptions;
 
-use crate::live::{self, DEFAULT_BOOT_TIMEOUT, DEFAULT_DUMP_TIMEOUT, DEFAULT_OBSERVE, Dsh};
+use crate::live::{self, BOOT_WATCH, DEFAULT_BOOT_TIMEOUT, DEFAULT_DUMP_TIMEOUT, Dsh};
 use crate::report::{Check, Report, Status};
 use crate::static_checks::{self, Target};
 use crate::{audit, smoke};
@@ -33,6 +33,7 @@ pub struct CheckOptions {
     /// Smoke instances at least this old count as strays.
     pub stray_age: Duration,
     pub boot_timeout: Duration,
+    /// How long the page smoke observes the booted page after load.
     pub observe: Duration,
     /// Boot against a mirror of the profile in a temporary home.
     pub isolate_home: bool,
@@ -63,7 +64,7 @@ impl CheckOptions {
             kill_stray: false,
             stray_age: audit::DEFAULT_STRAY_AGE,
             boot_timeout: DEFAULT_BOOT_TIMEOUT,
-            observe: DEFAULT_OBSERVE,
+            observe: smoke::DEFAULT_PAGE_OBSERVE,
             isolate_home: false,
             launcher,
             path,
@@ -145,7 +146,11 @@ pub async fn run(options: CheckOptions) -> Report {
         (skipped, Vec::new())
     };
     checks.extend(live);
-    checks.push(audit_check(leaked, &options));
+    checks.push(audit_check(leaked.clone(), &options));
+    // Whatever this run leaked is gone even if the audit could not run.
+    for (pid, start_ticks) in leaked {
+        live::kill_instance_group(pid, start_ticks);
+    }
     Report::new(checks)
 }
 
@@ -154,7 +159,24 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     let mut checks = Vec::new();
     let mut leaked = Vec::new();
     let mirror = if options.isolate_home {
-        mirror_home(&options.home, &options.profile).ok()
+        match mirror_home(&options.home, &options.profile) {
+            Ok(mirror) => Some(mirror),
+            Err(e) => {
+                // Never boot against the real home when isolation was asked for.
+                let why = "isolateHome could not build the mirror, so nothing was booted";
+                checks.extend([
+                    Check::new(
+                        "live_boot",
+                        "Isolated boot",
+                        Status::Fail,
+                        format!("isolateHome: cannot mirror the profile into a temporary home: {e}"),
+                    ),
+                    not_tested("page_smoke", "Page renders in Chromium", why),
+                    not_tested("shutdown", "Clean shutdown", why),
+                ]);
+                return (checks, leaked);
+            }
+        }
     } else {
         None
     };
@@ -162,9 +184,9 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     if let Some(mirror) = &mirror {
         boot_dsh.home = mirror.path().to_owned();
     }
-    let (profile, boot_timeout, observe) = (options.profile.clone(), options.boot_timeout, options.observe);
+    let (profile, boot_timeout) = (options.profile.clone(), options.boot_timeout);
     let (boot, instance) =
-        tokio::task::spawn_blocking(move || live::live_boot(&boot_dsh, &profile, boot_timeout, observe))
+        tokio::task::spawn_blocking(move || live::live_boot(&boot_dsh, &profile, boot_timeout, BOOT_WATCH))
             .await
             .unwrap_or_else(|e| {
                 (
@@ -187,7 +209,7 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         return (checks, leaked);
     };
     checks.push(if options.page {
-        smoke::page_smoke(&instance.url, &options.browser).await
+        smoke::page_smoke(&instance.url, &options.browser, options.observe).await
     } else {
         not_tested(
             "page_smoke",

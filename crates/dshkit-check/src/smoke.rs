@@ -10,16 +10,21 @@ use crate::report::{Check, Status};
 
 /// Longest the page may take to load and render.
 pub const DEFAULT_PAGE_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long after load console errors are still collected.
-pub const DEFAULT_PAGE_SETTLE: Duration = Duration::from_millis(1500);
+/// How long after load the page is observed (`observeMs`).
+pub const DEFAULT_PAGE_OBSERVE: Duration = Duration::from_secs(3);
+/// Longest observation a caller may ask for.
+pub const MAX_PAGE_OBSERVE: Duration = Duration::from_secs(15);
 
 const ID: &str = "page_smoke";
 const NAME: &str = "Page renders in Chromium";
 
-/// Opens `url` in a fresh context and reports exceptions, console errors, the
-/// title, `window.__DSH_BOOT__`, the body text length and plugin markers. No
-/// browser means `not_tested`, never a failure.
-pub async fn page_smoke(url: &str, launch: &LaunchOptions) -> Check {
+/// Opens `url` in a fresh context, observes it for `observe` after load (at most
+/// [`MAX_PAGE_OBSERVE`]) and reports exceptions, console and browser-log errors
+/// and warnings, the title, `window.__DSH_BOOT__` and its keys, the body text
+/// length and plugin markers. No browser, or a browser that fails under us, means
+/// `not_tested`, never a failure of the plugin tree.
+pub async fn page_smoke(url: &str, launch: &LaunchOptions, observe: Duration) -> Check {
+    let observe = observe.min(MAX_PAGE_OBSERVE);
     let browser = match Browser::launch(launch).await {
         Ok(browser) => browser,
         Err(
@@ -39,18 +44,18 @@ pub async fn page_smoke(url: &str, launch: &LaunchOptions) -> Check {
             );
         }
     };
-    match observe(&browser, url).await {
+    match watch(&browser, url, observe).await {
         Ok(check) => check,
         Err(e) => Check::new(
             ID,
             NAME,
-            Status::Fail,
-            format!("the browser failed while loading {url}: {e}"),
+            Status::NotTested,
+            format!("the browser failed while loading {url} (not the page's fault): {e}"),
         ),
     }
 }
 
-async fn observe(browser: &Browser, url: &str) -> Result<Check, CdpError> {
+async fn watch(browser: &Browser, url: &str, observe: Duration) -> Result<Check, CdpError> {
     let context = browser.create_context().await?;
     let mut page = browser.create_page(&context).await?;
     // Enabled before navigating, so nothing the boot prints is missed.
@@ -58,24 +63,29 @@ async fn observe(browser: &Browser, url: &str) -> Result<Check, CdpError> {
         page.call(domain, json!({})).await?;
     }
     page.call("Page.navigate", json!({ "url": url })).await?;
-    let (errors, warnings, loaded) = collect(&mut page).await;
+    let (errors, warnings, loaded) = collect(&mut page, observe).await;
     let facts = page
         .call(
             "Runtime.evaluate",
             json!({ "returnByValue": true, "expression": "({ title: document.title, boot: typeof window.__DSH_BOOT__ !== 'undefined', \
                     text: document.body ? document.body.innerText.trim().length : 0, \
-                    markers: document.querySelectorAll('[data-plugin], [data-dsh-plugin]').length })" }),
+                    markers: document.querySelectorAll('[data-plugin], [data-dsh-plugin]').length, \
+                    bootKeys: window.__DSH_BOOT__ && typeof window.__DSH_BOOT__ === 'object' ? Object.keys(window.__DSH_BOOT__).slice(0, 50) : [] })" }),
         )
         .await?;
     let _ = browser.dispose_context(&context).await;
     let facts = &facts["result"]["value"];
+    let boot_keys: Vec<&str> = facts["bootKeys"]
+        .as_array()
+        .map(|keys| keys.iter().filter_map(|k| k.as_str()).collect())
+        .unwrap_or_default();
     let summary = format!(
-        "title {:?}, __DSH_BOOT__ {}, body text {} chars, {} plugin marker(s)",
+        "title {:?}, __DSH_BOOT__ {}, body text {} chars, {} plugin marker(s), observed {observe:?} after load",
         facts["title"].as_str().unwrap_or(""),
         if facts["boot"] == true {
-            "present"
+            format!("present (keys: {})", boot_keys.join(", "))
         } else {
-            "absent"
+            "absent".to_owned()
         },
         facts["text"],
         facts["markers"]
@@ -115,16 +125,14 @@ async fn observe(browser: &Browser, url: &str) -> Result<Check, CdpError> {
     })
 }
 
-/// Collects errors and warnings until the page has loaded and settled (or the
-/// deadline); returns whether it loaded.
-async fn collect(page: &mut dshkit_cdp::Page) -> (Vec<String>, Vec<String>, bool) {
+/// Collects errors and warnings until the page has loaded and `observe` has
+/// passed after that (or the load deadline); returns whether it loaded.
+async fn collect(page: &mut dshkit_cdp::Page, observe: Duration) -> (Vec<String>, Vec<String>, bool) {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let mut loaded_at: Option<Instant> = None;
     let started = Instant::now();
-    while started.elapsed() < DEFAULT_PAGE_TIMEOUT
-        && loaded_at.is_none_or(|t| t.elapsed() < DEFAULT_PAGE_SETTLE)
-    {
+    while started.elapsed() < DEFAULT_PAGE_TIMEOUT && loaded_at.is_none_or(|t| t.elapsed() < observe) {
         let Ok(Some(event)) = tokio::time::timeout(Duration::from_millis(100), page.events.recv()).await
         else {
             continue;
@@ -165,6 +173,13 @@ async fn collect(page: &mut dshkit_cdp::Page) -> (Vec<String>, Vec<String>, bool
             "Log.entryAdded" if p["entry"]["level"] == "error" => {
                 errors.push(format!(
                     "browser: {} {}",
+                    p["entry"]["text"].as_str().unwrap_or(""),
+                    p["entry"]["url"].as_str().unwrap_or("")
+                ));
+            }
+            "Log.entryAdded" if p["entry"]["level"] == "warning" => {
+                warnings.push(format!(
+                    "browser warning: {} {}",
                     p["entry"]["text"].as_str().unwrap_or(""),
                     p["entry"]["url"].as_str().unwrap_or("")
                 ));

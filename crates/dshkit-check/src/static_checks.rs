@@ -41,6 +41,27 @@ pub fn run(target: &Target) -> Vec<Check> {
                 .is_none_or(|t| t == p.dir_name || format!("@local/{}", p.dir_name) == t)
         })
         .collect();
+    if let Some(wanted) = target.plugin.as_deref()
+        && plugins.is_empty()
+    {
+        // A target that names nothing must not pass vacuously.
+        let known: Vec<String> = local_plugins(&profile_dir)
+            .into_iter()
+            .map(|p| p.dir_name)
+            .collect();
+        let missing = format!(
+            "the target `{wanted}` names no local plugin of this profile (its plugins: {})",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+        return ["patch_references", "syntax", "manifest"]
+            .into_iter()
+            .map(|id| Check::new(id, name_of(id), Status::Fail, missing.clone()))
+            .collect();
+    }
     vec![
         patch_references(&profile_dir, target.plugin.as_deref()),
         syntax(&plugins),
@@ -111,14 +132,10 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
         .filter(|n| only.is_none_or(|o| o == n.as_str() || format!("@local/{o}") == **n))
     {
         if let Some(local) = name.strip_prefix("@local/") {
+            // DSH resolves `@local/NAME` to `plugins/NAME`; a link in
+            // node_modules/@local does not stand in for a missing plugin.
             let dir = profile_dir.join("plugins").join(local);
-            if !dir.join("package.json").is_file()
-                && !profile_dir
-                    .join("node_modules")
-                    .join(name)
-                    .join("package.json")
-                    .is_file()
-            {
+            if !dir.join("package.json").is_file() {
                 problems.push(format!("{name}: no local plugin at {}", dir.display()));
             }
         } else if !package_installed(profile_dir, name) {

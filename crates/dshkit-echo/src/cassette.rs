@@ -93,6 +93,11 @@ pub struct Interaction {
     /// Server notifications attributed to this request, in arrival order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notifications: Vec<Value>,
+    /// For each notification, how many microseconds before the response it
+    /// arrived. Replay keeps the notifications that far apart from the response
+    /// (bounded), as the server did. Absent in cassettes recorded before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notification_lead_us: Vec<u64>,
     /// Requests the server made while answering (sampling, elicitation, roots).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_requests: Vec<Value>,
@@ -459,6 +464,7 @@ mod tests {
             request: json!({"jsonrpc": "2.0", "id": n, "method": "ping"}),
             responses: vec![json!({"jsonrpc": "2.0", "id": n, "result": {}})],
             notifications: vec![],
+            notification_lead_us: vec![],
             server_requests: vec![],
             status: None,
             ms: 1,

@@ -10,11 +10,15 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Response, StatusCode, header};
 use axum::routing::post;
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::cassette;
 use crate::matcher::Matcher;
-use crate::stdio::{EchoError, MISS_CODE, ReplayOptions, playback, recorded_delay};
+use crate::stdio::{
+    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, notification_gaps, pass_through, playback,
+    recorded_delay, start_live,
+};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -22,6 +26,12 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 struct Replay {
     matcher: Mutex<Matcher>,
     options: ReplayOptions,
+    /// The real server for `--on-miss passthrough`, started on the first miss.
+    live: tokio::sync::Mutex<Option<Live>>,
+    /// The recorded handshake, replayed to the real server before a passthrough.
+    initialize: Option<Value>,
+    /// Ordinal of the next appended interaction.
+    next_ordinal: std::sync::atomic::AtomicU64,
     cassette_id: String,
     session: String,
     era: String,
@@ -42,7 +52,18 @@ pub async fn bind(
 > {
     let loaded = cassette::read(&options.cassette)?;
     let era = loaded.cassette.header.era.clone();
-    let matcher = Matcher::new(loaded.cassette.into_interactions(), options.matching.clone());
+    let recorded = loaded.cassette.into_interactions();
+    let initialize = recorded
+        .iter()
+        .find(|i| {
+            matches!(
+                i.request["method"].as_str(),
+                Some("initialize" | "server/discover")
+            )
+        })
+        .map(|i| i.request.clone());
+    let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0) + 1;
+    let matcher = Matcher::new(recorded, options.matching.clone());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .map_err(|e| EchoError::Io {
@@ -65,6 +86,9 @@ pub async fn bind(
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         matcher: Mutex::new(matcher),
         options,
+        live: tokio::sync::Mutex::new(None),
+        initialize,
+        next_ordinal: std::sync::atomic::AtomicU64::new(next_ordinal),
         session: hex::encode(session),
         era,
         port: address.port(),
@@ -119,6 +143,14 @@ async fn end_session(State(state): State<Arc<Replay>>, headers: HeaderMap) -> Re
     status(StatusCode::OK, "")
 }
 
+/// One message as an SSE event.
+fn sse_event(message: &Value) -> String {
+    format!(
+        "event: message\ndata: {}\n\n",
+        serde_json::to_string(message).expect("JSON")
+    )
+}
+
 fn json_response(value: &Value) -> Response<Body> {
     let mut response = Response::new(Body::from(serde_json::to_vec(value).expect("JSON")));
     response
@@ -152,6 +184,9 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         .cloned();
     let interaction = match found {
         Ok(interaction) => interaction,
+        Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {
+            return passthrough(&state, &message, &id).await;
+        }
         Err(miss) => {
             return json_response(&json!({"jsonrpc": "2.0", "id": id, "error": {
                 "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
@@ -166,13 +201,22 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     let mut response = if notifications.is_empty() && responses.len() == 1 {
         json_response(&responses[0])
     } else {
-        let mut stream = String::new();
-        for event in notifications.iter().chain(&responses) {
-            stream.push_str("event: message\ndata: ");
-            stream.push_str(&serde_json::to_string(event).expect("JSON"));
-            stream.push_str("\n\n");
+        // The events go out as the server sent them: each notification the
+        // recorded gap (bounded) before what follows it.
+        let mut pause = std::time::Duration::ZERO;
+        let gaps = notification_gaps(&interaction, state.options.timing);
+        let mut events = Vec::new();
+        for (index, event) in notifications.iter().chain(&responses).enumerate() {
+            events.push((pause, sse_event(event)));
+            pause = gaps.get(index).copied().unwrap_or_default();
         }
-        let mut response = Response::new(Body::from(stream));
+        let stream = futures::stream::iter(events).then(|(pause, text)| async move {
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            Ok::<_, std::convert::Infallible>(text)
+        });
+        let mut response = Response::new(Body::from_stream(stream));
         response
             .headers_mut()
             .insert(header::CONTENT_TYPE, "text/event-stream".parse().expect("valid"));
@@ -184,6 +228,56 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
             state.session.parse().expect("hex is a valid header"),
         );
     }
+    response
+}
+
+/// A miss with `--on-miss passthrough`: the real server (started on the first
+/// miss, over stdio) answers; what it sent goes back as JSON or an SSE stream and
+/// is appended to the cassette as `origin: live`.
+async fn passthrough(state: &Replay, message: &Value, id: &Value) -> Response<Body> {
+    let OnMiss::Passthrough(argv) = &state.options.on_miss else {
+        unreachable!("called for passthrough only");
+    };
+    let mut live = state.live.lock().await;
+    let answered: Result<Vec<u8>, EchoError> = async {
+        if live.is_none() {
+            *live = Some(start_live(argv, state.initialize.as_ref(), &state.options.cassette).await?);
+        }
+        let server = live.as_mut().expect("just started");
+        let ordinal = state
+            .next_ordinal
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut sent = Vec::new();
+        let interaction = pass_through(server, message, ordinal, &mut sent, &state.options).await?;
+        server.append(interaction, &state.options.redactor)?;
+        Ok(sent)
+    }
+    .await;
+    let sent = match answered {
+        Ok(sent) => sent,
+        Err(error) => {
+            // A dead server is started again on the next miss.
+            *live = None;
+            return json_response(&json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": MISS_CODE, "message": format!("echo: passthrough to the real server failed: {error}")
+            }}));
+        }
+    };
+    let messages: Vec<Value> = sent
+        .split(|b| *b == b'\n')
+        .filter_map(|line| serde_json::from_slice(line).ok())
+        .collect();
+    if let [only] = messages.as_slice() {
+        return json_response(only);
+    }
+    let mut stream = String::new();
+    for message in &messages {
+        stream.push_str(&sse_event(message));
+    }
+    let mut response = Response::new(Body::from(stream));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, "text/event-stream".parse().expect("valid"));
     response
 }
 

@@ -13,6 +13,7 @@ pub mod contract;
 pub mod http;
 pub mod lint;
 pub mod matcher;
+mod peer;
 pub mod redact;
 pub mod stdio;
 pub mod verify;

@@ -299,6 +299,7 @@ mod tests {
             request,
             responses: vec![json!({"result": {"n": ordinal}})],
             notifications: vec![],
+            notification_lead_us: vec![],
             server_requests: vec![],
             status: None,
             ms: 0,

@@ -22,8 +22,11 @@ use crate::redact::Redactor;
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// How long the server may take to exit once its stdin is closed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(5);
-/// Pause between replayed notifications and the response they precede.
-pub const NOTIFICATION_GAP: Duration = Duration::from_millis(1);
+/// Longest recorded gap reproduced between a replayed notification and the
+/// message after it.
+pub const MAX_NOTIFICATION_GAP: Duration = Duration::from_millis(250);
+/// Longest wait for the client to read the last notification before the response.
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(2);
 /// JSON-RPC error code of a replay miss.
 pub const MISS_CODE: i64 = -32_001;
 
@@ -130,7 +133,17 @@ struct Pending {
     request: Value,
     started: Instant,
     notifications: Vec<Value>,
+    /// When each notification arrived.
+    notified_at: Vec<Instant>,
     server_requests: Vec<Value>,
+}
+
+/// Microseconds from each instant in `arrivals` to `end`.
+fn leads_us(arrivals: &[Instant], end: Instant) -> Vec<u64> {
+    arrivals
+        .iter()
+        .map(|at| u64::try_from(end.saturating_duration_since(*at).as_micros()).unwrap_or(u64::MAX))
+        .collect()
 }
 
 /// Attributes messages to requests and writes the cassette; shared by the stdio
@@ -232,6 +245,7 @@ impl Recorder {
                         request: message.clone(),
                         started: Instant::now(),
                         notifications: Vec::new(),
+                        notified_at: Vec::new(),
                         server_requests: Vec::new(),
                     },
                 );
@@ -284,11 +298,13 @@ impl Recorder {
                 };
                 self.learn_header(&pending.request, &message);
                 self.ordinal += 1;
+                let answered = Instant::now();
                 let interaction = Interaction {
                     ordinal: self.ordinal,
                     request: pending.request,
                     responses: vec![message],
                     notifications: pending.notifications,
+                    notification_lead_us: leads_us(&pending.notified_at, answered),
                     server_requests: pending.server_requests,
                     status: None,
                     ms: u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -309,7 +325,10 @@ impl Recorder {
                 }
             }
             _ => match self.owner_of(&message).and_then(|k| self.pending.get_mut(&k)) {
-                Some(pending) => pending.notifications.push(message),
+                Some(pending) => {
+                    pending.notifications.push(message);
+                    pending.notified_at.push(Instant::now());
+                }
                 None => self.write(Record::Message {
                     from: "server".into(),
                     message,
@@ -348,7 +367,7 @@ impl Recorder {
     }
 }
 
-fn redact_record(redactor: &Redactor, record: &mut Record) {
+pub(crate) fn redact_record(redactor: &Redactor, record: &mut Record) {
     match record {
         Record::Interaction(i) => {
             redactor.value(&mut i.request);
@@ -458,6 +477,17 @@ pub struct ReplayOptions {
     pub annotate: bool,
     pub matching: MatchOptions,
     pub redactor: Redactor,
+    /// Where the frames go, for the delivery check before a response.
+    pub peer: Peer,
+}
+
+/// Where replayed frames go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// This process's stdout: a pipe or a socket whose unread bytes can be counted.
+    Stdout,
+    /// A stream whose reading cannot be observed (in-memory streams in tests).
+    Unobserved,
 }
 
 /// What a replay did.
@@ -471,7 +501,7 @@ pub struct ReplaySummary {
     pub warnings: Vec<String>,
 }
 
-struct Live {
+pub(crate) struct Live {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -563,10 +593,26 @@ pub async fn replay(
         }
     }
     if let Some(server) = live {
-        server.appender.finish()?;
-        close_server(server.child, server.stdin).await;
+        server.finish().await?;
     }
     Ok(summary)
+}
+
+impl Live {
+    /// Appends one passthrough to the cassette, redacted.
+    pub(crate) fn append(&mut self, interaction: Interaction, redactor: &Redactor) -> Result<(), EchoError> {
+        let mut record = Record::Interaction(interaction);
+        redact_record(redactor, &mut record);
+        self.appender.append(&record)?;
+        Ok(())
+    }
+
+    /// Closes the cassette and stops the server.
+    pub(crate) async fn finish(self) -> Result<(), EchoError> {
+        self.appender.finish()?;
+        close_server(self.child, self.stdin).await;
+        Ok(())
+    }
 }
 
 /// What replaying `interaction` for the live request `message` (id `id`) sends:
@@ -625,7 +671,37 @@ pub(crate) fn recorded_delay(interaction: &Interaction, timing: Timing) -> Optio
     }
 }
 
-/// Plays back one recorded interaction on stdio.
+/// How long to wait after each replayed notification: the recorded gap to the
+/// next notification or, after the last one, to the response; scaled like the
+/// rest of the timing and at most [`MAX_NOTIFICATION_GAP`]. Zero for cassettes
+/// recorded without the gaps.
+pub(crate) fn notification_gaps(interaction: &Interaction, timing: Timing) -> Vec<Duration> {
+    let leads = &interaction.notification_lead_us;
+    if leads.len() != interaction.notifications.len() {
+        return vec![Duration::ZERO; interaction.notifications.len()];
+    }
+    let scale = match timing {
+        Timing::None => 1.0,
+        Timing::Recorded { scale, .. } => scale.max(0.0),
+    };
+    leads
+        .iter()
+        .enumerate()
+        .map(|(i, lead)| {
+            let next = leads.get(i + 1).copied().unwrap_or(0);
+            Duration::from_micros(lead.saturating_sub(next))
+                .mul_f64(scale)
+                .min(MAX_NOTIFICATION_GAP)
+        })
+        .collect()
+}
+
+/// Plays back one recorded interaction on stdio. A notification and the response
+/// that ends its request never reach the client in one read: clients (the
+/// TypeScript SDK among them) handle notifications asynchronously but responses at
+/// once, so a progress notification read together with its response is dropped.
+/// Before the response, replay waits until the client has read the notifications
+/// (bounded by [`DELIVERY_TIMEOUT`]), then keeps the recorded gap.
 async fn answer(
     client_out: &mut (impl AsyncWrite + Unpin),
     interaction: &Interaction,
@@ -638,19 +714,36 @@ async fn answer(
         tokio::time::sleep(wait).await;
     }
     let (notifications, responses) = playback(interaction, message, id, options, cassette_id);
-    for notification in &notifications {
+    let gaps = notification_gaps(interaction, options.timing);
+    for (index, notification) in notifications.iter().enumerate() {
         send(client_out, notification).await?;
-    }
-    if !notifications.is_empty() {
-        // A live server's last notification and its response arrive apart; clients
-        // (the TypeScript SDK among them) drop a progress notification that lands in
-        // the same read as the response that ends the request.
-        tokio::time::sleep(NOTIFICATION_GAP).await;
+        if index + 1 == notifications.len() {
+            until_read(options.peer).await;
+        }
+        if !gaps[index].is_zero() {
+            tokio::time::sleep(gaps[index]).await;
+        }
     }
     for response in &responses {
         send(client_out, response).await?;
     }
     Ok(())
+}
+
+/// Waits until the peer has read everything written to it, or
+/// [`DELIVERY_TIMEOUT`] passed, or its reading cannot be observed.
+async fn until_read(peer: Peer) {
+    if peer == Peer::Unobserved {
+        return;
+    }
+    let deadline = Instant::now() + DELIVERY_TIMEOUT;
+    let mut pause = Duration::from_micros(100);
+    while crate::peer::unread_by_peer(std::io::stdout()).is_some_and(|unread| unread > 0)
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), message: &Value) -> Result<(), EchoError> {
@@ -694,7 +787,7 @@ fn annotate(
     }
 }
 
-async fn start_live(
+pub(crate) async fn start_live(
     argv: &[String],
     initialize: Option<&Value>,
     cassette: &std::path::Path,
@@ -734,7 +827,7 @@ async fn start_live(
     })
 }
 
-async fn pass_through(
+pub(crate) async fn pass_through(
     server: &mut Live,
     request: &Value,
     ordinal: u64,
@@ -755,6 +848,7 @@ async fn pass_through(
         .await
         .map_err(io("the live server's stdin"))?;
     let mut notifications = Vec::new();
+    let mut notified_at = Vec::new();
     let mut line = Vec::new();
     loop {
         if !read_frame(&mut server.stdout, &mut line, "the live server's stdout").await? {
@@ -772,6 +866,7 @@ async fn pass_through(
                 ordinal,
                 request: request.clone(),
                 responses: vec![message],
+                notification_lead_us: leads_us(&notified_at, Instant::now()),
                 notifications,
                 server_requests: Vec::new(),
                 status: None,
@@ -798,6 +893,7 @@ async fn pass_through(
         send(client_out, &message).await?;
         if message.get("id").is_none() {
             notifications.push(message);
+            notified_at.push(Instant::now());
         }
     }
 }

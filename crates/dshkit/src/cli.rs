@@ -176,6 +176,10 @@ pub(crate) struct OverlayArgs {
     /// DSH home (default: $DSH_HOME, else ~/.dsh).
     #[arg(long, value_name = "DIR")]
     pub(crate) dsh_home: Option<PathBuf>,
+    /// Replay rows leave out the `_meta["dshkit/echo"]` annotation (hit, miss,
+    /// passthrough) that they add to tool results by default.
+    #[arg(long)]
+    pub(crate) no_annotate: bool,
     /// The real server's command line (record and passthrough).
     #[arg(last = true, value_name = "ARGV")]
     pub(crate) argv: Vec<String>,

@@ -40,8 +40,19 @@ pub enum PreviewError {
         "the browser exited or disconnected; its sessions were closed. Open a new preview to relaunch it"
     )]
     BrowserGone,
-    #[error("navigation to {url} is blocked by the preview's network policy: {reason:?}")]
-    NavigationBlocked { url: String, reason: BlockReason },
+    #[error(
+        "navigation to {url} is blocked by the preview's network policy at {}: {} (rule {}). Fix: {}",
+        hop.as_deref().map_or_else(|| "the first request".to_owned(), |hop| format!("the redirect hop to {hop}")),
+        reason.describe(),
+        reason.rule(),
+        reason.fix()
+    )]
+    NavigationBlocked {
+        url: String,
+        /// The redirect hop that was blocked, when it was not the first request.
+        hop: Option<String>,
+        reason: BlockReason,
+    },
     #[error("navigation to {url} failed: {error}")]
     NavigationFailed { url: String, error: String },
     #[error("{what} did not happen within {ms} ms")]

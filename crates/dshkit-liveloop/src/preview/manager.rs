@@ -34,6 +34,8 @@ pub struct PreviewConfig {
     pub allow_hosts: Vec<String>,
     /// Resolves allowlisted hosts; the system resolver by default.
     pub resolver: Arc<dyn Resolver>,
+    /// Bound of one DNS lookup of an allowlisted host.
+    pub dns_timeout: Duration,
 }
 
 impl Default for PreviewConfig {
@@ -44,6 +46,7 @@ impl Default for PreviewConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             allow_hosts: Vec::new(),
             resolver: Arc::new(SystemResolver),
+            dns_timeout: super::policy::DEFAULT_DNS_TIMEOUT,
         }
     }
 }
@@ -94,6 +97,7 @@ impl PreviewManager {
             origin,
             allow_hosts: self.config.allow_hosts.clone(),
             resolver: Arc::clone(&self.config.resolver),
+            dns_timeout: self.config.dns_timeout,
         };
         let session = PreviewSession::open(
             browser,

@@ -17,7 +17,8 @@ pub use observe::{
     DEFAULT_MAX_ENTRY_CHARS, DEFAULT_MAX_NAVIGATIONS, DEFAULT_MAX_NETWORK, NetworkEntry, Observations, Ring,
 };
 pub use policy::{
-    BlockReason, Decision, NetworkPolicy, OriginError, PreviewOrigin, Resolver, SystemResolver, is_public,
+    BlockReason, DEFAULT_DNS_TIMEOUT, Decision, NetworkPolicy, OriginError, PreviewOrigin, Resolver,
+    SystemResolver, is_public,
 };
 pub use proxy::MAX_HEAD_BYTES as MAX_PROXY_HEAD_BYTES;
 pub use session::{

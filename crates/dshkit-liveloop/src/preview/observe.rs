@@ -27,6 +27,8 @@ pub struct Ring<T> {
     items: VecDeque<T>,
     capacity: usize,
     dropped: u64,
+    /// Entries ever pushed, across clears: tells a reader something new came.
+    pushed: u64,
 }
 
 impl<T> Ring<T> {
@@ -35,10 +37,12 @@ impl<T> Ring<T> {
             items: VecDeque::with_capacity(capacity.min(64)),
             capacity,
             dropped: 0,
+            pushed: 0,
         }
     }
 
     pub fn push(&mut self, item: T) {
+        self.pushed += 1;
         if self.items.len() == self.capacity {
             self.items.pop_front();
             self.dropped += 1;
@@ -56,6 +60,11 @@ impl<T> Ring<T> {
 
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// Entries ever pushed (never reset).
+    pub fn pushed(&self) -> u64 {
+        self.pushed
     }
 
     /// Entries pushed out by newer ones since the last clear.
@@ -97,6 +106,38 @@ pub struct ConsoleEntry {
     pub line: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<u64>,
+}
+
+impl ConsoleEntry {
+    /// ` at url:line:column`, as much of it as is known; empty when nothing is.
+    pub fn place(&self) -> String {
+        match (&self.url, self.line, self.column) {
+            (Some(url), Some(line), Some(column)) => format!(" at {url}:{line}:{column}"),
+            (Some(url), Some(line), None) => format!(" at {url}:{line}"),
+            (Some(url), None, _) => format!(" at {url}"),
+            _ => String::new(),
+        }
+    }
+
+    /// An uncaught exception or unhandled rejection (not a `console.error` call).
+    pub fn is_uncaught(&self) -> bool {
+        matches!(self.source, ConsoleSource::Exception | ConsoleSource::Rejection)
+    }
+
+    /// One line for a result: the source, the message and where.
+    pub fn summary(&self) -> String {
+        let source = match self.source {
+            ConsoleSource::Console => "console.error",
+            ConsoleSource::Exception => "uncaught exception",
+            ConsoleSource::Rejection => "unhandled rejection",
+            ConsoleSource::Browser => "browser error",
+        };
+        let mut text: String = self.text.chars().take(300).collect();
+        if text.len() < self.text.len() {
+            text.push('…');
+        }
+        format!("{source}: {text}{}", self.place())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -213,6 +254,15 @@ impl Observations {
         self.console.iter().filter(|e| {
             e.level == "error"
                 && !(e.source == ConsoleSource::Browser && e.text.starts_with("Failed to load resource"))
+        })
+    }
+
+    /// Failed and >= 400 requests of the app itself: the 404 for `/favicon.ico`,
+    /// which the browser asks for on its own, is left out (an app without a
+    /// favicon is fine).
+    pub fn failed_requests(&self) -> impl Iterator<Item = &NetworkEntry> {
+        self.network.iter().filter(|n| {
+            !(n.status == Some(404) && url::Url::parse(&n.url).is_ok_and(|u| u.path() == "/favicon.ico"))
         })
     }
 

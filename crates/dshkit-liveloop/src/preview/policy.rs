@@ -124,6 +124,57 @@ pub enum BlockReason {
     OtherLoopbackOrigin { origin: String },
 }
 
+impl BlockReason {
+    /// The stable id of the rule (as serialised in `rule`).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::ExternalHost { .. } => "external_host",
+            Self::PrivateAddress { .. } => "private_address",
+            Self::Unresolvable { .. } => "unresolvable",
+            Self::CrossOriginWebSocket { .. } => "cross_origin_web_socket",
+            Self::Credentials => "credentials",
+            Self::Scheme { .. } => "scheme",
+            Self::OtherLoopbackOrigin { .. } => "other_loopback_origin",
+        }
+    }
+
+    /// What the rule saw, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::ExternalHost { host } => {
+                format!("{host} is outside the preview's origin and not allowlisted")
+            }
+            Self::PrivateAddress { host, address } => {
+                format!("{host} resolves to the private address {address}")
+            }
+            Self::Unresolvable { host, error } => format!("{host} does not resolve ({error})"),
+            Self::CrossOriginWebSocket { url } => format!("a WebSocket to {url}, not the preview's origin"),
+            Self::Credentials => "the URL carries a user name or password".into(),
+            Self::Scheme { scheme } => format!("previews never load `{scheme}:` URLs"),
+            Self::OtherLoopbackOrigin { origin } => format!("{origin} is another loopback origin"),
+        }
+    }
+
+    /// How a user would let it through, or why nothing should.
+    pub fn fix(&self) -> String {
+        match self {
+            Self::ExternalHost { host } => format!(
+                "if the app really needs {host}, allow it with `dshkit mcp --allow-external-host {host}` (it must resolve to a public address); otherwise make the app stay on its own origin"
+            ),
+            Self::PrivateAddress { .. } => {
+                "none: previews never reach private addresses through a name (DNS rebinding guard); serve the resource from the app's own origin".into()
+            }
+            Self::Unresolvable { host, .. } => format!("check the name {host}"),
+            Self::CrossOriginWebSocket { .. } => "connect WebSockets to the preview's own origin".into(),
+            Self::Credentials => "remove the user name and password from the URL".into(),
+            Self::Scheme { .. } => "previews load http and https only".into(),
+            Self::OtherLoopbackOrigin { origin } => {
+                format!("open a separate preview for {origin}; one preview reaches one origin")
+            }
+        }
+    }
+}
+
 /// The policy of one preview.
 #[derive(Clone)]
 pub struct NetworkPolicy {
@@ -132,7 +183,13 @@ pub struct NetworkPolicy {
     pub allow_hosts: Vec<String>,
     /// Resolves allowlisted hosts (the system resolver unless a test injects one).
     pub resolver: std::sync::Arc<dyn Resolver>,
+    /// How long a lookup of an allowlisted host may take before its request is
+    /// refused as unresolvable.
+    pub dns_timeout: std::time::Duration,
 }
+
+/// Default bound of one DNS lookup of an allowlisted host.
+pub const DEFAULT_DNS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl std::fmt::Debug for NetworkPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,6 +332,7 @@ mod tests {
             origin,
             allow_hosts: allow.iter().map(|h| (*h).to_owned()).collect(),
             resolver: std::sync::Arc::new(SystemResolver),
+            dns_timeout: DEFAULT_DNS_TIMEOUT,
         }
     }
 

@@ -143,13 +143,7 @@ async fn allowed_address(
     authority: &str,
     record: &Recorder,
 ) -> Option<SocketAddr> {
-    let decided = {
-        let policy = policy.clone();
-        let url = url.to_owned();
-        tokio::task::spawn_blocking(move || policy.decide(&url))
-            .await
-            .ok()?
-    };
+    let decided = super::session::decide_off_thread(policy, url).await;
     if let Decision::Block(reason) = decided {
         let reason = match reason {
             BlockReason::OtherLoopbackOrigin { .. } | BlockReason::ExternalHost { .. }
@@ -172,8 +166,10 @@ async fn allowed_address(
         Err(_) => {
             let resolver = Arc::clone(&policy.resolver);
             let host = host.to_owned();
-            let addresses = tokio::task::spawn_blocking(move || resolver.resolve(&host, port))
+            let lookup = tokio::task::spawn_blocking(move || resolver.resolve(&host, port));
+            let addresses = tokio::time::timeout(policy.dns_timeout, lookup)
                 .await
+                .ok()?
                 .ok()?
                 .ok()?;
             // Connect only to an address that passes the same check.

@@ -260,6 +260,13 @@ impl PreviewSession {
         read(&self.shared.lock().expect("lock").observations)
     }
 
+    /// Waits for a running verification of this session to end and keeps the next
+    /// one from starting while the guard lives: browser actions never interleave
+    /// with a verification (its observation window stays its own).
+    pub async fn between_verifications(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.verification.lock().await
+    }
+
     /// Starts a new observation window.
     pub fn reset_observations(&self) {
         self.shared.lock().expect("lock").observations.reset_window();
@@ -269,18 +276,39 @@ impl PreviewSession {
         if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
             return Err(PreviewError::NavigationBlocked {
                 url: url.to_owned(),
+                hop: None,
                 reason,
             });
         }
         let before = *self.loads.borrow();
+        let blocked_before = self.observe(|o| o.blocked.pushed());
         let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
         if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
-            return Err(PreviewError::NavigationFailed {
-                url: url.to_owned(),
-                error: error.to_owned(),
-            });
+            return Err(self.navigation_error(url, error, blocked_before));
         }
         self.wait_loaded(before).await
+    }
+
+    /// The error of a navigation Chromium refused: when the policy blocked one of
+    /// its hops (Chromium only says `net::ERR_BLOCKED_BY_CLIENT`), which hop, which
+    /// host and rule, and the fix.
+    fn navigation_error(&self, url: &str, error: &str, blocked_before: u64) -> PreviewError {
+        let blocked = self.observe(|o| {
+            (o.blocked.pushed() > blocked_before)
+                .then(|| o.blocked.iter().last().cloned())
+                .flatten()
+        });
+        match blocked {
+            Some(entry) if error.contains("BLOCKED_BY_CLIENT") => PreviewError::NavigationBlocked {
+                url: url.to_owned(),
+                hop: (entry.url != url).then_some(entry.url),
+                reason: entry.reason,
+            },
+            _ => PreviewError::NavigationFailed {
+                url: url.to_owned(),
+                error: error.to_owned(),
+            },
+        }
     }
 
     async fn wait_loaded(&self, before: u64) -> Result<(), PreviewError> {
@@ -399,17 +427,16 @@ impl PreviewSession {
         if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
             return Err(PreviewError::NavigationBlocked {
                 url: url.to_owned(),
+                hop: None,
                 reason,
             });
         }
         let loads = *self.loads.borrow();
         let navigating = Instant::now();
+        let blocked_before = self.observe(|o| o.blocked.pushed());
         let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
         if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
-            return Err(PreviewError::NavigationFailed {
-                url: url.to_owned(),
-                error: error.to_owned(),
-            });
+            return Err(self.navigation_error(url, error, blocked_before));
         }
         let mut settled = self
             .wait_loaded_within(loads, quiet, deadline.saturating_sub(started.elapsed()))
@@ -917,31 +944,21 @@ async fn pump(
                     .as_str()
                     .unwrap_or_default()
                     .to_owned();
-                let decision = decide_off_thread(&policy, &url).await;
-                let reply = match decision {
-                    Decision::Allow => {
-                        page.call("Fetch.continueRequest", json!({ "requestId": request_id }))
-                            .await
+                match decide_without_dns(&policy, &url) {
+                    Some(decision) => {
+                        if answer_paused(&page, &shared, &request_id, &url, decision).await {
+                            break;
+                        }
                     }
-                    Decision::Block(reason) => {
-                        tracing::debug!(%url, ?reason, "preview request blocked");
-                        shared
-                            .lock()
-                            .expect("lock")
-                            .observations
-                            .record_blocked(&url, reason);
-                        page.call(
-                            "Fetch.failRequest",
-                            json!({ "requestId": request_id, "errorReason": "BlockedByClient" }),
-                        )
-                        .await
+                    None => {
+                        // A lookup may be slow: it runs on its own, bounded, so the
+                        // page's other requests keep flowing.
+                        let (page, shared, policy) = (page.clone(), Arc::clone(&shared), policy.clone());
+                        tokio::spawn(async move {
+                            let decision = decide_with_dns(policy, url.clone()).await;
+                            answer_paused(&page, &shared, &request_id, &url, decision).await;
+                        });
                     }
-                };
-                if let Err(err) = reply {
-                    if err.is_disconnect() {
-                        break;
-                    }
-                    tracing::debug!(%err, "answering a paused request failed");
                 }
             }
             "Page.domContentEventFired" => {
@@ -956,9 +973,47 @@ async fn pump(
     }
 }
 
-/// Decides on the event loop; only an allowlisted external host needs DNS, which
-/// blocks, so only that goes to a blocking thread.
-async fn decide_off_thread(policy: &NetworkPolicy, url: &str) -> Decision {
+/// Continues or fails one paused request; a block is recorded before the browser
+/// hears of it. Returns true when the browser is gone.
+async fn answer_paused(
+    page: &PageCommands,
+    shared: &Mutex<Shared>,
+    request_id: &str,
+    url: &str,
+    decision: Decision,
+) -> bool {
+    let reply = match decision {
+        Decision::Allow => {
+            page.call("Fetch.continueRequest", json!({ "requestId": request_id }))
+                .await
+        }
+        Decision::Block(reason) => {
+            tracing::debug!(%url, ?reason, "preview request blocked");
+            shared
+                .lock()
+                .expect("lock")
+                .observations
+                .record_blocked(url, reason);
+            page.call(
+                "Fetch.failRequest",
+                json!({ "requestId": request_id, "errorReason": "BlockedByClient" }),
+            )
+            .await
+        }
+    };
+    match reply {
+        Err(err) if err.is_disconnect() => true,
+        Err(err) => {
+            tracing::debug!(%err, "answering a paused request failed");
+            false
+        }
+        Ok(_) => false,
+    }
+}
+
+/// The decision when it needs no DNS; `None` for an allowlisted external host,
+/// which does.
+fn decide_without_dns(policy: &NetworkPolicy, url: &str) -> Option<Decision> {
     struct Deferred;
     impl super::policy::Resolver for Deferred {
         fn resolve(&self, _host: &str, _port: u16) -> Result<Vec<std::net::IpAddr>, String> {
@@ -967,16 +1022,33 @@ async fn decide_off_thread(policy: &NetworkPolicy, url: &str) -> Decision {
     }
     const NEEDS_DNS: &str = "needs DNS";
     match policy.decide_with(url, &Deferred) {
-        Decision::Block(super::policy::BlockReason::Unresolvable { error, .. }) if error == NEEDS_DNS => {
-            let policy = policy.clone();
-            let url = url.to_owned();
-            tokio::task::spawn_blocking(move || policy.decide(&url))
-                .await
-                .unwrap_or(Decision::Block(super::policy::BlockReason::Unresolvable {
-                    host: String::new(),
-                    error: "resolver task failed".into(),
-                }))
-        }
-        decided => decided,
+        Decision::Block(super::policy::BlockReason::Unresolvable { error, .. }) if error == NEEDS_DNS => None,
+        decided => Some(decided),
+    }
+}
+
+/// The decision with DNS, on a blocking thread and bounded by the policy's
+/// `dns_timeout` (a lookup that does not answer in time refuses the request).
+async fn decide_with_dns(policy: NetworkPolicy, url: String) -> Decision {
+    let host = url::Url::parse(&url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default();
+    let timeout = policy.dns_timeout;
+    let lookup = tokio::task::spawn_blocking(move || policy.decide(&url));
+    let error = match tokio::time::timeout(timeout, lookup).await {
+        Ok(Ok(decision)) => return decision,
+        Ok(Err(_)) => "the resolver task failed".to_owned(),
+        Err(_) => format!("DNS did not answer within {} ms", timeout.as_millis()),
+    };
+    Decision::Block(super::policy::BlockReason::Unresolvable { host, error })
+}
+
+/// Decides a navigation target or a proxied connection: at once unless it needs
+/// DNS, which is bounded.
+pub(super) async fn decide_off_thread(policy: &NetworkPolicy, url: &str) -> Decision {
+    match decide_without_dns(policy, url) {
+        Some(decision) => decision,
+        None => decide_with_dns(policy.clone(), url.to_owned()).await,
     }
 }

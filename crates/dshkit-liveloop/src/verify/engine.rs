@@ -418,7 +418,7 @@ pub async fn verify(
     report.timings.quiet_window_ms = quiet;
     let mut observed = Observed {
         browser: true,
-        diff_requested: request.reference.as_ref().is_some_and(|r| !r.update),
+        diff_requested: request.reference.is_some(),
         has_criteria: !request.assertions.is_empty() || request.reference.as_ref().is_some_and(|r| !r.update),
         ..Observed::default()
     };
@@ -480,6 +480,9 @@ pub async fn verify(
         let diff_started = Instant::now();
         let outcome = reference_diff(spec, &path, png, &session.id, &context.evidence)?;
         observed.diff_complete = outcome.complete;
+        if !outcome.complete {
+            observed.warnings.push(format!("reference: {}", outcome.note));
+        }
         if outcome.passed == Some(false) {
             observed.failures.push(format!(
                 "the page differs from the reference {} ({})",
@@ -577,24 +580,15 @@ fn collect_observations(
         report.failed_requests = first(o.network.iter().map(|n| json!(n)));
         report.blocked_requests = first(o.blocked.iter().map(|b| json!(b)));
         if !request.allow_console_errors {
-            for error in o.errors().take(5) {
-                let place = match (&error.url, error.line, error.column) {
-                    (Some(url), Some(line), Some(column)) => format!(" at {url}:{line}:{column}"),
-                    (Some(url), Some(line), None) => format!(" at {url}:{line}"),
-                    (Some(url), None, _) => format!(" at {url}"),
-                    _ => String::new(),
-                };
-                observed
-                    .failures
-                    .push(format!("console {:?}: {}{place}", error.source, error.text));
-            }
+            // Uncaught exceptions first: they are usually why everything else failed.
+            let (uncaught, logged): (Vec<_>, Vec<_>) = o.errors().take(5).partition(|e| e.is_uncaught());
+            observed
+                .failures
+                .splice(0..0, uncaught.iter().map(|e| e.summary()));
+            observed.failures.extend(logged.iter().map(|e| e.summary()));
         }
         if !request.allow_failed_requests {
-            // The browser asks for /favicon.ico on its own; an app without one is fine.
-            let own = o.network.iter().filter(|n| {
-                !(n.status == Some(404) && url::Url::parse(&n.url).is_ok_and(|u| u.path() == "/favicon.ico"))
-            });
-            for failed in own.take(5) {
+            for failed in o.failed_requests().take(5) {
                 let why = failed.status.map_or_else(
                     || failed.error.clone().unwrap_or_default(),
                     |s| format!("HTTP {s}"),
@@ -686,7 +680,7 @@ async fn evaluate(
             (count == 0, format!("{count} console error(s)"))
         }
         Assertion::NoFailedRequests => {
-            let count = session.observe(|o| o.network.len());
+            let count = session.observe(|o| o.failed_requests().count());
             (count == 0, format!("{count} failed request(s)"))
         }
     };
@@ -820,7 +814,9 @@ fn crop(image: &Rgba, height: u32) -> Rgba {
 }
 
 /// A report for a verification that never saw the page (the browser failed or the
-/// navigation did): `UNVERIFIED`, or `FAILED` when the app itself refused.
+/// navigation did): always `UNVERIFIED`, with the error as the last reason. An app
+/// that answers with an error page is not this case: its page loads, and the
+/// failures observed on it make the verdict `FAILED`.
 fn finish_without_page(
     mut report: Report,
     mut observed: Observed,
@@ -828,8 +824,6 @@ fn finish_without_page(
     context: &VerifyContext,
     started: Instant,
 ) -> Result<Report, VerifyError> {
-    // Without a page there is no screenshot, so the verdict is UNVERIFIED; the
-    // error says why (a dead browser, a server that does not answer, a timeout).
     observed.browser = !matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR");
     observed.window_clear = true;
     report.judgement = judge(&observed);

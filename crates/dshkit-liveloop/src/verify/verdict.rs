@@ -52,13 +52,30 @@ pub struct Judgement {
     pub next_action: String,
 }
 
-/// Judges. Evidence is checked first (`UNVERIFIED`), then failures (`FAILED`),
-/// then missing criteria and warnings (`VERIFIED_WITH_WARNINGS`).
+/// Judges. A failure needs no screenshot to be proven, a success does:
+/// - nothing observed (no browser, a broken observation window): `UNVERIFIED`;
+/// - an observed application failure: `FAILED`, even when the success evidence is
+///   missing (a page that throws while loading renders nothing);
+/// - missing success evidence (no or an unchanged screenshot, an incomplete
+///   diff): `UNVERIFIED`;
+/// - missing criteria or warnings: `VERIFIED_WITH_WARNINGS`.
 pub fn judge(observed: &Observed) -> Judgement {
-    let mut missing = Vec::new();
+    let mut unobserved = Vec::new();
     if !observed.browser {
-        missing.push("no browser session: nothing was looked at".to_owned());
+        unobserved.push("no browser session: nothing was looked at".to_owned());
     }
+    if !observed.window_clear {
+        unobserved
+            .push("the observation window was not clean: errors cannot be attributed to this run".to_owned());
+    }
+    if !unobserved.is_empty() {
+        return Judgement {
+            verdict: Verdict::Unverified,
+            reasons: unobserved,
+            next_action: "Fix the verification itself (run dshkit_doctor for the browser), then verify again; do not report the task as done.".into(),
+        };
+    }
+    let mut missing = Vec::new();
     if !observed.screenshot {
         missing.push("no screenshot was captured".to_owned());
     } else if observed.screenshot_unchanged {
@@ -68,27 +85,25 @@ pub fn judge(observed: &Observed) -> Judgement {
         );
     }
     if observed.diff_requested && !observed.diff_complete {
-        missing.push("the requested reference diff did not complete".to_owned());
+        missing.push("the requested reference diff (or update) did not complete".to_owned());
     }
-    if !observed.window_clear {
-        missing
-            .push("the observation window was not clean: errors cannot be attributed to this run".to_owned());
+    if !observed.failures.is_empty() {
+        let mut reasons = observed.failures.clone();
+        reasons.extend(missing);
+        return Judgement {
+            verdict: Verdict::Failed,
+            next_action: format!(
+                "Fix the first failure ({}), then verify again.",
+                observed.failures[0]
+            ),
+            reasons,
+        };
     }
     if !missing.is_empty() {
         return Judgement {
             verdict: Verdict::Unverified,
             reasons: missing,
-            next_action: "Fix the verification itself (run dshkit_doctor for the browser), then verify again; do not report the task as done.".into(),
-        };
-    }
-    if !observed.failures.is_empty() {
-        return Judgement {
-            verdict: Verdict::Failed,
-            reasons: observed.failures.clone(),
-            next_action: format!(
-                "Fix the first failure ({}), then verify again.",
-                observed.failures[0]
-            ),
+            next_action: "Nothing proves the page rendered: check that the app draws something and that the screenshot works (dshkit_doctor), then verify again; do not report the task as done.".into(),
         };
     }
     let mut reasons = Vec::new();
@@ -134,12 +149,29 @@ mod tests {
     }
 
     #[test]
-    fn missing_evidence_wins_over_everything_else() {
+    fn nothing_observed_wins_over_everything_else() {
         for broken in [
             Observed {
                 browser: false,
                 ..clean()
             },
+            Observed {
+                window_clear: false,
+                ..clean()
+            },
+        ] {
+            // Even with a failure recorded: nothing can be attributed to this run.
+            let observed = Observed {
+                failures: vec!["console error".into()],
+                ..broken
+            };
+            assert_eq!(judge(&observed).verdict, Verdict::Unverified, "{observed:?}");
+        }
+    }
+
+    #[test]
+    fn a_failure_needs_no_screenshot_but_a_success_does() {
+        for broken in [
             Observed {
                 screenshot: false,
                 ..clean()
@@ -153,17 +185,19 @@ mod tests {
                 diff_complete: false,
                 ..clean()
             },
-            Observed {
-                window_clear: false,
-                ..clean()
-            },
         ] {
-            // Even with a failure recorded, missing evidence comes first.
-            let observed = Observed {
-                failures: vec!["console error".into()],
-                ..broken
-            };
-            assert_eq!(judge(&observed).verdict, Verdict::Unverified, "{observed:?}");
+            assert_eq!(judge(&broken).verdict, Verdict::Unverified, "{broken:?}");
+            let failed = judge(&Observed {
+                failures: vec!["uncaught TypeError at /app.js:2:5".into()],
+                ..broken.clone()
+            });
+            assert_eq!(failed.verdict, Verdict::Failed, "{broken:?}");
+            assert!(failed.reasons[0].contains("/app.js:2:5"), "{failed:?}");
+            assert!(failed.next_action.contains("/app.js:2:5"), "{failed:?}");
+            assert!(
+                failed.reasons.len() > 1,
+                "the missing evidence is still said: {failed:?}"
+            );
         }
     }
 

@@ -8,7 +8,7 @@ use dshkit_echo::cassette::{self, RecordMode};
 use dshkit_echo::lint::{lint, timeline};
 use dshkit_echo::matcher::MatchOptions;
 use dshkit_echo::redact::Redactor;
-use dshkit_echo::stdio::{OnMiss, RecordOptions, ReplayOptions, Timing, record, replay};
+use dshkit_echo::stdio::{OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record, replay};
 use tokio::io::BufReader;
 
 use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
@@ -183,8 +183,13 @@ async fn record_http_command(
     out: Output,
 ) -> Result<u8, Failure> {
     let mode = match mode {
-        ModeArg::Once | ModeArg::NewEpisodes => RecordMode::Once,
+        ModeArg::Once => RecordMode::Once,
         ModeArg::All => RecordMode::All,
+        ModeArg::NewEpisodes => {
+            return Err(Failure::refused(anyhow!(
+                "--mode new-episodes is not available with --http (the recorder is a proxy and cannot answer from the cassette): record anew with --mode once or --mode all, or append misses with `dshkit echo replay FILE --http --on-miss passthrough -- <server argv>`"
+            )));
+        }
     };
     let options = RecordOptions {
         argv: Vec::new(),
@@ -226,6 +231,7 @@ async fn record_command(
                     annotate: false,
                     matching: MatchOptions::default(),
                     redactor,
+                    peer: Peer::Stdout,
                 },
             )
             .await
@@ -310,6 +316,7 @@ fn replay_options(
             sequential_fallback: sequential,
         },
         redactor: redactor(redaction)?,
+        peer: Peer::Stdout,
     })
 }
 
@@ -733,6 +740,11 @@ fn overlay_row(
             "--".into(),
         ],
     };
+    if args.mode != OverlayModeArg::Record && !args.no_annotate {
+        // An agent in DSH sees in each tool result whether the cassette answered.
+        let at = command.iter().position(|a| a == "--").unwrap_or(command.len());
+        command.insert(at, "--annotate".into());
+    }
     if args.mode != OverlayModeArg::Replay {
         command.extend(args.argv.iter().cloned());
     }

@@ -67,7 +67,7 @@ pub(crate) fn options(args: CheckArgs, env: &Environment) -> Result<CheckOptions
         options.boot_timeout = Duration::from_millis(ms.clamp(1000, 300_000));
     }
     if let Some(ms) = args.observe_ms {
-        options.observe = Duration::from_millis(ms.min(60_000));
+        options.observe = Duration::from_millis(ms).min(dshkit_check::smoke::MAX_PAGE_OBSERVE);
     }
     Ok(options)
 }
@@ -117,7 +117,7 @@ impl ToolFamily for CheckFamily {
                     "sweep": { "type": "boolean", "description": "only audit leftover instances" },
                     "killStray": { "type": "boolean", "description": "kill leaked and old smoke instances during the audit" },
                     "bootTimeoutMs": { "type": "integer", "minimum": 1000, "maximum": 300_000 },
-                    "observeMs": { "type": "integer", "minimum": 0, "maximum": 60000 },
+                    "observeMs": { "type": "integer", "minimum": 0, "maximum": 15000, "description": "how long the page smoke watches the booted page after load (default 3000)" },
                     "isolateHome": { "type": "boolean", "description": "boot against a temporary mirror of the profile instead of the real home" }
                 }
             }),

@@ -131,6 +131,11 @@ pub(super) fn failure(error: &PreviewError) -> ToolFailure {
     }
 }
 
+/// Errors shown in the result of an open, a navigation or an interaction.
+const INLINE_ERRORS: usize = 3;
+/// What the errors in a result cover.
+const OBSERVATION_WINDOW: &str = "the window restarts at open, navigate, reload and back";
+
 /// The snapshot for the model: the outline always; the page text only when asked
 /// (`includeText`), since the outline is what interaction needs and text is large.
 fn snapshot_output(
@@ -139,17 +144,30 @@ fn snapshot_output(
     headline: &str,
     include_text: bool,
 ) -> ToolOutput {
-    let errors: Vec<Value> = session.observe(|o| o.errors().map(|e| json!(e)).collect());
+    let (error_count, first_errors): (usize, Vec<_>) = session.observe(|o| {
+        (
+            o.errors().count(),
+            o.errors().take(INLINE_ERRORS).cloned().collect(),
+        )
+    });
     let outline = snapshot.outline();
     let mut text = format!(
         "{headline}\nsession {} · generation {} · {} · {:?}\n{UNTRUSTED}\n{outline}",
         session.id, snapshot.generation, snapshot.url, snapshot.title
     );
-    if !errors.is_empty() {
+    if error_count > 0 {
         text.push_str(&format!(
-            "{} console error(s) in this observation window; see operation console\n",
-            errors.len()
+            "{error_count} error(s) since this page was loaded ({OBSERVATION_WINDOW}):\n"
         ));
+        for error in &first_errors {
+            text.push_str(&format!("  - {}\n", error.summary()));
+        }
+        if error_count > first_errors.len() {
+            text.push_str(&format!(
+                "  … {} more: operation console\n",
+                error_count - first_errors.len()
+            ));
+        }
     }
     for warning in &snapshot.warnings {
         text.push_str(&format!("warning: {warning}\n"));
@@ -170,7 +188,9 @@ fn snapshot_output(
         "outline": outline,
         "textLength": snapshot.text_length,
         "warnings": snapshot.warnings,
-        "consoleErrors": errors.len(),
+        "consoleErrors": error_count,
+        "errors": first_errors,
+        "observationWindow": OBSERVATION_WINDOW,
         "untrustedContent": true,
     });
     if include_text {
@@ -218,6 +238,7 @@ impl LiveLoopFamily {
             Operation::List => return Ok(list_output(previews.list(&owner).await)),
             Operation::Snapshot => {
                 let session = session().await?;
+                let _no_verification = session.between_verifications().await;
                 session
                     .snapshot()
                     .await
@@ -225,6 +246,7 @@ impl LiveLoopFamily {
             }
             Operation::Screenshot => {
                 let session = session().await?;
+                let _no_verification = session.between_verifications().await;
                 match session.screenshot(args.full_page.unwrap_or(false)).await {
                     Ok(shot) => return save_screenshot(&session, &shot),
                     Err(e) => Err(e),
@@ -240,6 +262,11 @@ impl LiveLoopFamily {
             operation => {
                 let session = session().await?;
                 let action = action_of(&args, operation)?;
+                let _no_verification = session.between_verifications().await;
+                if matches!(action, Action::Navigate(_) | Action::Reload | Action::Back) {
+                    // The observation window is per page: a new page starts a new one.
+                    session.reset_observations();
+                }
                 let headline = format!("{operation:?} done").to_lowercase();
                 session
                     .interact(action)
@@ -366,6 +393,13 @@ fn save_screenshot(
     let saved = store
         .write_png(&session.id, &shot.png)
         .map_err(|e| ToolFailure::new(format!("failed to save the screenshot: {e}; run dshkit_doctor")))?;
+    // Preview screenshots are kept like verification evidence: by age, count and size.
+    if let Err(e) = store.apply_retention(
+        dshkit_liveloop::verify::evidence::Retention::default(),
+        std::time::SystemTime::now(),
+    ) {
+        tracing::warn!(%e, "preview screenshot retention failed");
+    }
     let path = saved.path;
     let structured = json!({
         "session": session.id,

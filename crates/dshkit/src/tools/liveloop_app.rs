@@ -241,17 +241,37 @@ impl AppTools {
                 server.error.clone().unwrap_or_default()
             )));
         }
+        // The source the report fingerprints: the server's app, else the one app
+        // detection finds in the workspace (none when it is ambiguous).
+        let source_dir = server.as_ref().and_then(|s| s.dir.clone()).or_else(|| {
+            let detection = detect(&self.workspace, None).ok()?;
+            detection.choose(None).ok().map(|c| detection.root.join(&c.dir))
+        });
         let context = VerifyContext {
             evidence: evidence.clone(),
             workspace: self.workspace.clone(),
-            source_dir: server.as_ref().and_then(|s| s.dir.clone()),
+            source_dir,
             runtime: server.as_ref().and_then(|s| serde_json::to_value(s).ok()),
         };
         let session = match (&args.session, &server, &args.app_url) {
-            (Some(id), None, None) => Ok(previews
-                .get(&owner, id)
-                .await
-                .map_err(|e| super::liveloop::failure(&e))?),
+            (Some(id), None, None) => {
+                let session = previews
+                    .get(&owner, id)
+                    .await
+                    .map_err(|e| super::liveloop::failure(&e))?;
+                if let Some(viewport) = args.viewport
+                    && viewport != session.viewport
+                {
+                    return Err(ToolFailure::invalid_arguments(
+                        VERIFY,
+                        format!(
+                            "preview {id} was opened with the {:?} viewport, not {viewport:?}: verify with `server` or `appUrl` and this viewport (a new preview), or leave `viewport` out",
+                            session.viewport
+                        ),
+                    ));
+                }
+                Ok(session)
+            }
             (None, Some(server), None) => {
                 let url = server.url.clone().unwrap_or_default();
                 self.open(previews, &owner, &url, args.viewport, &context).await?
