@@ -4,6 +4,8 @@
 //!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
 //! - `demo`: set up, build dshkit, run its main job (`dshkit verify` on the example app).
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
+//! - `soak [N] [ARGS]`: the suite (or the tests ARGS select) N times while a CPU hog
+//!   keeps every core busy; a test that passes only on an idle machine fails here.
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
 
 #![expect(
@@ -30,9 +32,10 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("soak") => soak(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup | demo | test [nextest args] | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
@@ -162,6 +165,64 @@ fn fuzz(args: &[String]) -> anyhow::Result<()> {
             ])
             .current_dir(root()))?;
     }
+    Ok(())
+}
+
+/// Runs the suite `N` times (default 5) under load: one busy thread per core spins
+/// for the whole soak, so every test competes for the CPU as on a shared CI
+/// machine. Extra arguments go to nextest (a filter such as `-E 'test(/echo/)'`).
+/// Prints one line per run and a summary; fails if any run failed.
+fn soak(args: &[String]) -> anyhow::Result<()> {
+    let (runs, extra) = match args.first().map(|a| a.parse::<u32>()) {
+        Some(Ok(n)) => (n, &args[1..]),
+        _ => (5, args),
+    };
+    setup::all()?;
+    let nextest = || {
+        let mut command = Command::new(env!("CARGO"));
+        command
+            .args(["nextest", "run", "--workspace", "--profile", "ci"])
+            .args(extra)
+            .current_dir(root());
+        command
+    };
+    // Build before the hog starts: the soak measures the tests, not the compiler.
+    run(nextest().arg("--no-run"))?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let hogs: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x: u64 = 1;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for _ in 0..100_000 {
+                        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+                    }
+                }
+            })
+        })
+        .collect();
+    println!("soak: {runs} run(s) with {cores} busy thread(s) hogging the CPU");
+    let mut failed = 0;
+    for index in 1..=runs {
+        let started = std::time::Instant::now();
+        let status = nextest().status()?;
+        let verdict = if status.success() { "passed" } else { "FAILED" };
+        if !status.success() {
+            failed += 1;
+        }
+        println!(
+            "soak: run {index}/{runs} {verdict} in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for hog in hogs {
+        let _ = hog.join();
+    }
+    println!("soak: {} passed, {failed} failed", runs - failed);
+    anyhow::ensure!(failed == 0, "{failed} of {runs} soak run(s) failed");
     Ok(())
 }
 

@@ -81,12 +81,22 @@ async fn redirect_hops_to_external_and_private_hosts_are_blocked_at_the_hop() {
     // The same-origin first hops themselves went through.
     assert!(!hops.iter().any(|(url, _)| url.contains("/to-")), "{hops:?}");
 
-    // A top-level navigation that redirects away fails at the hop as well.
+    // A top-level navigation that redirects away fails at the hop as well, and
+    // says which hop, which host, which rule and the fix.
     let err = session
         .interact(Action::Navigate("/nav-away".into()))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "NAVIGATION_FAILED", "{err}");
+    assert_eq!(err.code(), "NAVIGATION_BLOCKED", "{err}");
+    let message = err.to_string();
+    for part in [
+        "the redirect hop to http://external.example/",
+        "external.example is outside the preview's origin",
+        "rule external_host",
+        "--allow-external-host external.example",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
     assert!(
         blocked(&session)
             .iter()
