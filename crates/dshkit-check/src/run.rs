@@ -185,15 +185,22 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         boot_dsh.home = mirror.path().to_owned();
     }
     let (profile, boot_timeout) = (options.profile.clone(), options.boot_timeout);
-    let (boot, instance) =
-        tokio::task::spawn_blocking(move || live::live_boot(&boot_dsh, &profile, boot_timeout, BOOT_WATCH))
-            .await
-            .unwrap_or_else(|e| {
-                (
-                    Check::new("live_boot", "Isolated boot", Status::Fail, e.to_string()),
-                    None,
-                )
-            });
+    // The boot blocks a thread of its own. If this run is stopped meanwhile (a
+    // cancelled or timed-out tool call), nobody takes the instance: kill it.
+    let (booted, boot_result) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let result = live::live_boot(&boot_dsh, &profile, boot_timeout, BOOT_WATCH);
+        if let Err((_, Some(mut orphan))) = booted.send(result) {
+            live::kill_instance_group(orphan.pid, orphan.start_ticks);
+            let _ = orphan.child.wait();
+        }
+    });
+    let (boot, instance) = boot_result.await.unwrap_or_else(|e| {
+        (
+            Check::new("live_boot", "Isolated boot", Status::Fail, e.to_string()),
+            None,
+        )
+    });
     checks.push(boot);
     let Some(instance) = instance else {
         checks.push(not_tested(
@@ -208,6 +215,8 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         ));
         return (checks, leaked);
     };
+    // Until its shutdown is proved, a stopped run kills the instance.
+    let mut armed = KillOnDrop(Some((instance.pid, instance.start_ticks)));
     checks.push(if options.page {
         smoke::page_smoke(&instance.url, &options.browser, options.observe).await
     } else {
@@ -218,6 +227,7 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         )
     });
     let identity = (instance.pid, instance.start_ticks);
+    armed.0 = None; // the shutdown check takes it from here
     let shutdown = tokio::task::spawn_blocking(move || live::shutdown(instance, Duration::from_secs(5)))
         .await
         .unwrap_or_else(|e| Check::new("shutdown", "Clean shutdown", Status::Fail, e.to_string()));
@@ -227,6 +237,18 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     checks.push(shutdown);
     drop(mirror);
     (checks, leaked)
+}
+
+/// Kills a booted instance's group when dropped: a run stopped before its shutdown
+/// check leaves no DSH behind.
+struct KillOnDrop(Option<(u32, u64)>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some((pid, start_ticks)) = self.0.take() {
+            live::kill_instance_group(pid, start_ticks);
+        }
+    }
 }
 
 /// Copies `home/profiles/<profile>` and the shared module farm into a temporary

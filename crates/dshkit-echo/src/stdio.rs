@@ -897,3 +897,72 @@ pub(crate) async fn pass_through(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_notifications(leads: Vec<u64>, count: usize) -> Interaction {
+        Interaction {
+            ordinal: 1,
+            request: json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}),
+            responses: vec![json!({"jsonrpc": "2.0", "id": 1, "result": {}})],
+            notifications: vec![json!({"jsonrpc": "2.0", "method": "notifications/progress"}); count],
+            notification_lead_us: leads,
+            server_requests: Vec::new(),
+            status: None,
+            ms: 1000,
+            origin: "recorded".into(),
+        }
+    }
+
+    #[test]
+    fn notifications_keep_their_recorded_distance_to_what_follows_them() {
+        // Two progress notifications, 1 s and 300 µs before the response.
+        let gaps = notification_gaps(&with_notifications(vec![1_000_000, 300], 2), Timing::None);
+        assert_eq!(gaps, [MAX_NOTIFICATION_GAP, Duration::from_micros(300)]);
+        let halved = notification_gaps(
+            &with_notifications(vec![100_000, 300], 2),
+            Timing::Recorded {
+                scale: 0.5,
+                cap: Duration::from_secs(10),
+            },
+        );
+        assert_eq!(
+            halved,
+            [Duration::from_micros(49_850), Duration::from_micros(150)]
+        );
+    }
+
+    #[test]
+    fn a_cassette_without_recorded_gaps_replays_without_pauses() {
+        let gaps = notification_gaps(&with_notifications(Vec::new(), 2), Timing::None);
+        assert_eq!(gaps, [Duration::ZERO, Duration::ZERO]);
+    }
+
+    #[test]
+    fn the_recorder_keeps_when_each_notification_came_before_its_response() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = RecordOptions {
+            argv: Vec::new(),
+            cassette: dir.path().join("c.jsonl"),
+            mode: RecordMode::Once,
+            redactor: Redactor::new(&[], &[]).unwrap(),
+        };
+        let mut recorder = Recorder::new(options, "stdio");
+        recorder.on_client(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "slow", "_meta": {"progressToken": 3}}}));
+        recorder.on_server(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 3, "progress": 1}}));
+        std::thread::sleep(Duration::from_millis(20));
+        recorder.on_server(json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+        recorder.finish().unwrap();
+        let loaded = cassette::read(&dir.path().join("c.jsonl")).unwrap();
+        let interaction = &loaded.cassette.into_interactions()[0];
+        assert_eq!(interaction.notifications.len(), 1);
+        assert!(
+            interaction.notification_lead_us[0] >= 20_000,
+            "{:?}",
+            interaction.notification_lead_us
+        );
+    }
+}

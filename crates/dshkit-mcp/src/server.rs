@@ -15,6 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
 use crate::family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolSpec};
@@ -146,6 +147,20 @@ impl DshkitServer {
         arguments: Map<String, Value>,
         subject: &str,
     ) -> Option<CallToolResult> {
+        self.call_cancellable(name, arguments, subject, CancellationToken::new())
+            .await
+    }
+
+    /// [`Self::call`], stopped when `cancel` fires (`notifications/cancelled`): the
+    /// tool's task is aborted, as it is when the tool timeout passes, so its work
+    /// (a verification, a boot) stops and releases what it holds.
+    pub async fn call_cancellable(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        subject: &str,
+        cancel: CancellationToken,
+    ) -> Option<CallToolResult> {
         let index = *self.registry.routes.get(name)?;
         let family = Arc::clone(&self.registry.families[index]);
         let call = ToolCall {
@@ -155,16 +170,25 @@ impl DshkitServer {
         };
         let timeout = self.registry.options.tool_timeout;
         // A task of its own: a panicking family fails its call, not the server.
-        let task = tokio::spawn(async move { family.call(call).await });
-        let outcome = match tokio::time::timeout(timeout, task).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(join)) => Err(ToolFailure::new(format!(
-                "{name} failed internally ({join}); this is a dshkit bug, please report it with the arguments used"
-            ))),
-            Err(_) => Err(ToolFailure::new(format!(
-                "{name} did not finish within {}s and was abandoned; retry, or run the matching `dshkit` CLI command to see progress",
-                timeout.as_secs()
-            ))),
+        let mut task = tokio::spawn(async move { family.call(call).await });
+        let outcome = tokio::select! {
+            joined = tokio::time::timeout(timeout, &mut task) => match joined {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(join)) => Err(ToolFailure::new(format!(
+                    "{name} failed internally ({join}); this is a dshkit bug, please report it with the arguments used"
+                ))),
+                Err(_) => {
+                    stop(task).await;
+                    Err(ToolFailure::new(format!(
+                        "{name} did not finish within {}s and was stopped; retry, or run the matching `dshkit` CLI command to see progress",
+                        timeout.as_secs()
+                    )))
+                }
+            },
+            () = cancel.cancelled() => {
+                stop(task).await;
+                Err(ToolFailure::new(format!("{name} was cancelled by the client and stopped")))
+            }
         };
         Some(self.finish(outcome))
     }
@@ -318,7 +342,12 @@ impl ServerHandler for DshkitServer {
         let subject = subject_of(&context);
         tracing::debug!(tool = %name, %subject, "tools/call");
         match self
-            .call(&name, request.arguments.unwrap_or_default(), &subject)
+            .call_cancellable(
+                &name,
+                request.arguments.unwrap_or_default(),
+                &subject,
+                context.ct.clone(),
+            )
             .await
         {
             Some(result) => Ok(result.into()),
@@ -327,5 +356,98 @@ impl ServerHandler for DshkitServer {
                 None,
             )),
         }
+    }
+}
+
+/// Aborts a tool's task and waits until it is gone: its future is dropped, so
+/// what it holds (a verification's lock, child processes killed on drop) is
+/// released before the caller hears of the stop.
+async fn stop(task: tokio::task::JoinHandle<Result<crate::ToolOutput, ToolFailure>>) {
+    task.abort();
+    let _ = task.await;
+}
+
+#[cfg(test)]
+mod cancel_tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::family::{ToolHints, ToolOutput};
+
+    /// A tool that never finishes and says when its work was dropped.
+    struct Forever(Arc<AtomicBool>);
+
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    impl ToolFamily for Forever {
+        fn name(&self) -> &'static str {
+            "forever"
+        }
+        fn tools(&self) -> Vec<ToolSpec> {
+            vec![ToolSpec {
+                name: "forever",
+                title: "Never finishes",
+                description: "test",
+                input_schema: serde_json::json!({"type": "object"}),
+                output_schema: None,
+                hints: ToolHints {
+                    read_only: true,
+                    destructive: false,
+                    idempotent: true,
+                    open_world: false,
+                },
+            }]
+        }
+        fn call(&self, _call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
+            let dropped = SetOnDrop(Arc::clone(&self.0));
+            Box::pin(async move {
+                let _held = dropped;
+                std::future::pending::<()>().await;
+                unreachable!()
+            })
+        }
+    }
+
+    fn forever_server(dropped: &Arc<AtomicBool>, tool_timeout: Duration) -> DshkitServer {
+        let options = ServerOptions {
+            name: "t".into(),
+            version: "0".into(),
+            instructions: String::new(),
+            limits: ResultLimits::default(),
+            tool_timeout,
+        };
+        DshkitServer::new(options, vec![Arc::new(Forever(Arc::clone(dropped)))], None).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_stops_its_work_before_it_answers() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let server = forever_server(&dropped, Duration::from_mins(5));
+        let cancel = CancellationToken::new();
+        let call = server.call_cancellable("forever", Map::new(), "test", cancel.clone());
+        let canceller = async {
+            tokio::task::yield_now().await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(call, canceller);
+        let result = result.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        assert!(dropped.load(Ordering::SeqCst), "the tool's work was dropped");
+    }
+
+    #[tokio::test]
+    async fn a_call_past_the_tool_timeout_stops_its_work() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let server = forever_server(&dropped, Duration::from_millis(1));
+        let result = server.call("forever", Map::new(), "test").await.unwrap();
+        assert_eq!(result.is_error, Some(true));
+        assert!(dropped.load(Ordering::SeqCst), "the tool's work was dropped");
     }
 }

@@ -95,6 +95,56 @@ fn without_a_browser_the_page_smoke_is_not_tested_and_not_a_failure() {
     assert!(report.ok, "not tested is not a failure: {report:#?}");
 }
 
+/// A plugin that keeps DSH alive through SIGTERM: it takes every other SIGTERM
+/// listener away and ignores the signal itself.
+const IGNORES_SIGTERM: &str = "export const name = 'stubborn';
+export function apply() {
+  const keep = () => {};
+  const strip = () => {
+    for (const listener of process.listeners('SIGTERM')) {
+      if (listener !== keep) process.removeListener('SIGTERM', listener);
+    }
+    if (!process.listeners('SIGTERM').includes(keep)) process.on('SIGTERM', keep);
+  };
+  strip();
+  setInterval(strip, 5).unref();
+}
+";
+
+#[test]
+fn an_instance_that_survives_sigterm_fails_the_shutdown_and_is_removed_by_the_audit() {
+    let home = DshHome::new();
+    home.plugin(
+        "stubborn",
+        &manifest("stubborn"),
+        &[("index.js", IGNORES_SIGTERM)],
+    );
+    let mut options = options(&home);
+    options.live = true;
+    let report = run(options);
+    assert_eq!(status(&report, "live_boot"), Status::Pass, "{report:#?}");
+    let shutdown = report.check("shutdown").unwrap();
+    assert_eq!(shutdown.status, Status::Fail, "{report:#?}");
+    assert!(shutdown.detail.contains("survived two SIGTERMs"), "{shutdown:#?}");
+    let survivor: u32 = shutdown.evidence[0]
+        .strip_prefix("pid ")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("the survivor is named: {shutdown:#?}"));
+    let audit = report.check("leftover_audit").unwrap();
+    assert_eq!(audit.status, Status::Fail, "{audit:#?}");
+    assert!(audit.detail.contains("leaked by this run"), "{audit:#?}");
+    assert!(
+        audit
+            .evidence
+            .iter()
+            .any(|l| l.starts_with("killed the process tree of leaked pid") && l.ends_with("verified gone")),
+        "{audit:#?}"
+    );
+    assert!(!dshkit_check::procs::alive(survivor), "the survivor was removed");
+    assert!(!report.ok);
+}
+
 /// A DSH instance started outside the check.
 fn spawn_dsh(home: &DshHome, args: &[&str]) -> std::process::Child {
     home.dsh()
@@ -157,13 +207,25 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
         .args(["-e", "setTimeout(() => {}, 60000)", "dsh", "--port", "0"])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(dshkit_check::procs::alive(leaked), "the leaked instance runs");
+    // The leaked instance counts once the process table shows it as DSH.
+    let script = dshkit_check::live::launcher_script(&home.peers.dsh()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while !dshkit_check::audit::find(&script).iter().any(|p| p.pid == leaked) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leaked instance never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     let mut options = options(&home);
     options.sweep = true;
     let report = run(options.clone());
     let audit = report.check("leftover_audit").unwrap();
+    assert!(
+        audit.detail.contains("younger than 10 min left alone"),
+        "a young smoke instance is reported, not hidden: {audit:#?}"
+    );
     assert!(
         audit
             .evidence
@@ -195,7 +257,7 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
         audit
             .evidence
             .iter()
-            .any(|l| l == &format!("killed stray pid {leaked} (Smoke)")),
+            .any(|l| l == &format!("killed the process tree of stray pid {leaked} (Smoke), verified gone")),
         "{audit:#?}"
     );
     assert!(!dshkit_check::procs::alive(leaked), "the stray is gone");

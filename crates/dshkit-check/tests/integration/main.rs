@@ -259,3 +259,49 @@ fn an_apply_that_throws_passes_the_static_checks_it_is_for_the_live_boot() {
         "static checks cannot see a throw at apply time: {report:#?}"
     );
 }
+
+#[test]
+fn a_target_that_names_no_plugin_fails_with_that_name() {
+    let home = DshHome::new();
+    home.plugin("healthy", &manifest("healthy"), &[("index.js", HEALTHY)]);
+    let report = Report::new(static_checks::run(&Target {
+        home: home.home.clone(),
+        profile: "web".into(),
+        plugin: Some("helthy".into()),
+    }));
+    for id in ["patch_references", "syntax", "manifest"] {
+        let check = report.check(id).unwrap();
+        assert_eq!(check.status, Status::Fail, "{check:#?}");
+        assert!(
+            check.detail.contains("`helthy` names no local plugin"),
+            "{check:#?}"
+        );
+        assert!(
+            check.detail.contains("healthy"),
+            "the known plugins are listed: {check:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
+    let home = DshHome::new();
+    home.plugin(
+        "real",
+        &manifest("real"),
+        &[(
+            "index.js",
+            "export const name = 'real';\nexport function apply( {\n",
+        )],
+    );
+    // The @local link points at a healthy copy elsewhere: DSH loads plugins/real.
+    let elsewhere = home.home.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("package.json"), manifest("real").to_string()).unwrap();
+    std::fs::write(elsewhere.join("index.js"), HEALTHY).unwrap();
+    let link = home.home.join("profiles/web/node_modules/@local/real");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    let report = home.check();
+    assert_eq!(status(&report, "syntax"), Status::Fail, "{report:#?}");
+}

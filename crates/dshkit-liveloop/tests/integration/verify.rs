@@ -88,6 +88,8 @@ async fn the_example_app_is_verified_with_steps_assertions_and_persisted_evidenc
                 contains: "task list".into(),
             },
             Assertion::Status { code: 200 },
+            // The app has no favicon: the browser's own 404 for it is not the app's.
+            Assertion::NoFailedRequests,
         ],
         ..VerifyRequest::default()
     };
@@ -186,6 +188,60 @@ async fn a_runtime_error_or_absent_text_fails_with_where_to_look() {
         absent.judgement.reasons[0].contains("\"Saved!\""),
         "{:?}",
         absent.judgement.reasons
+    );
+}
+
+#[tokio::test]
+async fn an_app_that_throws_while_loading_and_renders_nothing_fails_at_the_exception() {
+    // A failure needs no screenshot to be proven: the exception is observed.
+    let workspace = tempfile::tempdir().unwrap();
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            Fixture::Html("<!doctype html><title>t</title><script src=\"/app.js\"></script>".into()),
+        ),
+        (
+            "/app.js",
+            Fixture::Js("const items = null;\ndocument.title = items.length;\n".into()),
+        ),
+    ]);
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let report = verify(
+        &session,
+        &VerifyRequest {
+            steps: vec![step("click", "button", "Add task", None)],
+            assertions: vec![text("present", "Tasks")],
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Failed, "{report:#?}");
+    let first = &report.judgement.reasons[0];
+    assert!(
+        first.starts_with("uncaught exception"),
+        "the exception comes first: {first}"
+    );
+    assert!(first.contains("reading 'length'"), "{first}");
+    assert!(first.contains("/app.js:2:"), "with its location: {first}");
+    assert!(
+        report.judgement.next_action.contains("/app.js:2:"),
+        "{}",
+        report.judgement.next_action
+    );
+    assert!(
+        report
+            .judgement
+            .reasons
+            .iter()
+            .any(|r| r.contains("byte-identical")),
+        "the missing success evidence is still said: {:?}",
+        report.judgement.reasons
     );
 }
 
