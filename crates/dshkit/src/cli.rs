@@ -102,7 +102,7 @@ pub(crate) enum EchoCommand {
         sequential: bool,
         /// Serve over Streamable HTTP on 127.0.0.1:PORT (default: a free port)
         /// instead of stdio; prints `dshkit echo: http://127.0.0.1:PORT/mcp`.
-        #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0", conflicts_with = "argv")]
+        #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "0")]
         http: Option<u16>,
         #[command(flatten)]
         redaction: RedactionArgs,

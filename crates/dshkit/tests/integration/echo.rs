@@ -212,6 +212,100 @@ fn misses_explain_themselves_and_passthrough_appends_live_answers() {
 }
 
 #[test]
+fn over_http_a_miss_passes_through_to_the_real_server_and_is_appended() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let node = peers.node();
+    let server = everything(&peers);
+    let live = [node.to_str().unwrap(), server.to_str().unwrap(), "stdio"];
+    let mut requests = handshake();
+    requests.push(call(2, "echo", json!({"message": "one"})));
+    let mut record = vec!["echo", "record", "-o", cassette_arg, "--"];
+    record.extend(live);
+    let (recorded, _) = exchange(dir.path(), &[], &record, &requests);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+
+    let mut command = dshkit_command(dir.path());
+    command.args([
+        "echo",
+        "replay",
+        cassette_arg,
+        "--http",
+        "--on-miss",
+        "passthrough",
+        "--annotate",
+        "--",
+    ]);
+    command.args(live);
+    let mut replay = dshkit_test::spawn_guarded(&mut command);
+    let ready =
+        dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let post = |message: &Value| -> Value {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .post(&url)
+                .header("Accept", "application/json, text/event-stream")
+                .json(message)
+                .send()
+                .await
+                .unwrap();
+            let text = response.text().await.unwrap();
+            // JSON, or the last `data:` of an SSE stream.
+            let body = text
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("data: "))
+                .map_or(text.clone(), str::to_owned);
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {text}"))
+        })
+    };
+    assert_eq!(post(&handshake()[0])["id"], 1);
+    let hit = post(&call(2, "echo", json!({"message": "one"})));
+    assert_eq!(hit["result"]["_meta"]["dshkit/echo"]["outcome"], "hit", "{hit}");
+    let missed = post(&call(3, "echo", json!({"message": "two"})));
+    assert_eq!(missed["result"]["content"][0]["text"], "Echo: two", "{missed}");
+    assert_eq!(
+        missed["result"]["_meta"]["dshkit/echo"]["outcome"], "passthrough",
+        "{missed}"
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.contains("\"origin\":\"live\"") && last.contains("Echo: two"),
+        "appended: {last}"
+    );
+}
+
+#[test]
+fn record_over_http_refuses_new_episodes_with_what_to_do_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = output(dshkit_command(dir.path()).args([
+        "echo",
+        "record",
+        "--http",
+        "http://127.0.0.1:9/mcp",
+        "--mode",
+        "new-episodes",
+        "-o",
+        dir.path().join("c.jsonl").to_str().unwrap(),
+    ]));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--mode new-episodes is not available with --http")
+            && stderr.contains("--on-miss passthrough"),
+        "{stderr}"
+    );
+}
+
+#[test]
 #[expect(
     clippy::too_many_lines,
     reason = "one end-to-end scenario reads best as one story"
@@ -794,4 +888,34 @@ fn verify_runs_against_a_streamable_http_server_too() {
     // The stdio recording, verified over HTTP: every answer matches.
     assert_eq!(out.status.code(), Some(0), "{report:#}");
     let _ = server.terminate(std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn overlay_replay_rows_annotate_hits_and_misses_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    std::fs::write(&cassette, "").unwrap();
+    let overlay = |extra: &[&str]| {
+        let path = dir.path().join(format!("overlay{}.yml", extra.len()));
+        let mut args = vec![
+            "echo",
+            "dsh-overlay",
+            "--server",
+            "tools",
+            "--mode",
+            "replay",
+            "--cassette",
+            cassette.to_str().unwrap(),
+            "--dsh-home",
+            dir.path().to_str().unwrap(),
+            "-o",
+            path.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let out = output(dshkit_command(dir.path()).args(&args));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&path).unwrap()
+    };
+    assert!(overlay(&[]).contains("--annotate"), "annotated by default");
+    assert!(!overlay(&["--no-annotate"]).contains("--annotate"), "opt-out");
 }
