@@ -206,7 +206,9 @@ fn snapshot_output(
 impl LiveLoopFamily {
     async fn run(&self, call: ToolCall) -> Result<ToolOutput, ToolFailure> {
         let args: Args = arguments(BROWSER, call.arguments)?;
-        let owner = args.owner.as_ref().map_or(call.subject, |o| format!("owner:{o}"));
+        // A chosen owner names a workstream inside the caller's own scope (its MCP
+        // session, or the token holder without sessions): never another client's.
+        let owner = super::scoped_owner(&call.subject, args.owner.as_deref());
         let previews = &self.previews;
         let include_text = args.include_text.unwrap_or(false);
         let session = || async {

@@ -216,7 +216,9 @@ impl AppTools {
         args: Map<String, Value>,
     ) -> Result<ToolOutput, ToolFailure> {
         let args: VerifyArgs = arguments(VERIFY, args)?;
-        let owner = args.owner.as_ref().map_or(subject, |o| format!("owner:{o}"));
+        // A chosen owner names a workstream inside the caller's own scope (its MCP
+        // session, or the token holder without sessions): never another client's.
+        let owner = super::scoped_owner(&subject, args.owner.as_deref());
         let env = Environment::from_process();
         let root = dshkit_env::disk::evidence_root(&env)
             .ok_or_else(|| ToolFailure::new("no evidence root: set DSHKIT_EVIDENCE_ROOT or HOME"))?;

@@ -56,3 +56,26 @@ pub(crate) fn structured(value: &impl serde::Serialize) -> Map<String, Value> {
         other => Map::from_iter([("value".to_owned(), other.unwrap_or(Value::Null))]),
     }
 }
+
+/// The owner of previews for a call: the caller's subject, or a workstream the
+/// caller named inside it. One MCP session can never reach another's previews by
+/// naming its owner.
+pub(crate) fn scoped_owner(subject: &str, owner: Option<&str>) -> String {
+    match owner {
+        Some(owner) => format!("{subject}/owner:{owner}"),
+        None => subject.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::scoped_owner;
+
+    #[test]
+    fn a_named_owner_stays_inside_the_callers_scope() {
+        let a = scoped_owner("mcp-session:aaa", Some("build"));
+        let b = scoped_owner("mcp-session:bbb", Some("build"));
+        assert_ne!(a, b, "the same owner name in two sessions is two owners");
+        assert_eq!(scoped_owner("stdio", None), "stdio");
+    }
+}
