@@ -27,6 +27,7 @@ pub use session::{
     Screenshot, Target, Viewport,
 };
 pub use snapshot::{
-    DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, Node,
-    SNAPSHOT_SCRIPT, Snapshot, parse_ref, snapshot_expression,
+    DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, MAX_FOUND,
+    MAX_SNAPSHOT_NODES, MAX_VIEW_CHARS, Node, OutlineView, SNAPSHOT_SCRIPT, Snapshot, parse_ref,
+    snapshot_expression,
 };

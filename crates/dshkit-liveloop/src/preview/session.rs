@@ -492,6 +492,17 @@ impl PreviewSession {
         Ok(found.as_bool() == Some(true))
     }
 
+    /// The last snapshot, whose refs are the live ones; a new one when there is
+    /// none. Paging, scoping and searching read it, so they keep its refs.
+    pub async fn last_snapshot(&self) -> Result<Snapshot, PreviewError> {
+        let _serial = self.operation.lock().await;
+        let last = self.shared.lock().expect("lock").last.clone();
+        match last {
+            Some(snapshot) => Ok(snapshot),
+            None => self.snapshot_now().await,
+        }
+    }
+
     /// Takes a new snapshot: bumps the generation, which retires every older ref.
     pub async fn snapshot(&self) -> Result<Snapshot, PreviewError> {
         let _serial = self.operation.lock().await;

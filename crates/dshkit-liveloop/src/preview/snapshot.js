@@ -22,6 +22,9 @@
   };
   const INTERACTIVE_ROLES = new Set(["link", "button", "textbox", "searchbox", "checkbox", "radio", "combobox",
     "slider", "spinbutton", "switch", "tab", "menuitem", "option", "listbox"]);
+  // Containers get refs too, so a part of a large page can be shown on its own
+  // (`snapshot {within: ref}`).
+  const SCOPES = new Set(["navigation", "main", "form", "dialog", "region", "list", "table", "group", "menu", "tablist"]);
   const clip = (s, n) => { s = (s || "").replace(/\s+/g, " ").trim(); return s.length > n ? s.slice(0, n) + "…" : s; };
   const visible = (e) => {
     if (e.getAttribute("aria-hidden") === "true" || e.hidden) return false;
@@ -57,7 +60,7 @@
     if (role || interactive) {
       if (nodes.length >= limits.maxNodes) { if (!walk.cut) { warnings.push("outline cut at " + limits.maxNodes + " nodes"); walk.cut = true; } return; }
       const node = { role: role || "generic", name: clip(nameOf(e, role), limits.maxName), depth };
-      if (interactive) {
+      if (interactive || SCOPES.has(role)) {
         node.ref = "r" + generation + "-" + ++index;
         registry.set(node.ref, new WeakRef(e));
       }

@@ -5,8 +5,15 @@ use serde::{Deserialize, Serialize};
 
 /// The snapshot script; the only script dshkit evaluates in a page to read it.
 pub const SNAPSHOT_SCRIPT: &str = include_str!("snapshot.js");
-/// Most nodes in an outline.
+/// Nodes an outline shows by default (the compact view; more by paging).
 pub const DEFAULT_MAX_NODES: usize = 400;
+/// Most nodes one snapshot collects (every one of them reachable by paging,
+/// scoping or search, with refs of the same generation).
+pub const MAX_SNAPSHOT_NODES: usize = 5000;
+/// Longest outline text one view returns (characters).
+pub const MAX_VIEW_CHARS: usize = 30_000;
+/// Most nodes a search returns.
+pub const MAX_FOUND: usize = 50;
 /// Most elements visited in one walk.
 pub const DEFAULT_MAX_VISITED: usize = 20_000;
 /// Longest accessible name or value kept (characters).
@@ -28,6 +35,46 @@ pub struct Node {
     pub value: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub state: Vec<String>,
+}
+
+impl Node {
+    /// The node's outline line, indented by its depth below `base`.
+    pub fn line(&self, base: usize) -> String {
+        let mut out = "  ".repeat(self.depth.saturating_sub(base).min(12));
+        out.push_str("- ");
+        out.push_str(&self.role);
+        if !self.name.is_empty() {
+            out.push_str(&format!(" {:?}", self.name));
+        }
+        if let Some(level) = self.level {
+            out.push_str(&format!(" [level={level}]"));
+        }
+        if let Some(reference) = &self.reference {
+            out.push_str(&format!(" [ref={reference}]"));
+        }
+        if let Some(value) = &self.value {
+            out.push_str(&format!(" value={value:?}"));
+        }
+        if !self.state.is_empty() {
+            out.push_str(&format!(" ({})", self.state.join(", ")));
+        }
+        out.push('\n');
+        out
+    }
+}
+
+/// One page of an outline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutlineView {
+    pub text: String,
+    /// Index of the first node shown (within the scope).
+    pub from: usize,
+    pub shown: usize,
+    /// Nodes in the scope.
+    pub total: usize,
+    /// Where the next page starts, when there is one.
+    pub next: Option<usize>,
 }
 
 /// A snapshot as the script returns it.
@@ -55,29 +102,68 @@ impl Snapshot {
     /// - button "Sign in" [ref=r2-2] (disabled)
     /// ```
     pub fn outline(&self) -> String {
-        let mut out = String::new();
-        for node in &self.nodes {
-            out.push_str(&"  ".repeat(node.depth.min(12)));
-            out.push_str("- ");
-            out.push_str(&node.role);
-            if !node.name.is_empty() {
-                out.push_str(&format!(" {:?}", node.name));
+        self.nodes.iter().map(|node| node.line(0)).collect()
+    }
+
+    /// A part of the outline: the nodes under `within` (a ref; the whole page when
+    /// `None`), starting at the `from`-th of them, at most `limit` nodes and
+    /// [`MAX_VIEW_CHARS`] characters.
+    pub fn view(&self, from: usize, limit: usize, within: Option<&str>) -> Result<OutlineView, String> {
+        let scope: &[Node] = match within {
+            None => &self.nodes,
+            Some(reference) => {
+                let start = self
+                    .nodes
+                    .iter()
+                    .position(|n| n.reference.as_deref() == Some(reference))
+                    .ok_or_else(|| {
+                        format!("no element {reference} in the last snapshot (generation {}); take a snapshot and use one of its refs", self.generation)
+                    })?;
+                let depth = self.nodes[start].depth;
+                let end = self.nodes[start + 1..]
+                    .iter()
+                    .position(|n| n.depth <= depth)
+                    .map_or(self.nodes.len(), |offset| start + 1 + offset);
+                &self.nodes[start..end]
             }
-            if let Some(level) = node.level {
-                out.push_str(&format!(" [level={level}]"));
+        };
+        let base = scope.first().map_or(0, |n| n.depth);
+        let mut text = String::new();
+        let mut shown = 0;
+        for node in scope.iter().skip(from).take(limit) {
+            let line = node.line(base);
+            if text.len() + line.len() > MAX_VIEW_CHARS && shown > 0 {
+                break;
             }
-            if let Some(reference) = &node.reference {
-                out.push_str(&format!(" [ref={reference}]"));
-            }
-            if let Some(value) = &node.value {
-                out.push_str(&format!(" value={value:?}"));
-            }
-            if !node.state.is_empty() {
-                out.push_str(&format!(" ({})", node.state.join(", ")));
-            }
-            out.push('\n');
+            text.push_str(&line);
+            shown += 1;
         }
-        out
+        let end = from.min(scope.len()) + shown;
+        Ok(OutlineView {
+            text,
+            from,
+            shown,
+            total: scope.len(),
+            next: (end < scope.len()).then_some(end),
+        })
+    }
+
+    /// Nodes whose name or value contains `text` (ignoring case) and whose role is
+    /// `role`, when given; at most [`MAX_FOUND`], and how many matched in all.
+    pub fn search(&self, text: Option<&str>, role: Option<&str>) -> (Vec<&Node>, usize) {
+        let needle = text.map(str::to_lowercase);
+        let matches = self.nodes.iter().filter(|n| {
+            role.is_none_or(|r| n.role == r)
+                && needle.as_deref().is_none_or(|needle| {
+                    n.name.to_lowercase().contains(needle)
+                        || n.value
+                            .as_deref()
+                            .is_some_and(|v| v.to_lowercase().contains(needle))
+                })
+        });
+        let all: Vec<&Node> = matches.collect();
+        let total = all.len();
+        (all.into_iter().take(MAX_FOUND).collect(), total)
     }
 
     /// The nodes with a ref whose role and name match.
@@ -92,7 +178,7 @@ impl Snapshot {
 /// The expression that runs the script for `generation`.
 pub fn snapshot_expression(generation: u64) -> String {
     format!(
-        "({SNAPSHOT_SCRIPT})({generation}, {{maxNodes: {DEFAULT_MAX_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}}})"
+        "({SNAPSHOT_SCRIPT})({generation}, {{maxNodes: {MAX_SNAPSHOT_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}}})"
     )
 }
 
@@ -161,5 +247,85 @@ mod tests {
         );
         assert_eq!(snapshot.find("button", "Go").len(), 1);
         assert!(snapshot.find("button", "Stop").is_empty());
+    }
+
+    fn wide(rows: usize) -> Snapshot {
+        let mut nodes = vec![Node {
+            role: "table".into(),
+            name: String::new(),
+            depth: 0,
+            reference: None,
+            level: None,
+            value: None,
+            state: vec![],
+        }];
+        for row in 0..rows {
+            nodes.push(Node {
+                role: "button".into(),
+                name: format!("Row {row}"),
+                depth: 1,
+                reference: Some(format!("r1-{row}")),
+                level: None,
+                value: None,
+                state: vec![],
+            });
+        }
+        nodes.push(Node {
+            role: "link".into(),
+            name: "Footer".into(),
+            depth: 0,
+            reference: Some("r1-footer".into()),
+            level: None,
+            value: None,
+            state: vec![],
+        });
+        Snapshot {
+            generation: 1,
+            url: "http://127.0.0.1:1/".into(),
+            title: "t".into(),
+            nodes,
+            warnings: vec![],
+            text: String::new(),
+            text_truncated: false,
+            text_length: 0,
+            ready_state: "complete".into(),
+        }
+    }
+
+    #[test]
+    fn every_node_of_a_large_page_is_reachable_page_by_page() {
+        let snapshot = wide(900);
+        let mut from = 0;
+        let mut seen = 0;
+        loop {
+            let view = snapshot.view(from, DEFAULT_MAX_NODES, None).unwrap();
+            assert!(view.text.len() <= MAX_VIEW_CHARS);
+            seen += view.shown;
+            match view.next {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen, 902, "the table, 900 rows and the footer");
+        let page = snapshot.view(400, DEFAULT_MAX_NODES, None).unwrap();
+        assert!(page.text.starts_with("  - button \"Row 399\""), "{}", page.text);
+    }
+
+    #[test]
+    fn a_view_within_a_ref_is_its_subtree_and_search_returns_refs() {
+        let mut snapshot = wide(3);
+        snapshot.nodes[0].reference = Some("r1-table".into());
+        let view = snapshot.view(0, 100, Some("r1-table")).unwrap();
+        assert_eq!(view.total, 4, "the table and its rows, not the footer");
+        assert!(!view.text.contains("Footer"));
+        assert!(snapshot.view(0, 100, Some("r9-9")).is_err());
+        let (found, total) = snapshot.search(Some("row 2"), None);
+        assert_eq!(total, 1);
+        assert_eq!(found[0].reference.as_deref(), Some("r1-2"));
+        let (links, _) = snapshot.search(None, Some("link"));
+        assert_eq!(links[0].name, "Footer");
+        let large = wide(300);
+        let (many, total) = large.search(Some("row"), Some("button"));
+        assert_eq!((many.len(), total), (MAX_FOUND, 300));
     }
 }

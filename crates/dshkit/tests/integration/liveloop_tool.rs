@@ -172,3 +172,160 @@ fn sigkill_of_dshkit_leaves_no_chromium_behind() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// 900 rows, one of them far down, and a script that throws while loading.
+fn large_page() -> String {
+    let mut rows = String::new();
+    for i in 1..=900 {
+        rows.push_str(&format!("<li><button>Row {i}</button></li>"));
+    }
+    format!(
+        "<!doctype html><title>Large</title><h1>Large</h1><ul role=\"list\" aria-label=\"Rows\">{rows}</ul>\
+         <a href=\"/second\">Second page</a><script src=\"/boom.js\"></script>"
+    )
+}
+
+#[test]
+fn a_large_page_is_reachable_by_paging_scoping_and_find_and_errors_come_inline() {
+    let server = FixtureServer::start(vec![
+        ("/", Fixture::Html(large_page())),
+        (
+            "/boom.js",
+            Fixture::Js("const rows = null;\nrows.length;\n".into()),
+        ),
+        (
+            "/second",
+            Fixture::Html("<!doctype html><title>Second</title><p>calm</p>".into()),
+        ),
+    ]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    // Sixty old preview sessions: the screenshot below applies retention to them.
+    for i in 0..60 {
+        let dir = evidence.path().join(format!("previews/pv-old-{i:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("0000000000000000.png");
+        std::fs::write(&file, b"\x89PNG old").unwrap();
+        let when = std::time::SystemTime::now() - std::time::Duration::from_secs(3600 + i);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let page = structured(&opened);
+    let session = page["session"].as_str().unwrap().to_owned();
+    let text = opened["result"]["content"][0]["text"].as_str().unwrap();
+    // The error is in the result itself, with where it happened.
+    assert!(
+        text.contains("uncaught exception")
+            && text.contains("reading 'length'")
+            && text.contains("/boom.js:2:"),
+        "{text}"
+    );
+    assert_eq!(page["errors"][0]["source"], "exception", "{page}");
+    assert_eq!(page["total"], 903, "heading, list, 900 rows, link: {page}");
+    assert_eq!(page["next"], 400);
+    assert!(text.contains("more: snapshot {from: 400}"), "{text}");
+    let generation = page["generation"].clone();
+
+    // Paging keeps the snapshot's generation, so its refs stay valid.
+    let mut from = page["next"].clone();
+    let mut seen = page["shown"].as_u64().unwrap();
+    let mut id = 2;
+    while let Some(next) = from.as_u64() {
+        let paged = mcp.call(
+            id,
+            "liveloop_browser",
+            &json!({"operation": "snapshot", "session": session, "from": next}),
+        );
+        id += 1;
+        let view = structured(&paged);
+        assert_eq!(view["generation"], generation);
+        assert!(paged["result"]["content"][0]["text"].as_str().unwrap().len() < 32_000);
+        seen += view["shown"].as_u64().unwrap();
+        from = view["next"].clone();
+    }
+    assert_eq!(seen, 903);
+
+    let found = mcp.call(
+        id,
+        "liveloop_browser",
+        &json!({"operation": "find", "session": session, "text": "Row 733", "role": "button"}),
+    );
+    let found = structured(&found);
+    assert_eq!(found["total"], 1, "{found}");
+    let reference = found["matches"][0]["ref"].as_str().unwrap().to_owned();
+    let list = mcp.call(
+        id + 1,
+        "liveloop_browser",
+        &json!({"operation": "find", "session": session, "role": "list"}),
+    );
+    let list_ref = structured(&list)["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let part = mcp.call(
+        id + 10,
+        "liveloop_browser",
+        &json!({"operation": "snapshot", "session": session, "within": list_ref, "from": 850}),
+    );
+    let part = structured(&part);
+    assert_eq!(part["total"], 901, "the list and its 900 rows: {part}");
+    assert_eq!(part["next"], Value::Null);
+    assert!(part["outline"].as_str().unwrap().contains("Row 900"), "{part}");
+    assert!(
+        !part["outline"].as_str().unwrap().contains("Second page"),
+        "{part}"
+    );
+    let clicked = mcp.call(
+        id + 2,
+        "liveloop_browser",
+        &json!({"operation": "click", "session": session, "ref": reference}),
+    );
+    let clicked = structured(&clicked);
+    assert!(
+        clicked["outline"].as_str().unwrap().contains("Row 1"),
+        "{clicked}"
+    );
+
+    // A new page starts a new observation window.
+    let second = mcp.call(
+        id + 3,
+        "liveloop_browser",
+        &json!({"operation": "navigate", "session": session, "url": "/second"}),
+    );
+    let second = structured(&second);
+    assert_eq!(second["consoleErrors"], 0, "{second}");
+    assert_eq!(
+        second["observationWindow"],
+        "the window restarts at open, navigate, reload and back"
+    );
+
+    let shot = mcp.call(
+        id + 4,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session}),
+    );
+    let shot_dir = std::path::Path::new(structured(&shot)["path"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .to_owned();
+    let sessions = std::fs::read_dir(evidence.path().join("previews"))
+        .unwrap()
+        .count();
+    assert!(
+        sessions <= 50,
+        "retention keeps at most 50 preview sessions: {sessions}"
+    );
+    assert!(shot_dir.is_dir(), "the newest is kept");
+}
