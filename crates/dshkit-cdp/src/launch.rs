@@ -107,13 +107,24 @@ impl Drop for BrowserProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(profile) = self.profile.take() {
-            // Chromium's helpers may still be closing files; a second try covers it.
-            if profile.close().is_err() {
-                std::thread::sleep(Duration::from_millis(100));
+            // Chromium's helpers may still be closing files: retry (bounded) until
+            // the profile is gone.
+            let path = profile.keep();
+            let deadline = std::time::Instant::now() + PROFILE_REMOVAL;
+            let mut pause = Duration::from_millis(5);
+            while std::fs::remove_dir_all(&path).is_err()
+                && path.exists()
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
             }
         }
     }
 }
+
+/// How long removing a closed browser's profile is retried.
+const PROFILE_REMOVAL: Duration = Duration::from_secs(2);
 
 /// Starts Chromium and waits for its DevTools endpoint.
 pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, CdpError> {

@@ -57,7 +57,30 @@ fn a_healthy_profile_passes_every_check_live_and_in_the_page() {
     }
     assert!(report.ok, "{report:#?}");
     let page = report.check("page_smoke").unwrap();
-    assert!(page.evidence[0].contains("__DSH_BOOT__ present"), "{page:#?}");
+    assert!(
+        page.evidence[0].contains("__DSH_BOOT__ present (keys: "),
+        "{page:#?}"
+    );
+    assert!(page.evidence[0].contains("observed 3s after load"), "{page:#?}");
+}
+
+#[test]
+fn an_isolated_home_that_cannot_be_mirrored_is_an_error_not_the_real_home() {
+    let home = DshHome::new();
+    // A socket in the profile cannot be copied.
+    let _socket = std::os::unix::net::UnixListener::bind(home.home.join("profiles/web/dsh.sock")).unwrap();
+    let mut options = options(&home);
+    options.live = true;
+    options.isolate_home = true;
+    let report = run(options);
+    let boot = report.check("live_boot").unwrap();
+    assert_eq!(boot.status, Status::Fail, "{report:#?}");
+    assert!(boot.detail.contains("isolateHome: cannot mirror"), "{boot:#?}");
+    assert_eq!(status(&report, "shutdown"), Status::NotTested);
+    assert!(
+        dsh_processes_of(&home.home, "--no-open").is_empty(),
+        "nothing booted against the real home"
+    );
 }
 
 #[test]
@@ -270,4 +293,50 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
     let _ = host.wait();
     let _ = lookalike.kill();
     let _ = lookalike.wait();
+}
+
+/// Live pids whose environment holds `DSH_HOME=<home>` and whose command line
+/// has `needle`.
+fn dsh_processes_of(home: &std::path::Path, needle: &str) -> Vec<u32> {
+    let wanted = format!("DSH_HOME={}", home.display());
+    dshkit_check::procs::all()
+        .into_iter()
+        .filter(|pid| dshkit_check::procs::alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
+        })
+        .filter(|pid| dshkit_check::procs::cmdline(*pid).is_some_and(|c| c.contains(needle)))
+        .collect()
+}
+
+#[test]
+fn a_check_stopped_during_the_boot_leaves_no_dsh_running() {
+    let home = DshHome::new();
+    let mut options = options(&home);
+    options.live = true;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let task = runtime.spawn(dshkit_check::run(options));
+    // Stopped (as a cancelled or timed-out tool call is) once the boot is under way.
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while dsh_processes_of(&home.home, "--no-open").is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the boot never started");
+        assert!(!task.is_finished(), "the check ended before it booted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    task.abort();
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while !dsh_processes_of(&home.home, "--no-open").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stopped check left DSH running: {:?}",
+            dsh_processes_of(&home.home, "--no-open")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    runtime.shutdown_background();
 }

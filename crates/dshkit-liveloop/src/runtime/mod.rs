@@ -384,17 +384,19 @@ impl RuntimeManager {
             let pid = Some(spawned.pgid);
             let server = self.server(id, true, Some(spec), argv, pid, ServerState::Starting);
             *server.process.lock().await = Some(spawned);
+            let mut pumps = Vec::new();
             if let Some(out) = stdout {
-                tokio::spawn(pump_logs(out, "stdout", Arc::clone(&server)));
+                pumps.push(tokio::spawn(pump_logs(out, "stdout", Arc::clone(&server))));
             }
             if let Some(err) = stderr {
-                tokio::spawn(pump_logs(err, "stderr", Arc::clone(&server)));
+                pumps.push(tokio::spawn(pump_logs(err, "stderr", Arc::clone(&server))));
             }
             tokio::spawn(watch_readiness(
                 Arc::clone(&server),
                 port,
                 self.config.ready_timeout,
                 self.config.stop_grace,
+                pumps,
             ));
             server
         };
@@ -605,6 +607,9 @@ fn describe_holders(holders: &[u32]) -> String {
     }
 }
 
+/// How long an exited server's log pumps get to read its last lines.
+const LOG_DRAIN: Duration = Duration::from_secs(2);
+
 /// Reads one stream into the server's bounded log, cutting long lines, and notes
 /// every loopback URL printed.
 async fn pump_logs(mut stream: impl AsyncRead + Unpin, name: &'static str, server: Arc<Server>) {
@@ -651,7 +656,13 @@ fn push_line(server: &Server, stream: &'static str, raw: &[u8], cut: bool) {
 /// Moves a started server to `ready` once a candidate URL held by its process
 /// group answers HTTP; to `exited` if it ends first; to `failed` (and stops it) at
 /// the deadline.
-async fn watch_readiness(server: Arc<Server>, port: Option<u16>, timeout: Duration, grace: Duration) {
+async fn watch_readiness(
+    server: Arc<Server>,
+    port: Option<u16>,
+    timeout: Duration,
+    grace: Duration,
+    log_pumps: Vec<tokio::task::JoinHandle<()>>,
+) {
     let deadline = Instant::now() + timeout;
     loop {
         {
@@ -663,8 +674,9 @@ async fn watch_readiness(server: Arc<Server>, port: Option<u16>, timeout: Durati
                 let code = exit.code();
                 server.inner.lock().expect("lock").exit_code = code;
                 drop(process);
-                // Let the log pumps drain the last lines.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                // The last lines are in the log once the pumps reach the end of the
+                // pipes (bounded: a grandchild may hold them open).
+                let _ = tokio::time::timeout(LOG_DRAIN, futures::future::join_all(log_pumps)).await;
                 let tail = server.log_tail(3).join(" | ");
                 server.set_state(
                     ServerState::Exited,

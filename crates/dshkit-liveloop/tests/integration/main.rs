@@ -144,6 +144,64 @@ async fn an_allowlisted_host_that_rebinds_to_a_private_address_is_refused() {
     );
 }
 
+/// A resolver that never answers for `slow.test` until the test lets it go.
+struct HangingDns(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+
+impl Resolver for HangingDns {
+    fn resolve(&self, host: &str, _port: u16) -> Result<Vec<IpAddr>, String> {
+        if host == "slow.test" {
+            let _ = self
+                .0
+                .lock()
+                .unwrap()
+                .recv_timeout(std::time::Duration::from_mins(1));
+        }
+        Err("NXDOMAIN".into())
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_dns_lookup_is_bounded_and_never_holds_up_the_pages_other_requests() {
+    let (release, hang) = std::sync::mpsc::channel();
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            html(
+                "<script>fetch('http://slow.test/x').catch(() => {}); setTimeout(() => { const s = document.createElement('script'); s.src = '/late.js'; document.body.append(s); }, 50);</script>",
+            ),
+        ),
+        ("/late.js", Fixture::Js("console.log('late script ran');".into())),
+    ]);
+    let manager = PreviewManager::new(PreviewConfig {
+        allow_hosts: vec!["slow.test".into()],
+        resolver: Arc::new(HangingDns(std::sync::Mutex::new(hang))),
+        dns_timeout: std::time::Duration::from_secs(2),
+        ..PreviewConfig::default()
+    });
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    // The same-origin script requested while the lookup hangs still loads...
+    eventually(
+        || session.observe(|o| o.console.iter().any(|e| e.text == "late script ran")),
+        "the late same-origin script to run",
+    )
+    .await;
+    // ...and the lookup that never answers ends as a block, not a stall.
+    eventually(
+        || {
+            blocked(&session).iter().any(|(url, reason)| {
+                url == "http://slow.test/x"
+                    && matches!(reason, BlockReason::Unresolvable { error, .. } if error.contains("DNS did not answer"))
+            })
+        },
+        "the hanging lookup to be refused after its bound",
+    )
+    .await;
+    drop(release);
+}
+
 #[tokio::test]
 async fn console_errors_exceptions_and_rejections_are_captured_with_their_location() {
     let script = "console.warn('careful');\nconsole.error('bad thing', 42);\nPromise.reject(new Error('nobody caught me'));\nsetTimeout(() => { undefinedFunction(); }, 0);\n";

@@ -186,6 +186,10 @@ fn large_page() -> String {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
 fn a_large_page_is_reachable_by_paging_scoping_and_find_and_errors_come_inline() {
     let server = FixtureServer::start(vec![
         ("/", Fixture::Html(large_page())),
@@ -328,4 +332,190 @@ fn a_large_page_is_reachable_by_paging_scoping_and_find_and_errors_come_inline()
         "retention keeps at most 50 preview sessions: {sessions}"
     );
     assert!(shot_dir.is_dir(), "the newest is kept");
+}
+
+/// Reads responses until the one with `id` (others are kept aside in `early`).
+fn response_to(mcp: &Session, id: u64, early: &mut Vec<Value>) -> Value {
+    if let Some(at) = early.iter().position(|r| r["id"] == id) {
+        return early.remove(at);
+    }
+    loop {
+        let message = mcp.recv();
+        if message["id"] == id {
+            return message;
+        }
+        early.push(message);
+    }
+}
+
+#[test]
+fn a_cancelled_verification_stops_and_frees_its_preview() {
+    let server = FixtureServer::start(vec![(
+        "/",
+        Fixture::Html(
+            "<!doctype html><title>slow</title><p>waiting</p><script>const n = Number(sessionStorage.n || 0) + 1; sessionStorage.n = n; console.log('load ' + n);</script>"
+                .into(),
+        ),
+    )]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    // A verification whose wait step would hold the preview for 30 s.
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "liveloop_verify",
+            "arguments": {"session": session, "steps": [{"action": "wait", "text": "never shown", "timeoutMs": 30_000}]}}})
+        .to_string(),
+    );
+    // Once its fresh load has happened (the page counts its loads), it is in the wait.
+    let mut early = Vec::new();
+    let mut id = 10;
+    loop {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
+            "arguments": {"operation": "console", "session": session}}}).to_string());
+        let console = response_to(&mcp, id, &mut early);
+        id += 1;
+        let entries = structured(&console)["entries"].as_array().unwrap().clone();
+        if entries.iter().any(|e| e["text"] == "load 2") {
+            break;
+        }
+        assert!(id < 1000, "the verification never loaded the page: {entries:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"the user stopped it"}}"#);
+    // The preview is free: a snapshot (which waits for a running verification) answers...
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "liveloop_browser",
+        "arguments": {"operation": "snapshot", "session": session}}})
+        .to_string(),
+    );
+    let snapshot = response_to(&mcp, 3, &mut early);
+    assert_eq!(snapshot["result"]["isError"], false, "{snapshot}");
+    // ...and the verification never finished: it wrote no report.
+    let reports: Vec<_> = walk_files(evidence.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert!(reports.is_empty(), "the cancelled verification wrote {reports:?}");
+    let verify_answer = early.iter().find(|r| r["id"] == 2);
+    if let Some(answer) = verify_answer {
+        assert!(
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("cancelled")),
+            "{answer}"
+        );
+    }
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn browser_actions_wait_for_a_running_verification_of_their_preview() {
+    let workspace = tempfile::tempdir().unwrap();
+    for file in ["index.html", "app.js", "style.css"] {
+        std::fs::copy(
+            dshkit_test::workspace_root()
+                .join("examples/hello-app")
+                .join(file),
+            workspace.path().join(file),
+        )
+        .unwrap();
+    }
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            Fixture::Html(
+                "<!doctype html><title>slow</title><p id=\"s\">waiting</p><script>const n = Number(sessionStorage.n || 0) + 1; sessionStorage.n = n; console.log('load ' + n); setTimeout(() => { document.getElementById('s').textContent = 'ready'; }, 700);</script>"
+                    .into(),
+            ),
+        ),
+        ("/other", Fixture::Html("<!doctype html><title>other</title><p>other</p>".into())),
+    ]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start_with(
+        &["--workspace", workspace.path().to_str().unwrap()],
+        &[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())],
+    );
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+
+    // A viewport the preview was not opened with is refused, not ignored.
+    let other_viewport = mcp.call(
+        2,
+        "liveloop_verify",
+        &json!({"session": session, "viewport": "mobile"}),
+    );
+    assert_eq!(other_viewport["result"]["isError"], true, "{other_viewport}");
+    assert!(
+        other_viewport["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("was opened with the Desktop viewport, not Mobile"),
+        "{other_viewport}"
+    );
+
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "liveloop_verify",
+            "arguments": {"session": session, "steps": [{"action": "wait", "text": "ready", "timeoutMs": 10_000}],
+                          "assertions": [{"kind": "text_present", "text": "ready"}]}}})
+        .to_string(),
+    );
+    let mut early = Vec::new();
+    let mut id = 10;
+    loop {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
+            "arguments": {"operation": "console", "session": session}}}).to_string());
+        let console = response_to(&mcp, id, &mut early);
+        id += 1;
+        if structured(&console)["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"] == "load 2")
+        {
+            break;
+        }
+        assert!(id < 1000, "the verification never loaded the page");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A navigation sent while the verification waits for "ready"...
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "liveloop_browser",
+        "arguments": {"operation": "navigate", "session": session, "url": "/other"}}})
+        .to_string(),
+    );
+    let verified = response_to(&mcp, 3, &mut early);
+    let navigated = response_to(&mcp, 4, &mut early);
+    // ...runs after it: the verification's window stayed its own.
+    let report = structured(&verified);
+    assert_eq!(report["verdict"], "VERIFIED", "{report}");
+    assert!(
+        report["source"]["files"].as_u64().is_some_and(|n| n >= 3),
+        "appUrl and session targets fingerprint the workspace app: {report}"
+    );
+    assert_eq!(structured(&navigated)["title"], "other");
 }

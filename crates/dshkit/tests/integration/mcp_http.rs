@@ -313,3 +313,77 @@ fn sigterm_stops_the_http_server() {
         .expect("exits on SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+/// An initialized 2025-era MCP session over raw HTTP: its `Mcp-Session-Id`.
+async fn open_mcp_session(server: &HttpServer, client: &reqwest::Client) -> String {
+    let response = post(server, client)
+        .bearer_auth(&server.token)
+        .json(&initialize_body("2025-11-25"))
+        .send()
+        .await
+        .unwrap();
+    let id = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = response.text().await;
+    let response = post(server, client)
+        .bearer_auth(&server.token)
+        .header("Mcp-Session-Id", &id)
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    id
+}
+
+async fn call_in(server: &HttpServer, client: &reqwest::Client, session: &str, arguments: Value) -> Value {
+    let response = post(server, client)
+        .bearer_auth(&server.token)
+        .header("Mcp-Session-Id", session)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "liveloop_browser", "arguments": arguments}}))
+        .send()
+        .await
+        .unwrap();
+    message(&response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn one_mcp_session_cannot_drive_another_sessions_preview_even_by_naming_its_owner() {
+    let app = dshkit_test::FixtureServer::start(vec![(
+        "/",
+        dshkit_test::Fixture::Html("<!doctype html><title>mine</title><button>Mine</button>".into()),
+    )]);
+    let server = start_http(&[]);
+    let client = reqwest::Client::new();
+    let alice = open_mcp_session(&server, &client).await;
+    let mallory = open_mcp_session(&server, &client).await;
+    let opened = call_in(
+        &server,
+        &client,
+        &alice,
+        json!({"operation": "open", "url": app.url("/"), "owner": "build"}),
+    )
+    .await;
+    let preview = opened["result"]["structuredContent"]["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{opened}"))
+        .to_owned();
+    for arguments in [
+        json!({"operation": "snapshot", "session": preview}),
+        json!({"operation": "snapshot", "session": preview, "owner": "build"}),
+    ] {
+        let taken = call_in(&server, &client, &mallory, arguments).await;
+        assert_eq!(
+            taken["result"]["structuredContent"]["code"], "NOT_OWNER",
+            "{taken}"
+        );
+    }
+    let own = call_in(
+        &server,
+        &client,
+        &alice,
+        json!({"operation": "snapshot", "session": preview, "owner": "build"}),
+    )
+    .await;
+    assert_eq!(own["result"]["isError"], false, "{own}");
+}
