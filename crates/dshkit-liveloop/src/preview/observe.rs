@@ -136,7 +136,19 @@ impl ConsoleEntry {
         if text.len() < self.text.len() {
             text.push('…');
         }
-        format!("{source}: {text}{}", self.place())
+        // An exception's description often ends in its stack, which names the
+        // place already.
+        let place = self.place();
+        let named = self
+            .url
+            .as_ref()
+            .zip(self.line)
+            .is_some_and(|(url, line)| text.contains(&format!("{url}:{line}")));
+        if named {
+            format!("{source}: {text}")
+        } else {
+            format!("{source}: {text}{place}")
+        }
     }
 }
 

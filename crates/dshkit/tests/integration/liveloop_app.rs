@@ -328,3 +328,70 @@ fn a_real_next_app_is_detected_started_verified_and_stopped() {
         &["Ada", "Next.js guestbook"],
     );
 }
+
+#[test]
+fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
+    // A copy of the Vite fixture whose entry throws before React renders anything.
+    let peers = dshkit_test::Peers::get();
+    let fixture = peers.app("vite-react");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["index.html", "package.json"] {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::copy(fixture.join("src/App.jsx"), dir.path().join("src/App.jsx")).unwrap();
+    let main = std::fs::read_to_string(fixture.join("src/main.jsx")).unwrap();
+    std::fs::write(
+        dir.path().join("src/main.jsx"),
+        format!("const items = null;\nconsole.info(items.length);\n{main}"),
+    )
+    .unwrap();
+    // Its own dependency cache: the shared install is never written.
+    std::fs::write(
+        dir.path().join("vite.config.js"),
+        "import { defineConfig } from \"vite\";\nimport react from \"@vitejs/plugin-react\";\nexport default defineConfig({ plugins: [react()], cacheDir: \".vite-cache\" });\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(fixture.join("node_modules"), dir.path().join("node_modules")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut vite = spawn_guarded(
+        Command::new(peers.node())
+            .arg(fixture.join("node_modules/vite/bin/vite.js"))
+            .args(["--port", &port.to_string(), "--strictPort", "--host", "127.0.0.1"])
+            .current_dir(dir.path())
+            .env("PATH", peers.path_var()),
+    );
+    read_ready_line(&mut vite, "", Duration::from_mins(1));
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "vite never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = output(dshkit_command(home.path()).args([
+        "verify",
+        &format!("http://127.0.0.1:{port}/"),
+        "--json",
+        "--expect-text",
+        "Count is 0",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "FAILED", "{report:#}");
+    assert_eq!(out.status.code(), Some(1));
+    let first = report["reasons"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("uncaught exception")
+            && first.contains("reading 'length'")
+            && first.contains("/src/main.jsx:"),
+        "{first}"
+    );
+    assert!(
+        report["nextAction"].as_str().unwrap().contains("/src/main.jsx:"),
+        "{report:#}"
+    );
+}
