@@ -22,6 +22,8 @@ const report = {
   echo: await client.callTool({ name: "echo", arguments: { message: "hello from the cassette" } }),
   sum: await client.callTool({ name: "get-sum", arguments: { a: 2, b: 40 } }),
   structured: await client.callTool({ name: "get-structured-content", arguments: { location: "Chicago" } }),
+  // A base64 PNG: ordinary data that redaction must leave byte for byte.
+  image: await client.callTool({ name: "get-tiny-image", arguments: {} }),
   longRunning: await client.callTool(
     { name: "trigger-long-running-operation", arguments: { duration: 1, steps: 2 } },
     undefined,

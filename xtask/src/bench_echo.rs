@@ -113,12 +113,89 @@ pub(crate) fn run() -> anyhow::Result<()> {
         d50.as_secs_f64() / p50.as_secs_f64()
     );
 
+    redaction_throughput(&cassette, &work)?;
     large_cassette(&dshkit, &work)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(versus_mcp_recorder(&dshkit, &peers, &work, &cassette))?;
     let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Bytes of ordinary JSON the redaction throughput is measured on.
+const REDACTION_BYTES: usize = 64 * 1024 * 1024;
+
+/// Redaction on ordinary JSON (the recorded echo traffic, a tools/list answer with
+/// descriptions and schemas, a base64 image): what `Redactor::value` does to every
+/// recorded message, in MB/s; and detect-secrets on the same text for scale.
+fn redaction_throughput(cassette: &std::path::Path, work: &std::path::Path) -> anyhow::Result<()> {
+    let redactor = dshkit_echo::redact::Redactor::new(&[], &[])?;
+    let mut samples: Vec<Value> = std::fs::read_to_string(cassette)?
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let tools: Vec<Value> = (0..30)
+        .map(|i| json!({"name": format!("tool-{i}"), "description": format!("Returns the {i}th item of the list, with its id, title, author and the date it was last changed. Use it when the user asks about item {i}."),
+            "inputSchema": {"type": "object", "properties": {"id": {"type": "string", "description": "the item id, e.g. 3f2a9c"}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}}, "required": ["id"]}}))
+        .collect();
+    samples.push(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}));
+    let image: String = (0..40_000)
+        .map(|i| char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[i * 7 % 64]))
+        .collect();
+    samples.push(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": image, "mimeType": "image/png"}]}}));
+    let mut corpus = Vec::new();
+    let mut bytes = 0;
+    while bytes < REDACTION_BYTES {
+        for sample in &samples {
+            bytes += sample.to_string().len();
+            corpus.push(sample.clone());
+        }
+    }
+    let mut text = String::with_capacity(bytes + corpus.len());
+    for value in &corpus {
+        text.push_str(&value.to_string());
+        text.push('\n');
+    }
+    let began = Instant::now();
+    for value in &mut corpus {
+        redactor.value(value);
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
+    let megabytes = bytes as f64 / 1e6;
+    println!(
+        "\nredaction of ordinary JSON: {megabytes:.0} MB in {:.0} ms: {:.0} MB/s (goal >= 200 MB/s)",
+        seconds * 1e3,
+        megabytes / seconds
+    );
+    let began = Instant::now();
+    let found = redactor.scan(&text);
+    let scan_seconds = began.elapsed().as_secs_f64();
+    println!(
+        "scan of the same text: {:.0} MB/s, {} finding(s) (a false positive would be one)",
+        megabytes / scan_seconds,
+        found.len()
+    );
+    // The peer: detect-secrets on a 4 MB slice of the same text.
+    let detect = crate::setup::detect_secrets()?;
+    let slice: String = text.chars().take(4 * 1024 * 1024).collect();
+    let file = work.join("ordinary.jsonl");
+    std::fs::write(&file, &slice)?;
+    let began = Instant::now();
+    let out = Command::new(&detect).arg("scan").arg(&file).output()?;
+    let peer_seconds = began.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        out.status.success(),
+        "detect-secrets failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
+    let peer_rate = slice.len() as f64 / 1e6 / peer_seconds;
+    println!(
+        "detect-secrets 1.5.0 on 4 MB of it: {peer_rate:.1} MB/s (process start included); dshkit redacts {:.0}x faster",
+        megabytes / seconds / peer_rate
+    );
     Ok(())
 }
 

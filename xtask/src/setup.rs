@@ -61,6 +61,12 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         &peers.dir.join("detect-peer"),
         "the detection peer (@netlify/build-info)",
     )?;
+    npm_install(
+        &root().join("harness/secret-peers"),
+        &peers.dir.join("secret-peers"),
+        "the secret scanner peer (secretlint with its recommended preset)",
+    )?;
+    detect_secrets()?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -220,28 +226,43 @@ fn link_modules(peers: &Peers) -> anyhow::Result<()> {
 }
 
 /// A Python virtual environment with the pinned mcp-recorder (only the Echo
-/// benchmark needs it), keyed by the hash of `harness/pypi/requirements.txt`.
-/// Returns the `mcp-recorder` executable.
+/// benchmark needs it). Returns the `mcp-recorder` executable.
 pub(crate) fn mcp_recorder() -> anyhow::Result<PathBuf> {
-    let requirements = root().join("harness/pypi/requirements.txt");
+    python_venv("harness/pypi/requirements.txt", "pypi", "mcp-recorder")
+}
+
+/// detect-secrets in its venv (the secret scanner peer).
+pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
+    python_venv(
+        "harness/pypi/secret-scanners.txt",
+        "secret-scanners",
+        "detect-secrets",
+    )
+}
+
+/// A Python virtual environment under `target/peers/<dir>` with the pinned
+/// `requirements` (a path from the workspace root), keyed by their hash; returns
+/// its `executable`.
+fn python_venv(requirements: &str, dir: &str, executable: &str) -> anyhow::Result<PathBuf> {
+    let requirements = root().join(requirements);
     let pinned =
         std::fs::read(&requirements).with_context(|| format!("reading {}", requirements.display()))?;
     let key = hex::encode(Sha256::digest(&pinned));
-    let venv = root().join("target/peers/pypi");
+    let venv = root().join("target/peers").join(dir);
     let stamp = venv.join(".dshkit-install-key");
-    let executable = venv.join("bin/mcp-recorder");
+    let executable = venv.join("bin").join(executable);
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && executable.is_file() {
         return Ok(executable);
     }
     let _ = std::fs::remove_dir_all(&venv);
     quiet_step(
-        "a Python venv for mcp-recorder",
-        "venv",
+        &format!("a Python venv in target/peers/{dir}"),
+        &format!("venv-{dir}"),
         Command::new("python3").args(["-m", "venv"]).arg(&venv),
     )?;
     quiet_step(
-        "mcp-recorder with pip",
-        "pip-mcp-recorder",
+        &format!("{} with pip", requirements.display()),
+        &format!("pip-{dir}"),
         Command::new(venv.join("bin/pip"))
             .args(["install", "--disable-pip-version-check", "-r"])
             .arg(&requirements),

@@ -17,6 +17,7 @@ mod child;
 mod fake_model;
 mod fixture;
 mod peers;
+pub mod secrets;
 mod serve;
 
 pub use child::{ChildGuard, read_ready_line, spawn_guarded};

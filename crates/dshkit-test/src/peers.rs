@@ -43,6 +43,21 @@ impl Peers {
         self.dir.join("mcp/node_modules/node/bin")
     }
 
+    /// `secretlint`, with `@secretlint/secretlint-rule-preset-recommend` beside it.
+    pub fn secretlint(&self) -> PathBuf {
+        self.dir.join("secret-peers/node_modules/.bin/secretlint")
+    }
+
+    /// The folder whose `node_modules` holds secretlint and its preset.
+    pub fn secretlint_dir(&self) -> PathBuf {
+        self.dir.join("secret-peers")
+    }
+
+    /// `detect-secrets` 1.5.0 from `PyPI`, in its own venv.
+    pub fn detect_secrets(&self) -> PathBuf {
+        self.dir.join("secret-scanners/bin/detect-secrets")
+    }
+
     /// A file inside the npm peers' `node_modules`.
     pub fn module(&self, relative: &str) -> PathBuf {
         self.dir.join("mcp/node_modules").join(relative)

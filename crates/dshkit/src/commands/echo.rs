@@ -569,17 +569,22 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
             .map_err(Failure::refused)?;
         let found = redactor.scan(&text);
         if out.json {
-            out.json(
-                &found
-                    .iter()
-                    .map(|(rule, excerpt)| serde_json::json!({"rule": rule, "excerpt": excerpt}))
-                    .collect::<Vec<_>>(),
-            );
+            out.json(&found);
         } else if found.is_empty() {
             out.write(&format!("{}: no secrets found\n", path.display()));
         } else {
-            let text = found.iter().fold(String::new(), |mut text, (rule, excerpt)| {
-                text.push_str(&format!("{}: secret ({rule}): {excerpt}\n", path.display()));
+            let text = found.iter().fold(String::new(), |mut text, f| {
+                let place = if f.column > 0 {
+                    format!("{}:{}", f.line, f.column)
+                } else {
+                    f.line.to_string()
+                };
+                text.push_str(&format!(
+                    "{}:{place}: secret ({}) {}\n",
+                    path.display(),
+                    f.rule,
+                    f.hint
+                ));
                 text
             });
             out.write(&text);

@@ -165,11 +165,21 @@ impl EchoFamily {
     fn inspect(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: InspectArgs = arguments(INSPECT, args)?;
         let path = inside(&self.workspace, &args.cassette)?;
-        let loaded = cassette::read(&path).map_err(|e| ToolFailure::new(e.to_string()))?;
+        let mut loaded = cassette::read(&path).map_err(|e| ToolFailure::new(e.to_string()))?;
+        let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
+        // Redacted before anything is derived from it: a summary or a lint message
+        // cut from a secret would no longer look like one.
+        for record in &mut loaded.cassette.records {
+            if let Ok(mut value) = serde_json::to_value(&*record) {
+                redactor.value(&mut value);
+                if let Ok(redacted) = serde_json::from_value(value) {
+                    *record = redacted;
+                }
+            }
+        }
         let findings = lint(&loaded.cassette);
         let entries = timeline(&loaded.cassette);
         let total = entries.len();
-        let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
         let mut shown = serde_json::to_value(entries.into_iter().take(MAX_ENTRIES).collect::<Vec<_>>())
             .unwrap_or_default();
         redactor.value(&mut shown);
@@ -255,11 +265,10 @@ impl EchoFamily {
             ));
         }
         let mut structured = json!({ "changes": shown, "total": total, "breaking": breaking, "dangerous": dangerous, "truncated": total > MAX_CHANGES });
-        Redactor::new(&[], &[])
-            .map_err(|e| ToolFailure::new(e.to_string()))?
-            .value(&mut structured);
+        let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
+        redactor.value(&mut structured);
         Ok(ToolOutput {
-            text,
+            text: redactor.text(&text),
             structured: structured.as_object().cloned().unwrap_or_default(),
         })
     }

@@ -919,3 +919,276 @@ fn overlay_replay_rows_annotate_hits_and_misses_unless_told_not_to() {
     assert!(overlay(&[]).contains("--annotate"), "annotated by default");
     assert!(!overlay(&["--no-annotate"]).contains("--annotate"), "opt-out");
 }
+
+/// A cassette (header of `like`) whose interactions and raw lines carry `lines` in
+/// clear text, as a cassette written before redaction existed would.
+fn clear_cassette(like: &Path, lines: &[String], to: &Path) {
+    let header = std::fs::read_to_string(like)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut text = format!("{header}\n");
+    for (i, line) in lines.iter().enumerate() {
+        let ordinal = i + 1;
+        let interaction = json!({"type": "interaction", "ordinal": ordinal,
+            "request": call(100 + ordinal as u64, "echo", json!({"message": line})),
+            "responses": [{"jsonrpc": "2.0", "id": 100 + ordinal, "result": {"content": [{"type": "text", "text": format!("Echo: {line}")}]}}],
+            "ms": 1});
+        text.push_str(&format!("{interaction}\n"));
+        text.push_str(&format!("{}\n", json!({"type": "raw", "line": line})));
+    }
+    std::fs::write(to, text).unwrap();
+}
+
+/// The raw lines of a cassette, in order.
+fn raw_lines(cassette: &Path) -> Vec<String> {
+    std::fs::read_to_string(cassette)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "raw")
+        .map(|v| v["line"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
+fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
+    use dshkit_test::secrets::{Rng, secret_corpus};
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = secret_corpus(&mut Rng::from_env());
+    let leaked = |text: &str| -> Vec<&'static str> {
+        corpus
+            .iter()
+            .filter(|s| text.contains(&s.secret))
+            .map(|s| s.family)
+            .collect()
+    };
+
+    // Recorded over stdio: the live client sees each secret, the cassette none.
+    let server = everything(&peers);
+    let node = peers.node();
+    let stdio_cassette = dir.path().join("stdio.jsonl");
+    let mut requests = handshake();
+    for (i, sample) in corpus.iter().enumerate() {
+        requests.push(call(10 + i as u64, "echo", json!({"message": sample.line})));
+    }
+    let (replies, _) = exchange(
+        dir.path(),
+        &[],
+        &[
+            "echo",
+            "record",
+            "-o",
+            stdio_cassette.to_str().unwrap(),
+            "--",
+            node.to_str().unwrap(),
+            server.to_str().unwrap(),
+            "stdio",
+        ],
+        &requests,
+    );
+    assert_eq!(replies.len(), corpus.len() + 1, "every call answered");
+    assert!(
+        replies[1]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains(&corpus[0].secret),
+        "the live client gets the real value"
+    );
+    let recorded = std::fs::read_to_string(&stdio_cassette).unwrap();
+    assert_eq!(leaked(&recorded), Vec::<&str>::new(), "recorded over stdio");
+
+    // Recorded over Streamable HTTP through the proxy.
+    let (mut http_server, server_url) = crate::support::everything_http(&peers);
+    let http_cassette = dir.path().join("http.jsonl");
+    let mut command = dshkit_command(dir.path());
+    command
+        .args(["echo", "record", "--http", &server_url, "-o"])
+        .arg(&http_cassette);
+    let mut proxy = dshkit_test::spawn_guarded(&mut command);
+    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
+    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let post = |body: Value, session: Option<String>| {
+            let mut request = client
+                .post(&url)
+                .header("Accept", "application/json, text/event-stream")
+                .json(&body);
+            if let Some(session) = session {
+                request = request.header("Mcp-Session-Id", session);
+            }
+            request.send()
+        };
+        let initialized = post(handshake()[0].clone(), None).await.unwrap();
+        let session = initialized
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let _ = initialized.text().await;
+        let _ = post(
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            session.clone(),
+        )
+        .await
+        .unwrap()
+        .text()
+        .await;
+        for (i, sample) in corpus.iter().enumerate() {
+            let answer = post(
+                call(10 + i as u64, "echo", json!({"message": sample.line})),
+                session.clone(),
+            )
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+            assert!(answer.contains("Echo: "), "{answer}");
+        }
+    });
+    let pid = rustix::process::Pid::from_raw(i32::try_from(proxy.pid()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while proxy.child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the recorder did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = http_server.terminate(std::time::Duration::from_secs(5));
+    let recorded = std::fs::read_to_string(&http_cassette).unwrap();
+    assert!(recorded.lines().count() > corpus.len(), "the calls were recorded");
+    assert_eq!(leaked(&recorded), Vec::<&str>::new(), "recorded over HTTP");
+
+    // A cassette with the secrets in clear text: --scan finds them without
+    // printing them, redact removes them, then --scan finds nothing.
+    let lines: Vec<String> = corpus.iter().map(|s| s.line.clone()).collect();
+    let clear = dir.path().join("clear.jsonl");
+    clear_cassette(&stdio_cassette, &lines, &clear);
+    let inspect_copy = dir.path().join("inspect.jsonl");
+    std::fs::copy(&clear, &inspect_copy).unwrap();
+    let scan = output(dshkit_command(dir.path()).args(["echo", "redact", "--scan", clear.to_str().unwrap()]));
+    assert_eq!(scan.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&scan.stdout);
+    assert!(report.lines().count() >= corpus.len(), "{report}");
+    assert_eq!(leaked(&report), Vec::<&str>::new(), "scan never prints a secret");
+    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", clear.to_str().unwrap()]));
+    assert!(
+        redact.status.success(),
+        "{}",
+        String::from_utf8_lossy(&redact.stderr)
+    );
+    assert_eq!(
+        leaked(&std::fs::read_to_string(&clear).unwrap()),
+        Vec::<&str>::new(),
+        "echo redact"
+    );
+    let rescan =
+        output(dshkit_command(dir.path()).args(["echo", "redact", "--scan", clear.to_str().unwrap()]));
+    assert_eq!(
+        rescan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rescan.stdout)
+    );
+
+    // What echo_inspect shows an agent.
+    let mut mcp = crate::mcp_stdio::Session::start_with(&["--workspace", dir.path().to_str().unwrap()], &[]);
+    mcp.initialize("2025-11-25");
+    let inspected = mcp.call(1, "echo_inspect", &json!({"cassette": "inspect.jsonl"}));
+    assert_eq!(inspected["result"]["isError"], false, "{inspected}");
+    assert_eq!(leaked(&inspected.to_string()), Vec::<&str>::new(), "echo_inspect");
+}
+
+#[test]
+fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
+    use dshkit_test::secrets::{Rng, secret_corpus};
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = secret_corpus(&mut Rng::from_env());
+    let lines: Vec<String> = corpus.iter().map(|s| s.line.clone()).collect();
+    // The same lines through `dshkit echo redact`.
+    let like = dir.path().join("like.jsonl");
+    std::fs::write(
+        &like,
+        "{\"type\":\"header\",\"formatVersion\":1,\"recorder\":\"dshkit\",\"transport\":\"stdio\",\"era\":\"2025\",\"redacted\":false,\"createdAt\":1764570000000}\n",
+    )
+    .unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    clear_cassette(&like, &lines, &cassette);
+    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    assert!(
+        redact.status.success(),
+        "{}",
+        String::from_utf8_lossy(&redact.stderr)
+    );
+    let redacted = raw_lines(&cassette);
+    assert_eq!(redacted.len(), lines.len());
+
+    let scanners = |name: &str, text: &[String]| -> (usize, usize) {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+        let detect = output(
+            Command::new(peers.detect_secrets())
+                .args(["scan", name])
+                .current_dir(dir.path()),
+        );
+        assert!(
+            detect.status.success(),
+            "{}",
+            String::from_utf8_lossy(&detect.stderr)
+        );
+        let found: Value = serde_json::from_slice(&detect.stdout).unwrap();
+        let by_detect = found["results"][name].as_array().map_or(0, Vec::len);
+        let config = dir.path().join("secretlintrc.json");
+        std::fs::write(
+            &config,
+            r#"{"rules":[{"id":"@secretlint/secretlint-rule-preset-recommend"}]}"#,
+        )
+        .unwrap();
+        let lint = output(
+            Command::new(peers.node())
+                .arg(peers.secretlint())
+                .arg(&file)
+                .arg("--secretlintrc")
+                .arg(&config)
+                .args(["--format", "json"])
+                .current_dir(peers.secretlint_dir()),
+        );
+        let reports: Value = serde_json::from_slice(&lint.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&lint.stderr)));
+        let by_lint = reports
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["messages"].as_array().map_or(0, Vec::len))
+            .sum();
+        (by_detect, by_lint)
+    };
+    let (detect_before, lint_before) = scanners("clear.txt", &lines);
+    let (detect_after, lint_after) = scanners("redacted.txt", &redacted);
+    #[expect(clippy::print_stderr, reason = "the cross-check's figures")]
+    let () = eprintln!(
+        "{} secrets: detect-secrets finds {detect_before} in clear text and {detect_after} after dshkit; secretlint {lint_before} and {lint_after}",
+        corpus.len()
+    );
+    assert!(
+        detect_before >= 15 && lint_before >= 15,
+        "the peers work: {detect_before}, {lint_before}"
+    );
+    assert_eq!(
+        (detect_after, lint_after),
+        (0, 0),
+        "a peer finds a secret dshkit left: {redacted:#?}"
+    );
+}
