@@ -168,6 +168,16 @@ fn an_instance_that_survives_sigterm_fails_the_shutdown_and_is_removed_by_the_au
     assert!(!report.ok);
 }
 
+/// A plugin that starts a long-lived child and writes its pid next to the home.
+const SPAWNS_A_CHILD: &str = "export const name = 'spawner';
+export function apply() {
+  const { spawn } = process.getBuiltinModule('node:child_process');
+  const fs = process.getBuiltinModule('node:fs');
+  const child = spawn('sleep', ['600'], { stdio: 'ignore' });
+  fs.writeFileSync(process.env.DSH_HOME + '/child-of-' + process.pid, String(child.pid));
+}
+";
+
 /// A DSH instance started outside the check.
 fn spawn_dsh(home: &DshHome, args: &[&str]) -> std::process::Child {
     home.dsh()
@@ -192,6 +202,8 @@ fn wait_for_url(child: &mut std::process::Child) {
 #[test]
 fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() {
     let home = DshHome::new();
+    // Every instance starts a child and says which: killStray must take the tree.
+    home.plugin("spawner", &manifest("spawner"), &[("index.js", SPAWNS_A_CHILD)]);
     // A host: a user's DSH on a fixed port.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -241,6 +253,15 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
         std::thread::sleep(Duration::from_millis(50));
     }
 
+    let child_file = home.home.join(format!("child-of-{leaked}"));
+    while !child_file.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stray never started its child"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     let mut options = options(&home);
     options.sweep = true;
     let report = run(options.clone());
@@ -284,11 +305,27 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
         "{audit:#?}"
     );
     assert!(!dshkit_check::procs::alive(leaked), "the stray is gone");
+    let child: u32 = std::fs::read_to_string(home.home.join(format!("child-of-{leaked}")))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !dshkit_check::procs::alive(child),
+        "the stray's child went with it"
+    );
     assert!(host.try_wait().unwrap().is_none(), "the host survives killStray");
     assert!(
         lookalike.try_wait().unwrap().is_none(),
         "the lookalike survives killStray"
     );
+    if let Some(child) = std::fs::read_to_string(home.home.join(format!("child-of-{}", host.id())))
+        .ok()
+        .and_then(|pid| pid.trim().parse::<i32>().ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+    }
     let _ = host.kill();
     let _ = host.wait();
     let _ = lookalike.kill();
