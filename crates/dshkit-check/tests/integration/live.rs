@@ -200,6 +200,10 @@ fn wait_for_url(child: &mut std::process::Child) {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
 fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() {
     let home = DshHome::new();
     // Every instance starts a child and says which: killStray must take the tree.
