@@ -113,7 +113,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         d50.as_secs_f64() / p50.as_secs_f64()
     );
 
-    redaction_throughput(&cassette, &work)?;
+    redaction_throughput(&dshkit, Some(&cassette), &work)?;
     large_cassette(&dshkit, &work)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -123,67 +123,157 @@ pub(crate) fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Bytes of ordinary JSON the redaction throughput is measured on.
-const REDACTION_BYTES: usize = 64 * 1024 * 1024;
+/// `cargo xtask bench redact`: the redaction figure alone, on synthetic traffic.
+pub(crate) fn redaction() -> anyhow::Result<()> {
+    let (_, dshkit) = crate::bench::prepare()?;
+    let work = std::env::temp_dir().join(format!("dshkit-bench-redact-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let result = redaction_throughput(&dshkit, None, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
 
-/// Redaction on ordinary JSON (the recorded echo traffic, a tools/list answer with
-/// descriptions and schemas, a base64 image): what `Redactor::value` does to every
-/// recorded message, in MB/s; and detect-secrets on the same text for scale.
-fn redaction_throughput(cassette: &std::path::Path, work: &std::path::Path) -> anyhow::Result<()> {
-    let redactor = dshkit_echo::redact::Redactor::new(&[], &[])?;
-    let mut samples: Vec<Value> = std::fs::read_to_string(cassette)?
+/// Runs `bench redact-in-process FILE` in a release build of xtask.
+fn run_release_redactor(file: &std::path::Path) -> anyhow::Result<()> {
+    crate::run(
+        Command::new(env!("CARGO"))
+            .args([
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "xtask",
+                "--",
+                "bench",
+                "redact-in-process",
+            ])
+            .arg(file)
+            .current_dir(crate::root()),
+    )
+}
+
+/// `Redactor::value` over every record of `file` (already parsed, so only the
+/// redaction is timed), as the recorder runs it on each message.
+pub(crate) fn redaction_in_process(file: Option<&str>) -> anyhow::Result<()> {
+    let file = file.context("bench redact-in-process FILE")?;
+    let text = std::fs::read_to_string(file)?;
+    let mut values: Vec<Value> = text
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
+    let redactor = dshkit_echo::redact::Redactor::new(&[], &[])?;
+    let began = Instant::now();
+    let mut changed = 0;
+    for value in &mut values {
+        if redactor.value(value) {
+            changed += 1;
+        }
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
+    let megabytes = text.len() as f64 / 1e6;
+    println!(
+        "redactor in process (release) on {megabytes:.0} MB of ordinary JSON: {:.0} ms, {:.0} MB/s (goal >= 200 MB/s); {changed} message(s) changed",
+        seconds * 1e3,
+        megabytes / seconds
+    );
+    Ok(())
+}
+
+/// Bytes of ordinary JSON the redaction throughput is measured on.
+const REDACTION_BYTES: usize = 64 * 1024 * 1024;
+
+/// Redaction of ordinary JSON (the recorded echo traffic, a tools/list answer with
+/// descriptions and schemas, a base64 image) by the release binary: `dshkit echo
+/// redact` rewriting a 64 MB cassette (read, parse, redact every string, write),
+/// and `--scan` over it; detect-secrets on a slice of the same file for scale.
+fn redaction_throughput(
+    dshkit: &std::path::Path,
+    cassette: Option<&std::path::Path>,
+    work: &std::path::Path,
+) -> anyhow::Result<()> {
+    let mut samples: Vec<Value> = match cassette {
+        Some(cassette) => std::fs::read_to_string(cassette)?
+            .lines()
+            .skip(1)
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        // Without a recording: echo traffic of the same shape.
+        None => (1..=2000)
+            .map(|id| json!({"type": "interaction", "ordinal": id, "request": call(id),
+                "responses": [{"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": format!("Echo: message {id}")}]}}], "ms": 0}))
+            .collect(),
+    };
     let tools: Vec<Value> = (0..30)
         .map(|i| json!({"name": format!("tool-{i}"), "description": format!("Returns the {i}th item of the list, with its id, title, author and the date it was last changed. Use it when the user asks about item {i}."),
             "inputSchema": {"type": "object", "properties": {"id": {"type": "string", "description": "the item id, e.g. 3f2a9c"}, "limit": {"type": "integer", "minimum": 1, "maximum": 100}}, "required": ["id"]}}))
         .collect();
-    samples.push(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}));
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    samples.push(json!({"type": "interaction", "ordinal": 1, "request": list, "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}], "ms": 0}));
     let image: String = (0..40_000)
         .map(|i| char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[i * 7 % 64]))
         .collect();
-    samples.push(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": image, "mimeType": "image/png"}]}}));
-    let mut corpus = Vec::new();
-    let mut bytes = 0;
-    while bytes < REDACTION_BYTES {
-        for sample in &samples {
-            bytes += sample.to_string().len();
-            corpus.push(sample.clone());
+    let image_call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get-tiny-image", "arguments": {}}});
+    samples.push(json!({"type": "interaction", "ordinal": 2, "request": image_call, "responses": [{"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": image, "mimeType": "image/png"}]}}], "ms": 0}));
+    let header = serde_json::to_string(&dshkit_echo::cassette::Header::new("stdio"))?;
+    let mut text = format!("{header}\n");
+    let mut ordinal = 0;
+    while text.len() < REDACTION_BYTES {
+        for sample in &mut samples {
+            ordinal += 1;
+            sample["ordinal"] = json!(ordinal);
+            text.push_str(&sample.to_string());
+            text.push('\n');
         }
     }
-    let mut text = String::with_capacity(bytes + corpus.len());
-    for value in &corpus {
-        text.push_str(&value.to_string());
-        text.push('\n');
-    }
-    let began = Instant::now();
-    for value in &mut corpus {
-        redactor.value(value);
-    }
-    let seconds = began.elapsed().as_secs_f64();
+    let file = work.join("ordinary.jsonl");
+    std::fs::write(&file, &text)?;
+    // The redactor itself, optimised: a release build of this task in process.
+    run_release_redactor(&file)?;
     #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
-    let megabytes = bytes as f64 / 1e6;
+    let megabytes = text.len() as f64 / 1e6;
+    let began = Instant::now();
+    let out = Command::new(dshkit)
+        .args(["echo", "redact"])
+        .arg(&file)
+        .env("HOME", work)
+        .output()?;
+    let seconds = began.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        out.status.success(),
+        "echo redact failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let changed = !String::from_utf8_lossy(&out.stdout).contains("nothing to redact");
     println!(
-        "\nredaction of ordinary JSON: {megabytes:.0} MB in {:.0} ms: {:.0} MB/s (goal >= 200 MB/s)",
+        "\n`dshkit echo redact` on {megabytes:.0} MB of ordinary JSON (read, parse, redact, write): {:.0} ms, {:.0} MB/s (goal >= 200 MB/s){}",
         seconds * 1e3,
-        megabytes / seconds
+        megabytes / seconds,
+        if changed {
+            "; it CHANGED clean data"
+        } else {
+            "; nothing changed"
+        }
     );
     let began = Instant::now();
-    let found = redactor.scan(&text);
+    let scan = Command::new(dshkit)
+        .args(["echo", "redact", "--scan"])
+        .arg(&file)
+        .env("HOME", work)
+        .output()?;
     let scan_seconds = began.elapsed().as_secs_f64();
     println!(
-        "scan of the same text: {:.0} MB/s, {} finding(s) (a false positive would be one)",
+        "`dshkit echo redact --scan` on the same file: {:.0} MB/s, exit {} (0: no finding, a false positive would be one)",
         megabytes / scan_seconds,
-        found.len()
+        scan.status.code().unwrap_or(-1)
     );
-    // The peer: detect-secrets on a 4 MB slice of the same text.
+    // The peer: detect-secrets on a 4 MB slice of the same file.
     let detect = crate::setup::detect_secrets()?;
     let slice: String = text.chars().take(4 * 1024 * 1024).collect();
-    let file = work.join("ordinary.jsonl");
-    std::fs::write(&file, &slice)?;
+    let sliced = work.join("slice.jsonl");
+    std::fs::write(&sliced, &slice)?;
     let began = Instant::now();
-    let out = Command::new(&detect).arg("scan").arg(&file).output()?;
+    let out = Command::new(&detect).arg("scan").arg(&sliced).output()?;
     let peer_seconds = began.elapsed().as_secs_f64();
     anyhow::ensure!(
         out.status.success(),
@@ -193,7 +283,8 @@ fn redaction_throughput(cassette: &std::path::Path, work: &std::path::Path) -> a
     #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
     let peer_rate = slice.len() as f64 / 1e6 / peer_seconds;
     println!(
-        "detect-secrets 1.5.0 on 4 MB of it: {peer_rate:.1} MB/s (process start included); dshkit redacts {:.0}x faster",
+        "detect-secrets 1.5.0 scan on 4 MB of it: {peer_rate:.1} MB/s (process start included); dshkit's scan {:.0}x, its full rewrite {:.0}x that rate",
+        megabytes / scan_seconds / peer_rate,
         megabytes / seconds / peer_rate
     );
     Ok(())

@@ -20,6 +20,34 @@ use sha2::{Digest, Sha256};
 
 /// Keys whose string values are secrets whatever they look like.
 pub const SECRET_KEY_PATTERN: &str = r"(?i)(^auth$|token|secret|passw(or)?d|^pwd$|api[_-]?key|authorization|credential|cookie|private[_-]?key|session[_-]?id|access[_-]?key)";
+/// Words that make a JSON key's value a secret wherever they stand in the key
+/// (`auth` and `pwd` only as the whole key).
+pub const SECRET_KEY_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "api_key",
+    "api-key",
+    "apikey",
+    "authorization",
+    "credential",
+    "cookie",
+    "private_key",
+    "private-key",
+    "privatekey",
+    "session_id",
+    "session-id",
+    "sessionid",
+    "access_key",
+    "access-key",
+    "accesskey",
+];
+/// Shortest text a rule can find a secret in: shorter strings are left as they are
+/// (custom rules excepted).
+const MIN_SECRET_TEXT: usize = 8;
+/// Shortest text the rules without keywords run on.
+const MIN_UNCONDITIONAL_TEXT: usize = 50;
 /// Shortest environment variable value redacted by name (shorter ones are too
 /// likely to appear by chance).
 pub const MIN_ENV_SECRET_CHARS: usize = 8;
@@ -38,13 +66,21 @@ struct Rule {
 #[derive(Clone)]
 pub struct Redactor {
     rules: Vec<Rule>,
-    /// The keywords of every rule, for the prefilter.
-    prefilter: AhoCorasick,
-    /// For each keyword of the prefilter, the rules it enables.
-    keyword_rules: Vec<Vec<usize>>,
-    /// Rules without keywords: they always run.
-    unconditional: Vec<usize>,
-    secret_keys: Regex,
+    /// The keywords of every rule, for the prefilter: lowercase ones match in any
+    /// case, those with a capital letter (`AKIA`, `SK`) exactly.
+    any_case: AhoCorasick,
+    exact_case: AhoCorasick,
+    /// For each keyword of each automaton, the rules it enables (a bitset).
+    any_case_rules: Vec<u128>,
+    exact_case_rules: Vec<u128>,
+    /// Words whose presence in a JSON key makes its value a secret.
+    secret_key_words: AhoCorasick,
+    /// Rules without keywords (and custom rules past the 128th): they always run.
+    unconditional: u128,
+    /// Custom rules past the 128th, run on every text.
+    overflow: Vec<usize>,
+    /// The custom rules among the first 128: they run on every text.
+    custom: u128,
     /// (name, value) of environment variables to redact literally.
     literals: Vec<(String, String)>,
 }
@@ -90,7 +126,7 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
     ("bearer", &["bearer"], r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})"),
     (
         "jwt",
-        &["eyj"],
+        &["eyJ"],
         r"\b(eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,})",
     ),
     // Tokens with a recognisable prefix.
@@ -121,7 +157,7 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         &["mistral"],
         r#"(?i)mistral[a-z_-]{0,20}["']?\s*[:=]\s*["']?([A-Za-z0-9]{32})\b"#,
     ),
-    ("google", &["aiza"], r"\b(AIza[0-9A-Za-z_-]{35})"),
+    ("google", &["AIza"], r"\b(AIza[0-9A-Za-z_-]{35})"),
     (
         "aws-access-key",
         &[
@@ -135,16 +171,20 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         r#"(?i)aws[a-z_-]{0,30}(?:secret|key)[a-z_-]{0,30}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     ),
     ("npm", &["npm_"], r"\b(npm_[A-Za-z0-9]{36})\b"),
-    ("pypi", &["pypi-"], r"\b(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})"),
+    (
+        "pypi",
+        &["pypi-AgEIcHlwaS5vcmc"],
+        r"\b(pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,})",
+    ),
     (
         "stripe",
         &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
         r"\b((?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,99})\b",
     ),
-    ("twilio", &["ac", "sk"], r"\b((?:AC|SK)[a-z0-9]{32})\b"),
+    ("twilio", &["AC", "SK"], r"\b((?:AC|SK)[a-z0-9]{32})\b"),
     (
         "sendgrid",
-        &["sg."],
+        &["SG."],
         r"\b(SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64})",
     ),
     (
@@ -167,7 +207,7 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         &[],
         r"\b([MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})\b",
     ),
-    ("telegram-bot", &[":aa"], r"\b([0-9]{8,10}:AA[0-9A-Za-z_-]{33})"),
+    ("telegram-bot", &[":AA"], r"\b([0-9]{8,10}:AA[0-9A-Za-z_-]{33})"),
     ("digitalocean", &["_v1_"], r"\b(do[opr]_v1_[a-f0-9]{64})\b"),
     (
         "shopify",
@@ -182,7 +222,7 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
     ("mailchimp", &["-us"], r"\b([0-9a-f]{32}-us[0-9]{1,2})\b"),
     (
         "artifactory",
-        &["akc", "ap"],
+        &["AKC", "AP"],
         r#"(?:^|[\s=:"'])(AKC[a-zA-Z0-9]{10,}|AP[0-9ABCDEF][a-zA-Z0-9]{8,})\b"#,
     ),
     ("square", &["sq0"], r"\b(sq0(?:csp|atp)-[0-9A-Za-z_-]{22,43})"),
@@ -225,7 +265,22 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
     // names take any value of 4 or more characters, other names a long one.
     (
         "secret-assignment",
-        &["pass", "pwd", "secret", "token", "key", "credential"],
+        &[
+            "pass",
+            "pwd",
+            "secret",
+            "token",
+            "credential",
+            "api_key",
+            "api-key",
+            "apikey",
+            "access_key",
+            "access-key",
+            "auth_key",
+            "auth-key",
+            "private_key",
+            "private-key",
+        ],
         r#"(?i)(?:^|[^a-z0-9])(?:[a-z0-9]{0,30}[_.-])?(?:(?:password|passwd|passphrase|pwd)["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{4,})|(?:secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|secret[_-]?key|credentials?)(?:[_-]?id)?["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{12,}))"#,
     ),
 ];
@@ -303,27 +358,45 @@ impl Redactor {
                 regex: Regex::new(pattern)?,
             });
         }
-        let mut keywords: Vec<&str> = Vec::new();
-        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
-        let mut unconditional = Vec::new();
+        let (mut any_case, mut any_case_rules): (Vec<&str>, Vec<u128>) = (Vec::new(), Vec::new());
+        let (mut exact_case, mut exact_case_rules): (Vec<&str>, Vec<u128>) = (Vec::new(), Vec::new());
+        let mut unconditional = 0u128;
+        let mut overflow = Vec::new();
         for (index, rule) in rules.iter().enumerate() {
-            if rule.keywords.is_empty() {
-                unconditional.push(index);
+            if index >= 128 {
+                overflow.push(index);
+                continue;
+            }
+            let bit = 1u128 << index;
+            if rule.keywords.is_empty() && !rule.id.starts_with("custom-") {
+                unconditional |= bit;
             }
             for keyword in rule.keywords {
-                match keywords.iter().position(|k| k == keyword) {
-                    Some(at) => keyword_rules[at].push(index),
+                let (words, masks) = if keyword.chars().any(|c| c.is_ascii_uppercase()) {
+                    (&mut exact_case, &mut exact_case_rules)
+                } else {
+                    (&mut any_case, &mut any_case_rules)
+                };
+                match words.iter().position(|k| k == keyword) {
+                    Some(at) => masks[at] |= bit,
                     None => {
-                        keywords.push(keyword);
-                        keyword_rules.push(vec![index]);
+                        words.push(keyword);
+                        masks.push(bit);
                     }
                 }
             }
         }
-        let prefilter = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(&keywords)
-            .expect("the keywords build an automaton");
+        let custom = rules
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| *i < 128 && r.id.starts_with("custom-"))
+            .fold(0u128, |bits, (i, _)| bits | 1u128 << i);
+        let automaton = |words: &[&str], any_case: bool| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(any_case)
+                .build(words)
+                .expect("the keywords build an automaton")
+        };
         let secret_keys = Regex::new(SECRET_KEY_PATTERN).expect("compiles");
         let mut literals: Vec<(String, String)> = std::env::vars()
             .filter(|(name, value)| {
@@ -335,10 +408,14 @@ impl Redactor {
         literals.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
         Ok(Self {
             rules,
-            prefilter,
-            keyword_rules,
+            any_case: automaton(&any_case, true),
+            exact_case: automaton(&exact_case, false),
+            any_case_rules,
+            exact_case_rules,
+            secret_key_words: automaton(SECRET_KEY_WORDS, true),
             unconditional,
-            secret_keys,
+            overflow,
+            custom,
             literals,
         })
     }
@@ -348,19 +425,41 @@ impl Redactor {
         self.rules.iter().map(|r| r.id.as_str()).collect()
     }
 
-    /// The rules that can match `text`, in rule order: those whose keyword it
-    /// contains, and those without keywords.
-    fn candidates(&self, text: &str) -> Vec<usize> {
-        let mut hit = vec![false; self.rules.len()];
-        for index in &self.unconditional {
-            hit[*index] = true;
+    /// The rules that can match `text` (a bitset in rule order): those whose
+    /// keyword it contains, and those without keywords.
+    fn candidates(&self, text: &str) -> u128 {
+        // The rules without keywords need a long text (the built-in one, a Discord
+        // bot token, is 59 characters at least).
+        let mut hit = self.custom;
+        if text.len() >= MIN_UNCONDITIONAL_TEXT {
+            hit |= self.unconditional;
         }
-        for found in self.prefilter.find_overlapping_iter(text) {
-            for index in &self.keyword_rules[found.pattern().as_usize()] {
-                hit[*index] = true;
+        // Most text holds no keyword: a prefiltered search says so fastest.
+        for (automaton, masks) in [
+            (&self.any_case, &self.any_case_rules),
+            (&self.exact_case, &self.exact_case_rules),
+        ] {
+            if automaton.is_match(text) {
+                for found in automaton.find_overlapping_iter(text) {
+                    hit |= masks[found.pattern().as_usize()];
+                }
             }
         }
-        (0..self.rules.len()).filter(|i| hit[*i]).collect()
+        hit
+    }
+
+    /// Whether a JSON key names a secret (`token`, `password`, `api_key`, …).
+    fn is_secret_key(&self, key: &str) -> bool {
+        key.eq_ignore_ascii_case("auth")
+            || key.eq_ignore_ascii_case("pwd")
+            || self.secret_key_words.is_match(key)
+    }
+
+    /// The indexes of the rules in `bits`, then the overflow rules.
+    fn rules_in(&self, bits: u128) -> impl Iterator<Item = usize> + '_ {
+        (0..self.rules.len().min(128))
+            .filter(move |i| bits & (1u128 << i) != 0)
+            .chain(self.overflow.iter().copied())
     }
 
     /// Redacts every secret in `text`.
@@ -371,12 +470,19 @@ impl Redactor {
     /// Redacts every secret in `text`; borrows it when there is none.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
+        if text.len() < MIN_SECRET_TEXT && self.custom == 0 && self.overflow.is_empty() {
+            return out;
+        }
         for (name, value) in &self.literals {
             if out.contains(value.as_str()) {
                 out = Cow::Owned(out.replace(value.as_str(), &placeholder(&format!("env-{name}"), value)));
             }
         }
-        for index in self.candidates(&out) {
+        let candidates = self.candidates(&out);
+        if candidates == 0 && self.overflow.is_empty() {
+            return out;
+        }
+        for index in self.rules_in(candidates) {
             let rule = &self.rules[index];
             if !rule.regex.is_match(&out) {
                 continue;
@@ -408,31 +514,36 @@ impl Redactor {
     }
 
     /// Redacts a JSON value in place: every string, and whole values under
-    /// secret-looking keys.
-    pub fn value(&self, value: &mut Value) {
+    /// secret-looking keys. Returns whether anything changed.
+    pub fn value(&self, value: &mut Value) -> bool {
         match value {
-            Value::String(s) => {
-                if let Cow::Owned(redacted) = self.redact(s) {
+            Value::String(s) => match self.redact(s) {
+                Cow::Owned(redacted) if redacted != *s => {
                     *s = redacted;
+                    true
                 }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+                _ => false,
+            },
+            Value::Array(items) => items.iter_mut().fold(false, |changed, v| self.value(v) | changed),
             Value::Object(map) => {
+                let mut changed = false;
                 for (key, v) in map.iter_mut() {
                     match v {
                         Value::String(s)
-                            if self.secret_keys.is_match(key)
+                            if self.is_secret_key(key)
                                 && !s.is_empty()
                                 && !is_redacted(s)
                                 && !is_reference(s) =>
                         {
                             *s = placeholder("secret-key", s);
+                            changed = true;
                         }
-                        _ => self.value(v),
+                        _ => changed |= self.value(v),
                     }
                 }
+                changed
             }
-            _ => {}
+            _ => false,
         }
     }
 
@@ -456,7 +567,7 @@ impl Redactor {
                 });
             }
         }
-        for index in self.candidates(text) {
+        for index in self.rules_in(self.candidates(text)) {
             let rule = &self.rules[index];
             for caps in rule.regex.captures_iter(text) {
                 let secret = (1..caps.len())
@@ -493,7 +604,7 @@ impl Redactor {
                 for (key, v) in map {
                     match v {
                         Value::String(s)
-                            if self.secret_keys.is_match(key)
+                            if self.is_secret_key(key)
                                 && !s.is_empty()
                                 && !is_redacted(s)
                                 && !is_reference(s) =>

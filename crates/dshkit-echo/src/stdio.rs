@@ -194,7 +194,7 @@ impl Recorder {
     }
 
     pub(crate) fn write(&mut self, mut record: Record) {
-        redact_record(&self.options.redactor, &mut record);
+        let _ = redact_record(&self.options.redactor, &mut record);
         match &record {
             Record::Interaction(_) => self.summary.interactions += 1,
             Record::Message { .. } => self.summary.messages += 1,
@@ -367,16 +367,29 @@ impl Recorder {
     }
 }
 
-pub(crate) fn redact_record(redactor: &Redactor, record: &mut Record) {
+/// Redacts every message of `record` in place; returns whether anything changed.
+pub fn redact_record(redactor: &Redactor, record: &mut Record) -> bool {
     match record {
         Record::Interaction(i) => {
-            redactor.value(&mut i.request);
-            i.responses.iter_mut().for_each(|v| redactor.value(v));
-            i.notifications.iter_mut().for_each(|v| redactor.value(v));
-            i.server_requests.iter_mut().for_each(|v| redactor.value(v));
+            let mut changed = redactor.value(&mut i.request);
+            for value in i
+                .responses
+                .iter_mut()
+                .chain(i.notifications.iter_mut())
+                .chain(i.server_requests.iter_mut())
+            {
+                changed |= redactor.value(value);
+            }
+            changed
         }
         Record::Message { message, .. } => redactor.value(message),
-        Record::Raw { line } => *line = redactor.text(line),
+        Record::Raw { line } => match redactor.redact(line) {
+            std::borrow::Cow::Owned(redacted) if redacted != *line => {
+                *line = redacted;
+                true
+            }
+            _ => false,
+        },
     }
 }
 
@@ -587,7 +600,7 @@ pub async fn replay(
                 ordinal += 1;
                 let interaction = pass_through(server, &message, ordinal, &mut client_out, &options).await?;
                 let mut record = Record::Interaction(interaction);
-                redact_record(&options.redactor, &mut record);
+                let _ = redact_record(&options.redactor, &mut record);
                 server.appender.append(&record)?;
             }
         }
@@ -602,7 +615,7 @@ impl Live {
     /// Appends one passthrough to the cassette, redacted.
     pub(crate) fn append(&mut self, interaction: Interaction, redactor: &Redactor) -> Result<(), EchoError> {
         let mut record = Record::Interaction(interaction);
-        redact_record(redactor, &mut record);
+        let _ = redact_record(redactor, &mut record);
         self.appender.append(&record)?;
         Ok(())
     }

@@ -596,14 +596,11 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
         });
     }
     let mut loaded = cassette::read(path).map_err(Failure::refused)?;
-    let before = serde_json::to_string(&loaded.cassette.records).unwrap_or_default();
+    let mut changed = false;
     for record in &mut loaded.cassette.records {
-        let mut value = serde_json::to_value(&*record).map_err(Failure::runtime)?;
-        redactor.value(&mut value);
-        *record = serde_json::from_value(value).map_err(Failure::runtime)?;
+        changed |= dshkit_echo::stdio::redact_record(redactor, record);
     }
     loaded.cassette.header.redacted = true;
-    let changed = before != serde_json::to_string(&loaded.cassette.records).unwrap_or_default();
     cassette::write_atomic(path, &loaded.cassette).map_err(Failure::runtime)?;
     out.write(&format!(
         "{}: {}\n",

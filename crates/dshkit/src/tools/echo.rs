@@ -170,12 +170,7 @@ impl EchoFamily {
         // Redacted before anything is derived from it: a summary or a lint message
         // cut from a secret would no longer look like one.
         for record in &mut loaded.cassette.records {
-            if let Ok(mut value) = serde_json::to_value(&*record) {
-                redactor.value(&mut value);
-                if let Ok(redacted) = serde_json::from_value(value) {
-                    *record = redacted;
-                }
-            }
+            let _ = dshkit_echo::stdio::redact_record(&redactor, record);
         }
         let findings = lint(&loaded.cassette);
         let entries = timeline(&loaded.cassette);
