@@ -96,7 +96,7 @@ fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
         methods.contains(&"tools/list") && methods.contains(&"prompts/list"),
         "{methods:?}"
     );
-    assert_eq!(methods.iter().filter(|m| **m == "tools/call").count(), 4);
+    assert_eq!(methods.iter().filter(|m| **m == "tools/call").count(), 5);
 
     let again =
         output(dshkit_command(home.path()).args(["echo", "record", "-o", cassette_arg, "--", "true"]));
