@@ -246,6 +246,52 @@ async fn an_app_that_throws_while_loading_and_renders_nothing_fails_at_the_excep
 }
 
 #[tokio::test]
+async fn a_reference_update_that_cannot_be_written_is_not_a_pass() {
+    let workspace = tempfile::tempdir().unwrap();
+    // The reference path is a directory: the rename of the new PNG onto it fails.
+    std::fs::create_dir(workspace.path().join("reference.png")).unwrap();
+    let server = served_copy(&example_app());
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let report = verify(
+        &session,
+        &VerifyRequest {
+            assertions: vec![text("present", "Task list")],
+            reference: Some(ReferenceSpec {
+                path: "reference.png".into(),
+                max_mismatch_ratio: None,
+                update: true,
+            }),
+            ..VerifyRequest::default()
+        },
+        &context(workspace.path()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Unverified, "{report:#?}");
+    assert!(
+        report
+            .judgement
+            .reasons
+            .iter()
+            .any(|r| r.contains("reference diff (or update) did not complete")),
+        "{:?}",
+        report.judgement.reasons
+    );
+    assert!(
+        report
+            .diff
+            .as_ref()
+            .is_some_and(|d| d.note.contains("could not write the reference")),
+        "{:?}",
+        report.diff
+    );
+}
+
+#[tokio::test]
 async fn a_page_that_renders_nothing_is_not_proof() {
     let workspace = tempfile::tempdir().unwrap();
     let server = FixtureServer::start(vec![(
