@@ -121,9 +121,10 @@ impl Spawned {
     /// after the server, working in the app directory. They get a moment to finish,
     /// then are killed. Returns those still alive.
     async fn stop_detached(&self) -> Vec<u32> {
+        // No settle time is needed: a child started with spawn (libuv, std) has
+        // left its parent's session and exec'd before spawn returns, so before
+        // the server that started it can have exited.
         let find = || detached_helpers(&self.dir, self.started_ticks);
-        // A helper forked but not yet exec'd still shows its parent's command line.
-        tokio::time::sleep(EXEC_SETTLE).await;
         let deadline = Instant::now() + DETACHED_GRACE;
         while !find().is_empty() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -176,8 +177,6 @@ fn signal_group(pgid: u32, signal: rustix::process::Signal) {
 
 /// How long killed processes get to disappear from the table.
 const KILL_WAIT: Duration = Duration::from_secs(2);
-/// How long a stop waits before looking for detached helpers.
-const EXEC_SETTLE: Duration = Duration::from_millis(50);
 /// How long detached helpers get to finish on their own.
 const DETACHED_GRACE: Duration = Duration::from_secs(3);
 
