@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::cassette;
 use crate::matcher::Matcher;
 use crate::stdio::{
-    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, notification_gaps, pass_through, playback,
+    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, handshake, notification_gaps, pass_through, playback,
     recorded_delay, start_live,
 };
 
@@ -53,15 +53,7 @@ pub async fn bind(
     let loaded = cassette::read(&options.cassette)?;
     let era = loaded.cassette.header.era.clone();
     let recorded = loaded.cassette.into_interactions();
-    let initialize = recorded
-        .iter()
-        .find(|i| {
-            matches!(
-                i.request["method"].as_str(),
-                Some("initialize" | "server/discover")
-            )
-        })
-        .map(|i| i.request.clone());
+    let initialize = handshake(&recorded);
     let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0) + 1;
     let matcher = Matcher::new(recorded, options.matching.clone());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

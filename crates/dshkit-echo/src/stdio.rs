@@ -540,15 +540,7 @@ pub async fn replay(
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let recorded = loaded.cassette.into_interactions();
-    let initialize = recorded
-        .iter()
-        .find(|i| {
-            matches!(
-                i.request["method"].as_str(),
-                Some("initialize" | "server/discover")
-            )
-        })
-        .map(|i| i.request.clone());
+    let initialize = handshake(&recorded);
     let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0);
     let mut matcher = Matcher::new(recorded, options.matching.clone());
     let mut live: Option<Live> = None;
@@ -798,6 +790,20 @@ fn annotate(
             }),
         );
     }
+}
+
+/// The recorded handshake (`initialize` or `server/discover`) a live server gets
+/// before a passthrough.
+pub(crate) fn handshake(recorded: &[Interaction]) -> Option<Value> {
+    recorded
+        .iter()
+        .find(|i| {
+            matches!(
+                i.request["method"].as_str(),
+                Some("initialize" | "server/discover")
+            )
+        })
+        .map(|i| i.request.clone())
 }
 
 pub(crate) async fn start_live(
