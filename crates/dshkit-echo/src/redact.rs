@@ -205,7 +205,8 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
     (
         "discord-bot-token",
         &[],
-        r"\b([MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})\b",
+        // No `\b` at the end: the token may end in `-`.
+        r"\b([MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_-]|$)",
     ),
     ("telegram-bot", &[":AA"], r"\b([0-9]{8,10}:AA[0-9A-Za-z_-]{33})"),
     ("digitalocean", &["_v1_"], r"\b(do[opr]_v1_[a-f0-9]{64})\b"),
