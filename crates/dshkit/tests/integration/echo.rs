@@ -144,21 +144,31 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
 
+/// Records the handshake and one `echo` of server-everything over stdio into
+/// `dir/c.jsonl`; returns the cassette and the server's argv.
+fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
+    let cassette = dir.join("c.jsonl");
+    let live = vec![
+        peers.node().display().to_string(),
+        everything(peers).display().to_string(),
+        "stdio".to_owned(),
+    ];
+    let mut requests = handshake();
+    requests.push(call(2, "echo", json!({"message": "one"})));
+    let mut record = vec!["echo", "record", "-o", cassette.to_str().unwrap(), "--"];
+    record.extend(live.iter().map(String::as_str));
+    let (recorded, _) = exchange(dir, &[], &record, &requests);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    (cassette, live)
+}
+
 #[test]
 fn misses_explain_themselves_and_passthrough_appends_live_answers() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
-    let cassette = dir.path().join("c.jsonl");
+    let (cassette, live) = record_one_echo(&peers, dir.path());
     let cassette_arg = cassette.to_str().unwrap();
-    let node = peers.node();
-    let server = everything(&peers);
-    let live = [node.to_str().unwrap(), server.to_str().unwrap(), "stdio"];
-    let mut requests = handshake();
-    requests.push(call(2, "echo", json!({"message": "one"})));
-    let mut record = vec!["echo", "record", "-o", cassette_arg, "--"];
-    record.extend(live);
-    let (recorded, _) = exchange(dir.path(), &[], &record, &requests);
-    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    let live: Vec<&str> = live.iter().map(String::as_str).collect();
 
     let mut probes = handshake();
     probes.push(call(2, "echo", json!({"message": "two"})));
@@ -215,17 +225,9 @@ fn misses_explain_themselves_and_passthrough_appends_live_answers() {
 fn over_http_a_miss_passes_through_to_the_real_server_and_is_appended() {
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
-    let cassette = dir.path().join("c.jsonl");
+    let (cassette, live) = record_one_echo(&peers, dir.path());
     let cassette_arg = cassette.to_str().unwrap();
-    let node = peers.node();
-    let server = everything(&peers);
-    let live = [node.to_str().unwrap(), server.to_str().unwrap(), "stdio"];
-    let mut requests = handshake();
-    requests.push(call(2, "echo", json!({"message": "one"})));
-    let mut record = vec!["echo", "record", "-o", cassette_arg, "--"];
-    record.extend(live);
-    let (recorded, _) = exchange(dir.path(), &[], &record, &requests);
-    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    let live: Vec<&str> = live.iter().map(String::as_str).collect();
 
     let mut command = dshkit_command(dir.path());
     command.args([
