@@ -177,6 +177,7 @@ struct InFlight {
     url: String,
     method: String,
     resource_type: Option<String>,
+    since: Instant,
 }
 
 /// Everything observed in the current window.
@@ -251,6 +252,30 @@ impl Observations {
             .values()
             .filter(|r| r.resource_type.as_deref() != Some("EventSource"))
             .count()
+    }
+
+    /// The oldest `limit` requests still in flight (streams excluded), as
+    /// `METHOD url (type, N ms)`: what a load that did not settle was waiting for.
+    pub fn pending(&self, limit: usize) -> Vec<String> {
+        let mut pending: Vec<&InFlight> = self
+            .in_flight
+            .values()
+            .filter(|r| r.resource_type.as_deref() != Some("EventSource"))
+            .collect();
+        pending.sort_by_key(|r| r.since);
+        pending
+            .into_iter()
+            .take(limit)
+            .map(|r| {
+                format!(
+                    "{} {} ({}, {} ms)",
+                    r.method,
+                    clip(&r.url),
+                    r.resource_type.as_deref().unwrap_or("Other"),
+                    r.since.elapsed().as_millis()
+                )
+            })
+            .collect()
     }
 
     pub fn record_blocked(&mut self, url: &str, reason: BlockReason) {
@@ -373,6 +398,7 @@ impl Observations {
                         url: params["request"]["url"].as_str().unwrap_or_default().to_owned(),
                         method: params["request"]["method"].as_str().unwrap_or("GET").to_owned(),
                         resource_type: params["type"].as_str().map(str::to_owned),
+                        since: Instant::now(),
                     },
                 );
             }
@@ -487,6 +513,13 @@ mod tests {
         o.ingest("Network.requestWillBeSent", &json!({"requestId": "2", "request": {"url": "http://x/events", "method": "GET"}, "type": "EventSource"}));
         o.ingest("Network.requestWillBeSent", &json!({"requestId": "3", "request": {"url": "http://x/missing", "method": "GET"}, "type": "Script"}));
         assert_eq!(o.in_flight(), 2);
+        assert_eq!(o.pending(1).len(), 1, "bounded");
+        let pending = o.pending(5);
+        assert_eq!(pending.len(), 2, "the stream is not pending: {pending:?}");
+        assert!(
+            pending.iter().any(|p| p.starts_with("POST http://x/a (Fetch, ")),
+            "{pending:?}"
+        );
         o.ingest("Network.responseReceived", &json!({"requestId": "3", "response": {"url": "http://x/missing", "status": 404}, "type": "Script"}));
         o.ingest("Network.loadingFinished", &json!({"requestId": "3"}));
         o.ingest(

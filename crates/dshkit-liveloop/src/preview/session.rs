@@ -461,12 +461,18 @@ impl PreviewSession {
                 .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
                 .await;
         }
+        let pending = if settled {
+            Vec::new()
+        } else {
+            self.observe(|o| o.pending(MAX_PENDING_SHOWN))
+        };
         Ok(FreshLoad {
             before_sha256,
             window,
             blank_ms,
             load_ms: navigating.elapsed().as_millis(),
             settled,
+            pending,
         })
     }
 
@@ -909,7 +915,13 @@ pub(crate) struct FreshLoad {
     pub(crate) blank_ms: u128,
     pub(crate) load_ms: u128,
     pub(crate) settled: bool,
+    /// When it did not settle: the oldest requests still in flight (at most
+    /// [`MAX_PENDING_SHOWN`]).
+    pub(crate) pending: Vec<String>,
 }
+
+/// How many unfinished requests a load that did not settle names.
+pub(crate) const MAX_PENDING_SHOWN: usize = 3;
 
 /// An interaction.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -438,9 +438,13 @@ pub async fn verify(
     report.timings.blank_ms = load.blank_ms;
     report.timings.load_ms = load.load_ms;
     if !load.settled {
-        observed.warnings.push(format!(
-            "the network did not go quiet for {quiet} ms before the {deadline} ms deadline"
-        ));
+        let mut warning =
+            format!("the network did not go quiet for {quiet} ms before the {deadline} ms deadline");
+        if !load.pending.is_empty() {
+            warning.push_str("; still in flight: ");
+            warning.push_str(&load.pending.join(", "));
+        }
+        observed.warnings.push(warning);
     }
 
     // Steps 5-7: the ordered interactions, then collect and assert.
