@@ -123,6 +123,68 @@ impl Drop for BrowserProcess {
     }
 }
 
+/// The name prefix of every launch's temporary profile directory.
+pub const PROFILE_PREFIX: &str = "dshkit-chromium-";
+
+/// How many stale profiles one launch removes at most: the sweep stays cheap.
+const MAX_SWEPT: usize = 16;
+
+/// A profile without a lock this old is stale, not one being launched.
+const UNLOCKED_PROFILE_AGE: Duration = Duration::from_mins(1);
+
+/// Removes profiles that killed owners left behind in `temp`. An owner killed with
+/// SIGKILL takes its Chromium with it (the parent-death signal), but nothing of
+/// it survives to remove the profile; the next launch does. A profile is stale when
+/// Chromium's `SingletonLock` (`host-PID`) names a process that is gone, or when it
+/// has no lock and is older than [`UNLOCKED_PROFILE_AGE`].
+pub fn sweep_stale_profiles(temp: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return 0;
+    };
+    let mut swept = 0;
+    for entry in entries.flatten() {
+        if swept == MAX_SWEPT {
+            break;
+        }
+        let is_profile = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(PROFILE_PREFIX));
+        if !is_profile || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        let stale = match std::fs::read_link(path.join("SingletonLock")) {
+            Ok(lock) => lock
+                .to_str()
+                .and_then(|l| l.rsplit_once('-'))
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !running(pid)),
+            Err(_) => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > UNLOCKED_PROFILE_AGE),
+        };
+        if stale && std::fs::remove_dir_all(&path).is_ok() {
+            swept += 1;
+        }
+    }
+    swept
+}
+
+/// Whether `pid` is a running process (a zombie is not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+    })
+}
+
+/// The profile's subdirectory Chromium gets as its `TMPDIR`.
+pub const PROFILE_TEMP: &str = "tmp";
+
 /// How long removing a closed browser's profile is retried.
 const PROFILE_REMOVAL: Duration = Duration::from_secs(2);
 
@@ -145,14 +207,21 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
             }
         },
     };
+    sweep_stale_profiles(&std::env::temp_dir());
     let profile = tempfile::Builder::new()
-        .prefix("dshkit-chromium-")
+        .prefix(PROFILE_PREFIX)
         .tempdir()
         .map_err(CdpError::Profile)?;
+    // Chromium's own temporary files (its singleton socket directory, which a
+    // killed browser never removes) go inside the profile, so removing the
+    // profile removes everything this launch made.
+    let temp = profile.path().join(PROFILE_TEMP);
+    std::fs::create_dir(&temp).map_err(CdpError::Profile)?;
     let mut command = Command::new(&executable);
     command
         .args(BASE_FLAGS)
-        .arg(format!("--user-data-dir={}", profile.path().display()));
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .env("TMPDIR", &temp);
     if rustix::process::geteuid().is_root() {
         // Chromium refuses to run as root with its sandbox on.
         command.arg("--no-sandbox");

@@ -21,4 +21,5 @@ pub use connection::{Connection, DEFAULT_COMMAND_TIMEOUT, DEFAULT_EVENT_BUFFER, 
 pub use error::CdpError;
 pub use launch::{
     BASE_FLAGS, BrowserProcess, DEFAULT_LAUNCH_TIMEOUT, DEFAULT_STDERR_TAIL_LINES, LaunchOptions,
+    PROFILE_PREFIX, PROFILE_TEMP, sweep_stale_profiles,
 };

@@ -53,6 +53,14 @@ async fn a_launched_browser_renders_a_page_and_cleans_up_after_itself() {
     let profile = browser.process().unwrap().profile_dir().unwrap().to_owned();
     let pid = browser.process().unwrap().pid();
     assert!(profile.is_dir());
+    // Chromium's singleton socket directory lives inside the profile, so it goes with it.
+    let socket =
+        std::fs::read_link(profile.join("SingletonSocket")).expect("Chromium made its singleton socket");
+    assert!(
+        socket.starts_with(profile.join(dshkit_cdp::PROFILE_TEMP)),
+        "{} is outside the profile",
+        socket.display()
+    );
 
     let context = browser.create_context().await.unwrap();
     let mut page = browser.create_page(&context).await.unwrap();
@@ -225,6 +233,11 @@ fn sigkill_of_the_owner_leaves_no_chromium_behind() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Nothing of the killed owner removed its profile; the next launch's sweep does
+    // (a concurrent test's launch may sweep it first).
+    let profile = std::path::Path::new(&profile);
+    dshkit_cdp::sweep_stale_profiles(profile.parent().unwrap());
+    assert!(!profile.exists(), "the stale profile was swept");
 }
 
 fn browser_processes(profile: &str) -> Vec<u32> {
