@@ -1,6 +1,8 @@
 //! DSH integration: the `@deepseek-ai/dsh-mcp-client` rows that connect a DSH
 //! profile to dshkit ([`row`]), and edits of a profile's `cordis.patch.yml` that
-//! never touch anything but dshkit's own block ([`patch`]).
+//! never touch anything but dshkit's own block ([`patch`]), and the native DSH
+//! plugin written into a profile ([`install`]).
 
+pub mod install;
 pub mod patch;
 pub mod row;

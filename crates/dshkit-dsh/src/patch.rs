@@ -6,7 +6,20 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::row::McpRow;
+/// An entry dshkit keeps in its block: the MCP row of `dshkit dsh connect` or the
+/// plugin row of `dshkit dsh install`. The block holds one, so each replaces the
+/// other and the tools are never loaded twice.
+pub trait ManagedRow {
+    /// The loader entry id.
+    fn id(&self) -> &str;
+    /// The entry as the JSON value DSH's loader reads.
+    fn to_value(&self) -> Value;
+    /// The patch entry (`- insert: [row]`) as YAML text, ending in a newline.
+    fn to_patch_yaml(&self) -> String {
+        let patch = serde_json::json!([{ "insert": [self.to_value()] }]);
+        yaml_serde::to_string(&patch).expect("a JSON value always serializes to YAML")
+    }
+}
 
 /// First line of the block `dshkit dsh connect` manages.
 pub const BLOCK_BEGIN: &str =
@@ -77,6 +90,8 @@ pub enum Outcome {
     Updated,
     /// dshkit's block already said exactly this; nothing was written.
     Unchanged,
+    /// dshkit's block was removed.
+    Removed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -89,7 +104,17 @@ pub struct ConnectReport {
 }
 
 /// Adds or refreshes `row` in the patch file of `profile_dir`.
-pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchError> {
+pub fn connect(profile_dir: &Path, row: &dyn ManagedRow) -> Result<ConnectReport, PatchError> {
+    edit(profile_dir, Some(row))
+}
+
+/// Removes dshkit's block from the patch file of `profile_dir`, leaving every other
+/// line as it was.
+pub fn disconnect(profile_dir: &Path) -> Result<ConnectReport, PatchError> {
+    edit(profile_dir, None)
+}
+
+fn edit(profile_dir: &Path, row: Option<&dyn ManagedRow>) -> Result<ConnectReport, PatchError> {
     if !profile_dir.is_dir() {
         return Err(PatchError::NoProfile(profile_dir.to_owned()));
     }
@@ -105,7 +130,7 @@ pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchE
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(io("read", e)),
     };
-    let (text, mut outcome) = plan(&path, existing.as_deref(), row)?;
+    let (text, mut outcome) = plan_block(&path, existing.as_deref(), row)?;
     if outcome == Outcome::Unchanged {
         return Ok(ConnectReport {
             outcome,
@@ -134,7 +159,24 @@ pub fn connect(profile_dir: &Path, row: &McpRow) -> Result<ConnectReport, PatchE
 
 /// The new text of the patch file, or why it cannot be edited. Pure: the unit of
 /// every rule above.
-pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String, Outcome), PatchError> {
+pub fn plan(
+    path: &Path,
+    existing: Option<&str>,
+    row: &dyn ManagedRow,
+) -> Result<(String, Outcome), PatchError> {
+    plan_block(path, existing, Some(row))
+}
+
+/// The patch file without dshkit's block.
+pub fn plan_removal(path: &Path, existing: Option<&str>) -> Result<(String, Outcome), PatchError> {
+    plan_block(path, existing, None)
+}
+
+fn plan_block(
+    path: &Path,
+    existing: Option<&str>,
+    row: Option<&dyn ManagedRow>,
+) -> Result<(String, Outcome), PatchError> {
     let text = existing.unwrap_or("");
     parse_list(path, text)?;
     let lines: Vec<&str> = text.lines().collect();
@@ -154,10 +196,24 @@ pub fn plan(path: &Path, existing: Option<&str>, row: &McpRow) -> Result<(String
         None => lines.clone(),
     };
     let base = parse_list(path, &join(&outside))?;
-    if base.iter().any(|patch| inserts_id(patch, &row.id)) {
+    let Some(row) = row else {
+        return Ok(match block {
+            Some(_) => {
+                let new_text = join(&outside);
+                if parse_list(path, &new_text)? != base {
+                    return Err(PatchError::Verification {
+                        path: path.to_owned(),
+                    });
+                }
+                (new_text, Outcome::Removed)
+            }
+            None => (text.to_owned(), Outcome::Unchanged),
+        });
+    };
+    if base.iter().any(|patch| inserts_id(patch, row.id())) {
         return Err(PatchError::ForeignRow {
             path: path.to_owned(),
-            id: row.id.clone(),
+            id: row.id().to_owned(),
         });
     }
 
@@ -305,7 +361,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PatchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row::Transport;
+    use crate::row::{McpRow, Transport};
 
     const DSH_DEFAULT: &str = "# Your patch layer for this dsh profile, applied after every bundle layer:\n# a top-level YAML array of loader patch entries.\n[]\n";
 

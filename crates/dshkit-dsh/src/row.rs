@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::patch::ManagedRow;
+
 /// The loader plugin DSH uses for MCP servers.
 pub const MCP_CLIENT_PLUGIN: &str = "@deepseek-ai/dsh-mcp-client";
 /// The loader entry id dshkit's row uses; tools appear as `mcp__dshkit__<tool>`.
@@ -46,6 +48,21 @@ impl McpRow {
 
     /// The row as the JSON value DSH's loader reads.
     pub fn to_value(&self) -> serde_json::Value {
+        ManagedRow::to_value(self)
+    }
+
+    /// The patch entry (`- insert: [row]`) as YAML text, ending in a newline.
+    pub fn to_patch_yaml(&self) -> String {
+        ManagedRow::to_patch_yaml(self)
+    }
+}
+
+impl ManagedRow for McpRow {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn to_value(&self) -> serde_json::Value {
         #[derive(Serialize)]
         #[serde(rename_all = "camelCase")]
         struct Config<'a> {
@@ -86,12 +103,6 @@ impl McpRow {
             },
         };
         serde_json::json!({ "id": self.id, "name": MCP_CLIENT_PLUGIN, "config": config })
-    }
-
-    /// The patch entry (`- insert: [row]`) as YAML text, ending in a newline.
-    pub fn to_patch_yaml(&self) -> String {
-        let patch = serde_json::json!([{ "insert": [self.to_value()] }]);
-        yaml_serde::to_string(&patch).expect("a JSON value always serializes to YAML")
     }
 }
 

@@ -134,6 +134,23 @@ impl DshkitServer {
         })
     }
 
+    /// The tools exactly as `tools/list` gives them and the prompts with their
+    /// text, as one JSON value: what a host that wraps the server (the DSH plugin)
+    /// needs to describe the tools without starting the server.
+    pub fn describe(&self) -> serde_json::Value {
+        let prompts: Vec<serde_json::Value> = self
+            .registry
+            .prompts
+            .iter()
+            .map(|p| serde_json::json!({ "name": p.name, "title": p.title, "description": p.description, "text": p.text }))
+            .collect();
+        serde_json::json!({
+            "server": { "name": self.registry.options.name, "version": self.registry.options.version },
+            "tools": self.registry.tools,
+            "prompts": prompts,
+        })
+    }
+
     /// Names of the exposed tools, in listing order.
     pub fn tool_names(&self) -> Vec<String> {
         self.registry.tools.iter().map(|t| t.name.to_string()).collect()

@@ -344,6 +344,10 @@ impl From<PortConflictArg> for dshkit_liveloop::runtime::PortConflict {
 }
 
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each flag is one documented switch of `dshkit mcp`"
+)]
 pub(crate) struct McpArgs {
     /// Serve over stdio (the default).
     #[arg(long, conflicts_with = "http")]
@@ -408,6 +412,11 @@ pub(crate) struct McpArgs {
     /// Longest a tool call may run, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
     pub(crate) tool_timeout: u64,
+
+    /// Print the tools (as `tools/list` gives them) and the prompts as JSON, then exit
+    /// without serving.
+    #[arg(long, conflicts_with_all = ["stdio", "http"])]
+    pub(crate) describe: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -416,6 +425,38 @@ pub(crate) enum DshCommand {
     McpRow(RowArgs),
     /// Add that row to a profile's cordis.patch.yml (atomic, idempotent, with a backup).
     Connect(ConnectArgs),
+    /// Install the native DSH plugin (approvals, screenshots as attachments, guidance,
+    /// skills) into a profile, replacing a `connect` row; proves the profile still boots.
+    Install(InstallArgs),
+    /// Remove what `install` wrote (the plugin, its link, its patch row); evidence is kept.
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    /// The profile to install into.
+    #[arg(long, default_value = "web")]
+    pub(crate) profile: String,
+
+    /// DSH home (default: $DSH_HOME, else ~/.dsh).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dsh_home: Option<PathBuf>,
+
+    /// Skip the boot proof (`dshkit check --live` on the profile). Without it, an
+    /// install whose profile does not boot, or cannot be booted here, is rolled back.
+    #[arg(long)]
+    pub(crate) no_boot_check: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UninstallArgs {
+    /// The profile to remove the plugin from.
+    #[arg(long, default_value = "web")]
+    pub(crate) profile: String,
+
+    /// DSH home (default: $DSH_HOME, else ~/.dsh).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dsh_home: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -37,7 +37,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         match cli.command {
             cli::Command::Mcp(args) => commands::mcp::run(args, out).await,
             cli::Command::Doctor => Ok(commands::doctor::run(out).await),
-            cli::Command::Dsh(command) => commands::dsh::run(command, out),
+            cli::Command::Dsh(command) => commands::dsh::run(command, out).await,
             cli::Command::Check(args) => commands::check::run(args, out).await,
             cli::Command::Detect(args) => commands::liveloop::detect_command(&args, out),
             cli::Command::Run(args) => commands::liveloop::run_command(args, out).await,

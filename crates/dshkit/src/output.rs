@@ -59,3 +59,11 @@ pub(crate) enum Color {
     Yellow = 33,
     Dim = 2,
 }
+
+/// Progress for people, on stderr (stdout carries the result).
+pub(crate) fn progress(message: &str) {
+    #[expect(clippy::print_stderr, reason = "progress lines of a long command")]
+    {
+        eprintln!("dshkit: {message}");
+    }
+}

@@ -1,18 +1,19 @@
-//! `dshkit dsh mcp-row` and `dshkit dsh connect`.
+//! `dshkit dsh mcp-row`, `connect`, `install` and `uninstall`.
 
 use std::collections::BTreeMap;
 
 use anyhow::Context;
+use dshkit_dsh::install;
 use dshkit_dsh::patch::{self, Outcome};
 use dshkit_dsh::row::{McpRow, Transport};
 use dshkit_env::{Environment, dsh, vars};
 
-use crate::cli::{ConnectArgs, DshCommand, RowArgs};
+use crate::cli::{ConnectArgs, DshCommand, InstallArgs, RowArgs, UninstallArgs};
 use crate::commands::mcp::resolve_token;
 use crate::exit::{self, Failure};
 use crate::output::Output;
 
-pub(crate) fn run(command: DshCommand, out: Output) -> Result<u8, Failure> {
+pub(crate) async fn run(command: DshCommand, out: Output) -> Result<u8, Failure> {
     match command {
         DshCommand::McpRow(args) => {
             let row = build_row(&args)?;
@@ -24,6 +25,8 @@ pub(crate) fn run(command: DshCommand, out: Output) -> Result<u8, Failure> {
             Ok(exit::SUCCESS)
         }
         DshCommand::Connect(args) => connect(&args, out),
+        DshCommand::Install(args) => install(args, out).await,
+        DshCommand::Uninstall(args) => uninstall(&args, out),
     }
 }
 
@@ -87,6 +90,7 @@ fn connect(args: &ConnectArgs, out: Output) -> Result<u8, Failure> {
             Outcome::Added => "dshkit's row added",
             Outcome::Updated => "dshkit's row updated",
             Outcome::Unchanged => "already connected; nothing changed",
+            Outcome::Removed => "dshkit's row removed",
         };
         let mut text = format!("{}: {what}\n", report.path.display());
         if let Some(backup) = &report.backup {
@@ -96,6 +100,147 @@ fn connect(args: &ConnectArgs, out: Output) -> Result<u8, Failure> {
             "DSH's model sees the tools as mcp__{}__<tool>; restart the `{}` profile to load them.\n",
             row.server_name, args.profile
         ));
+        out.write(&text);
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn home_of(explicit: Option<&std::path::Path>) -> Result<std::path::PathBuf, Failure> {
+    let env = Environment::from_process();
+    explicit
+        .map(std::path::Path::to_owned)
+        .or_else(|| dsh::home(&env))
+        .map(|home| absolute(&home))
+        .context("no DSH home: pass --dsh-home or set DSH_HOME")
+        .map_err(Failure::refused)
+}
+
+fn install_failure(error: install::InstallError) -> Failure {
+    match error {
+        install::InstallError::Io { .. } | install::InstallError::Patch(patch::PatchError::Io { .. }) => {
+            Failure::runtime(error)
+        }
+        other => Failure::refused(other),
+    }
+}
+
+async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
+    let home = home_of(args.dsh_home.as_deref())?;
+    let profile_dir = dsh::profile_dir(&home, &args.profile);
+    let binary = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("failed to find the path of the running dshkit executable")
+        .map_err(Failure::runtime)?;
+    let row = install::PluginRow {
+        binary,
+        dsh_home: Some(home.clone()),
+    };
+    let report = install::install(&profile_dir, &row).map_err(install_failure)?;
+    let proof = if args.no_boot_check {
+        None
+    } else {
+        crate::output::progress(&format!(
+            "proving the `{}` profile still boots (dshkit check --live) ...",
+            args.profile
+        ));
+        let options = crate::tools::check::options(
+            crate::tools::check::CheckArgs {
+                dsh_home: Some(home.clone()),
+                profile: Some(args.profile.clone()),
+                live: true,
+                ..Default::default()
+            },
+            &Environment::from_process(),
+        )
+        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+        let check = dshkit_check::run(options).await;
+        let boot = check.check("live_boot").cloned();
+        let proven = check.ok
+            && boot
+                .as_ref()
+                .is_some_and(|b| b.status == dshkit_check::Status::Pass);
+        if !proven {
+            install::restore(&profile_dir, report.previous_patch.as_deref()).map_err(install_failure)?;
+            let why = match &boot {
+                Some(b) if b.status == dshkit_check::Status::NotTested => format!(
+                    "the boot could not be tried here: {} (pass --no-boot-check to install without the proof)",
+                    b.detail
+                ),
+                _ => "the profile does not pass `dshkit check --live` with the plugin".to_owned(),
+            };
+            let mut text = format!(
+                "dshkit dsh install: rolled back ({}: the patch file is as it was): {why}\n",
+                profile_dir.display()
+            );
+            text.push_str(&crate::tools::check::compact_text(&check));
+            if out.json {
+                out.json(&serde_json::json!({ "installed": false, "reason": why, "check": check }));
+            } else {
+                out.write(&text);
+            }
+            return Ok(exit::PROBLEM_FOUND);
+        }
+        boot
+    };
+    if out.json {
+        out.json(&serde_json::json!({ "installed": true, "install": report, "bootProof": proof }));
+    } else {
+        let mut text = format!(
+            "{}: the dshkit plugin {} (binary {})\n",
+            report.plugin_dir.display(),
+            if report.files_changed {
+                "written"
+            } else {
+                "already current"
+            },
+            row.binary.display()
+        );
+        text.push_str(&format!(
+            "{}: {}\n",
+            report.patch.path.display(),
+            match report.patch.outcome {
+                Outcome::Created => "created with the plugin row",
+                Outcome::Added => "plugin row added",
+                Outcome::Updated => "dshkit's block now holds the plugin row (a connect row is replaced)",
+                Outcome::Unchanged | Outcome::Removed => "already installed; nothing changed",
+            }
+        ));
+        if let Some(backup) = &report.patch.backup {
+            text.push_str(&format!("backup of the previous file: {}\n", backup.display()));
+        }
+        match &proof {
+            Some(boot) => text.push_str(&format!("boot proven: {}\n", boot.detail)),
+            None => text.push_str("boot not proven (--no-boot-check)\n"),
+        }
+        text.push_str(&format!(
+            "Restart the `{}` profile: the model sees liveloop_verify, plugin_check and the other tools natively.\n",
+            args.profile
+        ));
+        out.write(&text);
+    }
+    Ok(exit::SUCCESS)
+}
+
+fn uninstall(args: &UninstallArgs, out: Output) -> Result<u8, Failure> {
+    let home = home_of(args.dsh_home.as_deref())?;
+    let profile_dir = dsh::profile_dir(&home, &args.profile);
+    let report = install::uninstall(&profile_dir).map_err(install_failure)?;
+    if out.json {
+        out.json(&report);
+    } else {
+        let mut text = String::new();
+        for path in &report.removed {
+            text.push_str(&format!("removed {}\n", path.display()));
+        }
+        text.push_str(&format!(
+            "{}: {}\n",
+            report.patch.path.display(),
+            match report.patch.outcome {
+                Outcome::Removed => "dshkit's block removed",
+                _ => "had no dshkit block; unchanged",
+            }
+        ));
+        text.push_str("Evidence (reports, screenshots) is kept.\n");
         out.write(&text);
     }
     Ok(exit::SUCCESS)

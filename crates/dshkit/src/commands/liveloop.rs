@@ -16,15 +16,7 @@ use dshkit_liveloop::verify::{
 
 use crate::cli::{DetectArgs, RunArgs, VerifyArgs};
 use crate::exit::{self, Failure};
-use crate::output::{Color, Output};
-
-/// Progress for people, on stderr (stdout carries the result).
-fn progress(message: &str) {
-    #[expect(clippy::print_stderr, reason = "progress lines of a long command")]
-    {
-        eprintln!("dshkit: {message}");
-    }
-}
+use crate::output::{Color, Output, progress};
 
 fn detection_of(dir: &Path) -> Result<Detection, Failure> {
     detect(dir, None).map_err(Failure::refused)

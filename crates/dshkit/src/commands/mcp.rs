@@ -62,6 +62,10 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         args.tools.as_deref(),
     )
     .map_err(Failure::refused)?;
+    if args.describe {
+        out.json(&server.describe());
+        return Ok(exit::SUCCESS);
+    }
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
 

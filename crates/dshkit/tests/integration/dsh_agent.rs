@@ -66,7 +66,7 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
 
 /// A fresh HOME whose DSH home (`<home>/dsh`) has the headless profile, made by the
 /// real `dsh`.
-fn headless_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn headless_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
     let home = tempfile::tempdir().unwrap();
     let dsh_home = home.path().join("dsh");
     let made =
@@ -77,7 +77,7 @@ fn headless_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
 
 /// Runs one headless DSH turn (with `patch` as an extra overlay when given) against
 /// the fake model; returns stdout.
-fn dsh_turn(
+pub(crate) fn dsh_turn(
     peers: &Peers,
     home: &std::path::Path,
     patch: Option<&std::path::Path>,

@@ -3,6 +3,7 @@
 mod cli;
 mod conformance;
 mod dsh_agent;
+mod dsh_plugin;
 mod echo;
 mod liveloop_app;
 mod liveloop_tool;

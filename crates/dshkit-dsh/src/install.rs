@@ -1,0 +1,409 @@
+//! `dshkit dsh install` / `uninstall`: the native DSH plugin (`packages/dsh-plugin`,
+//! embedded in the binary) written into a profile.
+//!
+//! What install writes, and all that uninstall removes:
+//! - `plugins/dshkit/`: the package files plus [`INSTALL_MARKER`], which names them;
+//! - `node_modules/@local/dshkit`, a link to `../../plugins/dshkit`;
+//! - dshkit's block in `cordis.patch.yml`, now holding the plugin row (which
+//!   replaces a `dshkit dsh connect` MCP row, so the tools are not loaded twice).
+//!
+//! The files and the link change nothing DSH loads until the patch row names them,
+//! and the patch is written last and atomically (with a backup): a failed install
+//! leaves the profile loading what it loaded before.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+#[cfg(test)]
+use crate::patch::Outcome;
+use crate::patch::{self, ConnectReport, ManagedRow, PatchError};
+
+/// The loader entry id and the plugin's directory name under `plugins/`.
+pub const PLUGIN_ID: &str = "dshkit";
+/// The package name the row loads.
+pub const PLUGIN_PACKAGE: &str = "@local/dshkit";
+/// The file in the plugin directory that says dshkit installed it.
+pub const INSTALL_MARKER: &str = ".dshkit-install.json";
+
+/// The plugin package, embedded: (path inside the package, contents).
+pub const PLUGIN_FILES: &[(&str, &str)] = &[
+    (
+        "package.json",
+        include_str!("../../../packages/dsh-plugin/package.json"),
+    ),
+    ("index.js", include_str!("../../../packages/dsh-plugin/index.js")),
+];
+
+/// The patch row that loads the plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRow {
+    /// The dshkit executable the plugin runs (absolute).
+    pub binary: PathBuf,
+    /// DSH home passed to the sidecar (DSH strips `DSH_*` from its children).
+    pub dsh_home: Option<PathBuf>,
+}
+
+impl ManagedRow for PluginRow {
+    fn id(&self) -> &str {
+        PLUGIN_ID
+    }
+
+    fn to_value(&self) -> Value {
+        let mut config = serde_json::Map::new();
+        config.insert("binary".into(), Value::String(self.binary.display().to_string()));
+        if let Some(home) = &self.dsh_home {
+            config.insert("dshHome".into(), Value::String(home.display().to_string()));
+        }
+        serde_json::json!({ "id": PLUGIN_ID, "name": PLUGIN_PACKAGE, "config": config })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    #[error(
+        "profile directory {0} does not exist; create the profile first, e.g. `dsh web --dump-default-config`"
+    )]
+    NoProfile(PathBuf),
+    #[error(
+        "{0} exists and dshkit did not install it (no {INSTALL_MARKER}); move it away, or install into another profile"
+    )]
+    ForeignPlugin(PathBuf),
+    #[error(
+        "{path} exists and is not dshkit's link to ../../plugins/{PLUGIN_ID}; remove it and install again"
+    )]
+    ForeignLink { path: PathBuf },
+    #[error(transparent)]
+    Patch(#[from] PatchError),
+    #[error("failed to {action} {path}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What install did.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallReport {
+    /// The plugin directory.
+    pub plugin_dir: PathBuf,
+    /// Whether its files changed (false: they already were these).
+    pub files_changed: bool,
+    /// The `node_modules/@local/dshkit` link.
+    pub link: PathBuf,
+    /// The patch edit.
+    pub patch: ConnectReport,
+    /// The patch file before the edit (`None`: there was none), for [`restore`].
+    #[serde(skip)]
+    pub previous_patch: Option<String>,
+}
+
+/// What uninstall removed.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UninstallReport {
+    pub patch: ConnectReport,
+    pub removed: Vec<PathBuf>,
+}
+
+/// Writes the plugin into `profile_dir` and points dshkit's patch block at it.
+pub fn install(profile_dir: &Path, row: &PluginRow) -> Result<InstallReport, InstallError> {
+    if !profile_dir.is_dir() {
+        return Err(InstallError::NoProfile(profile_dir.to_owned()));
+    }
+    let plugin_dir = profile_dir.join("plugins").join(PLUGIN_ID);
+    let files_changed = write_plugin(&plugin_dir)?;
+    let link = link_plugin(profile_dir)?;
+    let patch_path = profile_dir.join("cordis.patch.yml");
+    let previous_patch = match std::fs::read_to_string(&patch_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(InstallError::Io {
+                action: "read",
+                path: patch_path,
+                source,
+            });
+        }
+    };
+    let patch = patch::connect(profile_dir, row)?;
+    Ok(InstallReport {
+        plugin_dir,
+        files_changed,
+        link,
+        patch,
+        previous_patch,
+    })
+}
+
+/// Puts the patch file back as it was before an install (removing it if there was
+/// none), for an install whose profile then failed its check.
+pub fn restore(profile_dir: &Path, previous: Option<&str>) -> Result<(), InstallError> {
+    let path = profile_dir.join("cordis.patch.yml");
+    match previous {
+        Some(text) => patch::write_atomic(&path, text.as_bytes())?,
+        None => match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(InstallError::Io {
+                    action: "remove",
+                    path,
+                    source,
+                });
+            }
+        },
+    }
+    Ok(())
+}
+
+/// Removes what install wrote, and nothing else: dshkit's patch block, the link if it
+/// is dshkit's, and the plugin directory if it carries the install marker. Evidence
+/// lives elsewhere and is never touched.
+pub fn uninstall(profile_dir: &Path) -> Result<UninstallReport, InstallError> {
+    if !profile_dir.is_dir() {
+        return Err(InstallError::NoProfile(profile_dir.to_owned()));
+    }
+    let patch = patch::disconnect(profile_dir)?;
+    let mut removed = Vec::new();
+    let link = link_path(profile_dir);
+    if std::fs::read_link(&link).is_ok_and(|target| target == link_target()) {
+        std::fs::remove_file(&link).map_err(|source| InstallError::Io {
+            action: "remove",
+            path: link.clone(),
+            source,
+        })?;
+        removed.push(link);
+    }
+    let plugin_dir = profile_dir.join("plugins").join(PLUGIN_ID);
+    if plugin_dir.join(INSTALL_MARKER).is_file() {
+        std::fs::remove_dir_all(&plugin_dir).map_err(|source| InstallError::Io {
+            action: "remove",
+            path: plugin_dir.clone(),
+            source,
+        })?;
+        removed.push(plugin_dir);
+    }
+    Ok(UninstallReport { patch, removed })
+}
+
+/// The marker's content: which files dshkit wrote, so a reinstall can tell ours.
+fn marker() -> String {
+    let files: Vec<&str> = PLUGIN_FILES.iter().map(|(name, _)| *name).collect();
+    serde_json::to_string_pretty(&serde_json::json!({
+        "installedBy": "dshkit dsh install",
+        "version": env!("CARGO_PKG_VERSION"),
+        "files": files,
+    }))
+    .expect("JSON")
+}
+
+/// Writes the package into `plugin_dir` through a staged sibling directory and a
+/// rename; returns false when it already held exactly these files.
+fn write_plugin(plugin_dir: &Path) -> Result<bool, InstallError> {
+    let io = |action, path: &Path, source| InstallError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    };
+    if plugin_dir.exists() {
+        if !plugin_dir.join(INSTALL_MARKER).is_file() {
+            return Err(InstallError::ForeignPlugin(plugin_dir.to_owned()));
+        }
+        let same = std::iter::once((INSTALL_MARKER, marker().as_str().to_owned()))
+            .chain(PLUGIN_FILES.iter().map(|(n, c)| (*n, (*c).to_owned())))
+            .all(|(name, content)| {
+                std::fs::read_to_string(plugin_dir.join(name)).is_ok_and(|c| c == content)
+            });
+        if same {
+            return Ok(false);
+        }
+    }
+    let parent = plugin_dir.parent().expect("plugins/dshkit has a parent");
+    std::fs::create_dir_all(parent).map_err(|e| io("create", parent, e))?;
+    let staged = parent.join(format!(".{PLUGIN_ID}.dshkit-new-{}", std::process::id()));
+    let old = parent.join(format!(".{PLUGIN_ID}.dshkit-old-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staged);
+    let result = (|| {
+        std::fs::create_dir(&staged).map_err(|e| io("create", &staged, e))?;
+        for (name, content) in PLUGIN_FILES {
+            patch::write_atomic(&staged.join(name), content.as_bytes())?;
+        }
+        patch::write_atomic(&staged.join(INSTALL_MARKER), marker().as_bytes())?;
+        if plugin_dir.exists() {
+            std::fs::rename(plugin_dir, &old).map_err(|e| io("move aside", plugin_dir, e))?;
+        }
+        std::fs::rename(&staged, plugin_dir).map_err(|e| io("install", plugin_dir, e))?;
+        let _ = std::fs::remove_dir_all(&old);
+        Ok(true)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&staged);
+        if !plugin_dir.exists() && old.exists() {
+            let _ = std::fs::rename(&old, plugin_dir);
+        }
+    }
+    result
+}
+
+fn link_path(profile_dir: &Path) -> PathBuf {
+    profile_dir.join("node_modules/@local").join(PLUGIN_ID)
+}
+
+fn link_target() -> PathBuf {
+    Path::new("../../plugins").join(PLUGIN_ID)
+}
+
+/// `node_modules/@local/dshkit -> ../../plugins/dshkit`, the way DSH links local plugins.
+fn link_plugin(profile_dir: &Path) -> Result<PathBuf, InstallError> {
+    let link = link_path(profile_dir);
+    match std::fs::read_link(&link) {
+        Ok(target) if target == link_target() => return Ok(link),
+        Ok(_) => return Err(InstallError::ForeignLink { path: link }),
+        Err(_) if link.symlink_metadata().is_ok() => return Err(InstallError::ForeignLink { path: link }),
+        Err(_) => {}
+    }
+    let parent = link.parent().expect("the link has a parent");
+    std::fs::create_dir_all(parent).map_err(|source| InstallError::Io {
+        action: "create",
+        path: parent.to_owned(),
+        source,
+    })?;
+    std::os::unix::fs::symlink(link_target(), &link).map_err(|source| InstallError::Io {
+        action: "link",
+        path: link.clone(),
+        source,
+    })?;
+    Ok(link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("cordis.patch.yml"),
+            "# mine\n- insert:\n    - id: other\n      name: '@local/other'\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    fn row() -> PluginRow {
+        PluginRow {
+            binary: "/opt/dshkit".into(),
+            dsh_home: Some("/home/u/.dsh".into()),
+        }
+    }
+
+    #[test]
+    fn install_writes_the_package_the_link_and_the_row_and_is_idempotent() {
+        let dir = profile();
+        let first = install(dir.path(), &row()).unwrap();
+        assert!(first.files_changed);
+        assert_eq!(first.patch.outcome, Outcome::Added);
+        for (name, content) in PLUGIN_FILES {
+            assert_eq!(
+                &std::fs::read_to_string(first.plugin_dir.join(name)).unwrap(),
+                content
+            );
+        }
+        assert_eq!(std::fs::read_link(&first.link).unwrap(), link_target());
+        assert!(first.link.join("index.js").is_file(), "the link resolves");
+        let text = std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap();
+        assert!(text.starts_with("# mine\n- insert:\n    - id: other\n"), "{text}");
+        let parsed = patch::parse_list(Path::new("p"), &text).unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[1]["insert"][0]["config"]["binary"], "/opt/dshkit");
+
+        let again = install(dir.path(), &row()).unwrap();
+        assert!(!again.files_changed);
+        assert_eq!(again.patch.outcome, Outcome::Unchanged);
+    }
+
+    #[test]
+    fn install_replaces_the_connect_row_and_uninstall_removes_only_its_own() {
+        let dir = profile();
+        let mcp = crate::row::McpRow::new(crate::row::Transport::Stdio {
+            command: "/opt/dshkit".into(),
+            args: vec!["mcp".into()],
+        });
+        patch::connect(dir.path(), &mcp).unwrap();
+        let report = install(dir.path(), &row()).unwrap();
+        assert_eq!(report.patch.outcome, Outcome::Updated);
+        let text = std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap();
+        assert!(
+            !text.contains("dsh-mcp-client"),
+            "the MCP row is replaced: {text}"
+        );
+        // Someone else's file beside ours stays.
+        std::fs::write(dir.path().join("plugins/keep.txt"), "x").unwrap();
+
+        let removed = uninstall(dir.path()).unwrap();
+        assert_eq!(removed.patch.outcome, Outcome::Removed);
+        assert_eq!(removed.removed.len(), 2, "{removed:?}");
+        let text = std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap();
+        assert_eq!(
+            text,
+            "# mine\n- insert:\n    - id: other\n      name: '@local/other'\n"
+        );
+        assert!(dir.path().join("plugins/keep.txt").is_file());
+        assert!(!dir.path().join("plugins/dshkit").exists());
+        let nothing = uninstall(dir.path()).unwrap();
+        assert_eq!(nothing.patch.outcome, Outcome::Unchanged);
+        assert!(nothing.removed.is_empty());
+    }
+
+    #[test]
+    fn a_plugin_directory_or_link_dshkit_did_not_write_is_refused_and_kept() {
+        let dir = profile();
+        std::fs::create_dir_all(dir.path().join("plugins/dshkit")).unwrap();
+        std::fs::write(dir.path().join("plugins/dshkit/index.js"), "theirs").unwrap();
+        let before = std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap();
+        assert!(matches!(
+            install(dir.path(), &row()),
+            Err(InstallError::ForeignPlugin(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("plugins/dshkit/index.js")).unwrap(),
+            "theirs"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap(),
+            before
+        );
+        let removed = uninstall(dir.path()).unwrap();
+        assert!(removed.removed.is_empty(), "not ours: {removed:?}");
+        assert!(dir.path().join("plugins/dshkit/index.js").is_file());
+
+        let other = profile();
+        std::fs::create_dir_all(other.path().join("node_modules/@local")).unwrap();
+        std::os::unix::fs::symlink("/elsewhere", other.path().join("node_modules/@local/dshkit")).unwrap();
+        assert!(matches!(
+            install(other.path(), &row()),
+            Err(InstallError::ForeignLink { .. })
+        ));
+    }
+
+    #[test]
+    fn restore_puts_the_patch_back() {
+        let dir = profile();
+        let report = install(dir.path(), &row()).unwrap();
+        restore(dir.path(), report.previous_patch.as_deref()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap(),
+            report.previous_patch.unwrap()
+        );
+        let empty = tempfile::tempdir().unwrap();
+        let report = install(empty.path(), &row()).unwrap();
+        assert!(report.previous_patch.is_none());
+        restore(empty.path(), None).unwrap();
+        assert!(!empty.path().join("cordis.patch.yml").exists());
+    }
+}

@@ -1,0 +1,134 @@
+//! The native DSH plugin (`dshkit dsh install`) in a real DSH: its tools are DSH's
+//! own (no `mcp__` prefix), a verification's screenshot becomes a DSH attachment,
+//! a dev-server start needs the user's approval, and nothing is left running.
+
+use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers};
+
+use crate::dsh_agent::{dsh_turn, headless_home};
+use crate::support::{dshkit_command, output};
+
+const PAGE: &str = "<!doctype html><title>Native</title><h1>Hello from the native plugin</h1>";
+
+fn install(
+    home: &std::path::Path,
+    dsh_home: &std::path::Path,
+    profile: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    output(
+        dshkit_command(home)
+            .env("PATH", Peers::get().path_var())
+            .args(["dsh", "install", "--profile", profile])
+            .args(extra)
+            .arg("--dsh-home")
+            .arg(dsh_home),
+    )
+}
+
+/// Live processes started with this DSH home in their environment (the sidecar and
+/// anything it started): DSH passes it to the sidecar, nothing else has it.
+fn processes_of(dsh_home: &std::path::Path) -> Vec<String> {
+    let needle = format!("DSH_HOME={}", dsh_home.display());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        });
+        if !zombie && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            found.push(format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmdline).replace('\0', " ")
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attached() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route("/", axum::routing::get(|| async { axum::response::Html(PAGE) })),
+        true,
+    );
+    let arguments = serde_json::json!({
+        "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
+        "assertions": [{ "kind": "text_present", "text": "Hello from the native plugin" }],
+    });
+    let model = FakeModel::start("liveloop_verify", &arguments);
+    let stdout = dsh_turn(&peers, home.path(), None, &model, "Verify the app.");
+
+    let offered: Vec<String> = model
+        .requests()
+        .iter()
+        .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    for tool in [
+        "liveloop_verify",
+        "liveloop_runtime",
+        "plugin_check",
+        "liveloop_browser",
+    ] {
+        assert!(
+            offered.iter().any(|n| n == tool),
+            "{tool} is not offered natively: {offered:?}"
+        );
+    }
+    assert!(
+        !offered.iter().any(|n| n.starts_with("mcp__dshkit__")),
+        "the tools are not doubled through MCP: {offered:?}"
+    );
+    let answer = stdout
+        .split(ANSWER_PREFIX)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"));
+    assert!(answer.contains("VERIFIED"), "{answer}");
+    // The default model reads text only: it gets the attachment id, not the image.
+    let attachment = answer
+        .split("attached: screenshot ")
+        .nth(1)
+        .and_then(|rest| rest.split([' ', ',', '\n']).next())
+        .unwrap_or_else(|| panic!("no attachment id in the answer:\n{answer}"));
+    assert!(attachment.starts_with("sha256:"), "{answer}");
+    assert!(answer.contains("this model reads text only"), "{answer}");
+    // DSH's attachment store holds the screenshot itself, byte for byte.
+    let digest = attachment.trim_start_matches("sha256:");
+    let bucket = dsh_home.join("attachments/v1/objects").join(&digest[..2]);
+    let stored = std::fs::read_dir(&bucket)
+        .unwrap_or_else(|e| panic!("no attachment bucket {}: {e}", bucket.display()))
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(digest))
+        .unwrap_or_else(|| panic!("attachment {digest} is not stored under {}", bucket.display()));
+    let screenshot = answer
+        .split("screenshot: ")
+        .nth(1)
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("no screenshot path in the answer:\n{answer}"));
+    assert_eq!(
+        std::fs::read(stored.path()).unwrap(),
+        std::fs::read(screenshot).unwrap(),
+        "the attachment is the verification's screenshot"
+    );
+    let last = model.requests().last().cloned().unwrap();
+    assert!(
+        !last.to_string().contains("image_url"),
+        "a text-only model never receives an image block"
+    );
+    let left = processes_of(&dsh_home);
+    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+}
