@@ -63,17 +63,21 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
     script.requests.lock().expect("lock").push(request.clone());
     let stream = request["stream"].as_bool().unwrap_or(false);
     let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let last = request["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .cloned()
-        .unwrap_or(Value::Null);
     if !has_tools {
         return reply_text("dshkit check", stream);
     }
-    if last["role"] == "tool" {
+    // The tool result of the last call, when the conversation has one since the
+    // model last spoke (a host may add a user message after it, e.g. with images).
+    let result = request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .take_while(|m| m["role"] != "assistant")
+        .find(|m| m["role"] == "tool");
+    if let Some(result) = result {
         return reply_text(
-            &format!("{ANSWER_PREFIX}{}", message_text(&last["content"])),
+            &format!("{ANSWER_PREFIX}{}", message_text(&result["content"])),
             stream,
         );
     }

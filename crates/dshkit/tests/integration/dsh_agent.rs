@@ -84,7 +84,22 @@ pub(crate) fn dsh_turn(
     model: &FakeModel,
     task: &str,
 ) -> String {
+    dsh_turn_in(peers, home, None, patch, model, task)
+}
+
+/// [`dsh_turn`] with DSH started in `cwd` (its workspace).
+pub(crate) fn dsh_turn_in(
+    peers: &Peers,
+    home: &std::path::Path,
+    cwd: Option<&std::path::Path>,
+    patch: Option<&std::path::Path>,
+    model: &FakeModel,
+    task: &str,
+) -> String {
     let mut command = dsh_command(peers, home);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
     command.args(["--profile", "headless"]);
     if let Some(patch) = patch {
         command.arg("--patch").arg(patch);

@@ -4,7 +4,7 @@
 
 use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers};
 
-use crate::dsh_agent::{dsh_turn, headless_home};
+use crate::dsh_agent::{dsh_turn, dsh_turn_in, headless_home};
 use crate::support::{dshkit_command, output};
 
 const PAGE: &str = "<!doctype html><title>Native</title><h1>Hello from the native plugin</h1>";
@@ -50,6 +50,27 @@ fn processes_of(dsh_home: &std::path::Path) -> Vec<String> {
     found
 }
 
+fn serve_page() -> dshkit_test::LoopbackServer {
+    dshkit_test::LoopbackServer::start(
+        axum::Router::new().route("/", axum::routing::get(|| async { axum::response::Html(PAGE) })),
+        true,
+    )
+}
+
+fn verify_arguments(app: &dshkit_test::LoopbackServer) -> serde_json::Value {
+    serde_json::json!({
+        "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
+        "assertions": [{ "kind": "text_present", "text": "Hello from the native plugin" }],
+    })
+}
+
+fn tool_answer(stdout: &str) -> &str {
+    stdout
+        .split(ANSWER_PREFIX)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"))
+}
+
 #[test]
 fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attached() {
     let peers = Peers::get();
@@ -61,15 +82,8 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         String::from_utf8_lossy(&installed.stderr)
     );
 
-    let app = dshkit_test::LoopbackServer::start(
-        axum::Router::new().route("/", axum::routing::get(|| async { axum::response::Html(PAGE) })),
-        true,
-    );
-    let arguments = serde_json::json!({
-        "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
-        "assertions": [{ "kind": "text_present", "text": "Hello from the native plugin" }],
-    });
-    let model = FakeModel::start("liveloop_verify", &arguments);
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
     let stdout = dsh_turn(&peers, home.path(), None, &model, "Verify the app.");
 
     let offered: Vec<String> = model
@@ -93,10 +107,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         !offered.iter().any(|n| n.starts_with("mcp__dshkit__")),
         "the tools are not doubled through MCP: {offered:?}"
     );
-    let answer = stdout
-        .split(ANSWER_PREFIX)
-        .nth(1)
-        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"));
+    let answer = tool_answer(&stdout);
     assert!(answer.contains("VERIFIED"), "{answer}");
     // The default model reads text only: it gets the attachment id, not the image.
     let attachment = answer
@@ -131,4 +142,92 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
     );
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+}
+
+#[test]
+fn a_model_that_accepts_images_receives_the_screenshot() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // The default model, declared image-capable in the provider's catalog.
+    let overlay = home.path().join("vision.patch.yml");
+    std::fs::write(
+        &overlay,
+        "- id: llm-deepseek\n  config:\n    models:\n      - id: deepseek-v4-flash\n        name: DeepSeek-V4-Flash\n        inputModalities: [text, image]\n",
+    )
+    .unwrap();
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let stdout = dsh_turn(&peers, home.path(), Some(&overlay), &model, "Verify the app.");
+    let answer = tool_answer(&stdout);
+    assert!(answer.contains("attached: screenshot sha256:"), "{answer}");
+    assert!(!answer.contains("reads text only"), "{answer}");
+    let last = model.requests().last().cloned().unwrap().to_string();
+    assert!(
+        last.contains("data:image/png;base64,iVBORw0KGgo"),
+        "the model request after the tool call carries the PNG: {}",
+        &last[..last.len().min(2000)]
+    );
+}
+
+#[test]
+fn a_headless_dev_server_start_is_refused_without_approval() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // A workspace with a real app the model would like to start.
+    let workspace = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
+    for entry in std::fs::read_dir(&example).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), workspace.path().join(entry.file_name())).unwrap();
+        }
+    }
+    // The model tries to approve its own start.
+    let model = FakeModel::start(
+        "liveloop_runtime",
+        &serde_json::json!({ "operation": "start", "confirm": true }),
+    );
+    let stdout = dsh_turn_in(
+        &peers,
+        home.path(),
+        Some(workspace.path()),
+        None,
+        &model,
+        "Start the app.",
+    );
+    let answer = tool_answer(&stdout);
+    assert!(
+        answer.contains("did not start the dev server") && answer.contains("no one can approve it"),
+        "{answer}"
+    );
+    // The model is never offered a way to approve itself.
+    let runtime = model
+        .requests()
+        .iter()
+        .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+        .find(|t| t["function"]["name"] == "liveloop_runtime")
+        .expect("liveloop_runtime is offered");
+    assert!(
+        runtime["function"]["parameters"]["properties"]
+            .get("confirm")
+            .is_none(),
+        "{runtime}"
+    );
+    assert!(
+        dshkit_test::processes_mentioning(&workspace.path().display().to_string()).is_empty(),
+        "nothing runs in the workspace"
+    );
+    let left = processes_of(&dsh_home);
+    assert!(left.is_empty(), "{left:#?}");
 }
