@@ -169,6 +169,13 @@ pub fn uninstall(profile_dir: &Path) -> Result<UninstallReport, InstallError> {
         return Err(InstallError::NoProfile(profile_dir.to_owned()));
     }
     let patch = patch::disconnect(profile_dir)?;
+    let removed = remove_files(profile_dir)?;
+    Ok(UninstallReport { patch, removed })
+}
+
+/// Removes the plugin directory (if it carries the install marker) and the link
+/// (if it is dshkit's); returns what it removed.
+pub fn remove_files(profile_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
     let mut removed = Vec::new();
     let link = link_path(profile_dir);
     if std::fs::read_link(&link).is_ok_and(|target| target == link_target()) {
@@ -188,7 +195,7 @@ pub fn uninstall(profile_dir: &Path) -> Result<UninstallReport, InstallError> {
         })?;
         removed.push(plugin_dir);
     }
-    Ok(UninstallReport { patch, removed })
+    Ok(removed)
 }
 
 /// The marker's content: which files dshkit wrote, so a reinstall can tell ours.

@@ -199,7 +199,11 @@ fn plan_block(
     let Some(row) = row else {
         return Ok(match block {
             Some(_) => {
-                let new_text = join(&outside);
+                let mut new_text = join(&outside);
+                // The block replaced DSH's empty list (`[]`); an empty layer gets it back.
+                if !outside.iter().any(|l| is_content(l)) {
+                    new_text.push_str("[]\n");
+                }
                 if parse_list(path, &new_text)? != base {
                     return Err(PatchError::Verification {
                         path: path.to_owned(),

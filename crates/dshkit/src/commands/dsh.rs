@@ -161,6 +161,14 @@ async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
                 .is_some_and(|b| b.status == dshkit_check::Status::Pass);
         if !proven {
             install::restore(&profile_dir, report.previous_patch.as_deref()).map_err(install_failure)?;
+            // Files nothing loads any more go too; an earlier install's stay.
+            if !report
+                .previous_patch
+                .as_deref()
+                .is_some_and(|p| p.contains(install::PLUGIN_PACKAGE))
+            {
+                install::remove_files(&profile_dir).map_err(install_failure)?;
+            }
             let why = match &boot {
                 Some(b) if b.status == dshkit_check::Status::NotTested => format!(
                     "the boot could not be tried here: {} (pass --no-boot-check to install without the proof)",

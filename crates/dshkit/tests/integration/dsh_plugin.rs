@@ -231,3 +231,124 @@ fn a_headless_dev_server_start_is_refused_without_approval() {
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "{left:#?}");
 }
+
+/// A fresh HOME whose DSH home has the `web` profile, made by the real `dsh`.
+fn web_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let made = output(crate::cli::dsh_command(peers, home.path()).args(["web", "--dump-default-config"]));
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let dsh_home = home.path().join("dsh");
+    (home, dsh_home)
+}
+
+#[test]
+fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let profile = dsh_home.join("profiles/web");
+    let patch = profile.join("cordis.patch.yml");
+    let original = std::fs::read_to_string(&patch).unwrap();
+
+    let installed = install(home.path(), &dsh_home, "web", &["--json"]);
+    let report = crate::support::stdout_json(&installed);
+    assert_eq!(installed.status.code(), Some(0), "{report}");
+    assert_eq!(report["installed"], true);
+    assert_eq!(report["bootProof"]["status"], "pass", "{report}");
+    // DSH itself composes the plugin row into the tree it boots.
+    let dumped =
+        output(crate::cli::dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
+    let tree = String::from_utf8_lossy(&dumped.stdout);
+    assert!(
+        tree.contains("'@local/dshkit'")
+            || tree.contains("\"@local/dshkit\"")
+            || tree.contains("@local/dshkit"),
+        "{tree}"
+    );
+
+    // Evidence written meanwhile is never touched by uninstall.
+    let evidence = home.path().join(".local/state/dshkit/evidence/keep.json");
+    std::fs::create_dir_all(evidence.parent().unwrap()).unwrap();
+    std::fs::write(&evidence, "{}").unwrap();
+    let removed = output(
+        dshkit_command(home.path())
+            .args(["dsh", "uninstall", "--profile", "web", "--dsh-home"])
+            .arg(&dsh_home),
+    );
+    assert!(
+        removed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&removed.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&patch).unwrap(),
+        original,
+        "the patch file is as before"
+    );
+    assert!(!profile.join("plugins/dshkit").exists());
+    assert!(
+        profile
+            .join("node_modules/@local/dshkit")
+            .symlink_metadata()
+            .is_err()
+    );
+    assert!(evidence.is_file(), "evidence is kept");
+    let check = output(
+        dshkit_command(home.path())
+            .env("PATH", peers.path_var())
+            .args(["check", "--live", "--json", "--dsh-home"])
+            .arg(&dsh_home),
+    );
+    let check = crate::support::stdout_json(&check);
+    assert_eq!(check["ok"], true, "the uninstalled profile boots: {check}");
+}
+
+#[test]
+fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let profile = dsh_home.join("profiles/web");
+    // The user's own broken plugin: the profile would not boot with or without dshkit.
+    let broken = profile.join("plugins/broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("package.json"),
+        r#"{"name":"@local/broken","type":"module","main":"index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        broken.join("index.js"),
+        "export const name = 'broken';\nexport function apply() {\n",
+    )
+    .unwrap();
+    let patch = profile.join("cordis.patch.yml");
+    std::fs::write(
+        &patch,
+        "- insert:\n    - id: broken\n      name: '@local/broken'\n",
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(&patch).unwrap();
+
+    let installed = install(home.path(), &dsh_home, "web", &["--json"]);
+    assert_eq!(
+        installed.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&installed.stdout)
+    );
+    let report = crate::support::stdout_json(&installed);
+    assert_eq!(report["installed"], false, "{report}");
+    assert!(
+        report["reason"].as_str().unwrap().contains("does not pass"),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&patch).unwrap(),
+        before,
+        "the patch file is exactly as before"
+    );
+    assert!(
+        !profile.join("plugins/dshkit").exists(),
+        "the unused plugin files are removed"
+    );
+    assert!(broken.join("index.js").is_file(), "the user's files are kept");
+}
