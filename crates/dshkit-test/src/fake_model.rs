@@ -1,7 +1,10 @@
 //! A loopback stand-in for the LLM, speaking the OpenAI-compatible chat
 //! completions wire protocol that DSH's DeepSeek adapter uses
-//! (`DEEPSEEK_BASE_URL`). It scripts one turn: call `tool` once, then answer with
-//! the text of the tool's result so the final answer proves the result arrived.
+//! (`DEEPSEEK_BASE_URL`). It scripts one turn: call `tool` (once, or a given
+//! number of times), then answer with the text of the last tool result so the
+//! final answer proves the result arrived. A gated model holds each reply that
+//! follows a tool result until the test releases it, so a test can act between
+//! two calls of one turn.
 
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +25,8 @@ pub const ANSWER_PREFIX: &str = "Tool result follows: ";
 struct Script {
     tool: String,
     arguments: String,
+    calls: usize,
+    gate: Option<Arc<tokio::sync::Semaphore>>,
     requests: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -29,16 +34,26 @@ struct Script {
 pub struct FakeModel {
     pub url: String,
     requests: Arc<Mutex<Vec<Value>>>,
+    gate: Option<Arc<tokio::sync::Semaphore>>,
     _server: LoopbackServer,
 }
 
 impl FakeModel {
     /// Serves on `127.0.0.1:0`; the model calls `tool` with `arguments` first.
     pub fn start(tool: &str, arguments: &Value) -> Self {
+        Self::scripted(tool, arguments, 1, false)
+    }
+
+    /// The model calls `tool` `calls` times in one turn; when `gated`, every reply
+    /// after a tool result waits for [`FakeModel::release`].
+    pub fn scripted(tool: &str, arguments: &Value, calls: usize, gated: bool) -> Self {
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let gate = gated.then(|| Arc::new(tokio::sync::Semaphore::new(0)));
         let script = Script {
             tool: tool.to_owned(),
             arguments: arguments.to_string(),
+            calls,
+            gate: gate.clone(),
             requests: Arc::clone(&requests),
         };
         let app = axum::Router::new()
@@ -49,7 +64,15 @@ impl FakeModel {
         Self {
             url: format!("http://{}", server.addr),
             requests,
+            gate,
             _server: server,
+        }
+    }
+
+    /// Lets one held reply of a gated model go.
+    pub fn release(&self) {
+        if let Some(gate) = &self.gate {
+            gate.add_permits(1);
         }
     }
 
@@ -68,21 +91,26 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
     }
     // The tool result of the last call, when the conversation has one since the
     // model last spoke (a host may add a user message after it, e.g. with images).
-    let result = request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let result = messages
+        .iter()
         .rev()
         .take_while(|m| m["role"] != "assistant")
         .find(|m| m["role"] == "tool");
-    if let Some(result) = result {
+    let made = messages.iter().filter(|m| m["role"] == "tool").count();
+    if made > 0
+        && let Some(gate) = &script.gate
+    {
+        gate.acquire().await.expect("the gate is never closed").forget();
+    }
+    if let Some(result) = result.filter(|_| made >= script.calls) {
         return reply_text(
             &format!("{ANSWER_PREFIX}{}", message_text(&result["content"])),
             stream,
         );
     }
     let call = json!({
-        "index": 0, "id": "call_dshkit_1", "type": "function",
+        "index": 0, "id": format!("call_dshkit_{}", made + 1), "type": "function",
         "function": { "name": script.tool, "arguments": script.arguments },
     });
     if stream {

@@ -352,3 +352,56 @@ fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
     );
     assert!(broken.join("index.js").is_file(), "the user's files are kept");
 }
+
+#[test]
+fn a_killed_sidecar_is_restarted_by_the_next_call() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // Two doctor calls in one turn; the model waits after the first result.
+    let model = FakeModel::scripted("dshkit_doctor", &serde_json::json!({}), 2, true);
+    std::thread::scope(|scope| {
+        let turn = scope.spawn(|| dsh_turn(&peers, home.path(), None, &model, "Run the doctor twice."));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+        let sidecar = loop {
+            let answered = model
+                .requests()
+                .iter()
+                .any(|r| r.to_string().contains("\"role\":\"tool\""));
+            let sidecars: Vec<u32> = processes_of(&dsh_home)
+                .iter()
+                .filter(|p| p.contains("mcp --stdio"))
+                .filter_map(|p| p.split(':').next()?.parse().ok())
+                .collect();
+            if answered && let [pid] = sidecars[..] {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the first call never completed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        // Kill it between the two calls, then let the model call again.
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(sidecar).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        model.release();
+        model.release();
+        let stdout = turn.join().unwrap();
+        let answer = tool_answer(&stdout);
+        assert!(
+            answer.contains("dshkit doctor:"),
+            "the second call was answered: {answer}"
+        );
+    });
+    let left = processes_of(&dsh_home);
+    assert!(left.is_empty(), "{left:#?}");
+}
