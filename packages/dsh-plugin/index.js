@@ -34,6 +34,10 @@ const HEALTHY_RUN_MS = 30000;
 /** DSH's attachment limits: bytes per image and pixels per side. */
 const MAX_ATTACHMENT_BYTES = 3.5 * 1024 * 1024;
 const MAX_ATTACHMENT_SIDE = 2000;
+/** Recent verification reports whose images the UI may fetch (older ones are dropped). */
+const MAX_KNOWN_REPORTS = 32;
+/** Longest the framing probe of an app URL waits. */
+const FRAME_PROBE_MS = 3000;
 /** Tools whose start/restart operations run a program and need the user's approval. */
 const NEEDS_APPROVAL = { liveloop_runtime: ['start', 'restart'] };
 
@@ -87,10 +91,15 @@ export async function apply(ctx, config) {
   const described = await describe(ctx, binary, env);
   const sidecar = new Sidecar(ctx, [binary, 'mcp', '--stdio'], env);
   ctx.effect(() => () => sidecar.stop(), 'dshkit sidecar');
+  const verifications = new Verifications();
 
   for (const tool of described.tools) {
-    ctx.tools.register(nativeTool(ctx, sidecar, tool));
+    ctx.tools.register(nativeTool(ctx, sidecar, tool, verifications));
   }
+  // The browser half's channel (web profiles only): loopback callers only.
+  ctx.inject(['connection'], (inner) => {
+    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications), { authority: 'loopback' });
+  });
   ctx.inject(['systemPrompt'], (inner) => {
     inner.systemPrompt.section({ name: 'dshkit:verification-loop', order: 150, text: GUIDANCE });
   });
@@ -105,7 +114,7 @@ function sidecarEnv(config) {
   const env = {};
   const home = config?.dshHome ?? process.env.DSH_HOME;
   if (home) env.DSH_HOME = home;
-  if (config?.evidenceDir) env.DSHKIT_EVIDENCE_DIR = config.evidenceDir;
+  if (config?.evidenceRoot) env.DSHKIT_EVIDENCE_ROOT = config.evidenceRoot;
   return env;
 }
 
@@ -135,7 +144,7 @@ async function describe(ctx, binary, env) {
 }
 
 /** One DSH tool that forwards to the sidecar's tool of the same name. */
-function nativeTool(ctx, sidecar, tool) {
+function nativeTool(ctx, sidecar, tool, verifications) {
   const approvalOps = NEEDS_APPROVAL[tool.name];
   const parameters = approvalOps ? withoutConfirm(tool.inputSchema) : tool.inputSchema;
   const description = approvalOps
@@ -165,9 +174,136 @@ function nativeTool(ctx, sidecar, tool) {
       if (result.structuredContent !== undefined) value.structured = result.structuredContent;
       if (tool.name === 'liveloop_verify' && result.structuredContent) {
         await attachEvidence(ctx, exec, value);
+        verifications.record(args, value);
       }
       return value;
     },
+  };
+}
+
+/**
+ * What the Live Preview shows: the latest verification (and the arguments that
+ * made it, to run it again), and a bounded set of recent reports whose images the
+ * UI may read. Only image files dshkit's own reports named are ever served.
+ */
+class Verifications {
+  constructor() {
+    this.latest = undefined;
+    this.reports = new Map(); // report path -> { screenshot, current, diff }
+    this.frames = new Map(); // app origin -> framing verdict
+  }
+
+  record(args, value) {
+    const report = value.structured;
+    const path = report.reportPath;
+    const images = { screenshot: report.screenshot?.path, current: report.diff?.current?.path, diff: report.diff?.diff?.path };
+    if (path) {
+      this.reports.delete(path);
+      this.reports.set(path, images);
+      while (this.reports.size > MAX_KNOWN_REPORTS) this.reports.delete(this.reports.keys().next().value);
+    }
+    this.latest = {
+      args: structuredClone(args),
+      summary: {
+        verdict: value.verdict ?? report.verdict,
+        why: Array.isArray(report.reasons) ? report.reasons[0] : undefined,
+        next: report.nextAction,
+        url: report.url,
+        viewport: report.viewport,
+        consoleErrors: Array.isArray(report.consoleErrors) ? report.consoleErrors.length : 0,
+        consoleWarnings: report.consoleWarnings ?? 0,
+        failedRequests: Array.isArray(report.failedRequests) ? report.failedRequests.length : 0,
+        report: path,
+        hasDiff: Boolean(images.current || images.diff),
+        at: Date.now(),
+      },
+    };
+  }
+
+  image(report, role) {
+    const file = this.reports.get(report)?.[role];
+    if (!file) throw new Error(`no ${role} image is known for that report`);
+    return Buffer.from(readBounded(file, MAX_ATTACHMENT_BYTES)).toString('base64');
+  }
+
+  /** Whether the app lets another origin frame it (X-Frame-Options, CSP frame-ancestors). */
+  async framing(url) {
+    let origin;
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      return { allowed: false, reason: 'not a URL' };
+    }
+    if (!this.frames.has(origin)) {
+      this.frames.set(origin, probeFraming(url));
+      if (this.frames.size > MAX_KNOWN_REPORTS) this.frames.delete(this.frames.keys().next().value);
+    }
+    return this.frames.get(origin);
+  }
+}
+
+async function probeFraming(url) {
+  try {
+    const response = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(FRAME_PROBE_MS) });
+    await response.body?.cancel();
+    const xfo = response.headers.get('x-frame-options');
+    if (xfo) return { allowed: false, reason: `X-Frame-Options: ${xfo}` };
+    const csp = response.headers.get('content-security-policy') ?? '';
+    const ancestors = csp.split(';').map((d) => d.trim()).find((d) => d.toLowerCase().startsWith('frame-ancestors'));
+    if (ancestors && !/\s\*(\s|$)/.test(ancestors)) return { allowed: false, reason: `Content-Security-Policy: ${ancestors}` };
+    return { allowed: true };
+  } catch (error) {
+    return { allowed: false, reason: `the app did not answer (${error.message})` };
+  }
+}
+
+/** The `/dshkit` RPC endpoints the browser half calls. */
+function uiHandler(sidecar, verifications) {
+  const endpoints = {
+    async state() {
+      const summary = verifications.latest?.summary;
+      let servers = [];
+      if (sidecar.running()) {
+        const result = await sidecar.call('liveloop_runtime', { operation: 'status' });
+        servers = (result.structuredContent?.servers ?? []).map((s) => ({ id: s.id, state: s.state, url: s.url, owned: s.owned }));
+      }
+      const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
+      return { latest: summary, servers, frame };
+    },
+    image(payload) {
+      return { base64: verifications.image(String(payload?.report ?? ''), String(payload?.role ?? 'screenshot')) };
+    },
+    async verify() {
+      const latest = verifications.latest;
+      if (!latest) throw new Error('nothing to verify yet: the agent has not called liveloop_verify');
+      const result = await sidecar.call('liveloop_verify', latest.args);
+      if (result.isError) throw new Error(textOf(result));
+      verifications.record(latest.args, { text: textOf(result), structured: result.structuredContent });
+      return { verdict: result.structuredContent?.verdict };
+    },
+    reload() {
+      return {};
+    },
+    async stop() {
+      if (!sidecar.running()) return { stopped: [] };
+      const status = await sidecar.call('liveloop_runtime', { operation: 'status' });
+      const stopped = [];
+      for (const server of status.structuredContent?.servers ?? []) {
+        if (server.owned === false || server.state === 'stopped' || server.state === 'exited') continue;
+        await sidecar.call('liveloop_runtime', { operation: 'stop', server: server.id });
+        stopped.push(server.id);
+      }
+      return { stopped };
+    },
+  };
+  return async (endpoint, payload) => {
+    const run = Object.hasOwn(endpoints, endpoint) ? endpoints[endpoint] : undefined;
+    if (!run) return { ok: false, error: { code: 'bad-request', message: `dshkit has no endpoint ${endpoint}`, details: { issues: [] } } };
+    try {
+      return { ok: true, value: await run(payload) };
+    } catch (error) {
+      return { ok: false, error: { code: 'internal', message: `dshkit: ${error.message}`, details: {} } };
+    }
   };
 }
 
@@ -348,6 +484,11 @@ class Sidecar {
     this.crashes = 0;
     this.nextStartAt = 0;
     this.stopped = false;
+  }
+
+  /** Whether a sidecar is up (UI polling never starts one). */
+  running() {
+    return this.current !== undefined && !this.stopped;
   }
 
   /** Calls `name` with `args`; an abort of `signal` cancels it in the sidecar too. */

@@ -33,6 +33,10 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
         include_str!("../../../packages/dsh-plugin/package.json"),
     ),
     ("index.js", include_str!("../../../packages/dsh-plugin/index.js")),
+    (
+        "client.js",
+        include_str!("../../../packages/dsh-plugin/client.js"),
+    ),
 ];
 
 /// The patch row that loads the plugin.

@@ -405,3 +405,173 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "{left:#?}");
 }
+
+/// `dsh web` on a free port for `home`, with the fake model; returns it and its URL.
+fn dsh_web(peers: &Peers, home: &std::path::Path, model: &FakeModel) -> (dshkit_test::ChildGuard, String) {
+    let mut command = crate::cli::dsh_command(peers, home);
+    command
+        .args(["web", "--port", "0", "--no-open"])
+        .current_dir(home)
+        .env("DEEPSEEK_BASE_URL", &model.url)
+        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
+    let mut web = dshkit_test::spawn_guarded(&mut command);
+    let line = dshkit_test::read_ready_line(&mut web, "dsh web: ", std::time::Duration::from_mins(1));
+    let url = line.trim_start_matches("dsh web: ").to_owned();
+    (web, url)
+}
+
+/// Drives DSH's web UI in dshkit's own headless browser, over MCP.
+struct WebUi {
+    mcp: crate::mcp_stdio::Session,
+    session: String,
+    next_id: u64,
+}
+
+impl WebUi {
+    fn open(url: &str) -> Self {
+        let mut mcp = crate::mcp_stdio::Session::start(&[]);
+        mcp.initialize("2025-11-25");
+        let opened = mcp.call(
+            1,
+            "liveloop_browser",
+            &serde_json::json!({"operation": "open", "url": format!("{url}/")}),
+        );
+        let session = opened["result"]["structuredContent"]["session"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{opened}"))
+            .to_owned();
+        Self {
+            mcp,
+            session,
+            next_id: 2,
+        }
+    }
+
+    /// One operation; returns its text, panicking with it when it failed.
+    fn op(&mut self, mut arguments: serde_json::Value) -> String {
+        arguments["session"] = serde_json::json!(self.session);
+        self.next_id += 1;
+        let response = self.mcp.call(self.next_id, "liveloop_browser", &arguments);
+        let text = response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(
+            response["result"]["isError"], false,
+            "{arguments}: {text}\n{response}"
+        );
+        text
+    }
+
+    fn click(&mut self, role: &str, name: &str) -> String {
+        self.op(serde_json::json!({"operation": "click", "role": role, "name": name}))
+    }
+
+    fn wait_for(&mut self, text: &str) {
+        self.op(serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 30_000}));
+    }
+
+    /// Starts a new conversation in the home workspace and sends `message`.
+    fn send(&mut self, message: &str) {
+        let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+        if outline.contains("button \"Continue\"") {
+            self.click("button", "Continue");
+        }
+        self.click("button", "Choose workspace");
+        self.click("button", "Open");
+        self.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": message}));
+        self.op(serde_json::json!({"operation": "press", "key": "Enter"}));
+    }
+
+    /// A screenshot kept as a test artifact under `target/test-artifacts/dsh-plugin/`.
+    fn keep_screenshot(&mut self, name: &str) -> std::path::PathBuf {
+        self.next_id += 1;
+        let response = self.mcp.call(
+            self.next_id,
+            "liveloop_browser",
+            &serde_json::json!({"operation": "screenshot", "session": self.session}),
+        );
+        let path = response["result"]["structuredContent"]["screenshot"]["path"]
+            .as_str()
+            .or_else(|| response["result"]["structuredContent"]["path"].as_str())
+            .unwrap_or_else(|| panic!("no screenshot path: {response}"))
+            .to_owned();
+        let artifacts =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        let kept = artifacts.join(format!("{name}.png"));
+        std::fs::copy(&path, &kept).unwrap();
+        kept
+    }
+}
+
+#[test]
+fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    // The Verification Card: verdict, reason, next action and the thumbnail read
+    // over the plugin's RPC channel.
+    ui.wait_for("every criterion held");
+    ui.wait_for("Next:");
+    let chat = ui.op(serde_json::json!({"operation": "snapshot"}));
+    assert!(chat.contains("img \"dshkit screenshot\""), "{chat}");
+    assert!(!chat.contains("Failed to load plugins"), "{chat}");
+    ui.keep_screenshot("verification-card");
+
+    // The Live Preview tab: the target, the latest verdict, the buttons, and the app
+    // framed (it sends no X-Frame-Options).
+    let preview = ui.click("tab", "Live Preview");
+    ui.wait_for("dshkit Live Preview");
+    ui.wait_for("Latest verdict:");
+    let preview = format!(
+        "{preview}\n{}",
+        ui.op(serde_json::json!({"operation": "snapshot"}))
+    );
+    for button in ["button \"Reload\"", "button \"Verify\"", "button \"Stop\""] {
+        assert!(preview.contains(button), "{button} missing: {preview}");
+    }
+    let app_url = format!("http://127.0.0.1:{}/", app.addr.port());
+    assert!(
+        preview.contains(&format!("iframe content is not included: {app_url}")),
+        "the app is framed: {preview}"
+    );
+    ui.keep_screenshot("live-preview");
+    // Verify again from the view: a new report, and the model is not involved.
+    let reports = || {
+        crate::liveloop_tool::walk_files(&home.path().join(".local/state/dshkit/evidence"))
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("verify-"))
+            })
+            .count()
+    };
+    let (asked, written) = (model.requests().len(), reports());
+    assert!(written >= 1, "the agent's verification wrote its report");
+    ui.click("button", "Verify");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while reports() == written {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the view's Verify wrote no report"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "the view's Verify does not go through the model"
+    );
+}

@@ -414,7 +414,7 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
     }
 }
 
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();

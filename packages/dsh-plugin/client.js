@@ -1,0 +1,195 @@
+// dshkit inside DSH: the client half (a classic script, no build step). It adds a
+// Live Preview tab to the conversation, a Verification Card for liveloop_verify
+// calls, and reads everything through the host half's `/dshkit` RPC channel.
+//
+// Any error in a client half replaces DSH's whole UI, so: `apply` never throws,
+// every component renders inside an error boundary, and a failure shows a small
+// inline message instead.
+window.__ModuleLoader__.load({
+  id: '@local/dshkit',
+  factory: (require) => {
+    const React = require('react');
+    const h = React.createElement;
+    const CHANNEL = '/dshkit';
+    /** How often the Live Preview refreshes its state while it is shown. */
+    const REFRESH_MS = 2000;
+
+    const palette = {
+      VERIFIED: '#1a7f37',
+      VERIFIED_WITH_WARNINGS: '#9a6700',
+      FAILED: '#cf222e',
+      UNVERIFIED: '#57606a',
+    };
+
+    class Boundary extends React.Component {
+      constructor(props) {
+        super(props);
+        this.state = { error: undefined };
+      }
+      static getDerivedStateFromError(error) {
+        return { error };
+      }
+      componentDidCatch(error) {
+        console.error('[dshkit] a view failed:', error);
+      }
+      render() {
+        if (this.state.error) {
+          return h('div', { 'data-dshkit': 'error', role: 'alert', style: { color: palette.FAILED, fontSize: 12, padding: 4 } },
+            `dshkit: this view failed (${String(this.state.error?.message ?? this.state.error)}); the rest of DSH is unaffected`);
+        }
+        return this.props.children;
+      }
+    }
+
+    const guarded = (Component) => {
+      const Guarded = (props) => h(Boundary, null, h(Component, props));
+      Guarded.displayName = `dshkit(${Component.displayName ?? Component.name})`;
+      return Guarded;
+    };
+
+    function Badge({ verdict }) {
+      return h('span', {
+        'data-dshkit': 'verdict',
+        style: { background: palette[verdict] ?? palette.UNVERIFIED, color: 'white', borderRadius: 4, padding: '1px 6px', fontSize: 12, fontWeight: 600 },
+      }, verdict ?? 'UNKNOWN');
+    }
+
+    /** The latest verification's parts, parsed from the tool result text dshkit writes. */
+    function parseResult(text) {
+      const lines = text.split('\n');
+      const first = lines.find((l) => /^(verdict: )?(VERIFIED_WITH_WARNINGS|VERIFIED|FAILED|UNVERIFIED)\b/.test(l.trim())) ?? '';
+      const verdict = (first.match(/(VERIFIED_WITH_WARNINGS|VERIFIED|FAILED|UNVERIFIED)/) ?? [])[1];
+      const field = (name) => lines.find((l) => l.trim().startsWith(`${name}:`))?.trim().slice(name.length + 1).trim();
+      const reasons = lines.filter((l) => /^\s+[✓✗•-] /.test(l)).map((l) => l.trim()).slice(0, 8);
+      return { verdict, why: field('why'), next: field('next'), report: field('report'), reasons };
+    }
+
+    /** A call on the host half's channel; rejects with the host's message. */
+    const rpcOf = (ctx) => async (endpoint, payload) => {
+      const result = await ctx.connection.rpc.call(CHANNEL, endpoint, payload ?? {});
+      if (!result.ok) throw new Error(result.error?.message ?? 'dshkit RPC failed');
+      return result.value;
+    };
+
+    function Thumbnail({ rpc, report, role, width }) {
+      const [src, setSrc] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      React.useEffect(() => {
+        let live = true;
+        if (!report) return undefined;
+        rpc('image', { report, role }).then(
+          (value) => { if (live) setSrc(`data:image/png;base64,${value.base64}`); },
+          (e) => { if (live) setError(e.message); },
+        );
+        return () => { live = false; };
+      }, [rpc, report, role]);
+      if (error) return h('div', { style: { fontSize: 11, color: palette.UNVERIFIED } }, `no ${role} image: ${error}`);
+      if (!src) return null;
+      return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: '1px solid #d0d7de', borderRadius: 4 } });
+    }
+
+    function VerificationCard({ block, dshkitRpc }) {
+      const settled = block && 'kind' in block;
+      if (!settled) {
+        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'running', style: { fontSize: 13, padding: 4 } },
+          'dshkit: verifying in headless Chromium…');
+      }
+      const text = (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+      if (block.isError) {
+        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'error', style: { fontSize: 13, padding: 4, color: palette.FAILED } },
+          `dshkit verification could not run: ${text.split('\n')[0]}`);
+      }
+      const parsed = parseResult(text);
+      return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'done', style: { display: 'flex', gap: 12, padding: 6, border: '1px solid #d0d7de', borderRadius: 6, fontSize: 13 } },
+        h('div', { style: { flex: 1, minWidth: 0 } },
+          h('div', null, h('strong', null, 'Verification '), h(Badge, { verdict: parsed.verdict })),
+          parsed.why ? h('div', { 'data-dshkit': 'why' }, parsed.why) : null,
+          h('ul', { style: { margin: '4px 0', paddingLeft: 16 } }, parsed.reasons.map((r, i) => h('li', { key: i }, r))),
+          parsed.next ? h('div', { 'data-dshkit': 'next' }, h('em', null, 'Next: '), parsed.next) : null),
+        parsed.report ? h(Thumbnail, { rpc: dshkitRpc, report: parsed.report, role: 'screenshot', width: 160 }) : null);
+    }
+
+    function LivePreview({ dshkitRpc: rpc }) {
+      const [state, setState] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      const [busy, setBusy] = React.useState(undefined);
+      const [frameKey, setFrameKey] = React.useState(0);
+      const refresh = React.useCallback(() => rpc('state').then((s) => { setState(s); setError(undefined); }, (e) => setError(e.message)), [rpc]);
+      React.useEffect(() => {
+        refresh();
+        const timer = setInterval(refresh, REFRESH_MS);
+        return () => clearInterval(timer);
+      }, [refresh]);
+      const act = (endpoint) => async () => {
+        setBusy(endpoint);
+        try {
+          await rpc(endpoint);
+          setFrameKey((k) => k + 1);
+          await refresh();
+        } catch (e) {
+          setError(e.message);
+        } finally {
+          setBusy(undefined);
+        }
+      };
+      if (error && !state) return h('div', { 'data-dshkit': 'live-preview', role: 'alert', style: { padding: 12 } }, `dshkit Live Preview: ${error}`);
+      if (!state) return h('div', { 'data-dshkit': 'live-preview', style: { padding: 12 } }, 'dshkit Live Preview: loading…');
+      const latest = state.latest;
+      const localBrowser = ['127.0.0.1', 'localhost', '[::1]'].includes(window.location.hostname);
+      const framed = latest?.url && state.frame?.allowed && localBrowser;
+      const frameNote = !latest?.url ? undefined
+        : !localBrowser ? 'the app runs on the DSH host, not on this browser\'s machine: showing screenshots'
+          : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
+      const button = (label, endpoint, disabled) => h('button', {
+        type: 'button', onClick: act(endpoint), disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
+        style: { marginRight: 6 },
+      }, busy === endpoint ? `${label}…` : label);
+      return h('div', { 'data-dshkit': 'live-preview', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 8, height: '100%', overflow: 'auto', fontSize: 13 } },
+        h('div', null, h('strong', null, 'dshkit Live Preview')),
+        latest ? h('div', { 'data-dshkit': 'target' },
+          h('div', null, 'Target: ', h('code', null, latest.url)),
+          h('div', null, `Viewport: ${latest.viewport ?? '?'} · console errors ${latest.consoleErrors ?? 0} · warnings ${latest.consoleWarnings ?? 0} · failed requests ${latest.failedRequests ?? 0}`),
+          h('div', null, 'Latest verdict: ', h(Badge, { verdict: latest.verdict }), latest.why ? ` ${latest.why}` : ''))
+          : h('div', { 'data-dshkit': 'target' }, 'No verification yet: ask the agent to verify the app (liveloop_verify).'),
+        h('div', { 'data-dshkit': 'servers' }, state.servers.length === 0 ? 'Dev servers: none started by dshkit'
+          : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
+        h('div', null,
+          button('Reload', 'reload', !latest),
+          button('Verify', 'verify', !latest),
+          button('Stop', 'stop', state.servers.length === 0)),
+        error ? h('div', { role: 'alert', style: { color: palette.FAILED } }, error) : null,
+        frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: palette.UNVERIFIED } }, frameNote) : null,
+        framed ? h('iframe', { key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame', style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' } }) : null,
+        latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
+          h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
+          latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, report: latest.report, role: 'current', width: 240 }) : null,
+          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, report: latest.report, role: 'diff', width: 240 }) : null) : null);
+    }
+
+    const inject = ['slots', 'connection'];
+
+    function apply(ctx) {
+      try {
+        const dshkitRpc = rpcOf(ctx);
+        const Card = guarded(VerificationCard);
+        const Preview = guarded(LivePreview);
+        ctx.slots.inject('tool.call.toolview', () => ctx.slots.register({
+          name: 'tool.call.toolview',
+          key: 'liveloop_verify',
+          inject: () => ({ dshkitRpc }),
+        }, Card));
+        ctx.slots.inject('conversation.view', () => ctx.slots.register({
+          name: 'conversation.view',
+          id: 'dshkit-live-preview',
+          order: 50,
+          label: () => 'Live Preview',
+          inject: () => ({ dshkitRpc }),
+        }, Preview));
+      } catch (error) {
+        console.error('[dshkit] the client half could not register its views:', error);
+      }
+    }
+
+    return { inject, apply };
+  },
+});
