@@ -467,8 +467,21 @@ impl WebUi {
         self.op(serde_json::json!({"operation": "click", "role": role, "name": name}))
     }
 
+    /// Clicks the first of several elements with this role and name.
+    fn click_first(&mut self, role: &str, name: &str) -> String {
+        let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+        let marker = format!("{role} \"{name}\" [ref=");
+        let reference = outline
+            .split(&marker)
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_else(|| panic!("no {role} {name:?} in {outline}"))
+            .to_owned();
+        self.op(serde_json::json!({"operation": "click", "ref": reference}))
+    }
+
     fn wait_for(&mut self, text: &str) {
-        self.op(serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 30_000}));
+        self.op(serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 15_000}));
     }
 
     /// Starts a new conversation in the home workspace and sends `message`.
@@ -477,8 +490,11 @@ impl WebUi {
         if outline.contains("button \"Continue\"") {
             self.click("button", "Continue");
         }
-        self.click("button", "Choose workspace");
-        self.click("button", "Open");
+        // The first conversation picks the workspace; later ones inherit it.
+        if !outline.contains("textbox \"Describe what you want to build\"") {
+            self.click("button", "Choose workspace");
+            self.click("button", "Open");
+        }
         self.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": message}));
         self.op(serde_json::json!({"operation": "press", "key": "Enter"}));
     }
@@ -574,4 +590,65 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
         asked,
         "the view's Verify does not go through the model"
     );
+}
+
+/// Waits (bounded) until no process carries this DSH home; panics with the survivors.
+fn assert_nothing_left(dsh_home: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = processes_of(dsh_home);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "left behind: {left:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_dev_server_start_asks_the_user_in_the_web_ui() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    // The workspace (DSH's working directory) holds the example app.
+    let app = home.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
+    for entry in std::fs::read_dir(&example).unwrap().flatten() {
+        std::fs::copy(entry.path(), app.join(entry.file_name())).unwrap();
+    }
+    let model = FakeModel::start(
+        "liveloop_runtime",
+        &serde_json::json!({ "operation": "start", "dir": "app", "confirm": true }),
+    );
+    let (mut web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+
+    // Reject: nothing starts, and the agent is told what to ask.
+    ui.send("Start the app.");
+    ui.wait_for("Allow once");
+    ui.keep_screenshot("approval-card");
+    ui.click("button", "Reject");
+    ui.wait_for("the user rejected it");
+
+    // Allow once: the server starts and answers.
+    ui.click_first("button", "New session");
+    ui.send("Start the app.");
+    ui.wait_for("Allow once");
+    ui.click("button", "Allow once");
+    ui.wait_for("Ready http://127.0.0.1:");
+    ui.click("tab", "Live Preview");
+    ui.wait_for(": ready at http://127.0.0.1:");
+    ui.keep_screenshot("live-preview-server");
+
+    // Disposing DSH (SIGTERM) takes the sidecar and everything it started with it.
+    drop(ui);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(web.pid()).unwrap()).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let _ = web.child.wait();
+    assert_nothing_left(&dsh_home);
 }
