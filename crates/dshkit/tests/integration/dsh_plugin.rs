@@ -652,3 +652,40 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     let _ = web.child.wait();
     assert_nothing_left(&dsh_home);
 }
+
+#[test]
+fn a_failing_client_half_leaves_the_dsh_ui_working() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    // Break the installed client half twice: its RPC channel does not exist, and
+    // the Verification Card throws while rendering.
+    let client = dsh_home.join("profiles/web/plugins/dshkit/client.js");
+    let original = std::fs::read_to_string(&client).unwrap();
+    let broken = original
+        .replacen("const CHANNEL = '/dshkit';", "const CHANNEL = '/dshkit-gone';", 1)
+        .replacen(
+            "function VerificationCard({ block, dshkitRpc }) {",
+            "function VerificationCard({ block, dshkitRpc }) {\n      throw new Error('card render failed on purpose');",
+            1,
+        );
+    assert_ne!(broken, original, "the client half changed");
+    std::fs::write(&client, broken).unwrap();
+
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    // The card's failure stays inside the card; the conversation goes on.
+    ui.wait_for("this view failed (card render failed on purpose)");
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+    ui.click("tab", "Live Preview");
+    ui.wait_for("dshkit Live Preview:");
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    assert!(!outline.contains("Failed to load plugins"), "{outline}");
+    assert!(outline.contains("textbox \"Message the agent\""), "DSH's composer is still there: {outline}");
+    assert!(outline.contains("tab \"Chat\""), "{outline}");
+    ui.keep_screenshot("client-half-failures");
+}
