@@ -689,3 +689,28 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
     assert!(outline.contains("tab \"Chat\""), "{outline}");
     ui.keep_screenshot("client-half-failures");
 }
+
+#[test]
+fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { ([("x-frame-options", "DENY")], axum::response::Html(PAGE)) }),
+        ),
+        true,
+    );
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    ui.wait_for("every criterion held");
+    let preview = ui.click("tab", "Live Preview");
+    ui.wait_for("does not allow framing (X-Frame-Options: DENY): showing screenshots");
+    let outline = format!("{preview}\n{}", ui.op(serde_json::json!({"operation": "snapshot"})));
+    assert!(!outline.contains("iframe content is not included"), "no frame: {outline}");
+    assert!(outline.contains("img \"dshkit screenshot\""), "{outline}");
+}
