@@ -320,6 +320,9 @@ pub struct Report {
     pub timings: Timings,
     /// Where this report is stored.
     pub report_path: Option<PathBuf>,
+    /// The same report for people: self-contained HTML beside the JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub html_path: Option<PathBuf>,
 }
 
 impl Report {
@@ -353,6 +356,7 @@ impl Report {
             judgement: judge(&Observed::default()),
             timings: Timings::default(),
             report_path: None,
+            html_path: None,
         }
     }
 }
@@ -861,7 +865,14 @@ fn persist(mut report: Report, context: &VerifyContext) -> Result<Report, Verify
     let session = report.session.clone();
     let dir = context.evidence.session_dir(&session)?;
     report.report_path = Some(dir.join(format!("{}.json", report.id)));
+    report.html_path = Some(dir.join(format!("{}.html", report.id)));
     let bytes = serde_json::to_vec_pretty(&report).map_err(|e| VerifyError::Invalid(e.to_string()))?;
     context.evidence.write(&session, &report.id, "json", &bytes)?;
+    context.evidence.write(
+        &session,
+        &report.id,
+        "html",
+        super::html::render(&report).as_bytes(),
+    )?;
     Ok(report)
 }

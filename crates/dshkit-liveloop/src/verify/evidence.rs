@@ -66,7 +66,7 @@ pub struct EvidenceStore {
 }
 
 /// Extensions the store writes; retention deletes nothing else.
-const OWN_EXTENSIONS: &[&str] = &["png", "json"];
+const OWN_EXTENSIONS: &[&str] = &["png", "json", "html"];
 
 impl EvidenceStore {
     pub fn new(root: impl Into<PathBuf>) -> Self {

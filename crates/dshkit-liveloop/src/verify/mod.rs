@@ -5,6 +5,7 @@ pub mod diff;
 pub mod engine;
 pub mod evidence;
 pub mod fingerprint;
+pub mod html;
 pub mod verdict;
 
 pub use engine::{

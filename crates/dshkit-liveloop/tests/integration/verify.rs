@@ -111,6 +111,7 @@ async fn the_example_app_is_verified_with_steps_assertions_and_persisted_evidenc
     assert_eq!(saved["verdict"], "VERIFIED");
     assert_eq!(saved["formatVersion"], 1);
     assert_eq!(saved["screenshot"]["sha256"], shot.file.sha256);
+    html_report_opens_in_chromium(report.html_path.as_ref().unwrap(), "VERIFIED").await;
     // A later verification starts from a fresh load (the task added above is gone)
     // and its steps resolve against the new page, not the old snapshot.
     let again = verify(
@@ -446,4 +447,49 @@ async fn concurrent_verifications_of_one_session_run_one_at_a_time() {
     for report in [a.unwrap(), b.unwrap()] {
         assert_eq!(report.judgement.verdict, Verdict::Verified, "{report:#?}");
     }
+}
+
+/// Opens the self-contained HTML report in a fresh Chromium (no server: a file
+/// URL) and checks it shows the verdict and its inline images, with no script.
+async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) {
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let context = browser.create_context().await.unwrap();
+    let page = browser.create_page(&context).await.unwrap();
+    let url = url::Url::from_file_path(path).unwrap();
+    page.call("Page.navigate", serde_json::json!({ "url": url.as_str() }))
+        .await
+        .unwrap();
+    let probe = "JSON.stringify(document.readyState === 'complete' && [...document.images].every((i) => i.complete) ? { \
+        verdict: document.getElementById('verdict')?.textContent, \
+        images: [...document.images].map((i) => i.naturalWidth), \
+        scripts: document.scripts.length } : null)";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let seen = loop {
+        let value = page
+            .call(
+                "Runtime.evaluate",
+                serde_json::json!({ "expression": probe, "returnByValue": true }),
+            )
+            .await
+            .unwrap();
+        let parsed: serde_json::Value =
+            serde_json::from_str(value["result"]["value"].as_str().unwrap_or("null")).unwrap();
+        if !parsed.is_null() {
+            break parsed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTML report never finished loading"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(seen["verdict"], verdict, "{seen}");
+    let images = seen["images"].as_array().unwrap();
+    assert!(
+        !images.is_empty() && images.iter().all(|w| w.as_u64() > Some(0)),
+        "inline images render: {seen}"
+    );
+    assert_eq!(seen["scripts"], 0);
 }

@@ -439,6 +439,9 @@ pub(crate) fn report_text(report: &Report, out: Output) -> String {
     if let Some(path) = &report.report_path {
         text.push_str(&format!("  report: {}\n", path.display()));
     }
+    if let Some(path) = &report.html_path {
+        text.push_str(&format!("  for people: {}\n", path.display()));
+    }
     let t = &report.timings;
     text.push_str(&out.paint(
         &format!(

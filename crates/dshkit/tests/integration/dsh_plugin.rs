@@ -610,7 +610,11 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     let peers = Peers::get();
     let (home, dsh_home) = web_home(&peers);
     let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
     // The workspace (DSH's working directory) holds the example app.
     let app = home.path().join("app");
     std::fs::create_dir(&app).unwrap();
@@ -658,7 +662,11 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
     let peers = Peers::get();
     let (home, dsh_home) = web_home(&peers);
     let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
     // Break the installed client half twice: its RPC channel does not exist, and
     // the Verification Card throws while rendering.
     let client = dsh_home.join("profiles/web/plugins/dshkit/client.js");
@@ -685,7 +693,10 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
     ui.wait_for("dshkit Live Preview:");
     let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
     assert!(!outline.contains("Failed to load plugins"), "{outline}");
-    assert!(outline.contains("textbox \"Message the agent\""), "DSH's composer is still there: {outline}");
+    assert!(
+        outline.contains("textbox \"Message the agent\""),
+        "DSH's composer is still there: {outline}"
+    );
     assert!(outline.contains("tab \"Chat\""), "{outline}");
     ui.keep_screenshot("client-half-failures");
 }
@@ -695,7 +706,11 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     let peers = Peers::get();
     let (home, dsh_home) = web_home(&peers);
     let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
     let app = dshkit_test::LoopbackServer::start(
         axum::Router::new().route(
             "/",
@@ -710,7 +725,13 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     ui.wait_for("every criterion held");
     let preview = ui.click("tab", "Live Preview");
     ui.wait_for("does not allow framing (X-Frame-Options: DENY): showing screenshots");
-    let outline = format!("{preview}\n{}", ui.op(serde_json::json!({"operation": "snapshot"})));
-    assert!(!outline.contains("iframe content is not included"), "no frame: {outline}");
+    let outline = format!(
+        "{preview}\n{}",
+        ui.op(serde_json::json!({"operation": "snapshot"}))
+    );
+    assert!(
+        !outline.contains("iframe content is not included"),
+        "no frame: {outline}"
+    );
     assert!(outline.contains("img \"dshkit screenshot\""), "{outline}");
 }
