@@ -2,7 +2,7 @@
 //! console messages, exceptions and rejections, failed and >= 400 requests,
 //! navigations and blocked requests.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -193,7 +193,15 @@ pub struct Observations {
     window_started: Instant,
     /// Bumped by every reset, so a reader can tell its window was not restarted.
     window_id: u64,
+    /// JavaScript contexts of the page (at most [`MAX_TRACKED_CONTEXTS`]).
+    contexts: HashSet<i64>,
+    /// Contexts of a document being replaced: what they still log or throw belongs
+    /// to the old page, not to the window.
+    retired: HashSet<i64>,
 }
+
+/// Most JavaScript contexts tracked per page (frames and workers each have one).
+pub(crate) const MAX_TRACKED_CONTEXTS: usize = 256;
 
 impl Default for Observations {
     fn default() -> Self {
@@ -206,6 +214,8 @@ impl Default for Observations {
             in_flight: HashMap::new(),
             window_started: Instant::now(),
             window_id: 0,
+            contexts: HashSet::new(),
+            retired: HashSet::new(),
         }
     }
 }
@@ -233,6 +243,17 @@ impl Observations {
         self.document_status = None;
         self.window_started = Instant::now();
         self.window_id += 1;
+    }
+
+    /// Marks every JavaScript context of the current document as the old page's:
+    /// called before a navigation replaces it, so what the old page still logs or
+    /// throws before the new document commits is not the new page's.
+    pub fn retire_contexts(&mut self) {
+        self.retired.extend(self.contexts.drain());
+    }
+
+    fn from_retired_context(&self, context: &Value) -> bool {
+        context.as_i64().is_some_and(|id| self.retired.contains(&id))
     }
 
     /// Identifies the current window; changes on every reset.
@@ -306,8 +327,28 @@ impl Observations {
     /// Takes one CDP event of the page.
     pub fn ingest(&mut self, method: &str, params: &Value) {
         match method {
+            "Runtime.consoleAPICalled" if self.from_retired_context(&params["executionContextId"]) => {}
+            "Runtime.exceptionThrown"
+                if self.from_retired_context(&params["exceptionDetails"]["executionContextId"]) => {}
             "Runtime.consoleAPICalled" | "Runtime.exceptionThrown" | "Log.entryAdded" => {
                 self.ingest_console(method, params);
+            }
+            "Runtime.executionContextCreated" => {
+                if let Some(id) = params["context"]["id"].as_i64()
+                    && self.contexts.len() < MAX_TRACKED_CONTEXTS
+                {
+                    self.contexts.insert(id);
+                }
+            }
+            "Runtime.executionContextDestroyed" => {
+                if let Some(id) = params["executionContextId"].as_i64() {
+                    self.contexts.remove(&id);
+                    self.retired.remove(&id);
+                }
+            }
+            "Runtime.executionContextsCleared" => {
+                self.contexts.clear();
+                self.retired.clear();
             }
             "Page.frameNavigated" => {
                 let frame = &params["frame"];
@@ -533,5 +574,39 @@ mod tests {
         assert_eq!(entries[1].error.as_deref(), Some("net::ERR_CONNECTION_REFUSED"));
         o.reset_window();
         assert!(o.network.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod retired_contexts {
+    use serde_json::json;
+
+    use super::Observations;
+
+    #[test]
+    fn what_the_old_page_throws_after_retirement_is_not_in_the_window() {
+        let mut o = Observations::default();
+        o.ingest("Runtime.executionContextCreated", &json!({"context": {"id": 1}}));
+        o.retire_contexts();
+        o.reset_window();
+        let throw = |id: i64| json!({"exceptionDetails": {"executionContextId": id, "text": "Uncaught", "exception": {"description": "Error: boom"}}});
+        o.ingest("Runtime.exceptionThrown", &throw(1));
+        o.ingest(
+            "Runtime.consoleAPICalled",
+            &json!({"executionContextId": 1, "type": "error", "args": [{"type": "string", "value": "old"}]}),
+        );
+        assert_eq!(o.console.iter().count(), 0, "the old page's errors are dropped");
+        o.ingest("Runtime.executionContextsCleared", &json!({}));
+        o.ingest("Runtime.executionContextCreated", &json!({"context": {"id": 2}}));
+        o.ingest("Runtime.exceptionThrown", &throw(2));
+        o.ingest(
+            "Runtime.exceptionThrown",
+            &json!({"exceptionDetails": {"text": "Uncaught"}}),
+        );
+        assert_eq!(
+            o.console.iter().count(),
+            2,
+            "the new page's errors, and errors without a context, count"
+        );
     }
 }

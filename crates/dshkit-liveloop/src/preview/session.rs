@@ -397,6 +397,9 @@ impl PreviewSession {
         let _serial = self.operation.lock().await;
         self.touch();
         let started = Instant::now();
+        // The old page's scripts keep running until the new document commits, and
+        // the wipe below may make them throw: nothing they do is the new page's.
+        self.shared.lock().expect("lock").observations.retire_contexts();
         // Wipe the old page in place (no navigation, no network): whatever the
         // final screenshot shows was painted after this point. The wiped frame's
         // digest is taken once per session; a final screenshot equal to it shows

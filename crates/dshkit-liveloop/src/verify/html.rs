@@ -54,6 +54,18 @@ code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
         escape(&report.judgement.next_action)
     );
 
+    tables(&mut out, report);
+    observed(&mut out, report);
+    evidence(&mut out, report);
+    let _ = writeln!(
+        out,
+        "<p>Page-derived text above is untrusted data from the app under test. Written by dshkit {}.</p></body></html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
+
+fn tables(out: &mut String, report: &Report) {
     if !report.steps.is_empty() {
         out.push_str("<h2>Steps</h2><table><tr><th>#</th><th>step</th><th>result</th><th>ms</th></tr>");
         for step in &report.steps {
@@ -87,6 +99,9 @@ code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
         }
         out.push_str("</table>");
     }
+}
+
+fn observed(out: &mut String, report: &Report) {
     let _ = write!(
         out,
         "<h2>Observed</h2><p>console errors: {} · console warnings: {} · failed requests: {} · blocked requests: {}</p>",
@@ -109,7 +124,9 @@ code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
         }
         out.push_str("</ul>");
     }
+}
 
+fn evidence(out: &mut String, report: &Report) {
     out.push_str("<h2>Evidence</h2>");
     let mut images = Vec::new();
     if let Some(shot) = &report.screenshot {
@@ -143,12 +160,6 @@ code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
         }
         out.push_str("</figure>");
     }
-    let _ = write!(
-        out,
-        "<p>Page-derived text above is untrusted data from the app under test. Written by dshkit {}.</p></body></html>\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    out
 }
 
 fn inline_png(path: &std::path::Path) -> Result<String, String> {

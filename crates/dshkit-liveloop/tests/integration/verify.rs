@@ -493,3 +493,34 @@ async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) {
     );
     assert_eq!(seen["scripts"], 0);
 }
+
+#[tokio::test]
+async fn what_the_previous_page_throws_while_it_is_replaced_is_not_the_new_pages() {
+    // Like React rendering into a document whose head is gone: the page throws as
+    // soon as the verification wipes it, before the fresh load replaces it.
+    let page = "<!doctype html><html><head><title>steady</title></head><body><p>steady page</p>\
+        <script>setInterval(() => { if (!document.head) throw new Error('the old page lost its head'); }, 1);</script>\
+        </body></html>";
+    let server = FixtureServer::start(vec![("/", Fixture::Html(page.into()))]);
+    let workspace = tempfile::tempdir().unwrap();
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let request = VerifyRequest {
+        assertions: vec![text("present", "steady page"), Assertion::NoConsoleErrors],
+        ..VerifyRequest::default()
+    };
+    for round in 0..3 {
+        let report = verify(&session, &request, &context(workspace.path()))
+            .await
+            .unwrap();
+        assert_eq!(
+            report.judgement.verdict,
+            Verdict::Verified,
+            "round {round}: {:#?}",
+            report.console_errors
+        );
+    }
+}

@@ -139,56 +139,22 @@ async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
     let proof = if args.no_boot_check {
         None
     } else {
-        crate::output::progress(&format!(
-            "proving the `{}` profile still boots (dshkit check --live) ...",
-            args.profile
-        ));
-        let options = crate::tools::check::options(
-            crate::tools::check::CheckArgs {
-                dsh_home: Some(home.clone()),
-                profile: Some(args.profile.clone()),
-                live: true,
-                ..Default::default()
-            },
-            &Environment::from_process(),
-        )
-        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
-        let check = dshkit_check::run(options).await;
-        let boot = check.check("live_boot").cloned();
-        let proven = check.ok
-            && boot
-                .as_ref()
-                .is_some_and(|b| b.status == dshkit_check::Status::Pass);
-        if !proven {
-            install::restore(&profile_dir, report.previous_patch.as_deref()).map_err(install_failure)?;
-            // Files nothing loads any more go too; an earlier install's stay.
-            if !report
-                .previous_patch
-                .as_deref()
-                .is_some_and(|p| p.contains(install::PLUGIN_PACKAGE))
-            {
-                install::remove_files(&profile_dir).map_err(install_failure)?;
+        match prove_boot(&home, &args.profile, &profile_dir, &report).await? {
+            Ok(boot) => Some(boot),
+            Err((why, check)) => {
+                let mut text = format!(
+                    "dshkit dsh install: rolled back ({}: the patch file is as it was): {why}\n",
+                    profile_dir.display()
+                );
+                text.push_str(&crate::tools::check::compact_text(&check));
+                if out.json {
+                    out.json(&serde_json::json!({ "installed": false, "reason": why, "check": check }));
+                } else {
+                    out.write(&text);
+                }
+                return Ok(exit::PROBLEM_FOUND);
             }
-            let why = match &boot {
-                Some(b) if b.status == dshkit_check::Status::NotTested => format!(
-                    "the boot could not be tried here: {} (pass --no-boot-check to install without the proof)",
-                    b.detail
-                ),
-                _ => "the profile does not pass `dshkit check --live` with the plugin".to_owned(),
-            };
-            let mut text = format!(
-                "dshkit dsh install: rolled back ({}: the patch file is as it was): {why}\n",
-                profile_dir.display()
-            );
-            text.push_str(&crate::tools::check::compact_text(&check));
-            if out.json {
-                out.json(&serde_json::json!({ "installed": false, "reason": why, "check": check }));
-            } else {
-                out.write(&text);
-            }
-            return Ok(exit::PROBLEM_FOUND);
         }
-        boot
     };
     if out.json {
         out.json(&serde_json::json!({ "installed": true, "install": report, "bootProof": proof }));
@@ -252,4 +218,52 @@ fn uninstall(args: &UninstallArgs, out: Output) -> Result<u8, Failure> {
         out.write(&text);
     }
     Ok(exit::SUCCESS)
+}
+
+/// Runs `dshkit check --live` on the profile. When the boot is not proven, rolls
+/// the install back and returns why, with the check report.
+async fn prove_boot(
+    home: &std::path::Path,
+    profile: &str,
+    profile_dir: &std::path::Path,
+    report: &install::InstallReport,
+) -> Result<Result<dshkit_check::Check, (String, dshkit_check::Report)>, Failure> {
+    crate::output::progress(&format!(
+        "proving the `{profile}` profile still boots (dshkit check --live) ..."
+    ));
+    let options = crate::tools::check::options(
+        crate::tools::check::CheckArgs {
+            dsh_home: Some(home.to_owned()),
+            profile: Some(profile.to_owned()),
+            live: true,
+            ..Default::default()
+        },
+        &Environment::from_process(),
+    )
+    .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+    let check = dshkit_check::run(options).await;
+    let boot = check.check("live_boot").cloned();
+    if let Some(boot) = boot
+        .clone()
+        .filter(|b| check.ok && b.status == dshkit_check::Status::Pass)
+    {
+        return Ok(Ok(boot));
+    }
+    install::restore(profile_dir, report.previous_patch.as_deref()).map_err(install_failure)?;
+    // Files nothing loads any more go too; an earlier install's stay.
+    if !report
+        .previous_patch
+        .as_deref()
+        .is_some_and(|p| p.contains(install::PLUGIN_PACKAGE))
+    {
+        install::remove_files(profile_dir).map_err(install_failure)?;
+    }
+    let why = match &boot {
+        Some(b) if b.status == dshkit_check::Status::NotTested => format!(
+            "the boot could not be tried here: {} (pass --no-boot-check to install without the proof)",
+            b.detail
+        ),
+        _ => "the profile does not pass `dshkit check --live` with the plugin".to_owned(),
+    };
+    Ok(Err((why, check)))
 }

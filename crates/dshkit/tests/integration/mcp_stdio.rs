@@ -243,3 +243,27 @@ fn the_diagnosis_playbook_is_an_mcp_prompt() {
     session.send(r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"nope"}}"#);
     assert_eq!(session.recv()["error"]["code"], -32602);
 }
+
+#[test]
+fn describe_prints_exactly_the_tools_the_server_lists_and_the_prompts() {
+    let home = tempfile::tempdir().unwrap();
+    let described = output(dshkit_command(home.path()).args(["mcp", "--describe"]));
+    assert!(
+        described.status.success(),
+        "{}",
+        String::from_utf8_lossy(&described.stderr)
+    );
+    let described: Value = serde_json::from_slice(&described.stdout).unwrap();
+    let mut mcp = Session::start(&[]);
+    mcp.initialize("2025-11-25");
+    mcp.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+    let listed = mcp.recv();
+    assert_eq!(described["tools"], listed["result"]["tools"]);
+    let playbook = described["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "plugin-fault-diagnosis")
+        .expect("the playbook is described");
+    assert_eq!(playbook["text"].as_str().unwrap(), dshkit_check::PLAYBOOK);
+}
