@@ -252,7 +252,7 @@ impl Observations {
         self.retired.extend(self.contexts.drain());
     }
 
-    fn from_retired_context(&self, context: &Value) -> bool {
+    fn is_retired_context(&self, context: &Value) -> bool {
         context.as_i64().is_some_and(|id| self.retired.contains(&id))
     }
 
@@ -327,9 +327,9 @@ impl Observations {
     /// Takes one CDP event of the page.
     pub fn ingest(&mut self, method: &str, params: &Value) {
         match method {
-            "Runtime.consoleAPICalled" if self.from_retired_context(&params["executionContextId"]) => {}
+            "Runtime.consoleAPICalled" if self.is_retired_context(&params["executionContextId"]) => {}
             "Runtime.exceptionThrown"
-                if self.from_retired_context(&params["exceptionDetails"]["executionContextId"]) => {}
+                if self.is_retired_context(&params["exceptionDetails"]["executionContextId"]) => {}
             "Runtime.consoleAPICalled" | "Runtime.exceptionThrown" | "Log.entryAdded" => {
                 self.ingest_console(method, params);
             }
