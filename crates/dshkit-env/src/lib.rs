@@ -5,6 +5,7 @@
 //! - [`dsh`]: the DSH package behind a launcher, the DSH home and its profiles.
 //! - [`disk`]: the evidence root, its writability and free space.
 //! - [`doctor`]: all of the above as one report, each missing piece with its fix.
+//! - [`settings`]: dshkit's own settings file, validated.
 //!
 //! Every variable read is named in [`vars`].
 
@@ -14,6 +15,7 @@ pub mod doctor;
 pub mod dsh;
 mod env;
 pub mod locate;
+pub mod settings;
 pub mod vars;
 
 pub use command::{

@@ -49,6 +49,9 @@ pub(crate) enum Command {
     /// Record and replay MCP servers with versioned JSONL cassettes (Echo).
     #[command(subcommand)]
     Echo(EchoCommand),
+    /// Show or change dshkit's settings file (preview limit, idle timeout, quiet
+    /// window, evidence retention, external-host allowlist).
+    Settings(SettingsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -524,4 +527,20 @@ pub(crate) struct CheckArgs {
     /// Print the plugin-fault-diagnosis playbook and exit.
     #[arg(long)]
     pub(crate) explain: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SettingsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<SettingsCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SettingsCommand {
+    /// Replace the settings with VALUE, a JSON object (validated; nothing is written
+    /// when any field is invalid). `{}` restores every default.
+    Set {
+        #[arg(long, value_name = "JSON")]
+        value: String,
+    },
 }

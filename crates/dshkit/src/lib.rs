@@ -43,6 +43,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Run(args) => commands::liveloop::run_command(args, out).await,
             cli::Command::Verify(args) => commands::liveloop::verify_command(args, out).await,
             cli::Command::Echo(command) => commands::echo::run(command, out).await,
+            cli::Command::Settings(args) => commands::settings::run(args, out),
         }
     });
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.

@@ -58,7 +58,7 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     };
     let server = DshkitServer::new(
         options,
-        tools::all_families(&tools_config(&args)),
+        tools::all_families(&tools_config(&args, settings_for(&args)?)),
         args.tools.as_deref(),
     )
     .map_err(Failure::refused)?;
@@ -117,13 +117,32 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     Ok(exit::SUCCESS)
 }
 
-fn tools_config(args: &McpArgs) -> tools::ToolsConfig {
+fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> tools::ToolsConfig {
     tools::ToolsConfig {
         browser_endpoint: args.browser_ws.clone().or_else(|| args.browser_url.clone()),
         allow_hosts: args.allow_external_hosts.clone(),
         workspace: args.workspace.clone(),
         allow_run: args.allow_run,
+        settings,
     }
+}
+
+/// The settings file, if there is one; a broken one is refused with its fix.
+/// `--describe` ignores it: it only lists the tools, and a host (DSH) calls it
+/// while booting, which a hand-broken settings file must not stop.
+fn settings_for(args: &McpArgs) -> Result<dshkit_env::settings::Settings, Failure> {
+    if args.describe {
+        return Ok(dshkit_env::settings::Settings::default());
+    }
+    let Some(path) = dshkit_env::settings::path(&Environment::from_process()) else {
+        return Ok(dshkit_env::settings::Settings::default());
+    };
+    dshkit_env::settings::load(&path).map_err(|e| {
+        Failure::refused(anyhow!(
+            "{e}; fix it with `dshkit settings set --value '{{...}}'`, or remove {}",
+            path.display()
+        ))
+    })
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are

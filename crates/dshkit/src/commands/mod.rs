@@ -6,3 +6,4 @@ pub(crate) mod dsh;
 pub(crate) mod echo;
 pub(crate) mod liveloop;
 pub(crate) mod mcp;
+pub(crate) mod settings;

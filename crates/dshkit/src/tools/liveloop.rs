@@ -29,10 +29,19 @@ pub(crate) struct LiveLoopFamily {
 
 impl LiveLoopFamily {
     pub(crate) fn new(config: &ToolsConfig) -> Self {
+        let settings = &config.settings;
+        let mut allow_hosts = config.allow_hosts.clone();
+        allow_hosts.extend(settings.allow_external_hosts.iter().cloned());
         let mut preview = PreviewConfig {
-            allow_hosts: config.allow_hosts.clone(),
+            allow_hosts,
             ..PreviewConfig::default()
         };
+        if let Some(limit) = settings.preview_limit {
+            preview.max_sessions = limit;
+        }
+        if let Some(secs) = settings.idle_timeout_secs {
+            preview.idle_timeout = std::time::Duration::from_secs(secs);
+        }
         if let Some(endpoint) = &config.browser_endpoint {
             preview.browser = BrowserSource::Endpoint(endpoint.clone());
         }
@@ -46,6 +55,8 @@ impl LiveLoopFamily {
                     .unwrap_or_else(|| ".".into()),
                 allow_run: config.allow_run,
                 runtime: Arc::new(RuntimeManager::default()),
+                retention: config.retention(),
+                quiet_window_ms: settings.quiet_window_ms,
             },
         }
     }
@@ -296,7 +307,7 @@ impl LiveLoopFamily {
                 let session = session().await?;
                 let _no_verification = session.between_verifications().await;
                 match session.screenshot(args.full_page.unwrap_or(false)).await {
-                    Ok(shot) => return save_screenshot(&session, &shot),
+                    Ok(shot) => return save_screenshot(&session, &shot, self.app.retention),
                     Err(e) => Err(e),
                 }
             }
@@ -494,6 +505,7 @@ fn find_output(session: &PreviewSession, snapshot: &Snapshot, args: &Args) -> To
 fn save_screenshot(
     session: &PreviewSession,
     shot: &dshkit_liveloop::preview::Screenshot,
+    retention: dshkit_liveloop::verify::evidence::Retention,
 ) -> Result<ToolOutput, ToolFailure> {
     let env = Environment::from_process();
     let root = dshkit_env::disk::evidence_root(&env)
@@ -503,10 +515,7 @@ fn save_screenshot(
         .write_png(&session.id, &shot.png)
         .map_err(|e| ToolFailure::new(format!("failed to save the screenshot: {e}; run dshkit_doctor")))?;
     // Preview screenshots are kept like verification evidence: by age, count and size.
-    if let Err(e) = store.apply_retention(
-        dshkit_liveloop::verify::evidence::Retention::default(),
-        std::time::SystemTime::now(),
-    ) {
+    if let Err(e) = store.apply_retention(retention, std::time::SystemTime::now()) {
         tracing::warn!(%e, "preview screenshot retention failed");
     }
     let path = saved.path;

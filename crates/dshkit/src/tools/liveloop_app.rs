@@ -32,6 +32,10 @@ pub(crate) struct AppTools {
     pub(crate) workspace: PathBuf,
     pub(crate) allow_run: bool,
     pub(crate) runtime: Arc<RuntimeManager>,
+    /// Evidence retention (the settings' age over the built-in policy).
+    pub(crate) retention: Retention,
+    /// The settings' default quiet window, for verifications that give none.
+    pub(crate) quiet_window_ms: Option<u64>,
 }
 
 fn runtime_failure(error: &RuntimeError) -> ToolFailure {
@@ -290,10 +294,12 @@ impl AppTools {
             Ok(session) => session,
             Err(report) => return Ok(report_output(&report, None)),
         };
-        let report = verify(&session, &args.request, &context)
+        let mut request = args.request;
+        request.quiet_window_ms = request.quiet_window_ms.or(self.quiet_window_ms);
+        let report = verify(&session, &request, &context)
             .await
             .map_err(|e| ToolFailure::new(e.to_string()))?;
-        if let Err(e) = evidence.apply_retention(Retention::default(), std::time::SystemTime::now()) {
+        if let Err(e) = evidence.apply_retention(self.retention, std::time::SystemTime::now()) {
             tracing::warn!(%e, "evidence retention failed");
         }
         Ok(report_output(&report, Some(&session.id)))

@@ -23,6 +23,19 @@ pub struct ToolsConfig {
     pub workspace: Option<std::path::PathBuf>,
     /// Start dev servers without a per-call `confirm: true`.
     pub allow_run: bool,
+    /// The person's settings file (flags above win over it).
+    pub settings: dshkit_env::settings::Settings,
+}
+
+impl ToolsConfig {
+    /// Evidence retention: the built-in policy, with the settings' age.
+    pub(crate) fn retention(&self) -> dshkit_liveloop::verify::evidence::Retention {
+        let mut retention = dshkit_liveloop::verify::evidence::Retention::default();
+        if let Some(days) = self.settings.evidence_retention_days {
+            retention.max_age = std::time::Duration::from_secs(days * 24 * 3600);
+        }
+        retention
+    }
 }
 
 /// Every family this build can serve, in listing order.

@@ -267,3 +267,56 @@ fn describe_prints_exactly_the_tools_the_server_lists_and_the_prompts() {
         .expect("the playbook is described");
     assert_eq!(playbook["text"].as_str().unwrap(), dshkit_check::PLAYBOOK);
 }
+
+#[test]
+fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its_fix() {
+    let config = tempfile::tempdir().unwrap();
+    let config_home = config.path().display().to_string();
+    let home = tempfile::tempdir().unwrap();
+    let set = output(
+        dshkit_command(home.path())
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["settings", "set", "--value", r#"{"previewLimit": 1}"#]),
+    );
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let page =
+        dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html("<p>one</p>".into()))]);
+    let mut mcp = Session::start(&[("XDG_CONFIG_HOME", config_home.as_str())]);
+    mcp.initialize("2025-11-25");
+    let open = json!({"operation": "open", "url": page.url("/")});
+    let first = mcp.call(1, "liveloop_browser", &open);
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    let second = mcp.call(2, "liveloop_browser", &open);
+    assert_eq!(
+        second["result"]["structuredContent"]["code"], "SESSION_LIMIT",
+        "{second}"
+    );
+
+    // An invalid value is refused by `settings set` and nothing changes...
+    let refused = output(
+        dshkit_command(home.path())
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["settings", "set", "--value", r#"{"previewLimit": 99}"#]),
+    );
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("previewLimit must be between 1 and 16"));
+    // ...and a hand-broken file stops `dshkit mcp` with its fix, but not --describe.
+    std::fs::write(config.path().join("dshkit/settings.json"), "{ broken").unwrap();
+    let serve = output(
+        dshkit_command(home.path())
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["mcp", "--stdio"])
+            .stdin(std::process::Stdio::null()),
+    );
+    assert!(!serve.status.success());
+    assert!(
+        String::from_utf8_lossy(&serve.stderr).contains("dshkit settings set"),
+        "{serve:?}"
+    );
+    let described = output(
+        dshkit_command(home.path())
+            .env("XDG_CONFIG_HOME", &config_home)
+            .args(["mcp", "--describe"]),
+    );
+    assert!(described.status.success());
+}
