@@ -1,6 +1,7 @@
 // dshkit inside DSH: the client half (a classic script, no build step). It adds a
 // Live Preview tab to the conversation, a Verification Card for liveloop_verify
-// calls, and reads everything through the host half's `/dshkit` RPC channel.
+// calls and a settings section, and reads everything through the host half's
+// `/dshkit` RPC channel.
 //
 // Any error in a client half replaces DSH's whole UI, so: `apply` never throws,
 // every component renders inside an error boundary, and a failure shows a small
@@ -166,6 +167,57 @@ window.__ModuleLoader__.load({
           latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, report: latest.report, role: 'diff', width: 240 }) : null) : null);
     }
 
+    const FIELDS = [
+      { key: 'previewLimit', label: 'Preview session limit', hint: '1 to 16 open previews' },
+      { key: 'idleTimeoutSecs', label: 'Preview idle timeout (s)', hint: '30 to 86400' },
+      { key: 'quietWindowMs', label: 'Quiet window (ms)', hint: 'network quiet before a load counts as settled, 0 to 5000' },
+      { key: 'evidenceRetentionDays', label: 'Evidence retention (days)', hint: '1 to 365' },
+    ];
+
+    function SettingsSection({ dshkitRpc: rpc }) {
+      const [form, setForm] = React.useState(undefined);
+      const [message, setMessage] = React.useState(undefined);
+      const load = React.useCallback(() => rpc('settings').then((value) => {
+        const s = value.settings ?? {};
+        const next = {};
+        for (const f of FIELDS) next[f.key] = s[f.key] === undefined ? '' : String(s[f.key]);
+        next.allowExternalHosts = (s.allowExternalHosts ?? []).join(', ');
+        setForm(next);
+        setMessage({ ok: true, text: `Stored in ${value.path}` });
+      }, (e) => setMessage({ ok: false, text: e.message })), [rpc]);
+      React.useEffect(() => { load(); }, [load]);
+      if (!form) return h('div', { 'data-dshkit': 'settings', style: { padding: 12 } }, message?.text ?? 'Loading dshkit settings…');
+      const save = async () => {
+        const settings = {};
+        for (const f of FIELDS) {
+          const raw = form[f.key].trim();
+          if (raw !== '') settings[f.key] = Number(raw);
+        }
+        const hosts = form.allowExternalHosts.split(',').map((x) => x.trim()).filter(Boolean);
+        if (hosts.length > 0) settings.allowExternalHosts = hosts;
+        try {
+          const value = await rpc('settings.set', { settings });
+          setMessage({ ok: true, text: `Saved to ${value.path}. dshkit's sidecar reads it when it starts: restart DSH to apply.` });
+        } catch (e) {
+          setMessage({ ok: false, text: e.message });
+        }
+      };
+      const input = (key, label, hint) => h('label', { key, style: { display: 'flex', flexDirection: 'column', gap: 2 } },
+        h('span', null, label),
+        h('input', {
+          'aria-label': label, value: form[key], placeholder: 'default',
+          onChange: (e) => { const value = e.target.value; setForm((f) => ({ ...f, [key]: value })); },
+          style: { maxWidth: 320 },
+        }),
+        h('small', { style: { color: palette.UNVERIFIED } }, hint));
+      return h('div', { 'data-dshkit': 'settings', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 10, fontSize: 13 } },
+        h('strong', null, 'dshkit'),
+        ...FIELDS.map((f) => input(f.key, f.label, f.hint)),
+        input('allowExternalHosts', 'External hosts previews may load from', 'comma-separated host names, checked after DNS; private addresses are refused'),
+        h('div', null, h('button', { type: 'button', onClick: save, 'data-dshkit': 'settings-save' }, 'Save dshkit settings')),
+        message ? h('div', { role: message.ok ? 'status' : 'alert', style: { color: message.ok ? palette.UNVERIFIED : palette.FAILED } }, message.text) : null);
+    }
+
     const inject = ['slots', 'connection'];
 
     function apply(ctx) {
@@ -178,6 +230,13 @@ window.__ModuleLoader__.load({
           key: 'liveloop_verify',
           inject: () => ({ dshkitRpc }),
         }, Card));
+        ctx.slots.inject('settings.section', () => ctx.slots.register({
+          name: 'settings.section',
+          id: 'dshkit',
+          order: 90,
+          label: () => 'dshkit',
+          inject: () => ({ dshkitRpc }),
+        }, guarded(SettingsSection)));
         ctx.slots.inject('conversation.view', () => ctx.slots.register({
           name: 'conversation.view',
           id: 'dshkit-live-preview',

@@ -97,8 +97,9 @@ export async function apply(ctx, config) {
     ctx.tools.register(nativeTool(ctx, sidecar, tool, verifications));
   }
   // The browser half's channel (web profiles only): loopback callers only.
+  const dshkit = (args) => runOnce(ctx, [binary, ...args], env);
   ctx.inject(['connection'], (inner) => {
-    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications), { authority: 'loopback' });
+    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, dshkit), { authority: 'loopback' });
   });
   ctx.inject(['systemPrompt'], (inner) => {
     inner.systemPrompt.section({ name: 'dshkit:verification-loop', order: 150, text: GUIDANCE });
@@ -118,18 +119,28 @@ function sidecarEnv(config) {
   return env;
 }
 
-/** Runs `dshkit mcp --describe` once: the tools and prompts exactly as the sidecar lists them. */
-async function describe(ctx, binary, env) {
+/** Runs one short dshkit command to its end; its output is bounded. */
+async function runOnce(ctx, argv, env) {
   const handle = ctx.subprocess.spawn({
-    argv: [binary, 'mcp', '--describe'],
+    argv,
     cwd: process.cwd(),
     stdio: { stdin: 'ignore', stdout: { maxBytes: MAX_DESCRIBE_BYTES }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
     graceMs: GRACE_MS,
     env,
   });
   const outcome = await handle.done;
-  const stdout = handle.collected.stdout?.readFrom(0).text ?? '';
-  const stderr = handle.collected.stderr?.readFrom(0).text ?? '';
+  return {
+    exitCode: outcome.exitCode,
+    signal: outcome.signal,
+    stdout: handle.collected.stdout?.readFrom(0).text ?? '',
+    stderr: handle.collected.stderr?.readFrom(0).text ?? '',
+  };
+}
+
+/** Runs `dshkit mcp --describe` once: the tools and prompts exactly as the sidecar lists them. */
+async function describe(ctx, binary, env) {
+  const { exitCode: code, signal, stdout, stderr } = await runOnce(ctx, [binary, 'mcp', '--describe'], env);
+  const outcome = { exitCode: code, signal };
   if (outcome.exitCode !== 0) {
     throw new Error(`dshkit: \`${binary} mcp --describe\` failed (exit ${outcome.exitCode ?? outcome.signal}): ${stderr.trim().slice(-2000)}`);
   }
@@ -258,8 +269,22 @@ async function probeFraming(url) {
 }
 
 /** The `/dshkit` RPC endpoints the browser half calls. */
-function uiHandler(sidecar, verifications) {
+function uiHandler(sidecar, verifications, dshkit) {
+  /** `dshkit settings …` as JSON; its refusal (an invalid field) becomes the error. */
+  const settings = async (args) => {
+    const run = await dshkit(['--json', 'settings', ...args]);
+    if (run.exitCode !== 0) {
+      throw new Error((run.stderr.trim().split('\n').pop() ?? 'dshkit settings failed').replace(/^dshkit: error: /, ''));
+    }
+    return JSON.parse(run.stdout);
+  };
   const endpoints = {
+    settings() {
+      return settings([]);
+    },
+    'settings.set'(payload) {
+      return settings(['set', '--value', JSON.stringify(payload?.settings ?? {})]);
+    },
     async state() {
       const summary = verifications.latest?.summary;
       let servers = [];

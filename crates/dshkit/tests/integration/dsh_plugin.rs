@@ -735,3 +735,40 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     );
     assert!(outline.contains("img \"dshkit screenshot\""), "{outline}");
 }
+
+#[test]
+fn the_settings_section_stores_what_the_rust_side_accepts() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
+    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    let model = FakeModel::start("dshkit_doctor", &serde_json::json!({}));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    if outline.contains("button \"Continue\"") {
+        ui.click("button", "Continue");
+    }
+    ui.click("button", "Settings");
+    let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
+    let nav = ["button", "tab", "link", "menuitem"]
+        .into_iter()
+        .find(|role| settings.contains(&format!("{role} \"dshkit\"")))
+        .unwrap_or_else(|| panic!("no dshkit section in the settings: {settings}"));
+    ui.click(nav, "dshkit");
+    ui.wait_for("Preview session limit");
+    let fill = |ui: &mut WebUi, value: &str| {
+        ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Preview session limit", "text": value}));
+        ui.click("button", "Save dshkit settings");
+    };
+    // The Rust side's rule, shown as it says it; nothing is written.
+    fill(&mut ui, "99");
+    ui.wait_for("previewLimit must be between 1 and 16, not 99");
+    let file = home.path().join(".config/dshkit/settings.json");
+    assert!(!file.exists(), "an invalid value is never written");
+    fill(&mut ui, "3");
+    ui.wait_for("Saved to");
+    ui.keep_screenshot("settings");
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(stored, serde_json::json!({"previewLimit": 3}));
+}
