@@ -80,16 +80,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let work = tempfile_dir()?;
     let home = work.join("dsh");
     let path = crate::path_with(&peers);
-    let dsh = |args: &[&str]| {
-        let mut command = Command::new(peers.dsh_bin_dir().join("dsh"));
-        command
-            .args(args)
-            .env("PATH", &path)
-            .env("HOME", &work)
-            .env("DSH_HOME", &home)
-            .env("DSH_TELEMETRY_DISABLED", "1");
-        command
-    };
+    let dsh = |args: &[&str]| peers.dsh(&work, &home, args);
     let made = dsh(&["web", "--dump-default-config"])
         .stdout(Stdio::null())
         .status()?;

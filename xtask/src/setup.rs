@@ -27,6 +27,25 @@ impl Peers {
     pub(crate) fn dsh_bin_dir(&self) -> PathBuf {
         self.dir.join("dsh-testbed/node_modules/.bin")
     }
+
+    /// The real `dsh`, isolated in `work` (its HOME) with `home` as `DSH_HOME`,
+    /// Node 22 first on PATH and telemetry off.
+    pub(crate) fn dsh(
+        &self,
+        work: &std::path::Path,
+        home: &std::path::Path,
+        args: &[&str],
+    ) -> std::process::Command {
+        let mut command = std::process::Command::new(self.dsh_bin_dir().join("dsh"));
+        command
+            .args(args)
+            .current_dir(work)
+            .env("PATH", crate::path_with(self))
+            .env("HOME", work)
+            .env("DSH_HOME", home)
+            .env("DSH_TELEMETRY_DISABLED", "1");
+        command
+    }
 }
 
 /// Everything, in dependency order.

@@ -180,6 +180,18 @@ struct InFlight {
     since: Instant,
 }
 
+impl InFlight {
+    /// Whether a load waits for this request. Long-lived streams never finish by
+    /// design, and the browser's own `/favicon.ico` request is not the page's (a
+    /// dev server may compile its not-found route for it, for many seconds).
+    fn holds_settle(&self) -> bool {
+        let stream = self.resource_type.as_deref() == Some("EventSource");
+        let favicon = matches!(self.resource_type.as_deref(), None | Some("Other"))
+            && url::Url::parse(&self.url).is_ok_and(|u| u.path() == "/favicon.ico");
+        !stream && !favicon
+    }
+}
+
 /// Everything observed in the current window.
 #[derive(Debug)]
 pub struct Observations {
@@ -269,20 +281,13 @@ impl Observations {
     /// Requests in flight, not counting long-lived streams (EventSource), which
     /// never finish by design; WebSockets never enter the table.
     pub fn in_flight(&self) -> usize {
-        self.in_flight
-            .values()
-            .filter(|r| r.resource_type.as_deref() != Some("EventSource"))
-            .count()
+        self.in_flight.values().filter(|r| r.holds_settle()).count()
     }
 
     /// The oldest `limit` requests still in flight (streams excluded), as
     /// `METHOD url (type, N ms)`: what a load that did not settle was waiting for.
     pub fn pending(&self, limit: usize) -> Vec<String> {
-        let mut pending: Vec<&InFlight> = self
-            .in_flight
-            .values()
-            .filter(|r| r.resource_type.as_deref() != Some("EventSource"))
-            .collect();
+        let mut pending: Vec<&InFlight> = self.in_flight.values().filter(|r| r.holds_settle()).collect();
         pending.sort_by_key(|r| r.since);
         pending
             .into_iter()
@@ -554,6 +559,8 @@ mod tests {
         o.ingest("Network.requestWillBeSent", &json!({"requestId": "2", "request": {"url": "http://x/events", "method": "GET"}, "type": "EventSource"}));
         o.ingest("Network.requestWillBeSent", &json!({"requestId": "3", "request": {"url": "http://x/missing", "method": "GET"}, "type": "Script"}));
         assert_eq!(o.in_flight(), 2);
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": "4", "request": {"url": "http://x/favicon.ico", "method": "GET"}, "type": "Other"}));
+        assert_eq!(o.in_flight(), 2, "the browser's favicon request holds no load");
         assert_eq!(o.pending(1).len(), 1, "bounded");
         let pending = o.pending(5);
         assert_eq!(pending.len(), 2, "the stream is not pending: {pending:?}");

@@ -25,6 +25,23 @@ fn install(
     )
 }
 
+/// A fresh HOME with the profile made by the real `dsh` and the plugin installed
+/// (without the boot proof, which its own test covers).
+fn installed_home(peers: &Peers, profile: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (home, dsh_home) = if profile == "web" {
+        web_home(peers)
+    } else {
+        headless_home(peers)
+    };
+    let installed = install(home.path(), &dsh_home, profile, &["--no-boot-check"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    (home, dsh_home)
+}
+
 /// Live processes started with this DSH home in their environment (the sidecar and
 /// anything it started): DSH passes it to the sidecar, nothing else has it.
 fn processes_of(dsh_home: &std::path::Path) -> Vec<String> {
@@ -74,13 +91,7 @@ fn tool_answer(stdout: &str) -> &str {
 #[test]
 fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attached() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, dsh_home) = installed_home(&peers, "headless");
 
     let app = serve_page();
     let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
@@ -147,13 +158,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
 #[test]
 fn a_model_that_accepts_images_receives_the_screenshot() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, _dsh_home) = installed_home(&peers, "headless");
     // The default model, declared image-capable in the provider's catalog.
     let overlay = home.path().join("vision.patch.yml");
     std::fs::write(
@@ -178,13 +183,7 @@ fn a_model_that_accepts_images_receives_the_screenshot() {
 #[test]
 fn a_headless_dev_server_start_is_refused_without_approval() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, dsh_home) = installed_home(&peers, "headless");
     // A workspace with a real app the model would like to start.
     let workspace = tempfile::tempdir().unwrap();
     let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
@@ -356,13 +355,7 @@ fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
 #[test]
 fn a_killed_sidecar_is_restarted_by_the_next_call() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    let installed = install(home.path(), &dsh_home, "headless", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, dsh_home) = installed_home(&peers, "headless");
     // Two doctor calls in one turn; the model waits after the first result.
     let model = FakeModel::scripted("dshkit_doctor", &serde_json::json!({}), 2, true);
     std::thread::scope(|scope| {
@@ -431,10 +424,11 @@ impl WebUi {
     fn open(url: &str) -> Self {
         let mut mcp = crate::mcp_stdio::Session::start(&[]);
         mcp.initialize("2025-11-25");
-        let opened = mcp.call(
+        let opened = mcp.call_within(
             1,
             "liveloop_browser",
             &serde_json::json!({"operation": "open", "url": format!("{url}/")}),
+            std::time::Duration::from_secs(90),
         );
         let session = opened["result"]["structuredContent"]["session"]
             .as_str()
@@ -448,19 +442,45 @@ impl WebUi {
     }
 
     /// One operation; returns its text, panicking with it when it failed.
-    fn op(&mut self, mut arguments: serde_json::Value) -> String {
+    /// A target the UI has not rendered yet (a slow machine) is looked for again
+    /// in a fresh snapshot, for a bounded time.
+    #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
+    fn op(&mut self, arguments: serde_json::Value) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            match self.try_op(arguments.clone()) {
+                Ok(text) => return text,
+                Err(failure)
+                    if failure.contains("ELEMENT_NOT_FOUND") && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    let _ = self.try_op(serde_json::json!({"operation": "snapshot"}));
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+    }
+
+    /// One operation; its text, or the whole failure. Answers may take long on a
+    /// loaded machine: the bound is generous, never a measure of speed.
+    fn try_op(&mut self, mut arguments: serde_json::Value) -> Result<String, String> {
         arguments["session"] = serde_json::json!(self.session);
         self.next_id += 1;
-        let response = self.mcp.call(self.next_id, "liveloop_browser", &arguments);
+        let response = self.mcp.call_within(
+            self.next_id,
+            "liveloop_browser",
+            &arguments,
+            std::time::Duration::from_secs(90),
+        );
         let text = response["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        assert_eq!(
-            response["result"]["isError"], false,
-            "{arguments}: {text}\n{response}"
-        );
-        text
+        if response["result"]["isError"] == false {
+            Ok(text)
+        } else {
+            Err(format!("{arguments}: {text}\n{response}"))
+        }
     }
 
     fn click(&mut self, role: &str, name: &str) -> String {
@@ -480,12 +500,53 @@ impl WebUi {
         self.op(serde_json::json!({"operation": "click", "ref": reference}))
     }
 
+    /// Waits for `text` on the page: up to four waits of 25 s (the tool's bound is
+    /// 30 s), so a slow machine only makes the test slower.
     fn wait_for(&mut self, text: &str) {
-        self.op(serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 15_000}));
+        let wait = serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 25_000});
+        let mut last = String::new();
+        for _ in 0..4 {
+            match self.try_op(wait.clone()) {
+                Ok(_) => return,
+                Err(failure) if failure.contains("TIMEOUT") => last = failure,
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+        panic!("{text:?} never appeared: {last}");
+    }
+
+    /// Waits (bounded, generous) until a snapshot holds `needle`; returns it.
+    fn wait_for_outline(&mut self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+            if outline.contains(needle) {
+                return outline;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{needle:?} never appeared in: {outline}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
+    /// Clicks until `text` appears (a click on a card still being rendered can be
+    /// lost on a slow machine); at most three clicks.
+    fn click_until(&mut self, role: &str, name: &str, text: &str) {
+        for _ in 0..3 {
+            self.click(role, name);
+            let wait = serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 25_000});
+            if self.try_op(wait).is_ok() {
+                return;
+            }
+        }
+        self.wait_for(text);
     }
 
     /// Starts a new conversation in the home workspace and sends `message`.
     fn send(&mut self, message: &str) {
+        self.wait_for("New Session");
         let outline = self.op(serde_json::json!({"operation": "snapshot"}));
         if outline.contains("button \"Continue\"") {
             self.click("button", "Continue");
@@ -502,10 +563,11 @@ impl WebUi {
     /// A screenshot kept as a test artifact under `target/test-artifacts/dsh-plugin/`.
     fn keep_screenshot(&mut self, name: &str) -> std::path::PathBuf {
         self.next_id += 1;
-        let response = self.mcp.call(
+        let response = self.mcp.call_within(
             self.next_id,
             "liveloop_browser",
             &serde_json::json!({"operation": "screenshot", "session": self.session}),
+            std::time::Duration::from_secs(90),
         );
         let path = response["result"]["structuredContent"]["screenshot"]["path"]
             .as_str()
@@ -524,13 +586,7 @@ impl WebUi {
 #[test]
 fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, _dsh_home) = installed_home(&peers, "web");
     let app = serve_page();
     let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
     let (_web, url) = dsh_web(&peers, home.path(), &model);
@@ -541,28 +597,23 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     // over the plugin's RPC channel.
     ui.wait_for("every criterion held");
     ui.wait_for("Next:");
-    let chat = ui.op(serde_json::json!({"operation": "snapshot"}));
-    assert!(chat.contains("img \"dshkit screenshot\""), "{chat}");
+    let chat = ui.wait_for_outline("img \"dshkit screenshot\"");
     assert!(!chat.contains("Failed to load plugins"), "{chat}");
     ui.keep_screenshot("verification-card");
 
     // The Live Preview tab: the target, the latest verdict, the buttons, and the app
     // framed (it sends no X-Frame-Options).
-    let preview = ui.click("tab", "Live Preview");
+    ui.click("tab", "Live Preview");
     ui.wait_for("dshkit Live Preview");
     ui.wait_for("Latest verdict:");
-    let preview = format!(
-        "{preview}\n{}",
-        ui.op(serde_json::json!({"operation": "snapshot"}))
-    );
+    let preview = ui.wait_for_outline("button \"Stop\"");
     for button in ["button \"Reload\"", "button \"Verify\"", "button \"Stop\""] {
         assert!(preview.contains(button), "{button} missing: {preview}");
     }
+    // The app is framed (dshkit's own test browser, whose policy admits one
+    // loopback origin, leaves the frame empty; a person's browser shows the app).
     let app_url = format!("http://127.0.0.1:{}/", app.addr.port());
-    assert!(
-        preview.contains(&format!("iframe content is not included: {app_url}")),
-        "the app is framed: {preview}"
-    );
+    ui.wait_for_outline(&format!("iframe content is not included: {app_url}"));
     ui.keep_screenshot("live-preview");
     // Verify again from the view: a new report, and the model is not involved.
     let reports = || {
@@ -608,13 +659,7 @@ fn assert_nothing_left(dsh_home: &std::path::Path) {
 #[test]
 fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, dsh_home) = installed_home(&peers, "web");
     // The workspace (DSH's working directory) holds the example app.
     let app = home.path().join("app");
     std::fs::create_dir(&app).unwrap();
@@ -633,15 +678,13 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     ui.send("Start the app.");
     ui.wait_for("Allow once");
     ui.keep_screenshot("approval-card");
-    ui.click("button", "Reject");
-    ui.wait_for("the user rejected it");
+    ui.click_until("button", "Reject", "the user rejected it");
 
     // Allow once: the server starts and answers.
     ui.click_first("button", "New session");
     ui.send("Start the app.");
     ui.wait_for("Allow once");
-    ui.click("button", "Allow once");
-    ui.wait_for("Ready http://127.0.0.1:");
+    ui.click_until("button", "Allow once", "Ready http://127.0.0.1:");
     ui.click("tab", "Live Preview");
     ui.wait_for(": ready at http://127.0.0.1:");
     ui.keep_screenshot("live-preview-server");
@@ -660,13 +703,7 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
 #[test]
 fn a_failing_client_half_leaves_the_dsh_ui_working() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, dsh_home) = installed_home(&peers, "web");
     // Break the installed client half twice: its RPC channel does not exist, and
     // the Verification Card throws while rendering.
     let client = dsh_home.join("profiles/web/plugins/dshkit/client.js");
@@ -704,13 +741,7 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
 #[test]
 fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
+    let (home, _dsh_home) = installed_home(&peers, "web");
     let app = dshkit_test::LoopbackServer::start(
         axum::Router::new().route(
             "/",
@@ -723,25 +754,19 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     let mut ui = WebUi::open(&url);
     ui.send("Verify the app.");
     ui.wait_for("every criterion held");
-    let preview = ui.click("tab", "Live Preview");
+    ui.click("tab", "Live Preview");
     ui.wait_for("does not allow framing (X-Frame-Options: DENY): showing screenshots");
-    let outline = format!(
-        "{preview}\n{}",
-        ui.op(serde_json::json!({"operation": "snapshot"}))
-    );
+    let outline = ui.wait_for_outline("img \"dshkit screenshot\"");
     assert!(
         !outline.contains("iframe content is not included"),
         "no frame: {outline}"
     );
-    assert!(outline.contains("img \"dshkit screenshot\""), "{outline}");
 }
 
 #[test]
 fn the_settings_section_stores_what_the_rust_side_accepts() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let installed = install(home.path(), &dsh_home, "web", &["--no-boot-check"]);
-    assert!(installed.status.success(), "{}", String::from_utf8_lossy(&installed.stderr));
+    let (home, _dsh_home) = installed_home(&peers, "web");
     let model = FakeModel::start("dshkit_doctor", &serde_json::json!({}));
     let (_web, url) = dsh_web(&peers, home.path(), &model);
     let mut ui = WebUi::open(&url);
@@ -755,8 +780,7 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
         .into_iter()
         .find(|role| settings.contains(&format!("{role} \"dshkit\"")))
         .unwrap_or_else(|| panic!("no dshkit section in the settings: {settings}"));
-    ui.click(nav, "dshkit");
-    ui.wait_for("Preview session limit");
+    ui.click_until(nav, "dshkit", "Preview session limit");
     let fill = |ui: &mut WebUi, value: &str| {
         ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Preview session limit", "text": value}));
         ui.click("button", "Save dshkit settings");
@@ -764,11 +788,11 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
     // The Rust side's rule, shown as it says it; nothing is written.
     fill(&mut ui, "99");
     ui.wait_for("previewLimit must be between 1 and 16, not 99");
-    let file = home.path().join(".config/dshkit/settings.json");
-    assert!(!file.exists(), "an invalid value is never written");
+    let settings_file = home.path().join(".config/dshkit/settings.json");
+    assert!(!settings_file.exists(), "an invalid value is never written");
     fill(&mut ui, "3");
     ui.wait_for("Saved to");
     ui.keep_screenshot("settings");
-    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_file).unwrap()).unwrap();
     assert_eq!(stored, serde_json::json!({"previewLimit": 3}));
 }

@@ -104,7 +104,9 @@ fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
 }
 
 /// Runs `dshkit <args>` with `lines` (and a garbage line) on stdin; returns the
-/// JSON-RPC responses it printed, in order (notifications left out).
+/// JSON-RPC responses it printed, in order (notifications left out). Like a real
+/// client, it keeps stdin open until every request has its answer (bounded), and
+/// only then sends the garbage line and closes stdin.
 fn exchange(home: &Path, env: &[(&str, &str)], args: &[&str], lines: &[Value]) -> (Vec<Value>, String) {
     let mut command = dshkit_command(home);
     command
@@ -116,20 +118,46 @@ fn exchange(home: &Path, env: &[(&str, &str)], args: &[&str], lines: &[Value]) -
         command.env(k, v);
     }
     let mut child = command.spawn().unwrap();
-    {
-        let stdin = child.stdin.as_mut().unwrap();
-        for line in lines {
-            writeln!(stdin, "{line}").unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(message) = serde_json::from_str::<Value>(&line)
+                && message.get("id").is_some()
+                && tx.send(message).is_err()
+            {
+                break;
+            }
         }
-        writeln!(stdin, "not json at all").unwrap();
+    });
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr_pipe, &mut text);
+        text
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
     }
-    let out = child.wait_with_output().unwrap();
-    let replies = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|m| m.get("id").is_some())
-        .collect();
-    (replies, String::from_utf8_lossy(&out.stderr).into_owned())
+    let expected = lines.iter().filter(|l| l.get("id").is_some()).count();
+    let mut replies = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while replies.len() < expected {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(reply) => replies.push(reply),
+            Err(_) => break,
+        }
+    }
+    writeln!(stdin, "not json at all").unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "dshkit was killed");
+    reader.join().unwrap();
+    replies.extend(rx.try_iter());
+    (replies, stderr_reader.join().unwrap())
 }
 
 fn handshake() -> Vec<Value> {

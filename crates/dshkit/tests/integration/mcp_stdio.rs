@@ -64,10 +64,14 @@ impl Session {
     }
 
     pub(crate) fn recv(&self) -> Value {
+        self.recv_within(Duration::from_secs(20))
+    }
+
+    pub(crate) fn recv_within(&self, within: Duration) -> Value {
         let line = self
             .lines
-            .recv_timeout(Duration::from_secs(20))
-            .expect("a response line within 20 s");
+            .recv_timeout(within)
+            .unwrap_or_else(|_| panic!("a response line within {within:?}"));
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"))
     }
 
@@ -83,8 +87,13 @@ impl Session {
     }
 
     pub(crate) fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
+        self.call_within(id, name, arguments, Duration::from_secs(20))
+    }
+
+    /// A call whose answer may take up to `within` (a slow operation on a loaded machine).
+    pub(crate) fn call_within(&mut self, id: u64, name: &str, arguments: &Value, within: Duration) -> Value {
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string());
-        self.recv()
+        self.recv_within(within)
     }
 
     fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
