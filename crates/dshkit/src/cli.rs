@@ -34,7 +34,7 @@ pub(crate) enum Command {
     Mcp(McpArgs),
     /// Check the machine facts dshkit depends on, each with its fix.
     Doctor,
-    /// Connect DSH (DeepSeek Harness) profiles to dshkit.
+    /// Put dshkit into DSH (DeepSeek Harness) profiles: the native plugin or an MCP row.
     #[command(subcommand)]
     Dsh(DshCommand),
     /// Check a DSH plugin tree before restarting DSH (plugin_check).
