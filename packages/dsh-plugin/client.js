@@ -164,7 +164,18 @@ window.__ModuleLoader__.load({
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
           h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
           latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, report: latest.report, role: 'current', width: 240 }) : null,
-          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, report: latest.report, role: 'diff', width: 240 }) : null) : null);
+          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, report: latest.report, role: 'diff', width: 240 }) : null) : null,
+        h(SidecarLog, { sidecar: state.sidecar }));
+    }
+
+    /** What dshkit itself reported: its sidecar's state and the tail of its log. */
+    function SidecarLog({ sidecar }) {
+      if (!sidecar) return null;
+      const status = sidecar.running ? `running (pid ${sidecar.pid})` : 'not started (it starts at the first dshkit call)';
+      return h('div', { 'data-dshkit': 'sidecar-log', style: { fontSize: 12 } },
+        h('div', null, `dshkit log · sidecar ${status}${sidecar.crashes > 0 ? ` · ${sidecar.crashes} exit(s)` : ''}`),
+        h('pre', { style: { whiteSpace: 'pre-wrap', maxHeight: 240, overflow: 'auto', margin: 0 } },
+          sidecar.log.length === 0 ? '(nothing logged)' : sidecar.log.join('\n')));
     }
 
     const FIELDS = [

@@ -20,8 +20,12 @@ const PROTOCOL_VERSION = '2025-11-25';
 const MAX_DESCRIBE_BYTES = 4 * 1024 * 1024;
 /** Largest single line (one JSON-RPC message) read from the sidecar. */
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
-/** Stderr kept from the sidecar, for the message when it dies. */
+/** Stderr kept from the sidecar, for the message when it dies and the Live Preview's log. */
 const STDERR_TAIL_BYTES = 64 * 1024;
+/** The sidecar's log filter: dshkit's own notices (cancelled calls, closed previews), others' warnings. */
+const DEFAULT_LOG = 'warn,dshkit=info';
+/** Lines of the sidecar's log the Live Preview shows. */
+const LOG_LINES_SHOWN = 40;
 /** How long the sidecar gets after TERM on dispose. */
 const GRACE_MS = 3000;
 /** Longest wait for the sidecar's answer to `initialize`. */
@@ -116,6 +120,7 @@ function sidecarEnv(config) {
   const home = config?.dshHome ?? process.env.DSH_HOME;
   if (home) env.DSH_HOME = home;
   if (config?.evidenceRoot) env.DSHKIT_EVIDENCE_ROOT = config.evidenceRoot;
+  env.DSHKIT_LOG = typeof config?.log === 'string' ? config.log : DEFAULT_LOG;
   return env;
 }
 
@@ -293,7 +298,7 @@ function uiHandler(sidecar, verifications, dshkit) {
         servers = (result.structuredContent?.servers ?? []).map((s) => ({ id: s.id, state: s.state, url: s.url, owned: s.owned }));
       }
       const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
-      return { latest: summary, servers, frame };
+      return { latest: summary, servers, frame, sidecar: sidecar.describe() };
     },
     image(payload) {
       return { base64: verifications.image(String(payload?.report ?? ''), String(payload?.role ?? 'screenshot')) };
@@ -514,6 +519,14 @@ class Sidecar {
   /** Whether a sidecar is up (UI polling never starts one). */
   running() {
     return this.current !== undefined && !this.stopped;
+  }
+
+  /** The sidecar for the Live Preview: whether it runs, its pid, restarts and log tail. */
+  describe() {
+    const handle = this.handle;
+    const text = handle?.collected.stderr?.readFrom(0).text ?? '';
+    const log = text.split('\n').filter((line) => line.trim() !== '').slice(-LOG_LINES_SHOWN);
+    return { running: this.running(), pid: handle?.pid, crashes: this.crashes, log };
   }
 
   /** Calls `name` with `args`; an abort of `signal` cancels it in the sidecar too. */

@@ -126,6 +126,16 @@ impl Browser {
         Ok(())
     }
 
+    /// A guard that disposes `context_id` when dropped, until it is disarmed: a
+    /// context whose setup is abandoned midway (its task cancelled by a client)
+    /// does not outlive the task.
+    pub fn guard_context(&self, context_id: &str) -> ContextGuard {
+        ContextGuard {
+            connection: self.connection.clone(),
+            context_id: Some(context_id.to_owned()),
+        }
+    }
+
     /// Opens `about:blank` in `context_id` and attaches a flattened session to it.
     /// Events of the page are routed to the returned [`Page`]'s receiver from the
     /// first one on.
@@ -208,6 +218,43 @@ impl Page {
 impl Drop for Page {
     fn drop(&mut self) {
         self.connection.unsubscribe(Some(&self.session_id));
+    }
+}
+
+/// Disposes its browser context on drop unless [`ContextGuard::disarm`]ed.
+#[derive(Debug)]
+#[must_use = "dropping the guard disposes the context at once"]
+pub struct ContextGuard {
+    connection: Connection,
+    context_id: Option<String>,
+}
+
+impl ContextGuard {
+    /// Keeps the context: its owner now disposes it.
+    pub fn disarm(mut self) {
+        self.context_id = None;
+    }
+}
+
+impl Drop for ContextGuard {
+    fn drop(&mut self) {
+        let Some(context_id) = self.context_id.take() else {
+            return;
+        };
+        // Drop cannot wait: the dispose is sent from a task of its own.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let connection = self.connection.clone();
+        runtime.spawn(async move {
+            let params = json!({ "browserContextId": context_id });
+            if let Err(e) = connection
+                .call("Target.disposeBrowserContext", params, None)
+                .await
+            {
+                tracing::debug!(%e, "disposing an abandoned browser context failed");
+            }
+        });
     }
 }
 

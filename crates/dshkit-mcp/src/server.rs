@@ -196,6 +196,7 @@ impl DshkitServer {
                 ))),
                 Err(_) => {
                     stop(task).await;
+                    tracing::warn!(tool = %name, "{name} passed the tool timeout; its work was stopped");
                     Err(ToolFailure::new(format!(
                         "{name} did not finish within {}s and was stopped; retry, or run the matching `dshkit` CLI command to see progress",
                         timeout.as_secs()
@@ -204,6 +205,7 @@ impl DshkitServer {
             },
             () = cancel.cancelled() => {
                 stop(task).await;
+                tracing::info!(tool = %name, "{name} was cancelled by the client; its work was stopped");
                 Err(ToolFailure::new(format!("{name} was cancelled by the client and stopped")))
             }
         };

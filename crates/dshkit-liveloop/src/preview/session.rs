@@ -143,6 +143,9 @@ impl PreviewSession {
             PreviewError::Interaction(format!("failed to start the preview's policy proxy: {e}"))
         })?;
         let context_id = browser.create_context_with_proxy(Some(&proxy.url())).await?;
+        // Disposes the context if this future is dropped before it is set up (a
+        // cancelled call): the navigation below can take up to its timeout.
+        let abandoned = browser.guard_context(&context_id);
         let set_up = async {
             let page = browser.create_page(&context_id).await?;
             Self::set_up(
@@ -158,7 +161,9 @@ impl PreviewSession {
             )
             .await
         };
-        match set_up.await {
+        let outcome = set_up.await;
+        abandoned.disarm();
+        match outcome {
             Ok(session) => Ok(session),
             Err(err) => {
                 let _ = browser.dispose_context(&context_id).await;

@@ -664,3 +664,57 @@ async fn real_screenshots_of_an_unchanged_page_match_and_a_changed_page_does_not
     assert!(diff_png.starts_with(b"\x89PNG"));
     assert_eq!(Rgba::from_png(&diff_png).unwrap().width, 1280);
 }
+
+#[tokio::test]
+async fn an_open_cancelled_during_its_navigation_leaves_no_browser_context() {
+    // An app that accepts the connection and never answers: the open waits in
+    // its navigation until the task is dropped, as a cancelled MCP call drops it.
+    let app = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", app.local_addr().unwrap());
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in app.incoming().flatten() {
+            held.push(stream);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let manager = Arc::new(PreviewManager::new(PreviewConfig {
+        browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
+        ..PreviewConfig::default()
+    }));
+    let contexts = || async {
+        let reply = browser
+            .connection()
+            .call("Target.getBrowserContexts", serde_json::json!({}), None)
+            .await
+            .unwrap();
+        reply["browserContextIds"].as_array().map_or(0, Vec::len)
+    };
+    let before = contexts().await;
+
+    let opening = tokio::spawn({
+        let manager = Arc::clone(&manager);
+        async move { manager.open(OWNER, &url, Viewport::Desktop).await.map(|_| ()) }
+    });
+    tokio::task::spawn_blocking(move || accepted.recv_timeout(std::time::Duration::from_mins(1)))
+        .await
+        .unwrap()
+        .expect("the navigation reached the app");
+    assert_eq!(contexts().await, before + 1, "the open made its context");
+    opening.abort();
+    assert!(opening.await.unwrap_err().is_cancelled());
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while contexts().await != before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the abandoned open's context was never disposed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(manager.list(OWNER).await.is_empty(), "no session was kept");
+}

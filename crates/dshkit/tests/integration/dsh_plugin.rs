@@ -796,3 +796,36 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
     let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_file).unwrap()).unwrap();
     assert_eq!(stored, serde_json::json!({"previewLimit": 3}));
 }
+
+#[test]
+fn stopping_a_turn_in_the_web_ui_cancels_the_verification_in_the_sidecar() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    // An app that accepts the connection and never answers: the verification
+    // waits in its navigation until something stops it.
+    let app = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let app_url = format!("http://{}/", app.local_addr().unwrap());
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in app.incoming().flatten() {
+            held.push(stream);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let model = FakeModel::start("liveloop_verify", &serde_json::json!({ "appUrl": app_url }));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+
+    ui.send("Verify the app.");
+    ui.wait_for("verifying in headless Chromium");
+    accepted
+        .recv_timeout(std::time::Duration::from_mins(1))
+        .expect("the sidecar's verification reached the app");
+    // DSH's own stop aborts the call; the sidecar hears it as
+    // notifications/cancelled, stops the work and says so in its log.
+    ui.click("button", "Stop generating");
+    ui.click("tab", "Live Preview");
+    ui.wait_for("liveloop_verify was cancelled by the client; its work was stopped");
+    ui.keep_screenshot("sidecar-log-cancelled");
+}
