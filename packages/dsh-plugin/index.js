@@ -44,6 +44,14 @@ const MAX_KNOWN_REPORTS = 32;
 const FRAME_PROBE_MS = 3000;
 /** Tools whose start/restart operations run a program and need the user's approval. */
 const NEEDS_APPROVAL = { liveloop_runtime: ['start', 'restart'] };
+/**
+ * Calls whose screenshots become attachments: the sidecar sends them as image
+ * content fitted to 1280x2000 px and 1 MB (inside DSH's limits) and says how.
+ */
+const SENDS_IMAGES = {
+  liveloop_verify: () => true,
+  liveloop_browser: (args) => args.operation === 'screenshot',
+};
 
 export const GUIDANCE = `## Verifying web work (dshkit)
 When you change a web app, close the loop before you say it is done:
@@ -162,7 +170,9 @@ async function describe(ctx, binary, env) {
 /** One DSH tool that forwards to the sidecar's tool of the same name. */
 function nativeTool(ctx, sidecar, tool, verifications) {
   const approvalOps = NEEDS_APPROVAL[tool.name];
-  const parameters = approvalOps ? withoutConfirm(tool.inputSchema) : tool.inputSchema;
+  const sendsImages = SENDS_IMAGES[tool.name];
+  let parameters = approvalOps ? without(tool.inputSchema, 'confirm') : tool.inputSchema;
+  if (sendsImages) parameters = without(parameters, 'image'); // The plugin decides: always, as attachments.
   const description = approvalOps
     ? `${tool.description.replace(/ask the user first and pass confirm: true\.?/i, 'DSH asks the user for approval first.')}`
     : tool.description;
@@ -183,14 +193,20 @@ function nativeTool(ctx, sidecar, tool, verifications) {
           args = { ...args, confirm: true };
         }
       }
+      if (sendsImages) {
+        delete args.image;
+        if (sendsImages(args)) args.image = true;
+      }
       const result = await sidecar.call(tool.name, args, exec.signal);
       const text = textOf(result);
       if (result.isError === true) throw new Error(text);
       const value = { text };
       if (result.structuredContent !== undefined) value.structured = result.structuredContent;
+      if (sendsImages) await attachImages(ctx, exec, value, result);
       if (tool.name === 'liveloop_verify' && result.structuredContent) {
-        await attachEvidence(ctx, exec, value);
-        verifications.record(args, value);
+        judgeWithAttachments(value);
+        const { image: _image, ...asked } = args;
+        verifications.record(asked, value);
       }
       return value;
     },
@@ -337,11 +353,14 @@ function uiHandler(sidecar, verifications, dshkit) {
   };
 }
 
-/** The input schema without `confirm`: approval comes from the user, through DSH. */
-function withoutConfirm(schema) {
-  if (!schema?.properties?.confirm) return schema;
-  const { confirm: _dropped, ...properties } = schema.properties;
-  const required = Array.isArray(schema.required) ? schema.required.filter((r) => r !== 'confirm') : schema.required;
+/**
+ * The input schema without one property the plugin owns: `confirm` (approval
+ * comes from the user, through DSH) or `image` (screenshots always become attachments).
+ */
+function without(schema, name) {
+  if (!schema?.properties?.[name]) return schema;
+  const { [name]: _dropped, ...properties } = schema.properties;
+  const required = Array.isArray(schema.required) ? schema.required.filter((r) => r !== name) : schema.required;
   return { ...schema, properties, ...(required ? { required } : {}) };
 }
 
@@ -376,41 +395,45 @@ function textOf(result) {
 }
 
 /**
- * Saves the verification's screenshot (and the reference diff's Current and Diff
- * images) as DSH attachments. Images go to the model only when its route accepts
- * images; a text-only model gets the attachment ids. A passing verdict without
- * its attached screenshot is not a pass: it becomes UNVERIFIED, and says why.
+ * Saves the images of a result (the sidecar's image content: a verification's
+ * screenshot and a reference diff's Current and Diff, or a browser screenshot)
+ * as DSH attachments. They go to the model only when its route accepts images;
+ * a text-only model gets the attachment ids. How the sidecar fitted each one
+ * (downscaled, cropped) is already in the text.
  */
-async function attachEvidence(ctx, exec, value) {
-  const report = value.structured;
-  const images = [];
-  if (report.screenshot?.path) images.push({ role: 'screenshot', file: report.screenshot.path, width: report.screenshot.width, height: report.screenshot.height });
-  if (report.diff?.current?.path) images.push({ role: 'current', file: report.diff.current.path });
-  if (report.diff?.diff?.path) images.push({ role: 'diff', file: report.diff.diff.path });
+async function attachImages(ctx, exec, value, result) {
+  const blocks = (Array.isArray(result.content) ? result.content : []).filter((b) => b?.type === 'image' && typeof b.data === 'string');
+  const described = Array.isArray(result.structuredContent?.images) ? result.structuredContent.images : [];
   value.attachments = [];
   value.notes = [];
   const store = ctx.get('attachments');
-  for (const image of images) {
+  for (const [index, block] of blocks.entries()) {
+    const role = typeof described[index]?.role === 'string' ? described[index].role : `image ${index + 1}`;
     if (!store) {
-      value.notes.push(`${image.role}: not attached (DSH has no attachment store)`);
+      value.notes.push(`${role}: not attached (DSH has no attachment store)`);
       continue;
     }
     try {
-      const data = readBounded(image.file, MAX_ATTACHMENT_BYTES);
+      const data = new Uint8Array(Buffer.from(block.data, 'base64'));
       const size = pngSize(data);
-      if (size && (size.width > MAX_ATTACHMENT_SIDE || size.height > MAX_ATTACHMENT_SIDE)) {
-        value.notes.push(`${image.role}: ${size.width}x${size.height} is above DSH's ${MAX_ATTACHMENT_SIDE} px limit; not attached (verify without fullPage for a viewport-sized image)`);
-        continue;
+      // The sidecar fits images well inside these; a breach is a bug, never sent on.
+      if (data.length > MAX_ATTACHMENT_BYTES || (size && (size.width > MAX_ATTACHMENT_SIDE || size.height > MAX_ATTACHMENT_SIDE))) {
+        throw new Error(`${data.length} bytes${size ? `, ${size.width}x${size.height}` : ''} is above DSH's attachment limits`);
       }
-      const ref = await store.saveImage({ data, mediaType: 'image/png', name: `dshkit-${image.role}.png` });
-      value.attachments.push({ role: image.role, ref });
+      const ref = await store.saveImage({ data, mediaType: block.mimeType ?? 'image/png', name: `dshkit-${role}.png` });
+      value.attachments.push({ role, ref });
     } catch (error) {
-      value.notes.push(`${image.role}: not attached (${error.message})`);
+      value.notes.push(`${role}: not attached (${error.message})`);
     }
   }
   value.imagesForModel = value.attachments.length > 0 && (await acceptsImages(ctx, exec));
+}
+
+/** A passing verdict without its attached screenshot is not a pass: it becomes UNVERIFIED, and says why. */
+function judgeWithAttachments(value) {
+  const report = value.structured;
   const passed = report.verdict === 'VERIFIED' || report.verdict === 'VERIFIED_WITH_WARNINGS';
-  if (passed && !value.attachments.some((a) => a.role === 'screenshot')) {
+  if (passed && !(value.attachments ?? []).some((a) => a.role === 'screenshot')) {
     value.verdict = 'UNVERIFIED';
     value.text = `verdict: UNVERIFIED (dshkit reported ${report.verdict}, but its screenshot could not be attached: a passing report needs the attached evidence)\n${value.text}`;
   } else {

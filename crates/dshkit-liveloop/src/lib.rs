@@ -5,6 +5,7 @@
 //! refs). Detection, the dev-server runtime and verification build on it.
 
 pub mod detect;
+pub mod fit;
 pub mod preview;
 pub mod runtime;
 pub mod verify;

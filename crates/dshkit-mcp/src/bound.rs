@@ -8,11 +8,18 @@ pub const DEFAULT_MAX_STRUCTURED_BYTES: usize = 64 * 1024;
 /// Largest text block a tool result may carry (16 KiB of UTF-8).
 pub const DEFAULT_MAX_TEXT_BYTES: usize = 16 * 1024;
 
+/// Largest image a tool result may carry (1 MB encoded; families fit theirs first).
+pub const DEFAULT_MAX_IMAGE_BYTES: usize = 1_000_000;
+/// Most images one tool result may carry.
+pub const DEFAULT_MAX_IMAGES: usize = 4;
+
 /// The caps applied to every tool result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResultLimits {
     pub max_structured_bytes: usize,
     pub max_text_bytes: usize,
+    pub max_image_bytes: usize,
+    pub max_images: usize,
 }
 
 impl Default for ResultLimits {
@@ -20,6 +27,8 @@ impl Default for ResultLimits {
         Self {
             max_structured_bytes: DEFAULT_MAX_STRUCTURED_BYTES,
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
+            max_images: DEFAULT_MAX_IMAGES,
         }
     }
 }

@@ -67,6 +67,17 @@ pub struct ToolCall {
 pub struct ToolOutput {
     pub structured: Map<String, Value>,
     pub text: String,
+    /// Images sent as MCP `image` content after the text, already fitted to the
+    /// host's bounds by the family; the text and `structured` still say where
+    /// each one is saved.
+    pub images: Vec<ToolImage>,
+}
+
+/// One image of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolImage {
+    pub mime_type: &'static str,
+    pub data: Vec<u8>,
 }
 
 /// A tool-level failure: returned to the client as `isError: true` with text that

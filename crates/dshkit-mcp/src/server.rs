@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult, ListToolsResult,
@@ -221,9 +223,9 @@ impl DshkitServer {
 
     fn finish(&self, outcome: Result<crate::ToolOutput, ToolFailure>) -> CallToolResult {
         let limits = self.registry.options.limits;
-        let (mut text, structured, is_error) = match outcome {
-            Ok(output) => (output.text, Some(output.structured), false),
-            Err(failure) => (failure.message, failure.structured, true),
+        let (mut text, structured, images, is_error) = match outcome {
+            Ok(output) => (output.text, Some(output.structured), output.images, false),
+            Err(failure) => (failure.message, failure.structured, Vec::new(), true),
         };
         let mut truncated = bound_text(&mut text, limits.max_text_bytes);
         let structured = structured.map(|mut map| {
@@ -235,10 +237,26 @@ impl DshkitServer {
                 "\n[truncated: structured result exceeded its cap; see `truncated` in structuredContent]",
             );
         }
+        let mut content = vec![];
+        let mut dropped = 0;
+        for image in images {
+            if image.data.len() > limits.max_image_bytes || content.len() >= limits.max_images {
+                dropped += 1;
+                continue;
+            }
+            content.push(ContentBlock::image(BASE64.encode(&image.data), image.mime_type));
+        }
+        if dropped > 0 {
+            text.push_str(&format!(
+                "\n[{dropped} image(s) not sent: above {} images or {} bytes each; the text says where they are saved]",
+                limits.max_images, limits.max_image_bytes
+            ));
+        }
+        content.insert(0, ContentBlock::text(text));
         let mut result = if is_error {
-            CallToolResult::error(vec![ContentBlock::text(text)])
+            CallToolResult::error(content)
         } else {
-            CallToolResult::success(vec![ContentBlock::text(text)])
+            CallToolResult::success(content)
         };
         result.structured_content = structured;
         result

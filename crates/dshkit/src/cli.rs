@@ -412,6 +412,12 @@ pub(crate) struct McpArgs {
     #[arg(long)]
     pub(crate) allow_run: bool,
 
+    /// Screenshots as MCP image content: `auto` when a call asks (`image: true`),
+    /// `always` unless a call says `image: false`, `never` for hosts whose models
+    /// read text only. Images are fitted to 1280 px wide, 2000 px tall and 1 MB.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t)]
+    pub(crate) images: crate::tools::ImagePolicy,
+
     /// Longest a tool call may run, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
     pub(crate) tool_timeout: u64,

@@ -47,7 +47,8 @@ fn build_row(args: &RowArgs) -> Result<McpRow, Failure> {
                 .map_err(Failure::runtime)?;
             Transport::Stdio {
                 command: exe,
-                args: vec!["mcp".into(), "--stdio".into()],
+                // DSH's MCP client fails a text-only model's whole turn on an image block.
+                args: vec!["mcp".into(), "--stdio".into(), "--images".into(), "never".into()],
             }
         }
     };

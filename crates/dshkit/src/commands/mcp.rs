@@ -123,6 +123,7 @@ fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> too
         allow_hosts: args.allow_external_hosts.clone(),
         workspace: args.workspace.clone(),
         allow_run: args.allow_run,
+        images: args.images,
         settings,
     }
 }

@@ -148,6 +148,7 @@ impl ToolFamily for CheckFamily {
             Ok(ToolOutput {
                 text: compact_text(&report),
                 structured: structured(&report),
+                images: Vec::new(),
             })
         })
     }

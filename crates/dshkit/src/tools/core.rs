@@ -54,6 +54,7 @@ impl ToolFamily for CoreFamily {
                     Ok(ToolOutput {
                         text: report.compact_text(),
                         structured: structured(&report),
+                        images: Vec::new(),
                     })
                 }
                 INFO => {
@@ -78,6 +79,7 @@ impl ToolFamily for CoreFamily {
                             versions.join(", ")
                         ),
                         structured: structured(&info),
+                        images: Vec::new(),
                     })
                 }
                 other => Err(ToolFailure::new(format!("the core family has no tool `{other}`"))),

@@ -159,6 +159,7 @@ impl EchoFamily {
                 ("cassettes".into(), Value::Array(found)),
                 ("truncated".into(), json!(truncated)),
             ]),
+            images: Vec::new(),
         })
     }
 
@@ -225,6 +226,7 @@ impl EchoFamily {
                 ("findings".into(), json!(findings)),
                 ("warnings".into(), json!(loaded.warnings)),
             ]),
+            images: Vec::new(),
         })
     }
 }
@@ -265,6 +267,7 @@ impl EchoFamily {
         Ok(ToolOutput {
             text: redactor.text(&text),
             structured: structured.as_object().cloned().unwrap_or_default(),
+            images: Vec::new(),
         })
     }
 }

@@ -23,8 +23,123 @@ pub struct ToolsConfig {
     pub workspace: Option<std::path::PathBuf>,
     /// Start dev servers without a per-call `confirm: true`.
     pub allow_run: bool,
+    /// When screenshots travel as MCP image content.
+    pub images: ImagePolicy,
     /// The person's settings file (flags above win over it).
     pub settings: dshkit_env::settings::Settings,
+}
+
+/// When a result carries its screenshots as MCP `image` content.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImagePolicy {
+    /// When the call asks with `image: true`.
+    #[default]
+    Auto,
+    /// Unless the call says `image: false`.
+    Always,
+    /// Never: for hosts whose models read text only (one image block fails their turn).
+    Never,
+}
+
+impl ImagePolicy {
+    /// Whether a call that gave `asked` gets its images.
+    pub(crate) fn sends(self, asked: Option<bool>) -> bool {
+        match self {
+            Self::Never => false,
+            Self::Always => asked.unwrap_or(true),
+            Self::Auto => asked.unwrap_or(false),
+        }
+    }
+}
+
+/// The images of one result and what the text says about them: each PNG fitted
+/// to [`dshkit_liveloop::fit::MCP_IMAGE_BOUNDS`] (the saved evidence is untouched).
+pub(crate) fn fitted_images(
+    policy: ImagePolicy,
+    asked: Option<bool>,
+    images: &[(&str, &std::path::Path)],
+) -> SentImages {
+    /// Largest evidence file read to send (a 16384 px full page is about 20 MB).
+    const MAX_SOURCE_BYTES: u64 = 64 * 1024 * 1024;
+    let mut out = SentImages::default();
+    if images.is_empty() || !policy.sends(asked) {
+        if asked == Some(true) && policy == ImagePolicy::Never {
+            out.notes.push(
+                "images are not sent by this server (dshkit mcp --images never); the paths above have them"
+                    .to_owned(),
+            );
+        }
+        return out;
+    }
+    for (role, path) in images {
+        let read = std::fs::metadata(path).map_err(|e| e.to_string()).and_then(|m| {
+            if m.len() > MAX_SOURCE_BYTES {
+                Err(format!("{} bytes is above {MAX_SOURCE_BYTES}", m.len()))
+            } else {
+                std::fs::read(path).map_err(|e| e.to_string())
+            }
+        });
+        let fitted = read.and_then(|png| {
+            dshkit_liveloop::fit::fit_png(&png, &dshkit_liveloop::fit::MCP_IMAGE_BOUNDS)
+                .map_err(|e| e.to_string())
+        });
+        match fitted {
+            Ok(fitted) => {
+                let number = out.images.len() + 1;
+                out.notes.push(match fitted.note() {
+                    Some(note) => format!("image {number}: {role}, {note}"),
+                    None => format!(
+                        "image {number}: {role}, {}x{} as saved",
+                        fitted.width, fitted.height
+                    ),
+                });
+                out.described.push(serde_json::json!({
+                    "role": role,
+                    "width": fitted.width,
+                    "height": fitted.height,
+                    "bytes": fitted.png.len(),
+                    "fitted": fitted.note(),
+                }));
+                out.images.push(dshkit_mcp::ToolImage {
+                    mime_type: "image/png",
+                    data: fitted.png,
+                });
+            }
+            Err(e) => out.notes.push(format!("{role} image not sent: {e}")),
+        }
+    }
+    out
+}
+
+/// What [`fitted_images`] sends.
+#[derive(Debug, Default)]
+pub(crate) struct SentImages {
+    /// The image content, in order.
+    pub(crate) images: Vec<dshkit_mcp::ToolImage>,
+    /// One line per image (or per image not sent) for the result text.
+    pub(crate) notes: Vec<String>,
+    /// Per sent image, in the same order: role, size and how it was fitted, for
+    /// `structuredContent.images`.
+    pub(crate) described: Vec<Value>,
+}
+
+impl SentImages {
+    /// Adds the images, their lines and their descriptions to `output`.
+    pub(crate) fn add_to(self, output: &mut dshkit_mcp::ToolOutput, indent: &str) {
+        for note in self.notes {
+            if !output.text.ends_with('\n') {
+                output.text.push('\n');
+            }
+            output.text.push_str(indent);
+            output.text.push_str(&note);
+        }
+        if !self.described.is_empty() {
+            output
+                .structured
+                .insert("images".into(), Value::Array(self.described));
+        }
+        output.images = self.images;
+    }
 }
 
 impl ToolsConfig {

@@ -154,7 +154,10 @@ fn mcp_row_describes_this_binary_over_stdio_and_a_server_over_http() {
         row["config"]["command"],
         std::fs::canonicalize(dshkit()).unwrap().display().to_string()
     );
-    assert_eq!(row["config"]["args"], serde_json::json!(["mcp", "--stdio"]));
+    assert_eq!(
+        row["config"]["args"],
+        serde_json::json!(["mcp", "--stdio", "--images", "never"])
+    );
     assert_eq!(row["config"]["env"]["DSH_HOME"], "/srv/dsh");
 
     let token_file = home.path().join("token");

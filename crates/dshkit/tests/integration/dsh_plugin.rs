@@ -157,6 +157,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
 
 #[test]
 fn a_model_that_accepts_images_receives_the_screenshot() {
+    use base64::Engine as _;
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "headless");
     // The default model, declared image-capable in the provider's catalog.
@@ -166,17 +167,44 @@ fn a_model_that_accepts_images_receives_the_screenshot() {
         "- id: llm-deepseek\n  config:\n    models:\n      - id: deepseek-v4-flash\n        name: DeepSeek-V4-Flash\n        inputModalities: [text, image]\n",
     )
     .unwrap();
-    let app = serve_page();
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    // A page far taller than DSH's 2000 px per side, verified as a full page: the
+    // attachment is its top, fitted, and the agent is told so.
+    let tall = format!("{PAGE}<div style=\"height: 9000px; background: linear-gradient(#fff, #36c)\"></div>");
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(move || async move { axum::response::Html(tall) }),
+        ),
+        true,
+    );
+    let mut arguments = verify_arguments(&app);
+    arguments["fullPage"] = serde_json::json!(true);
+    let model = FakeModel::start("liveloop_verify", &arguments);
     let stdout = dsh_turn(&peers, home.path(), Some(&overlay), &model, "Verify the app.");
     let answer = tool_answer(&stdout);
     assert!(answer.contains("attached: screenshot sha256:"), "{answer}");
     assert!(!answer.contains("reads text only"), "{answer}");
-    let last = model.requests().last().cloned().unwrap().to_string();
     assert!(
-        last.contains("data:image/png;base64,iVBORw0KGgo"),
-        "the model request after the tool call carries the PNG: {}",
-        &last[..last.len().min(2000)]
+        answer.contains("image 1: screenshot, cropped to the top 2000 of"),
+        "{answer}"
+    );
+    let last = model.requests().last().cloned().unwrap().to_string();
+    let data = last
+        .split("data:image/png;base64,")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the model request after the tool call carries the PNG: {}",
+                &last[..last.len().min(2000)]
+            )
+        });
+    let png = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+    let image = dshkit_liveloop::verify::diff::Rgba::from_png(&png).unwrap();
+    assert_eq!(
+        (image.width, image.height),
+        (1280, 2000),
+        "the image the model got is fitted"
     );
 }
 

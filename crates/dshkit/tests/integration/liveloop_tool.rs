@@ -519,3 +519,98 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
     );
     assert_eq!(structured(&navigated)["title"], "other");
 }
+
+fn image_blocks(response: &Value) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    response["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|block| block["type"] == "image")
+        .map(|block| {
+            assert_eq!(block["mimeType"], "image/png");
+            base64::engine::general_purpose::STANDARD
+                .decode(block["data"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn screenshots_come_as_image_content_fitted_to_the_bounds_when_asked() {
+    // 900 rows: a full page far taller than the 2000 px an image may take.
+    let server = FixtureServer::start(vec![("/", Fixture::Html(large_page()))]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+
+    // Not asked: the path only (the server's default is `auto`).
+    let plain = mcp.call(
+        2,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session}),
+    );
+    assert!(image_blocks(&plain).is_empty(), "{plain}");
+
+    // Asked: the viewport PNG is within the bounds and sent byte for byte.
+    let shot = mcp.call(
+        3,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session, "image": true}),
+    );
+    let saved = std::fs::read(structured(&shot)["path"].as_str().unwrap()).unwrap();
+    assert_eq!(image_blocks(&shot), vec![saved]);
+    assert_eq!(structured(&shot)["images"][0]["role"], "screenshot");
+    assert_eq!(structured(&shot)["images"][0]["fitted"], Value::Null);
+
+    // A full page is cropped to its top 2000 px, and the text says so.
+    let full = mcp.call(
+        4,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session, "image": true, "fullPage": true}),
+    );
+    let sent = image_blocks(&full);
+    assert_eq!(sent.len(), 1);
+    let image = dshkit_liveloop::verify::diff::Rgba::from_png(&sent[0]).unwrap();
+    let height = structured(&full)["height"].as_u64().unwrap();
+    assert!(height > 2000, "the page is taller than the bound: {height}");
+    assert_eq!((image.width, image.height), (1280, 2000));
+    let text = full["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("cropped to the top 2000 of {height} px")),
+        "{text}"
+    );
+    assert!(sent[0].len() <= 1_000_000);
+
+    // A server for text-only hosts never sends one, and says why.
+    let mut never = Session::start_with(
+        &["--images", "never"],
+        &[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())],
+    );
+    never.initialize("2025-11-25");
+    let opened = never.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let refused = never.call(
+        2,
+        "liveloop_browser",
+        &json!({"operation": "screenshot", "session": session, "image": true}),
+    );
+    assert!(image_blocks(&refused).is_empty());
+    assert!(
+        refused["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("--images never")
+    );
+}
