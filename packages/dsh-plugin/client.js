@@ -14,6 +14,8 @@ window.__ModuleLoader__.load({
     const CHANNEL = '/dshkit';
     /** How often the Live Preview refreshes its state while it is shown. */
     const REFRESH_MS = 2000;
+    /** How often a running Verification Card asks for the call's latest stage. */
+    const STAGE_POLL_MS = 500;
 
     const palette = {
       VERIFIED: '#1a7f37',
@@ -89,12 +91,25 @@ window.__ModuleLoader__.load({
       return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: '1px solid #d0d7de', borderRadius: 4 } });
     }
 
+    /** A verification still running: its latest stage, read from the host half. */
+    function RunningCard({ callId, rpc }) {
+      const [stage, setStage] = React.useState(undefined);
+      React.useEffect(() => {
+        if (!callId) return undefined;
+        let live = true;
+        const poll = () => rpc('progress', { callId }).then((value) => { if (live && value?.stage) setStage(value.stage); }, () => {});
+        poll();
+        const timer = setInterval(poll, STAGE_POLL_MS);
+        return () => { live = false; clearInterval(timer); };
+      }, [callId, rpc]);
+      return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'running', style: { fontSize: 13, padding: 4 } },
+        'dshkit: verifying in headless Chromium… ',
+        stage ? h('span', { 'data-dshkit': 'stage', style: { color: palette.UNVERIFIED } }, `(${stage.message})`) : null);
+    }
+
     function VerificationCard({ block, dshkitRpc }) {
       const settled = block && 'kind' in block;
-      if (!settled) {
-        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'running', style: { fontSize: 13, padding: 4 } },
-          'dshkit: verifying in headless Chromium…');
-      }
+      if (!settled) return h(RunningCard, { callId: block?.callId, rpc: dshkitRpc });
       const text = (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
       if (block.isError) {
         return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'error', style: { fontSize: 13, padding: 4, color: palette.FAILED } },

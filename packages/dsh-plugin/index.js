@@ -38,6 +38,8 @@ const HEALTHY_RUN_MS = 30000;
 /** DSH's attachment limits: bytes per image and pixels per side. */
 const MAX_ATTACHMENT_BYTES = 3.5 * 1024 * 1024;
 const MAX_ATTACHMENT_SIDE = 2000;
+/** Running calls whose latest stage the Verification Card may read. */
+const MAX_TRACKED_CALLS = 64;
 /** Recent verification reports whose images the UI may fetch (older ones are dropped). */
 const MAX_KNOWN_REPORTS = 32;
 /** Longest the framing probe of an app URL waits. */
@@ -104,14 +106,15 @@ export async function apply(ctx, config) {
   const sidecar = new Sidecar(ctx, [binary, 'mcp', '--stdio'], env);
   ctx.effect(() => () => sidecar.stop(), 'dshkit sidecar');
   const verifications = new Verifications();
+  const stages = new RunningStages();
 
   for (const tool of described.tools) {
-    ctx.tools.register(nativeTool(ctx, sidecar, tool, verifications));
+    ctx.tools.register(nativeTool(ctx, sidecar, tool, verifications, stages));
   }
   // The browser half's channel (web profiles only): loopback callers only.
   const dshkit = (args) => runOnce(ctx, [binary, ...args], env);
   ctx.inject(['connection'], (inner) => {
-    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, dshkit), { authority: 'loopback' });
+    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit), { authority: 'loopback' });
   });
   ctx.inject(['systemPrompt'], (inner) => {
     inner.systemPrompt.section({ name: 'dshkit:verification-loop', order: 150, text: GUIDANCE });
@@ -168,7 +171,7 @@ async function describe(ctx, binary, env) {
 }
 
 /** One DSH tool that forwards to the sidecar's tool of the same name. */
-function nativeTool(ctx, sidecar, tool, verifications) {
+function nativeTool(ctx, sidecar, tool, verifications, stages) {
   const approvalOps = NEEDS_APPROVAL[tool.name];
   const sendsImages = SENDS_IMAGES[tool.name];
   let parameters = approvalOps ? without(tool.inputSchema, 'confirm') : tool.inputSchema;
@@ -197,7 +200,12 @@ function nativeTool(ctx, sidecar, tool, verifications) {
         delete args.image;
         if (sendsImages(args)) args.image = true;
       }
-      const result = await sidecar.call(tool.name, args, exec.signal);
+      let result;
+      try {
+        result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(exec.callId, stage));
+      } finally {
+        stages.end(exec.callId);
+      }
       const text = textOf(result);
       if (result.isError === true) throw new Error(text);
       const value = { text };
@@ -289,8 +297,33 @@ async function probeFraming(url) {
   }
 }
 
+/**
+ * The latest stage of each running call, from the sidecar's progress
+ * notifications, for the Verification Card. Bounded; a call's entry goes when it ends.
+ */
+class RunningStages {
+  constructor() {
+    this.calls = new Map(); // callId -> { message, progress, at }
+  }
+
+  report(callId, stage) {
+    if (callId === undefined || typeof stage?.message !== 'string') return;
+    this.calls.delete(callId);
+    this.calls.set(callId, { message: stage.message.slice(0, 500), progress: stage.progress, at: Date.now() });
+    while (this.calls.size > MAX_TRACKED_CALLS) this.calls.delete(this.calls.keys().next().value);
+  }
+
+  end(callId) {
+    this.calls.delete(callId);
+  }
+
+  of(callId) {
+    return this.calls.get(callId) ?? null;
+  }
+}
+
 /** The `/dshkit` RPC endpoints the browser half calls. */
-function uiHandler(sidecar, verifications, dshkit) {
+function uiHandler(sidecar, verifications, stages, dshkit) {
   /** `dshkit settings …` as JSON; its refusal (an invalid field) becomes the error. */
   const settings = async (args) => {
     const run = await dshkit(['--json', 'settings', ...args]);
@@ -315,6 +348,9 @@ function uiHandler(sidecar, verifications, dshkit) {
       }
       const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
       return { latest: summary, servers, frame, sidecar: sidecar.describe() };
+    },
+    progress(payload) {
+      return { stage: stages.of(String(payload?.callId ?? '')) };
     },
     image(payload) {
       return { base64: verifications.image(String(payload?.report ?? ''), String(payload?.role ?? 'screenshot')) };
@@ -552,10 +588,13 @@ class Sidecar {
     return { running: this.running(), pid: handle?.pid, crashes: this.crashes, log };
   }
 
-  /** Calls `name` with `args`; an abort of `signal` cancels it in the sidecar too. */
-  async call(name, args, signal) {
+  /**
+   * Calls `name` with `args`; an abort of `signal` cancels it in the sidecar too.
+   * `onStage` (optional) hears each stage the tool reports, until it answers.
+   */
+  async call(name, args, signal, onStage) {
     const connection = await this.connection();
-    return connection.request('tools/call', { name, arguments: args }, signal);
+    return connection.request('tools/call', { name, arguments: args }, signal, onStage);
   }
 
   connection() {
@@ -615,6 +654,7 @@ class Connection {
     this.handle = handle;
     this.nextId = 1;
     this.pending = new Map();
+    this.listeners = new Map(); // request id (its progress token) -> stage listener
     this.closedWith = undefined;
     this.buffer = '';
     handle.stdout.setEncoding('utf8');
@@ -638,21 +678,28 @@ class Connection {
     this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   }
 
-  request(method, params, signal) {
+  request(method, params, signal, onProgress) {
     if (this.closedWith) return Promise.reject(new Error(this.closedWith));
     if (signal?.aborted) return Promise.reject(abortError(signal));
     const id = this.nextId++;
+    if (onProgress) {
+      params = { ...params, _meta: { ...params._meta, progressToken: id } };
+      this.listeners.set(id, onProgress);
+    }
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         this.pending.delete(id);
+        this.listeners.delete(id);
         this.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'cancelled in DSH' } });
         reject(abortError(signal));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.pending.set(id, {
-        resolve: (value) => { signal?.removeEventListener('abort', onAbort); resolve(value); },
-        reject: (error) => { signal?.removeEventListener('abort', onAbort); reject(error); },
-      });
+      const settle = (finish) => (value) => {
+        signal?.removeEventListener('abort', onAbort);
+        this.listeners.delete(id);
+        finish(value);
+      };
+      this.pending.set(id, { resolve: settle(resolve), reject: settle(reject) });
       this.send({ jsonrpc: '2.0', id, method, params });
     });
   }
@@ -684,7 +731,16 @@ class Connection {
     } catch {
       return; // Not JSON-RPC: nothing waits for it.
     }
-    if (message.id === undefined || message.method !== undefined) return; // Notifications and requests: unused.
+    if (message.method === 'notifications/progress') {
+      const listener = this.listeners.get(message.params?.progressToken);
+      try {
+        listener?.(message.params);
+      } catch {
+        // A listener's failure never breaks the connection.
+      }
+      return;
+    }
+    if (message.id === undefined || message.method !== undefined) return; // Other notifications and requests: unused.
     const waiter = this.pending.get(message.id);
     if (!waiter) return;
     this.pending.delete(message.id);
@@ -697,6 +753,7 @@ class Connection {
     this.closedWith = reason;
     for (const waiter of this.pending.values()) waiter.reject(new Error(reason));
     this.pending.clear();
+    this.listeners.clear();
   }
 }
 

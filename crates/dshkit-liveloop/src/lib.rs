@@ -7,5 +7,6 @@
 pub mod detect;
 pub mod fit;
 pub mod preview;
+pub mod progress;
 pub mod runtime;
 pub mod verify;

@@ -59,6 +59,47 @@ pub struct ToolCall {
     /// one client of a stdio server, `http` for stateless HTTP requests. Families
     /// that keep per-client state (preview sessions) use it for ownership.
     pub subject: String,
+    /// Where a long tool reports its stages: `notifications/progress` when the
+    /// client sent a progress token, nowhere otherwise.
+    pub progress: ToolProgress,
+}
+
+/// Where stage messages go.
+type StageSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A tool's stage reports. Cheap to clone; silent unless the client listens.
+#[derive(Clone, Default)]
+pub struct ToolProgress {
+    sink: Option<StageSink>,
+}
+
+impl std::fmt::Debug for ToolProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolProgress")
+            .field("listened", &self.sink.is_some())
+            .finish()
+    }
+}
+
+impl ToolProgress {
+    /// Stage reports that go to `sink`.
+    pub fn new(sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self {
+            sink: Some(std::sync::Arc::new(sink)),
+        }
+    }
+
+    /// Whether anyone listens (work that only exists to report may be skipped).
+    pub fn is_listened(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Reports that the work entered a stage.
+    pub fn stage(&self, message: &str) {
+        if let Some(sink) = &self.sink {
+            sink(message);
+        }
+    }
 }
 
 /// A successful result: structured data for machines and a compact text for models.

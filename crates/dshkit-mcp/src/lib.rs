@@ -19,7 +19,9 @@ pub use bound::{
     DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGES, DEFAULT_MAX_STRUCTURED_BYTES, DEFAULT_MAX_TEXT_BYTES,
     ResultLimits, bound_structured, bound_text,
 };
-pub use family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolOutput, ToolSpec};
+pub use family::{
+    PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolOutput, ToolProgress, ToolSpec,
+};
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpOptions, HttpServer, MAX_DRAIN_BYTES,
     MCP_PATH, serve_http,

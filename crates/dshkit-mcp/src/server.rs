@@ -11,8 +11,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, JsonObject, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion, Role, ServerCapabilities, ServerConfig,
-    Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Prompt, PromptMessage, ProtocolVersion,
+    Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
-use crate::family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolSpec};
+use crate::family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolProgress, ToolSpec};
 
 /// Longest a single tool call may run before it is abandoned with an `isError`
 /// result. Families with long work (verification, live boots) bound themselves
@@ -166,19 +166,27 @@ impl DshkitServer {
         arguments: Map<String, Value>,
         subject: &str,
     ) -> Option<CallToolResult> {
-        self.call_cancellable(name, arguments, subject, CancellationToken::new())
-            .await
+        self.call_cancellable(
+            name,
+            arguments,
+            subject,
+            CancellationToken::new(),
+            ToolProgress::default(),
+        )
+        .await
     }
 
     /// [`Self::call`], stopped when `cancel` fires (`notifications/cancelled`): the
     /// tool's task is aborted, as it is when the tool timeout passes, so its work
-    /// (a verification, a boot) stops and releases what it holds.
+    /// (a verification, a boot) stops and releases what it holds. The tool reports
+    /// its stages to `progress`.
     pub async fn call_cancellable(
         &self,
         name: &str,
         arguments: Map<String, Value>,
         subject: &str,
         cancel: CancellationToken,
+        progress: ToolProgress,
     ) -> Option<CallToolResult> {
         let index = *self.registry.routes.get(name)?;
         let family = Arc::clone(&self.registry.families[index]);
@@ -186,6 +194,7 @@ impl DshkitServer {
             name: name.to_owned(),
             arguments,
             subject: subject.to_owned(),
+            progress,
         };
         let timeout = self.registry.options.tool_timeout;
         // A task of its own: a panicking family fails its call, not the server.
@@ -378,21 +387,93 @@ impl ServerHandler for DshkitServer {
         let name = request.name.to_string();
         let subject = subject_of(&context);
         tracing::debug!(tool = %name, %subject, "tools/call");
-        match self
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::start(token, context.peer.clone()));
+        let progress = forwarder
+            .as_ref()
+            .map_or_else(ToolProgress::default, ProgressForwarder::progress);
+        let outcome = self
             .call_cancellable(
                 &name,
                 request.arguments.unwrap_or_default(),
                 &subject,
                 context.ct.clone(),
+                progress,
             )
-            .await
-        {
+            .await;
+        // Every stage reported is sent before the result, and none after it.
+        if let Some(forwarder) = forwarder {
+            forwarder.finish().await;
+        }
+        match outcome {
             Some(result) => Ok(result.into()),
             None => Err(McpError::invalid_params(
                 format!("unknown tool `{name}`; call tools/list for the tools this server exposes"),
                 None,
             )),
         }
+    }
+}
+
+/// Stage reports a client's progress token is waiting for.
+const MAX_QUEUED_PROGRESS: usize = 64;
+
+/// Sends a call's stage reports to its client as `notifications/progress`, in
+/// order, with a progress count that rises by one per stage. Reports past
+/// [`MAX_QUEUED_PROGRESS`] unsent ones are dropped (progress is advisory).
+struct ProgressForwarder {
+    queue: tokio::sync::mpsc::Sender<String>,
+    done: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressForwarder {
+    fn start(token: ProgressToken, peer: rmcp::Peer<RoleServer>) -> Self {
+        let (queue, mut reports) = tokio::sync::mpsc::channel::<String>(MAX_QUEUED_PROGRESS);
+        let (done, mut finished) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let mut count = 0u32;
+            let mut send = async |message: String| {
+                count += 1;
+                let param =
+                    ProgressNotificationParam::new(token.clone(), f64::from(count)).with_message(message);
+                peer.notify_progress(param).await.is_ok()
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    report = reports.recv() => match report {
+                        Some(message) => if !send(message).await { return },
+                        None => return,
+                    },
+                    _ = &mut finished => break,
+                }
+            }
+            // The call ended: what it reported before is still sent, in order.
+            while let Ok(message) = reports.try_recv() {
+                if !send(message).await {
+                    return;
+                }
+            }
+        });
+        Self { queue, done, task }
+    }
+
+    fn progress(&self) -> ToolProgress {
+        let queue = self.queue.clone();
+        ToolProgress::new(move |message| {
+            let _ = queue.try_send(message.to_owned());
+        })
+    }
+
+    /// Sends what is queued, then stops; clones of the progress a call left
+    /// behind (a detached task) report into the void from here on.
+    async fn finish(self) {
+        let _ = self.done.send(());
+        drop(self.queue);
+        let _ = self.task.await;
     }
 }
 
@@ -468,7 +549,13 @@ mod cancel_tests {
         let dropped = Arc::new(AtomicBool::new(false));
         let server = forever_server(&dropped, Duration::from_mins(5));
         let cancel = CancellationToken::new();
-        let call = server.call_cancellable("forever", Map::new(), "test", cancel.clone());
+        let call = server.call_cancellable(
+            "forever",
+            Map::new(),
+            "test",
+            cancel.clone(),
+            ToolProgress::default(),
+        );
         let canceller = async {
             tokio::task::yield_now().await;
             cancel.cancel();

@@ -225,6 +225,8 @@ pub struct VerifyContext {
     pub source_dir: Option<PathBuf>,
     /// The runtime server behind the preview (its status as JSON), if any.
     pub runtime: Option<Value>,
+    /// Told each stage as the verification enters it.
+    pub progress: crate::progress::Progress,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -395,6 +397,10 @@ fn validate(request: &VerifyRequest) -> Result<Vec<Action>, VerifyError> {
 /// Runs one verification in `session`. Verifications of one session run one at a
 /// time. Errors are only for invalid requests and an unwritable store: every
 /// failure of the app or of the browser becomes a verdict in the report.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the ten steps of a verification in their order, each a few lines"
+)]
 pub async fn verify(
     session: &PreviewSession,
     request: &VerifyRequest,
@@ -428,6 +434,7 @@ pub async fn verify(
     };
 
     // Steps 3-4: a fresh observation window and a fresh load.
+    context.progress.stage(&format!("loading {target}"));
     let load = match session
         .load_fresh(
             target.as_str(),
@@ -452,13 +459,26 @@ pub async fn verify(
     }
 
     // Steps 5-7: the ordered interactions, then collect and assert.
-    run_steps(session, request, actions, &mut report, &mut observed).await;
+    run_steps(
+        session,
+        request,
+        actions,
+        &mut report,
+        &mut observed,
+        &context.progress,
+    )
+    .await;
+    context.progress.stage(&match request.assertions.len() {
+        0 => "collecting console, network and page state".to_owned(),
+        n => format!("checking {n} assertion(s)"),
+    });
     let collect_started = Instant::now();
     collect(session, request, &mut report, &mut observed).await;
     observed.window_clear = session.observe(Observations::window_id) == load.window;
     report.timings.collect_ms = collect_started.elapsed().as_millis();
 
     // Step 8: the screenshot, persisted.
+    context.progress.stage("taking the screenshot");
     let shot_started = Instant::now();
     let shot = session.screenshot(request.full_page).await;
     report.timings.screenshot_ms = shot_started.elapsed().as_millis();
@@ -485,6 +505,9 @@ pub async fn verify(
 
     // Step 9: the reference diff.
     if let (Some(spec), Some(path), Some(png)) = (&request.reference, reference_path, current.as_deref()) {
+        context
+            .progress
+            .stage(&format!("comparing with the reference {}", path.display()));
         let diff_started = Instant::now();
         let outcome = reference_diff(spec, &path, png, &session.id, &context.evidence)?;
         observed.diff_complete = outcome.complete;
@@ -505,6 +528,9 @@ pub async fn verify(
     // Step 10: the verdict, and the report persisted atomically.
     report.judgement = judge(&observed);
     report.timings.total_ms = started.elapsed().as_millis();
+    context
+        .progress
+        .stage(&format!("verdict: {}", report.judgement.verdict.as_str()));
     persist(report, context)
 }
 
@@ -514,9 +540,12 @@ async fn run_steps(
     actions: Vec<Action>,
     report: &mut Report,
     observed: &mut Observed,
+    progress: &crate::progress::Progress,
 ) {
     let steps_started = Instant::now();
+    let count = request.steps.len();
     for (index, (step, action)) in request.steps.iter().zip(actions).enumerate() {
+        progress.stage(&format!("step {}/{count}: {}", index + 1, step.describe()));
         let began = Instant::now();
         let outcome = session.interact(action).await;
         let error = outcome.err().map(|e| format!("{}: {e}", e.code()));

@@ -13,6 +13,18 @@ pub enum Verdict {
     Unverified,
 }
 
+impl Verdict {
+    /// The verdict as reports spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Verified => "VERIFIED",
+            Self::VerifiedWithWarnings => "VERIFIED_WITH_WARNINGS",
+            Self::Failed => "FAILED",
+            Self::Unverified => "UNVERIFIED",
+        }
+    }
+}
+
 /// What a verification observed, as the engine hands it over.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[expect(

@@ -16,6 +16,7 @@ fn context(workspace: &std::path::Path) -> VerifyContext {
         workspace: workspace.to_owned(),
         source_dir: None,
         runtime: None,
+        progress: dshkit_liveloop::progress::Progress::default(),
     }
 }
 

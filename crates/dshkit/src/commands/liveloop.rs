@@ -336,14 +336,12 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
         workspace,
         source_dir: source,
         runtime: server.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+        progress: dshkit_liveloop::progress::Progress::new(progress),
     };
     let previews = PreviewManager::new(PreviewConfig::default());
     progress(&format!("opening {url} in headless Chromium"));
     let report = match previews.open("cli", &url, args.viewport.into()).await {
-        Ok(session) => {
-            progress("verifying");
-            verify(&session, &request, &context).await
-        }
+        Ok(session) => verify(&session, &request, &context).await,
         Err(error) if matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR") => {
             unverified_without_browser(&format!("{}: {error}", error.code()), &url, &context)
         }

@@ -224,6 +224,7 @@ impl AppTools {
         previews: &PreviewManager,
         subject: String,
         args: Map<String, Value>,
+        progress: dshkit_mcp::ToolProgress,
     ) -> Result<ToolOutput, ToolFailure> {
         let args: VerifyArgs = arguments(VERIFY, args)?;
         // A chosen owner names a workstream inside the caller's own scope (its MCP
@@ -264,6 +265,10 @@ impl AppTools {
             workspace: self.workspace.clone(),
             source_dir,
             runtime: server.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+            progress: {
+                let progress = progress.clone();
+                dshkit_liveloop::progress::Progress::new(move |stage| progress.stage(stage))
+            },
         };
         let session = match (&args.session, &server, &args.app_url) {
             (Some(id), None, None) => {
@@ -286,9 +291,13 @@ impl AppTools {
             }
             (None, Some(server), None) => {
                 let url = server.url.clone().unwrap_or_default();
+                progress.stage(&format!("opening a preview of {url}"));
                 self.open(previews, &owner, &url, args.viewport, &context).await?
             }
-            (None, None, Some(url)) => self.open(previews, &owner, url, args.viewport, &context).await?,
+            (None, None, Some(url)) => {
+                progress.stage(&format!("opening a preview of {url}"));
+                self.open(previews, &owner, url, args.viewport, &context).await?
+            }
             _ => {
                 return Err(ToolFailure::invalid_arguments(
                     VERIFY,

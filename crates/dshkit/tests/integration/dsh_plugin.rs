@@ -826,30 +826,22 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
 }
 
 #[test]
-fn stopping_a_turn_in_the_web_ui_cancels_the_verification_in_the_sidecar() {
+fn a_running_verification_shows_its_stage_and_a_stop_cancels_it_in_the_sidecar() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
-    // An app that accepts the connection and never answers: the verification
-    // waits in its navigation until something stops it.
-    let app = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let app_url = format!("http://{}/", app.local_addr().unwrap());
-    let (accepted_tx, accepted) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in app.incoming().flatten() {
-            held.push(stream);
-            let _ = accepted_tx.send(());
-        }
-    });
-    let model = FakeModel::start("liveloop_verify", &serde_json::json!({ "appUrl": app_url }));
+    // A step that waits (up to 30 s) for text the page never shows: the call runs
+    // until something stops it.
+    let app = serve_page();
+    let mut arguments = verify_arguments(&app);
+    arguments["steps"] = serde_json::json!([{ "action": "wait", "text": "never shown", "timeoutMs": 30000 }]);
+    let model = FakeModel::start("liveloop_verify", &arguments);
     let (_web, url) = dsh_web(&peers, home.path(), &model);
     let mut ui = WebUi::open(&url);
 
+    // The running Verification Card shows the stage the sidecar reported.
     ui.send("Verify the app.");
-    ui.wait_for("verifying in headless Chromium");
-    accepted
-        .recv_timeout(std::time::Duration::from_mins(1))
-        .expect("the sidecar's verification reached the app");
+    ui.wait_for("(step 1/1: wait \"never shown\")");
+    ui.keep_screenshot("verification-card-running");
     // DSH's own stop aborts the call; the sidecar hears it as
     // notifications/cancelled, stops the work and says so in its log.
     ui.click("button", "Stop generating");

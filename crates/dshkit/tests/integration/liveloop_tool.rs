@@ -614,3 +614,66 @@ fn screenshots_come_as_image_content_fitted_to_the_bounds_when_asked() {
             .contains("--images never")
     );
 }
+
+#[test]
+fn a_verification_reports_each_stage_as_progress_before_its_result() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+    let request = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {
+            "name": "liveloop_verify",
+            "_meta": { "progressToken": "verify-1" },
+            "arguments": {
+                "appUrl": server.url("/"),
+                "steps": [
+                    { "action": "fill", "role": "textbox", "name": "New item", "text": "milk" },
+                    { "action": "click", "role": "button", "name": "Add" }
+                ],
+                "assertions": [{ "kind": "text_present", "text": "milk" }],
+                "allowConsoleErrors": true,
+                "allowFailedRequests": true
+            }
+        }
+    });
+    mcp.send(&request.to_string());
+    let mut stages = Vec::new();
+    let response = loop {
+        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        if message["id"] == 2 {
+            break message;
+        }
+        assert_eq!(message["method"], "notifications/progress", "{message}");
+        assert_eq!(message["params"]["progressToken"], "verify-1");
+        stages.push((
+            message["params"]["progress"].as_f64().unwrap(),
+            message["params"]["message"].as_str().unwrap().to_owned(),
+        ));
+    };
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    let messages: Vec<&str> = stages.iter().map(|(_, m)| m.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            format!("opening a preview of {}", server.url("/")).as_str(),
+            format!("loading {}", server.url("/")).as_str(),
+            "step 1/2: fill textbox \"New item\" \"milk\"",
+            "step 2/2: click button \"Add\"",
+            "checking 1 assertion(s)",
+            "taking the screenshot",
+            // The allowed console error is a warning.
+            "verdict: VERIFIED_WITH_WARNINGS",
+        ],
+        "{response}"
+    );
+    assert!(
+        stages.windows(2).all(|w| w[0].0 < w[1].0),
+        "progress rises: {stages:?}"
+    );
+    // Nothing follows the result: the next message answers the next request.
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string());
+    assert_eq!(mcp.recv()["id"], 3);
+}
