@@ -2,16 +2,21 @@
 //!
 //! [`run`] performs, in order: the static checks ([`static_checks`]: patch
 //! references, in-process JavaScript syntax ([`syntax`]: parser plus semantic early
-//! errors, instead of one `node --check` per file), manifests); config assembly
+//! errors, instead of one `node --check` per file), links ([`link`]: what Node's
+//! loader refuses, resolved as Node does in [`resolve`], built-ins from
+//! [`builtins`]), manifests); config assembly
 //! (`dsh --dump-config`); with `live`, an isolated boot ([`live`]), with `page` the
 //! page smoke in Chromium ([`smoke`]), and the shutdown proof; and always the
 //! leftover-instance audit ([`audit`]). A check that did not run says `not_tested`.
 
 pub mod audit;
+pub mod builtins;
+pub mod link;
 pub mod live;
 mod plugins;
 pub mod procs;
 mod report;
+pub mod resolve;
 mod run;
 pub mod smoke;
 pub mod static_checks;

@@ -90,15 +90,26 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
 /// Every file a plugin ships as code: its entries, what they import relatively
 /// (transitively), and everything under `lib/`. Each with its analysis.
 pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, String>)> {
-    let mut queue: Vec<PathBuf> = plugin.entries().iter().map(|p| normalize(p)).collect();
+    // An entry that is not there is the manifest's and the links' finding, not a
+    // file to parse (Node may fall back, or `exports` may name the entry instead).
+    let mut queue: Vec<PathBuf> = plugin
+        .entries()
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| normalize(p))
+        .collect();
     queue.extend(files_under(&plugin.root.join("lib")).iter().map(|p| normalize(p)));
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
+    let mut types = std::collections::HashMap::new();
     while let Some(file) = queue.pop() {
         if !seen.insert(file.clone()) || out.len() >= MAX_FILES_PER_PLUGIN {
             continue;
         }
-        let Some(kind) = ModuleKind::for_file(&file, plugin.package_type()) else {
+        // The nearest package.json decides, as in Node (a nested lib/package.json too).
+        let package_type =
+            crate::link::nearest_package_type(file.parent().unwrap_or(&plugin.root), &mut types);
+        let Some(kind) = ModuleKind::for_file(&file, package_type.as_deref()) else {
             continue;
         };
         let analysis = match std::fs::metadata(&file) {
@@ -108,7 +119,14 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
             )),
             Ok(_) => std::fs::read_to_string(&file)
                 .map_err(|e| e.to_string())
-                .map(|text| analyze(&file, &text, kind)),
+                .map(|text| {
+                    analyze(
+                        &file,
+                        &text,
+                        kind,
+                        ModuleKind::is_detected(&file, package_type.as_deref()),
+                    )
+                }),
             Err(e) => Err(e.to_string()),
         };
         if let Ok(analysis) = &analysis {

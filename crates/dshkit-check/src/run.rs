@@ -96,6 +96,7 @@ pub async fn run(options: CheckOptions) -> Report {
         home: options.home.clone(),
         profile: options.profile.clone(),
         plugin: options.target.clone(),
+        path: Some(options.path.clone()),
     };
     let mut checks = tokio::task::spawn_blocking(move || static_checks::run(&target))
         .await

@@ -14,6 +14,9 @@ pub struct Target {
     pub profile: String,
     /// Check only this local plugin (its directory name).
     pub plugin: Option<String>,
+    /// `PATH` DSH runs with: its `node` says which built-ins exist and what they
+    /// export. Without one, named imports from built-ins are not decided.
+    pub path: Option<std::ffi::OsString>,
 }
 
 impl Target {
@@ -22,12 +25,15 @@ impl Target {
     }
 }
 
-/// Patch references, syntax and manifests, in that order.
+/// The static checks' ids, in order.
+const IDS: [&str; 4] = ["patch_references", "syntax", "links", "manifest"];
+
+/// Patch references, syntax, links and manifests, in that order.
 pub fn run(target: &Target) -> Vec<Check> {
     let profile_dir = target.profile_dir();
     if !profile_dir.is_dir() {
         let missing = format!("profile directory {} does not exist", profile_dir.display());
-        return ["patch_references", "syntax", "manifest"]
+        return IDS
             .into_iter()
             .map(|id| Check::new(id, name_of(id), Status::Fail, missing.clone()))
             .collect();
@@ -57,7 +63,7 @@ pub fn run(target: &Target) -> Vec<Check> {
                 known.join(", ")
             }
         );
-        return ["patch_references", "syntax", "manifest"]
+        return IDS
             .into_iter()
             .map(|id| Check::new(id, name_of(id), Status::Fail, missing.clone()))
             .collect();
@@ -65,6 +71,7 @@ pub fn run(target: &Target) -> Vec<Check> {
     vec![
         patch_references(&profile_dir, target.plugin.as_deref()),
         syntax(&plugins),
+        links(&plugins, target.path.as_deref()),
         manifest(&plugins, &target.home),
     ]
 }
@@ -73,6 +80,7 @@ fn name_of(id: &str) -> &'static str {
     match id {
         "patch_references" => "Patch references resolve",
         "syntax" => "JavaScript syntax",
+        "links" => "Imports resolve and link",
         _ => "Plugin manifests",
     }
 }
@@ -211,6 +219,70 @@ fn syntax(plugins: &[LocalPlugin]) -> Check {
     }
 }
 
+/// What Node's loader would refuse, from each plugin's entry on.
+fn links(plugins: &[LocalPlugin], path: Option<&std::ffi::OsStr>) -> Check {
+    let id = "links";
+    let builtins = crate::builtins::LazyBuiltins::new(path.and_then(crate::builtins::node_in));
+    let mut modules = 0;
+    let mut failures = Vec::new();
+    let mut warnings = Vec::new();
+    let mut undecided = Vec::new();
+    for plugin in plugins.iter().filter(|p| p.manifest.is_some()) {
+        let links = crate::link::check_plugin(&plugin.root, &builtins);
+        modules += links.modules;
+        for finding in links.findings {
+            match finding.severity {
+                crate::link::Severity::Fail => failures.push(finding.to_string()),
+                crate::link::Severity::Warn => warnings.push(finding.to_string()),
+            }
+        }
+        undecided.extend(
+            links
+                .undecided
+                .into_iter()
+                .map(|u| format!("{}: not decided: {u}", plugin.dir_name)),
+        );
+    }
+    let builtins_note = builtins.note();
+    let (status, detail) = if !failures.is_empty() {
+        (
+            Status::Fail,
+            format!(
+                "{} link failure(s) in {modules} module(s) ({builtins_note})",
+                failures.len()
+            ),
+        )
+    } else if !warnings.is_empty() {
+        (
+            Status::Warn,
+            format!(
+                "{} warning(s) in {modules} module(s) ({builtins_note})",
+                warnings.len()
+            ),
+        )
+    } else if !undecided.is_empty() {
+        (
+            Status::NotTested,
+            format!(
+                "{} question(s) only running code answers, in {modules} module(s) ({builtins_note})",
+                undecided.len()
+            ),
+        )
+    } else {
+        (
+            Status::Pass,
+            format!(
+                "{modules} module(s) of {} local plugin(s) link ({builtins_note})",
+                plugins.len()
+            ),
+        )
+    };
+    let mut evidence = failures;
+    evidence.extend(warnings);
+    evidence.extend(undecided);
+    Check::new(id, name_of(id), status, detail).with_evidence(evidence)
+}
+
 fn manifest(plugins: &[LocalPlugin], home: &Path) -> Check {
     let id = "manifest";
     let real_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
@@ -228,9 +300,10 @@ fn manifest(plugins: &[LocalPlugin], home: &Path) -> Check {
         if !name.starts_with("@local/") {
             problems.push(format!("{label}: name {name:?} lacks the @local/ prefix"));
         }
-        let main = manifest["main"].as_str().unwrap_or("index.js");
-        if !plugin.root.join(main).is_file() {
-            problems.push(format!("{label}: main {main} does not exist"));
+        // The entry as `import('@local/NAME')` finds it; a fallback is the links
+        // check's warning, not a manifest failure.
+        if let Err(unresolved) = crate::resolve::package_entry(&plugin.root, crate::resolve::Loader::Import) {
+            problems.push(format!("{label}: no entry: {}", unresolved.message));
         }
         if manifest.pointer("/dsh/client").is_some() {
             match manifest["exports"].get("./client") {

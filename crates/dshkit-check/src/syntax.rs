@@ -24,12 +24,29 @@ pub enum ModuleKind {
 
 impl ModuleKind {
     /// The kind Node picks for `path` given the `type` of its nearest `package.json`.
+    /// An ambiguous file (see [`Self::is_detected`]) starts as CommonJS.
     pub fn for_file(path: &Path, package_type: Option<&str>) -> Option<Self> {
         match path.extension()?.to_str()? {
             "mjs" => Some(Self::Module),
             "js" if package_type == Some("module") => Some(Self::Module),
             "cjs" | "js" => Some(Self::CommonJs),
             _ => None,
+        }
+    }
+
+    /// Whether Node 22 decides `path`'s kind by its syntax: a `.js` file whose
+    /// nearest `package.json` has no `type` of `module` or `commonjs` is loaded as
+    /// an ES module when it only parses as one (module syntax detection).
+    pub fn is_detected(path: &Path, package_type: Option<&str>) -> bool {
+        path.extension().is_some_and(|e| e == "js") && !matches!(package_type, Some("module" | "commonjs"))
+    }
+
+    /// Which rule decided, in Node's words, for findings.
+    pub fn rule(path: &Path, package_type: Option<&str>) -> &'static str {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("mjs" | "cjs") => "its extension",
+            _ if Self::is_detected(path, package_type) => "its syntax (no package.json \"type\")",
+            _ => "the package.json \"type\"",
         }
     }
 
@@ -63,28 +80,74 @@ impl std::fmt::Display for SyntaxError {
     }
 }
 
-/// What one file says: its syntax errors and the modules it imports statically.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What one file says: its syntax errors, the kind it loads as, what it asks
+/// for (imports, top-level requires) and what it exports.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Analysis {
     pub errors: Vec<SyntaxError>,
+    /// The kind Node loads it as (after module syntax detection).
+    pub kind: ModuleKind,
     /// Specifiers of static `import`/`export … from` (e.g. `./lib/a.js`, `@deepseek-ai/x`).
     pub imports: Vec<String>,
+    /// Every static request with its place: imports and re-exports of an ES
+    /// module, `require('…')` calls with a literal of a CommonJS one.
+    pub requests: Vec<Request>,
+    /// An ES module's export names (`default` included) and the specifiers of its
+    /// `export * from`.
+    pub exports: Exports,
+    /// CommonJS-only names (`require`, `module`, `exports`, `__dirname`,
+    /// `__filename`) an ES module uses without declaring them.
+    pub commonjs_globals: Vec<GlobalUse>,
 }
 
-/// The syntax errors of `source` (the text of `file`) loaded as `kind`. A CommonJS
-/// `.js` file that only parses as a module is accepted, as Node's module-syntax
-/// detection loads it as one.
-pub fn check_source(file: &Path, source: &str, kind: ModuleKind) -> Vec<SyntaxError> {
-    analyze(file, source, kind).errors
+/// One static request of a module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub specifier: String,
+    pub line: usize,
+    pub column: usize,
+    /// The names it imports or re-exports by name (not `default`, not `*`).
+    pub names: Vec<String>,
+    /// It carries `with { type: 'json' }`.
+    pub json_attribute: bool,
+    /// A `require()` call (CommonJS) rather than an `import`.
+    pub is_require: bool,
+    /// Runs when the module loads (not inside a function).
+    pub top_level: bool,
 }
 
-/// [`check_source`] plus the file's static imports.
-pub fn analyze(file: &Path, source: &str, kind: ModuleKind) -> Analysis {
+/// What an ES module exports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exports {
+    pub names: std::collections::BTreeSet<String>,
+    /// `export * from '…'` specifiers: their names (but `default`) are exported too.
+    pub stars: Vec<String>,
+}
+
+/// A CommonJS-only name used in an ES module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalUse {
+    pub name: String,
+    pub line: usize,
+    pub column: usize,
+    /// At module top level (throws on load) rather than inside a function.
+    pub top_level: bool,
+}
+
+/// CommonJS's module-scope names, undefined in an ES module.
+pub const COMMONJS_GLOBALS: &[&str] = &["require", "module", "exports", "__dirname", "__filename"];
+
+/// The syntax errors of `source` (the text of `file`) loaded as `kind`. With
+/// `detect`, a CommonJS file that only parses as a module is accepted, as Node's
+/// module syntax detection loads it as one.
+pub fn check_source(file: &Path, source: &str, kind: ModuleKind, detect: bool) -> Vec<SyntaxError> {
+    analyze(file, source, kind, detect).errors
+}
+
+/// [`check_source`] plus what the file requests and exports.
+pub fn analyze(file: &Path, source: &str, kind: ModuleKind, detect: bool) -> Analysis {
     let analysis = analyze_as(file, source, kind);
-    if analysis.errors.is_empty()
-        || kind == ModuleKind::Module
-        || file.extension().is_some_and(|e| e == "cjs")
-    {
+    if analysis.errors.is_empty() || kind == ModuleKind::Module || !detect {
         return analysis;
     }
     let as_module = analyze_as(file, source, ModuleKind::Module);
@@ -106,11 +169,24 @@ fn analyze_as(file: &Path, source: &str, kind: ModuleKind) -> Analysis {
         .collect();
     imports.sort();
     let mut diagnostics: Vec<_> = parsed.diagnostics.errors().cloned().collect();
+    let mut requests = Vec::new();
+    let mut exports = Exports::default();
+    let mut commonjs_globals = Vec::new();
     if !parsed.panicked && diagnostics.is_empty() {
         let semantic = SemanticBuilder::new()
             .with_check_syntax_error(true)
             .build(&parsed.program);
         diagnostics.extend(semantic.diagnostics.errors().cloned());
+        let at = |offset: u32| line_column(source, offset as usize);
+        let (requires, globals) = commonjs_uses(&parsed.program, semantic.semantic.scoping(), &at);
+        match kind {
+            ModuleKind::Module => {
+                requests = module_requests(&parsed.program, &parsed.module_record, at);
+                exports = module_exports(&parsed.module_record);
+                commonjs_globals = globals;
+            }
+            ModuleKind::CommonJs => requests = requires,
+        }
     }
     let errors = diagnostics
         .iter()
@@ -132,7 +208,220 @@ fn analyze_as(file: &Path, source: &str, kind: ModuleKind) -> Analysis {
             }
         })
         .collect();
-    Analysis { errors, imports }
+    Analysis {
+        errors,
+        kind,
+        imports,
+        requests,
+        exports,
+        commonjs_globals,
+    }
+}
+
+/// An ES module's imports and re-exports, in source order, with the names each
+/// asks for and whether it carries `with { type: 'json' }`.
+fn module_requests(
+    program: &oxc_ast::ast::Program<'_>,
+    record: &oxc_syntax::module_record::ModuleRecord<'_>,
+    at: impl Fn(u32) -> (usize, usize),
+) -> Vec<Request> {
+    use oxc_ast::ast::{ImportAttributeKey, Statement, WithClause};
+    use oxc_syntax::module_record::{ExportImportName, ImportImportName};
+    let is_json = |clause: Option<&WithClause<'_>>| {
+        clause.is_some_and(|c| {
+            c.with_entries.iter().any(|e| {
+                let key = match &e.key {
+                    ImportAttributeKey::Identifier(i) => i.name.as_str(),
+                    ImportAttributeKey::StringLiteral(s) => s.value.as_str(),
+                };
+                key == "type" && e.value.value == "json"
+            })
+        })
+    };
+    let mut requests = Vec::new();
+    for statement in &program.body {
+        let (source, clause) = match statement {
+            Statement::ImportDeclaration(d) => (&d.source, d.with_clause.as_deref()),
+            Statement::ExportFromDeclaration(d) => (&d.source, d.with_clause.as_deref()),
+            Statement::ExportAllDeclaration(d) => (&d.source, d.with_clause.as_deref()),
+            _ => continue,
+        };
+        let (line, column) = at(source.span.start);
+        requests.push(Request {
+            specifier: source.value.to_string(),
+            line,
+            column,
+            names: Vec::new(),
+            json_attribute: is_json(clause),
+            is_require: false,
+            top_level: true,
+        });
+    }
+    let mut add = |specifier: &str, name: &str| {
+        if let Some(request) = requests.iter_mut().find(|r| r.specifier == specifier)
+            && !request.names.iter().any(|n| n == name)
+        {
+            request.names.push(name.to_owned());
+        }
+    };
+    for entry in &record.import_entries {
+        if let ImportImportName::Name(name) = &entry.import_name
+            && !entry.is_type
+        {
+            add(&entry.module_request.name, &name.name);
+        }
+    }
+    for entry in &record.indirect_export_entries {
+        if let (Some(request), ExportImportName::Name(name)) = (&entry.module_request, &entry.import_name)
+            && !entry.is_type
+        {
+            add(&request.name, &name.name);
+        }
+    }
+    requests
+}
+
+/// An ES module's export names and `export *` sources.
+fn module_exports(record: &oxc_syntax::module_record::ModuleRecord<'_>) -> Exports {
+    use oxc_syntax::module_record::ExportExportName;
+    let mut exports = Exports::default();
+    for entry in record
+        .local_export_entries
+        .iter()
+        .chain(&record.indirect_export_entries)
+    {
+        match &entry.export_name {
+            ExportExportName::Name(name) => {
+                exports.names.insert(name.name.to_string());
+            }
+            ExportExportName::Default(_) => {
+                exports.names.insert("default".to_owned());
+            }
+            ExportExportName::Null => {}
+        }
+    }
+    for entry in &record.star_export_entries {
+        match (&entry.export_name, &entry.module_request) {
+            // `export * as ns from` exports one name.
+            (ExportExportName::Name(name), _) => {
+                exports.names.insert(name.name.to_string());
+            }
+            (_, Some(request)) => exports.stars.push(request.name.to_string()),
+            _ => {}
+        }
+    }
+    exports
+}
+
+/// Walks a module for the CommonJS names it uses without declaring them
+/// (`require(\'…\')` calls with a literal, and the bare names), noting whether
+/// each runs at load time or inside a function. Only run when the module has
+/// such an unresolved name at all.
+struct CommonJsUses<'s> {
+    scoping: &'s oxc_semantic::Scoping,
+    at: &'s dyn Fn(u32) -> (usize, usize),
+    /// One entry per open scope: whether it is a function's.
+    functions: Vec<bool>,
+    /// The identifier that is the direct operand of `typeof` (which never throws).
+    typeof_operand: Option<oxc_span::Span>,
+    requires: Vec<Request>,
+    globals: Vec<GlobalUse>,
+}
+
+impl CommonJsUses<'_> {
+    fn unresolved(&self, reference: &oxc_ast::ast::IdentifierReference<'_>) -> bool {
+        reference
+            .reference_id
+            .get()
+            .is_some_and(|id| self.scoping.get_reference(id).symbol_id().is_none())
+    }
+
+    fn top_level(&self) -> bool {
+        !self.functions.iter().any(|f| *f)
+    }
+}
+
+impl<'a> oxc_ast_visit::Visit<'a> for CommonJsUses<'_> {
+    fn enter_scope(
+        &mut self,
+        flags: oxc_syntax::scope::ScopeFlags,
+        _scope_id: &std::cell::Cell<Option<oxc_syntax::scope::ScopeId>>,
+    ) {
+        self.functions.push(flags.is_function());
+    }
+
+    fn leave_scope(&mut self) {
+        self.functions.pop();
+    }
+
+    fn visit_unary_expression(&mut self, it: &oxc_ast::ast::UnaryExpression<'a>) {
+        if it.operator == oxc_syntax::operator::UnaryOperator::Typeof
+            && let oxc_ast::ast::Expression::Identifier(id) = &it.argument
+        {
+            self.typeof_operand = Some(id.span);
+        }
+        oxc_ast_visit::walk::walk_unary_expression(self, it);
+    }
+
+    fn visit_call_expression(&mut self, it: &oxc_ast::ast::CallExpression<'a>) {
+        if let oxc_ast::ast::Expression::Identifier(callee) = &it.callee
+            && callee.name == "require"
+            && self.unresolved(callee)
+            && let Some(oxc_ast::ast::Argument::StringLiteral(literal)) = it.arguments.first()
+        {
+            let (line, column) = (self.at)(literal.span.start);
+            self.requires.push(Request {
+                specifier: literal.value.to_string(),
+                line,
+                column,
+                names: Vec::new(),
+                json_attribute: false,
+                is_require: true,
+                top_level: self.top_level(),
+            });
+        }
+        oxc_ast_visit::walk::walk_call_expression(self, it);
+    }
+
+    fn visit_identifier_reference(&mut self, it: &oxc_ast::ast::IdentifierReference<'a>) {
+        if COMMONJS_GLOBALS.contains(&it.name.as_str())
+            && self.typeof_operand != Some(it.span)
+            && self.unresolved(it)
+        {
+            let (line, column) = (self.at)(it.span.start);
+            self.globals.push(GlobalUse {
+                name: it.name.to_string(),
+                line,
+                column,
+                top_level: self.top_level(),
+            });
+        }
+    }
+}
+
+/// The CommonJS uses of `program` (see [`CommonJsUses`]): `(requires, globals)`.
+fn commonjs_uses(
+    program: &oxc_ast::ast::Program<'_>,
+    scoping: &oxc_semantic::Scoping,
+    at: &dyn Fn(u32) -> (usize, usize),
+) -> (Vec<Request>, Vec<GlobalUse>) {
+    let used = scoping
+        .root_unresolved_references()
+        .keys()
+        .any(|name| COMMONJS_GLOBALS.contains(&name.as_str()));
+    if !used {
+        return (Vec::new(), Vec::new());
+    }
+    let mut walk = CommonJsUses {
+        scoping,
+        at,
+        functions: Vec::new(),
+        typeof_operand: None,
+        requires: Vec::new(),
+        globals: Vec::new(),
+    };
+    oxc_ast_visit::Visit::visit_program(&mut walk, program);
+    (walk.requires, walk.globals)
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -153,7 +442,12 @@ mod tests {
 
     fn check(name: &str, source: &str, package_type: Option<&str>) -> Vec<SyntaxError> {
         let path = Path::new(name);
-        check_source(path, source, ModuleKind::for_file(path, package_type).unwrap())
+        check_source(
+            path,
+            source,
+            ModuleKind::for_file(path, package_type).unwrap(),
+            ModuleKind::is_detected(path, package_type),
+        )
     }
 
     #[test]
@@ -214,5 +508,66 @@ mod tests {
     fn columns_count_characters_not_bytes() {
         assert_eq!(line_column("é = ;", 5), (1, 5));
         assert_eq!(line_column("a\nbc", 3), (2, 2));
+    }
+}
+
+#[cfg(test)]
+mod requests_tests {
+    use super::*;
+
+    fn module(source: &str) -> Analysis {
+        analyze(Path::new("a.mjs"), source, ModuleKind::Module, false)
+    }
+
+    #[test]
+    fn an_es_module_says_what_it_asks_for_and_exports() {
+        let a = module(
+            "import { a, b as c } from './x.js';\nimport d from 'pkg';\nimport data from './d.json' with { type: 'json' };\nexport { e } from './y.js';\nexport * from './z.js';\nexport const f = 1;\nexport default 2;\nconst g = require('fs');\nfunction h() { return __dirname; }\nconst t = typeof module;\n",
+        );
+        assert!(a.errors.is_empty(), "{:?}", a.errors);
+        let x = a.requests.iter().find(|r| r.specifier == "./x.js").unwrap();
+        assert_eq!(
+            (x.line, x.column, x.names.clone()),
+            (1, 27, vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert!(
+            a.requests
+                .iter()
+                .find(|r| r.specifier == "./d.json")
+                .unwrap()
+                .json_attribute
+        );
+        assert_eq!(
+            a.requests.iter().find(|r| r.specifier == "./y.js").unwrap().names,
+            ["e"]
+        );
+        assert_eq!(a.exports.names.iter().collect::<Vec<_>>(), ["default", "e", "f"]);
+        assert_eq!(a.exports.stars, ["./z.js"]);
+        let globals: Vec<(&str, bool)> = a
+            .commonjs_globals
+            .iter()
+            .map(|g| (g.name.as_str(), g.top_level))
+            .collect();
+        assert_eq!(
+            globals,
+            [("require", true), ("__dirname", false)],
+            "typeof never throws"
+        );
+    }
+
+    #[test]
+    fn a_commonjs_module_says_what_it_requires_and_where() {
+        let a = analyze(
+            Path::new("a.cjs"),
+            "const x = require('./x');\nfunction later() { return require('pkg'); }\nconst y = require(name);\n",
+            ModuleKind::CommonJs,
+            false,
+        );
+        let requests: Vec<(&str, bool)> = a
+            .requests
+            .iter()
+            .map(|r| (r.specifier.as_str(), r.top_level))
+            .collect();
+        assert_eq!(requests, [("./x", true), ("pkg", false)]);
     }
 }

@@ -8,6 +8,7 @@ use dshkit_check::static_checks::{self, Target};
 use dshkit_check::{Report, Status};
 use dshkit_test::Peers;
 
+mod differential;
 mod live;
 
 /// A DSH home with the web profile, made by the real `dsh`.
@@ -75,6 +76,7 @@ impl DshHome {
             home: self.home.clone(),
             profile: "web".into(),
             plugin: None,
+            path: Some(self.peers.path_var()),
         }))
     }
 
@@ -268,8 +270,9 @@ fn a_target_that_names_no_plugin_fails_with_that_name() {
         home: home.home.clone(),
         profile: "web".into(),
         plugin: Some("helthy".into()),
+        path: None,
     }));
-    for id in ["patch_references", "syntax", "manifest"] {
+    for id in ["patch_references", "syntax", "links", "manifest"] {
         let check = report.check(id).unwrap();
         assert_eq!(check.status, Status::Fail, "{check:#?}");
         assert!(

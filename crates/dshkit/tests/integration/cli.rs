@@ -287,6 +287,7 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
         [
             "patch_references",
             "syntax",
+            "links",
             "manifest",
             "config_assembly",
             "live_boot",
@@ -296,7 +297,7 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
         ]
     );
     assert_eq!(
-        report["checks"][4]["status"], "not_tested",
+        report["checks"][5]["status"], "not_tested",
         "live was not asked for"
     );
 

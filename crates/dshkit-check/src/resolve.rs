@@ -1,0 +1,512 @@
+//! Module resolution as Node 22 does it, without running Node: relative and
+//! absolute specifiers, `node_modules` packages with their `exports` map (or
+//! `main`), and built-ins. ES modules and `require()` differ: ESM wants exact
+//! files and refuses directories; `require` tries extensions and `index.js`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Which loader resolves: `import` or `require()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    Import,
+    Require,
+}
+
+impl Loader {
+    /// The `exports` conditions Node 22 matches, in its order of preference.
+    fn conditions(self) -> &'static [&'static str] {
+        match self {
+            Self::Import => &["node", "import", "module-sync", "default"],
+            Self::Require => &["node", "require", "module-sync", "default"],
+        }
+    }
+}
+
+/// What a specifier resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// A file on disk (its real path).
+    File(PathBuf),
+    /// A Node built-in (`fs`, `node:fs`, `node:test`), by its name without `node:`.
+    Builtin(String),
+    /// Something this layer does not decide (`data:`, `http:` URLs, …).
+    Undecided(String),
+}
+
+/// Why a specifier does not resolve, with the message Node prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    /// A stable finding id: `import.not_found`, `import.directory`,
+    /// `import.package_not_found`, `import.not_exported`.
+    pub id: &'static str,
+    pub message: String,
+}
+
+/// How a package's entry was found, when Node warns about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryWarning {
+    pub id: &'static str,
+    pub message: String,
+}
+
+/// Resolves `specifier` imported (or required) from `from`. `is_builtin` says
+/// whether a bare name is a Node built-in.
+pub fn resolve(
+    specifier: &str,
+    from: &Path,
+    loader: Loader,
+    is_builtin: &dyn Fn(&str) -> bool,
+) -> Result<Resolved, Unresolved> {
+    if let Some(name) = specifier.strip_prefix("node:") {
+        return Ok(Resolved::Builtin(name.to_owned()));
+    }
+    let dir = from.parent().unwrap_or(Path::new("/"));
+    let shown_from = from.display();
+    if specifier.starts_with("./")
+        || specifier.starts_with("../")
+        || specifier.starts_with('/')
+        || specifier == "."
+        || specifier == ".."
+    {
+        let target = dir.join(specifier);
+        return match loader {
+            Loader::Import => esm_file(&target, specifier, &shown_from.to_string()),
+            Loader::Require => cjs_path(&target).map(Resolved::File).ok_or_else(|| Unresolved {
+                id: "require.not_found",
+                message: format!(
+                    "Cannot find module '{}' (required from {shown_from})",
+                    target.display()
+                ),
+            }),
+        };
+    }
+    if let Some(path) = specifier.strip_prefix("file://") {
+        return esm_file(Path::new(path), specifier, &shown_from.to_string());
+    }
+    if specifier.contains(':') {
+        return Ok(Resolved::Undecided(specifier.to_owned()));
+    }
+    if is_builtin(specifier) {
+        return Ok(Resolved::Builtin(specifier.to_owned()));
+    }
+    package(specifier, dir, loader, &shown_from.to_string()).map(|(resolved, _)| resolved)
+}
+
+/// An ES module's relative target: exactly that file; a directory is refused.
+fn esm_file(target: &Path, specifier: &str, from: &str) -> Result<Resolved, Unresolved> {
+    let target = normalize(target);
+    if target.is_dir() {
+        return Err(Unresolved {
+            id: "import.directory",
+            message: format!(
+                "Directory import '{}' is not supported resolving ES modules imported from {from} (ERR_UNSUPPORTED_DIR_IMPORT)",
+                target.display()
+            ),
+        });
+    }
+    if target.is_file() {
+        return Ok(Resolved::File(real(&target)));
+    }
+    let _ = specifier;
+    Err(Unresolved {
+        id: "import.not_found",
+        message: format!(
+            "Cannot find module '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
+            target.display()
+        ),
+    })
+}
+
+/// `require`'s file lookup: the path, with `.js`/`.json`/`.node`, then as a
+/// directory (its `package.json` `main`, then `index.*`).
+fn cjs_path(target: &Path) -> Option<PathBuf> {
+    let target = normalize(target);
+    if target.is_file() {
+        return Some(real(&target));
+    }
+    for extension in ["js", "json", "node"] {
+        let candidate = PathBuf::from(format!("{}.{extension}", target.display()));
+        if candidate.is_file() {
+            return Some(real(&candidate));
+        }
+    }
+    if target.is_dir() {
+        if let Some(main) = read_manifest(&target).and_then(|m| m["main"].as_str().map(str::to_owned)) {
+            let main = target.join(main);
+            if let Some(found) = cjs_file_or_index(&main) {
+                return Some(found);
+            }
+        }
+        return cjs_file_or_index(&target.join("index"));
+    }
+    None
+}
+
+fn cjs_file_or_index(target: &Path) -> Option<PathBuf> {
+    if target.is_file() {
+        return Some(real(target));
+    }
+    ["js", "json", "node"]
+        .iter()
+        .map(|e| PathBuf::from(format!("{}.{e}", target.display())))
+        .chain(
+            ["index.js", "index.json", "index.node"]
+                .iter()
+                .map(|i| target.join(i)),
+        )
+        .find(|c| c.is_file())
+        .map(|c| real(&c))
+}
+
+/// A bare specifier: the package found walking up `node_modules` from `dir`,
+/// then its `exports` (or `main` for the package root).
+fn package(
+    specifier: &str,
+    dir: &Path,
+    loader: Loader,
+    from: &str,
+) -> Result<(Resolved, Option<EntryWarning>), Unresolved> {
+    let (name, subpath) = split_package(specifier);
+    let not_found = || Unresolved {
+        id: "import.package_not_found",
+        message: format!("Cannot find package '{name}' imported from {from} (ERR_MODULE_NOT_FOUND)"),
+    };
+    let root = dir
+        .ancestors()
+        .map(|d| d.join("node_modules").join(name))
+        .find(|candidate| candidate.is_dir())
+        .ok_or_else(not_found)?;
+    let root = real(&root);
+    let manifest = read_manifest(&root);
+    if let Some(exports) = manifest
+        .as_ref()
+        .and_then(|m| m.get("exports"))
+        .filter(|e| !e.is_null())
+    {
+        let key = if subpath.is_empty() {
+            ".".to_owned()
+        } else {
+            format!("./{subpath}")
+        };
+        return match exports_target(exports, &key, loader) {
+            Some(target) => {
+                let file = root.join(target.trim_start_matches("./"));
+                if file.is_file() {
+                    Ok((Resolved::File(real(&file)), None))
+                } else {
+                    Err(Unresolved {
+                        id: "import.not_found",
+                        message: format!(
+                            "Cannot find module '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
+                            file.display()
+                        ),
+                    })
+                }
+            }
+            None => Err(Unresolved {
+                id: "import.not_exported",
+                message: if key == "." {
+                    format!(
+                        "No \"exports\" main defined in {}/package.json imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
+                        root.display()
+                    )
+                } else {
+                    format!(
+                        "Package subpath '{key}' is not defined by \"exports\" in {}/package.json imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
+                        root.display()
+                    )
+                },
+            }),
+        };
+    }
+    if subpath.is_empty() {
+        return legacy_main(&root, manifest.as_ref(), loader).map_or_else(
+            || {
+                Err(Unresolved {
+                    id: "import.not_found",
+                    message: format!(
+                        "Cannot find package '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
+                        root.display()
+                    ),
+                })
+            },
+            |(file, warning)| Ok((Resolved::File(file), warning)),
+        );
+    }
+    let target = root.join(subpath);
+    match loader {
+        Loader::Import => esm_file(&target, specifier, from).map(|r| (r, None)),
+        Loader::Require => cjs_path(&target)
+            .map(|f| (Resolved::File(f), None))
+            .ok_or_else(|| Unresolved {
+                id: "require.not_found",
+                message: format!("Cannot find module '{specifier}' (required from {from})"),
+            }),
+    }
+}
+
+/// The entry of the package at `root` as `import('<its name>')` finds it, with
+/// Node's warning when it only found it by falling back.
+pub fn package_entry(root: &Path, loader: Loader) -> Result<(PathBuf, Option<EntryWarning>), Unresolved> {
+    let parent = root.parent().unwrap_or(root);
+    let manifest = read_manifest(root);
+    let from = format!("{}", parent.display());
+    if let Some(exports) = manifest
+        .as_ref()
+        .and_then(|m| m.get("exports"))
+        .filter(|e| !e.is_null())
+    {
+        return match exports_target(exports, ".", loader) {
+            Some(target) => {
+                let file = root.join(target.trim_start_matches("./"));
+                if file.is_file() {
+                    Ok((real(&file), None))
+                } else {
+                    Err(Unresolved {
+                        id: "import.not_found",
+                        message: format!("Cannot find module '{}' (ERR_MODULE_NOT_FOUND)", file.display()),
+                    })
+                }
+            }
+            None => Err(Unresolved {
+                id: "import.not_exported",
+                message: format!(
+                    "No \"exports\" main defined in {}/package.json (ERR_PACKAGE_PATH_NOT_EXPORTED)",
+                    root.display()
+                ),
+            }),
+        };
+    }
+    legacy_main(root, manifest.as_ref(), loader).ok_or_else(|| Unresolved {
+        id: "import.not_found",
+        message: format!(
+            "Cannot find package '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
+            root.display()
+        ),
+    })
+}
+
+/// Node's legacy main resolution: `main` (with `.js`, `.json`, `.node`, then as a
+/// directory's `index.*`), then the package's `index.js`, `index.json`,
+/// `index.node`. Guessing an extension or falling back warns.
+fn legacy_main(
+    root: &Path,
+    manifest: Option<&Value>,
+    loader: Loader,
+) -> Option<(PathBuf, Option<EntryWarning>)> {
+    let main = manifest.and_then(|m| m["main"].as_str());
+    if let Some(main) = main {
+        let target = root.join(main);
+        if target.is_file() {
+            return Some((real(&target), None));
+        }
+        if let Some(found) = cjs_file_or_index(&target) {
+            let warning = (loader == Loader::Import).then(|| EntryWarning {
+                id: "manifest.main_guessed",
+                message: format!(
+                    "[DEP0151] Package {}/ has a \"main\" field set to \"{main}\", excluding the full filename and extension to the resolved file at \"{}\". Automatic extension resolution of the \"main\" field is deprecated for ES modules.",
+                    root.display(),
+                    found.strip_prefix(root).unwrap_or(&found).display()
+                ),
+            });
+            return Some((found, warning));
+        }
+    }
+    let index = ["index.js", "index.json", "index.node"]
+        .iter()
+        .map(|i| root.join(i))
+        .find(|c| c.is_file())?;
+    let warning = main.map(|main| EntryWarning {
+        id: "manifest.main_fallback",
+        message: match loader {
+            // What Node 22 prints when DSH imports the plugin.
+            Loader::Import => format!(
+                "[DEP0151] Package {}/ has a \"main\" field set to \"{main}\", excluding the full filename and extension to the resolved file at \"{}\". Automatic extension resolution of the \"main\" field is deprecated for ES modules.",
+                root.display(),
+                index.strip_prefix(root).unwrap_or(&index).display()
+            ),
+            Loader::Require => format!(
+                "[DEP0128] Invalid 'main' field in '{}/package.json' of '{main}'. Please either fix that or report it to the module author",
+                root.display()
+            ),
+        },
+    });
+    Some((real(&index), warning))
+}
+
+/// The target `exports` gives `key` (`.` or `./sub`) under `loader`'s conditions,
+/// with single-`*` subpath patterns.
+pub fn exports_target(exports: &Value, key: &str, loader: Loader) -> Option<String> {
+    let is_subpath_map = exports
+        .as_object()
+        .is_some_and(|m| m.keys().next().is_some_and(|k| k.starts_with('.')));
+    if !is_subpath_map {
+        return if key == "." {
+            conditional(exports, loader)
+        } else {
+            None
+        };
+    }
+    let map = exports.as_object()?;
+    if let Some(value) = map.get(key) {
+        return conditional(value, loader);
+    }
+    // The longest matching pattern wins.
+    let mut best: Option<(&str, &str, &Value)> = None;
+    for (pattern, value) in map {
+        let Some((prefix, suffix)) = pattern.split_once('*') else {
+            continue;
+        };
+        if key.len() >= prefix.len() + suffix.len()
+            && key.starts_with(prefix)
+            && key.ends_with(suffix)
+            && best.is_none_or(|(p, _, _)| prefix.len() > p.len())
+        {
+            best = Some((prefix, suffix, value));
+        }
+    }
+    let (prefix, suffix, value) = best?;
+    let matched = &key[prefix.len()..key.len() - suffix.len()];
+    conditional(value, loader).map(|t| t.replace('*', matched))
+}
+
+/// A target after conditions: a string, the first resolvable array item, or the
+/// first object key among the loader's conditions.
+fn conditional(value: &Value, loader: Loader) -> Option<String> {
+    match value {
+        Value::String(target) => Some(target.clone()),
+        Value::Array(items) => items.iter().find_map(|v| conditional(v, loader)),
+        Value::Object(map) => map
+            .iter()
+            .find(|(condition, _)| loader.conditions().contains(&condition.as_str()))
+            .and_then(|(_, v)| conditional(v, loader)),
+        _ => None,
+    }
+}
+
+/// `@scope/name/sub` → (`@scope/name`, `sub`); `name/sub` → (`name`, `sub`).
+fn split_package(specifier: &str) -> (&str, &str) {
+    let mut slashes = specifier.match_indices('/').map(|(i, _)| i);
+    let end = if specifier.starts_with('@') {
+        slashes.nth(1)
+    } else {
+        slashes.next()
+    };
+    match end {
+        Some(i) => (&specifier[..i], &specifier[i + 1..]),
+        None => (specifier, ""),
+    }
+}
+
+/// The `package.json` of `dir`, when it parses.
+pub fn read_manifest(dir: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()
+}
+
+/// `a/./b/../c` → `a/c`, lexically (Node resolves specifiers as URLs).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn real(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn package_names_split_like_node() {
+        assert_eq!(split_package("a"), ("a", ""));
+        assert_eq!(split_package("a/b/c"), ("a", "b/c"));
+        assert_eq!(split_package("@s/a"), ("@s/a", ""));
+        assert_eq!(split_package("@s/a/b"), ("@s/a", "b"));
+    }
+
+    #[test]
+    fn exports_follow_conditions_and_patterns() {
+        let exports = json!({
+            ".": { "require": "./cjs.js", "import": "./esm.js" },
+            "./client": "./client.js",
+            "./features/*.js": { "default": "./src/features/*.js" },
+            "./package.json": "./package.json"
+        });
+        assert_eq!(
+            exports_target(&exports, ".", Loader::Import).as_deref(),
+            Some("./esm.js")
+        );
+        assert_eq!(
+            exports_target(&exports, ".", Loader::Require).as_deref(),
+            Some("./cjs.js")
+        );
+        assert_eq!(
+            exports_target(&exports, "./client", Loader::Import).as_deref(),
+            Some("./client.js")
+        );
+        assert_eq!(
+            exports_target(&exports, "./features/x.js", Loader::Import).as_deref(),
+            Some("./src/features/x.js")
+        );
+        assert_eq!(exports_target(&exports, "./nope", Loader::Import), None);
+        assert_eq!(
+            exports_target(&json!("./main.js"), ".", Loader::Import).as_deref(),
+            Some("./main.js")
+        );
+        assert_eq!(
+            exports_target(&json!({ "browser": "./b.js" }), ".", Loader::Import),
+            None
+        );
+    }
+
+    #[test]
+    fn relative_imports_are_exact_in_esm_and_guessed_by_require() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.js"), "").unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("lib/index.js"), "").unwrap();
+        let from = dir.path().join("entry.js");
+        let never = |_: &str| false;
+        assert!(matches!(
+            resolve("./a.js", &from, Loader::Import, &never),
+            Ok(Resolved::File(_))
+        ));
+        assert_eq!(
+            resolve("./a", &from, Loader::Import, &never).unwrap_err().id,
+            "import.not_found"
+        );
+        assert_eq!(
+            resolve("./lib", &from, Loader::Import, &never).unwrap_err().id,
+            "import.directory"
+        );
+        assert!(matches!(
+            resolve("./a", &from, Loader::Require, &never),
+            Ok(Resolved::File(_))
+        ));
+        assert!(matches!(
+            resolve("./lib", &from, Loader::Require, &never),
+            Ok(Resolved::File(_))
+        ));
+        assert_eq!(
+            resolve("nope-pkg", &from, Loader::Import, &never).unwrap_err().id,
+            "import.package_not_found"
+        );
+        assert_eq!(
+            resolve("node:fs", &from, Loader::Import, &never).unwrap(),
+            Resolved::Builtin("fs".into())
+        );
+    }
+}
