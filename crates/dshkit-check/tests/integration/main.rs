@@ -308,3 +308,57 @@ fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
     let report = home.check();
     assert_eq!(status(&report, "syntax"), Status::Fail, "{report:#?}");
 }
+
+#[test]
+fn link_findings_carry_their_id_place_and_nodes_message_and_a_main_fallback_only_warns() {
+    let home = DshHome::new();
+    home.plugin(
+        "broken",
+        &manifest("broken"),
+        &[
+            (
+                "index.js",
+                "import { nope } from 'node:fs';\nimport data from './data.json';\nexport const name = 'broken' + data;\nexport function apply() {}\n",
+            ),
+            ("data.json", "{}\n"),
+        ],
+    );
+    let report = home.check();
+    let links = report.check("links").unwrap();
+    assert_eq!(links.status, Status::Fail, "{links:#?}");
+    let line = |needle: &str| {
+        links
+            .evidence
+            .iter()
+            .find(|e| e.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle}: {links:#?}"))
+            .clone()
+    };
+    assert!(
+        line("[import.missing_export]").ends_with(
+            "index.js:1:22: [import.missing_export] SyntaxError: The requested module 'node:fs' does not provide an export named 'nope'"
+        ),
+        "{links:#?}"
+    );
+    assert!(
+        line("[import.json_attribute]").contains("index.js:2:18: [import.json_attribute] Module \"file://")
+    );
+    assert!(
+        links.detail.contains("built-ins of Node v22."),
+        "{}",
+        links.detail
+    );
+
+    let home = DshHome::new();
+    let mut fallback = manifest("fallback");
+    fallback["main"] = serde_json::json!("lib/index.js");
+    home.plugin("fallback", &fallback, &[("index.js", HEALTHY)]);
+    let report = home.check();
+    let links = report.check("links").unwrap();
+    assert_eq!(links.status, Status::Warn, "{links:#?}");
+    assert!(
+        links.evidence[0].contains("[manifest.main_fallback] [DEP0151]"),
+        "{links:#?}"
+    );
+    assert!(report.ok, "a fallback Node takes is not a failure: {report:#?}");
+}
