@@ -63,11 +63,19 @@ pub struct Links {
 }
 
 /// Follows the plugin at `root` from its entry. `builtins` are those of the Node
-/// DSH runs, asked for at the first built-in or bare import.
-pub fn check_plugin(root: &Path, builtins: &LazyBuiltins) -> Links {
+/// DSH runs, asked for at the first built-in or bare import. `known` are files
+/// already analysed (by the syntax check), by real path: they are not parsed again.
+pub fn check_plugin(
+    root: &Path,
+    builtins: &LazyBuiltins,
+    known: &[(PathBuf, Result<Analysis, String>)],
+) -> Links {
     let mut walk = Walk {
         builtins,
-        analyses: HashMap::new(),
+        analyses: known
+            .iter()
+            .filter_map(|(file, analysis)| Some((file.clone(), Some(analysis.as_ref().ok()?.clone()))))
+            .collect(),
         types: HashMap::new(),
         links: Links::default(),
     };

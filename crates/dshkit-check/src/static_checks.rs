@@ -68,11 +68,13 @@ pub fn run(target: &Target) -> Vec<Check> {
             .map(|id| Check::new(id, name_of(id), Status::Fail, missing.clone()))
             .collect();
     }
+    // Each file is parsed once; the syntax, links and manifest checks share it.
+    let analyzed: Vec<Analyzed> = plugins.iter().map(analyze_plugin).collect();
     vec![
         patch_references(&profile_dir, target.plugin.as_deref()),
-        syntax(&plugins),
-        links(&plugins, target.path.as_deref()),
-        manifest(&plugins, &target.home),
+        syntax(&plugins, &analyzed),
+        links(&plugins, &analyzed, target.path.as_deref()),
+        manifest(&plugins, &analyzed, &target.home),
     ]
 }
 
@@ -188,12 +190,15 @@ fn yaml_position(error: &dshkit_dsh::patch::PatchError) -> String {
     }
 }
 
-fn syntax(plugins: &[LocalPlugin]) -> Check {
+/// The files of one plugin with their analyses (see [`analyze_plugin`]).
+type Analyzed = Vec<(PathBuf, Result<crate::syntax::Analysis, String>)>;
+
+fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
     let id = "syntax";
     let mut files = 0usize;
     let mut problems = Vec::new();
-    for plugin in plugins {
-        for (file, analysis) in analyze_plugin(plugin) {
+    for files_of in analyzed {
+        for (file, analysis) in files_of {
             files += 1;
             match analysis {
                 Ok(analysis) => problems.extend(analysis.errors.iter().map(ToString::to_string)),
@@ -220,15 +225,15 @@ fn syntax(plugins: &[LocalPlugin]) -> Check {
 }
 
 /// What Node's loader would refuse, from each plugin's entry on.
-fn links(plugins: &[LocalPlugin], path: Option<&std::ffi::OsStr>) -> Check {
+fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi::OsStr>) -> Check {
     let id = "links";
     let builtins = crate::builtins::LazyBuiltins::new(path.and_then(crate::builtins::node_in));
     let mut modules = 0;
     let mut failures = Vec::new();
     let mut warnings = Vec::new();
     let mut undecided = Vec::new();
-    for plugin in plugins.iter().filter(|p| p.manifest.is_some()) {
-        let links = crate::link::check_plugin(&plugin.root, &builtins);
+    for (plugin, known) in plugins.iter().zip(analyzed).filter(|(p, _)| p.manifest.is_some()) {
+        let links = crate::link::check_plugin(&plugin.root, &builtins, known);
         modules += links.modules;
         for finding in links.findings {
             match finding.severity {
@@ -283,11 +288,11 @@ fn links(plugins: &[LocalPlugin], path: Option<&std::ffi::OsStr>) -> Check {
     Check::new(id, name_of(id), status, detail).with_evidence(evidence)
 }
 
-fn manifest(plugins: &[LocalPlugin], home: &Path) -> Check {
+fn manifest(plugins: &[LocalPlugin], analyzed: &[Analyzed], home: &Path) -> Check {
     let id = "manifest";
     let real_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
     let mut problems = Vec::new();
-    for plugin in plugins {
+    for (plugin, files_of) in plugins.iter().zip(analyzed) {
         let label = &plugin.dir_name;
         let Some(manifest) = &plugin.manifest else {
             problems.push(format!(
@@ -335,7 +340,7 @@ fn manifest(plugins: &[LocalPlugin], home: &Path) -> Check {
         if !plugin.root.starts_with(&real_home) {
             // Node resolves imports from the real path: outside DSH_HOME there is no
             // node_modules holding @deepseek-ai packages.
-            for (file, analysis) in analyze_plugin(plugin) {
+            for (file, analysis) in files_of {
                 let Ok(analysis) = analysis else { continue };
                 for import in analysis.imports.iter().filter(|i| i.starts_with("@deepseek-ai/")) {
                     problems.push(format!(
