@@ -72,7 +72,7 @@ pub fn resolve(
     {
         let target = dir.join(specifier);
         return match loader {
-            Loader::Import => esm_file(&target, specifier, &shown_from.to_string()),
+            Loader::Import => esm_file(&target, &shown_from.to_string()),
             Loader::Require => cjs_path(&target).map(Resolved::File).ok_or_else(|| Unresolved {
                 id: "require.not_found",
                 message: format!(
@@ -83,7 +83,7 @@ pub fn resolve(
         };
     }
     if let Some(path) = specifier.strip_prefix("file://") {
-        return esm_file(Path::new(path), specifier, &shown_from.to_string());
+        return esm_file(Path::new(path), &shown_from.to_string());
     }
     if specifier.contains(':') {
         return Ok(Resolved::Undecided(specifier.to_owned()));
@@ -95,7 +95,7 @@ pub fn resolve(
 }
 
 /// An ES module's relative target: exactly that file; a directory is refused.
-fn esm_file(target: &Path, specifier: &str, from: &str) -> Result<Resolved, Unresolved> {
+fn esm_file(target: &Path, from: &str) -> Result<Resolved, Unresolved> {
     let target = normalize(target);
     if target.is_dir() {
         return Err(Unresolved {
@@ -109,7 +109,6 @@ fn esm_file(target: &Path, specifier: &str, from: &str) -> Result<Resolved, Unre
     if target.is_file() {
         return Ok(Resolved::File(real(&target)));
     }
-    let _ = specifier;
     Err(Unresolved {
         id: "import.not_found",
         message: format!(
@@ -237,7 +236,7 @@ fn package(
     }
     let target = root.join(subpath);
     match loader {
-        Loader::Import => esm_file(&target, specifier, from).map(|r| (r, None)),
+        Loader::Import => esm_file(&target, from).map(|r| (r, None)),
         Loader::Require => cjs_path(&target)
             .map(|f| (Resolved::File(f), None))
             .ok_or_else(|| Unresolved {
