@@ -19,6 +19,7 @@ mod bench_browser;
 mod bench_check;
 mod bench_dsh;
 mod bench_echo;
+mod bench_load;
 mod bench_verify;
 mod setup;
 

@@ -159,6 +159,12 @@ pub trait ToolFamily: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Releases what `subject` owns (preview sessions): its client is gone.
+    /// Owners scoped inside the subject (`<subject>/owner:<name>`) go with it.
+    fn release<'a>(&'a self, _subject: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Releases what the family holds (browsers, child processes) before exit.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

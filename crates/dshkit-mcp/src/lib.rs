@@ -23,8 +23,10 @@ pub use family::{
     PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolOutput, ToolProgress, ToolSpec,
 };
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpOptions, HttpServer, MAX_DRAIN_BYTES,
-    MCP_PATH, serve_http,
+    ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_IDLE,
+    HIBERNATE_AFTER, HttpError, HttpOptions, HttpServer, MAX_DRAIN_BYTES, MCP_PATH, RETRY_AFTER_SECS,
+    SessionLimits, serve_http,
 };
 pub use server::{
     DEFAULT_TOOL_TIMEOUT, DshkitServer, RegistryError, SUPPORTED_PROTOCOL_VERSIONS, ServerOptions,

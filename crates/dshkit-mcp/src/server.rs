@@ -223,6 +223,14 @@ impl DshkitServer {
         Some(self.finish(outcome))
     }
 
+    /// Lets every family release what `subject` owns: its client is gone (an
+    /// MCP session ended, expired or was evicted).
+    pub async fn release_subject(&self, subject: &str) {
+        for family in &self.registry.families {
+            family.release(subject).await;
+        }
+    }
+
     /// Lets every family release what it holds; call once before exit.
     pub async fn shutdown(&self) {
         for family in &self.registry.families {
@@ -272,11 +280,16 @@ impl DshkitServer {
     }
 }
 
+/// The subject of the MCP session `id` (see [`crate::ToolCall::subject`]).
+pub(crate) fn session_subject(id: &str) -> String {
+    format!("mcp-session:{id}")
+}
+
 /// The calling client, for families that keep per-client state.
 fn subject_of(context: &RequestContext<RoleServer>) -> String {
     match context.extensions.get::<http::request::Parts>() {
         Some(parts) => match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            Some(session) => format!("mcp-session:{session}"),
+            Some(session) => session_subject(session),
             None => "http".to_owned(),
         },
         None => "stdio".to_owned(),

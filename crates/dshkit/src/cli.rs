@@ -389,6 +389,26 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "BYTES", default_value_t = dshkit_mcp::DEFAULT_MAX_BODY_BYTES)]
     pub(crate) max_body_bytes: usize,
 
+    /// --http: an MCP session without a request for SECS seconds ends (its
+    /// previews close); the client's next request gets 404 and re-initializes.
+    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) session_idle: u64,
+
+    /// --http: most MCP sessions at once. A new one beyond it ends the least
+    /// recently used idle session, or gets 503 when every session is busy.
+    #[arg(long, value_name = "N", default_value_t = dshkit_mcp::DEFAULT_MAX_SESSIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_sessions: usize,
+
+    /// --http: most connections at once. A new one beyond it replaces the oldest
+    /// connection with no request in flight, or gets 503 when all are serving.
+    #[arg(long, value_name = "N", default_value_t = dshkit_mcp::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) max_connections: usize,
+
+    /// --http: a connection that does not send a full request head within SECS
+    /// seconds (of its first byte, or of its previous response) is closed.
+    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) header_timeout: u64,
+
     /// Use the browser at this DevTools WebSocket (`ws://host:port/devtools/browser/…`)
     /// instead of launching Chromium, e.g. a remote browser pool.
     #[arg(long, value_name = "URL", conflicts_with = "browser_url")]

@@ -134,6 +134,26 @@ impl PreviewManager {
         Ok(())
     }
 
+    /// Closes every session of `subject` and of the owners scoped inside it
+    /// (`<subject>/owner:<name>`); returns how many were closed.
+    pub async fn close_subject(&self, subject: &str) -> usize {
+        let scoped = format!("{subject}/owner:");
+        let mut state = self.state.lock().await;
+        let owned: Vec<String> = state
+            .sessions
+            .values()
+            .filter(|s| s.owner == subject || s.owner.starts_with(&scoped))
+            .map(|s| s.id.clone())
+            .collect();
+        for id in &owned {
+            let session = state.sessions.remove(id).expect("present");
+            if let Some(browser) = &state.browser {
+                let _ = browser.dispose_context(&session.context_id).await;
+            }
+        }
+        owned.len()
+    }
+
     /// The sessions `owner` owns: id, origin and viewport.
     pub async fn list(&self, owner: &str) -> Vec<(String, String, Viewport)> {
         let mut state = self.state.lock().await;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use dshkit_env::{Environment, vars};
 use dshkit_mcp::{
-    DshkitServer, HttpOptions, ResultLimits, ServerOptions, Token, TokenOrigin, load_or_create_token_file,
-    serve_http, serve_stdio,
+    ConnectionLimits, DshkitServer, HttpOptions, ResultLimits, ServerOptions, SessionLimits, Token,
+    TokenOrigin, load_or_create_token_file, serve_http, serve_stdio,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +49,7 @@ pub(crate) fn resolve_token(
 }
 
 pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
+    return_freed_memory_at_once();
     let options = ServerOptions {
         name: "dshkit".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -101,6 +102,15 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         allowed_hosts: args.allow_hosts,
         allowed_origins: args.allow_origins,
         max_body_bytes: args.max_body_bytes,
+        sessions: SessionLimits {
+            max_sessions: args.max_sessions,
+            idle: Duration::from_secs(args.session_idle),
+            ..SessionLimits::default()
+        },
+        connections: ConnectionLimits {
+            max_connections: args.max_connections,
+            header_read_timeout: Duration::from_secs(args.header_timeout),
+        },
         ..HttpOptions::loopback(addr, token)
     };
     let running = serve_http(server.clone(), http_options, shutdown)
@@ -115,6 +125,21 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         .map_err(Failure::runtime)?;
     server.shutdown().await;
     Ok(exit::SUCCESS)
+}
+
+/// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, v2: the 16th option).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// A server gives memory back as soon as it is freed. mimalloc delays that (10 ms)
+/// and then does it only when the freeing thread allocates again, which the
+/// threads of an idle server may never do: the memory of ended sessions would
+/// stay resident. `MIMALLOC_PURGE_DELAY` in the environment still wins.
+#[expect(unsafe_code, reason = "one call into mimalloc's option API")]
+fn return_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a plain integer option; mimalloc reads it on each purge.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
 }
 
 fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> tools::ToolsConfig {

@@ -8,6 +8,7 @@ mod echo;
 mod liveloop_app;
 mod liveloop_tool;
 mod mcp_http;
+mod mcp_http_limits;
 mod mcp_stdio;
 mod sdk_peers;
 mod support;

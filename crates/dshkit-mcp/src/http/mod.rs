@@ -1,5 +1,9 @@
-//! Streamable HTTP transport, secured by default: loopback bind, bearer token,
-//! Host and Origin validation against DNS rebinding, a body cap and time limits.
+//! Streamable HTTP transport, secured and bounded by default: loopback bind,
+//! bearer token, Host and Origin validation against DNS rebinding, a body cap and
+//! time limits, bounded sessions ([`sessions`]) and connections ([`connections`]).
+
+mod connections;
+mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,12 +14,19 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::server::DshkitServer;
+pub use self::connections::{ConnectionLimits, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+use self::connections::{Connections, hold_until_sent};
+pub use self::sessions::{
+    DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE, HIBERNATE_AFTER, RETRY_AFTER_SECS, SessionLimits,
+};
+use self::sessions::{EndHook, SessionBook};
+use crate::server::{DshkitServer, session_subject};
 use crate::token::Token;
 
 /// Largest accepted request body (1 MiB).
@@ -23,6 +34,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Longest a request may take to produce its response head. Tool calls are bounded
 /// separately by the server's tool timeout, which this exceeds by a margin.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(330);
+/// Longest the body of a request may take to arrive once its head has.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an oversized body is read and discarded before answering 413
 /// (16 MiB); a larger upload is cut off.
 pub const MAX_DRAIN_BYTES: usize = 16 * 1024 * 1024;
@@ -43,7 +56,10 @@ pub struct HttpOptions {
     /// Extra browser origins accepted besides the loopback ones.
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    pub body_read_timeout: Duration,
     pub request_timeout: Duration,
+    pub sessions: SessionLimits,
+    pub connections: ConnectionLimits,
 }
 
 impl HttpOptions {
@@ -56,7 +72,10 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            sessions: SessionLimits::default(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -77,13 +96,40 @@ pub enum HttpError {
 }
 
 /// A running HTTP server.
-#[derive(Debug)]
 pub struct HttpServer {
     local_addr: SocketAddr,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
+    sessions: Arc<SessionBook>,
+    rmcp_sessions: Arc<LocalSessionManager>,
+    connections: Arc<Connections>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("open_sessions", &self.open_sessions())
+            .field("open_connections", &self.open_connections())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpServer {
+    /// MCP sessions open (awake or hibernating).
+    pub fn open_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// MCP sessions awake (with an rmcp worker); the others hibernate.
+    pub async fn awake_sessions(&self) -> usize {
+        self.rmcp_sessions.sessions.read().await.len()
+    }
+
+    /// HTTP connections open.
+    pub fn open_connections(&self) -> usize {
+        self.connections.len()
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
@@ -106,6 +152,9 @@ struct Guard {
     hosts: Vec<String>,
     origins: Vec<String>,
     max_body_bytes: usize,
+    body_read_timeout: Duration,
+    sessions: Arc<SessionBook>,
+    rmcp_sessions: Arc<LocalSessionManager>,
 }
 
 /// Binds and starts serving; returns once the listener is ready.
@@ -145,7 +194,27 @@ pub async fn serve_http(
             .map(|o| o.trim_end_matches('/').to_ascii_lowercase()),
     );
 
-    let config = StreamableHttpServerConfig::default()
+    // rmcp's worker of an idle session ends after HIBERNATE_AFTER; the book keeps
+    // the session and rmcp restores it from there on its next request.
+    let mut rmcp_sessions = LocalSessionManager::default();
+    rmcp_sessions.session_config.keep_alive = Some(options.sessions.hibernate_after);
+    let rmcp_sessions = Arc::new(rmcp_sessions);
+    let releaser = server.clone();
+    let on_end: EndHook = Arc::new(move |id| {
+        let server = releaser.clone();
+        let subject = session_subject(id);
+        tokio::spawn(async move { server.release_subject(&subject).await });
+    });
+    let book = SessionBook::new(options.sessions, on_end);
+    let workers = Arc::clone(&rmcp_sessions);
+    tokio::spawn(Arc::clone(&book).expire(
+        async move |id: String| {
+            let _ = workers.close_session(&id.into()).await;
+        },
+        shutdown.child_token(),
+    ));
+
+    let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_max_request_body_bytes(options.max_body_bytes)
@@ -158,14 +227,18 @@ pub async fn serve_http(
                 .chain(options.allowed_hosts.iter().cloned())
                 .chain((!local_addr.ip().is_loopback()).then(|| local_addr.ip().to_string())),
         );
+    config.session_store = Some(Arc::clone(&book) as _);
     let service: StreamableHttpService<DshkitServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::default(), config);
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&rmcp_sessions), config);
 
     let guard = Arc::new(Guard {
         token: options.token,
         hosts,
         origins,
         max_body_bytes: options.max_body_bytes,
+        body_read_timeout: options.body_read_timeout,
+        sessions: Arc::clone(&book),
+        rmcp_sessions: Arc::clone(&rmcp_sessions),
     });
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
@@ -175,19 +248,22 @@ pub async fn serve_http(
         ))
         .layer(middleware::from_fn_with_state(guard, guard_request));
 
-    let task = tokio::spawn(async move {
-        // Nagle's algorithm would hold the small SSE frames for a delayed ACK (~40 ms).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::debug!(%err, "failed to set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-            .await
-    });
+    let connections = Arc::new(Connections::default());
+    let task = tokio::spawn(connections::serve(
+        listener,
+        router,
+        options.connections,
+        Arc::clone(&connections),
+        shutdown,
+    ));
     tracing::info!(%local_addr, "MCP over Streamable HTTP ready");
-    Ok(HttpServer { local_addr, task })
+    Ok(HttpServer {
+        local_addr,
+        task,
+        sessions: book,
+        rmcp_sessions,
+        connections,
+    })
 }
 
 /// Rejections, in order: Host or Origin (403), token (401), declared body size (413).
@@ -208,8 +284,17 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         );
         return response;
     }
+    let busy = request
+        .headers()
+        .get(HEADER_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|id| guard.sessions.busy(id));
     if request.method() != http::Method::POST {
-        return next.run(request).await;
+        let response = next.run(request).await;
+        return match busy {
+            Some(busy) => hold_until_sent(response, busy),
+            None => response,
+        };
     }
     let declared = request
         .headers()
@@ -226,22 +311,77 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
     // Read the (capped) body once so chunked uploads meet the same cap and garbage
     // gets a JSON-RPC parse error rather than a transport-level complaint.
     let (parts, body) = request.into_parts();
-    let bytes = match read_capped(body, guard.max_body_bytes).await {
-        Ok(bytes) => bytes,
-        Err(BodyError::TooLarge) => {
+    let read = tokio::time::timeout(guard.body_read_timeout, read_capped(body, guard.max_body_bytes));
+    let bytes = match read.await {
+        Err(_elapsed) => {
+            return reject(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive within the server's body-read timeout",
+            );
+        }
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(BodyError::TooLarge)) => {
             return reject(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request body exceeds the server's body cap",
             );
         }
-        Err(BodyError::Unreadable) => {
+        Ok(Err(BodyError::Unreadable)) => {
             return reject(StatusCode::BAD_REQUEST, "failed to read the request body");
         }
     };
     if let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         return json_rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {err}"));
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    // An `initialize` without a session creates one: it needs a place in the book.
+    let admission = if parts.headers.contains_key(HEADER_SESSION_ID) || !is_initialize(&bytes) {
+        None
+    } else {
+        match guard.sessions.admit() {
+            Ok(admission) => Some(admission),
+            Err(full) => {
+                tracing::warn!(
+                    max = full.max_sessions,
+                    "new MCP session refused: every session is busy"
+                );
+                let mut response = json_rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32000,
+                    &format!(
+                        "session limit reached: {} MCP sessions are open and all are serving requests; retry later, and end unused sessions with DELETE",
+                        full.max_sessions
+                    ),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+                return response;
+            }
+        }
+    };
+    if let Some(evicted) = admission.as_ref().and_then(|a| a.evicted.clone()) {
+        let _ = guard.rmcp_sessions.close_session(&evicted.into()).await;
+    }
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    // The book holds the new session once its `initialize` is answered.
+    drop(admission);
+    match busy {
+        Some(busy) => hold_until_sent(response, busy),
+        None => response,
+    }
+}
+
+/// The header naming a request's MCP session.
+const HEADER_SESSION_ID: &str = "mcp-session-id";
+
+/// Whether a JSON-RPC message is an `initialize` request.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Probe<'_>>(body).is_ok_and(|probe| probe.method.as_deref() == Some("initialize"))
 }
 
 enum BodyError {
@@ -318,3 +458,6 @@ fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests;
