@@ -9,6 +9,7 @@
 // through process.getBuiltinModule.
 
 const fs = process.getBuiltinModule('node:fs');
+const os = process.getBuiltinModule('node:os');
 const path = process.getBuiltinModule('node:path');
 
 export const name = 'dshkit';
@@ -109,6 +110,8 @@ export async function apply(ctx, config) {
   const stages = new RunningStages();
 
   for (const tool of described.tools) {
+    // The DevTools tools only mean something where the collector runs.
+    if (tool.name.startsWith('cordis_') && config?.devtools !== true) continue;
     ctx.tools.register(nativeTool(ctx, sidecar, tool, verifications, stages));
   }
   // The browser half's channel (web profiles only): loopback callers only.
@@ -119,6 +122,12 @@ export async function apply(ctx, config) {
   ctx.inject(['systemPrompt'], (inner) => {
     inner.systemPrompt.section({ name: 'dshkit:verification-loop', order: 150, text: GUIDANCE });
   });
+  if (config?.devtools === true) {
+    // Cordis DevTools: metadata about this runtime for dshkit's debug core.
+    const { startCollector } = await import('./devtools.js');
+    const home = config?.dshHome ?? process.env.DSH_HOME ?? path.join(os.homedir(), '.dsh');
+    startCollector(ctx, { dir: path.join(home, 'dshkit-devtools'), label: 'dsh' });
+  }
   const playbook = described.prompts.find((p) => p.name === 'plugin-fault-diagnosis');
   ctx.inject(['skills'], (inner) => {
     inner.skills.registerProvider(() => skillProvider(playbook));

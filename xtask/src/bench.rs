@@ -30,12 +30,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("detect") => crate::bench_verify::detect(),
         Some("echo") => crate::bench_echo::run(),
         Some("load") => crate::bench_load::run(),
+        Some("devtools") => crate::bench_devtools::run(),
         Some("redact") => crate::bench_echo::redaction(),
         Some("dsh-plugin") => crate::bench_dsh::run(),
         // In a release build of xtask (started by `redact`): the redactor in process.
         Some("redact-in-process") => crate::bench_echo::redaction_in_process(args.get(1).map(String::as_str)),
         _ => bail!(
-            "usage: cargo xtask bench <mcp | browser | check | verify | detect | echo | redact | dsh-plugin | load>"
+            "usage: cargo xtask bench <mcp | browser | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
         ),
     }
 }

@@ -34,6 +34,10 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
     ),
     ("index.js", include_str!("../../../packages/dsh-plugin/index.js")),
     (
+        "devtools.js",
+        include_str!("../../../packages/dsh-plugin/devtools.js"),
+    ),
+    (
         "client.js",
         include_str!("../../../packages/dsh-plugin/client.js"),
     ),
@@ -46,6 +50,8 @@ pub struct PluginRow {
     pub binary: PathBuf,
     /// DSH home passed to the sidecar (DSH strips `DSH_*` from its children).
     pub dsh_home: Option<PathBuf>,
+    /// Run the Cordis DevTools collector in the DSH process.
+    pub devtools: bool,
 }
 
 impl ManagedRow for PluginRow {
@@ -58,6 +64,9 @@ impl ManagedRow for PluginRow {
         config.insert("binary".into(), Value::String(self.binary.display().to_string()));
         if let Some(home) = &self.dsh_home {
             config.insert("dshHome".into(), Value::String(home.display().to_string()));
+        }
+        if self.devtools {
+            config.insert("devtools".into(), Value::Bool(true));
         }
         serde_json::json!({ "id": PLUGIN_ID, "name": PLUGIN_PACKAGE, "config": config })
     }
@@ -310,6 +319,7 @@ mod tests {
         PluginRow {
             binary: "/opt/dshkit".into(),
             dsh_home: Some("/home/u/.dsh".into()),
+            devtools: false,
         }
     }
 

@@ -80,6 +80,12 @@ impl Peers {
     }
 
     /// The `dsh` launcher of the DSH testbed.
+    /// The testbed's Cordis (`@deepseek-ai/cordis`), as an importable module.
+    pub fn cordis(&self) -> PathBuf {
+        self.dir
+            .join("dsh-testbed/node_modules/@deepseek-ai/cordis/lib/index.js")
+    }
+
     pub fn dsh(&self) -> PathBuf {
         self.dir.join("dsh-testbed/node_modules/.bin/dsh")
     }

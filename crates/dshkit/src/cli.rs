@@ -367,7 +367,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
 
-    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check, echo.
+    /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check, echo, devtools.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,
 
@@ -438,6 +438,11 @@ pub(crate) struct McpArgs {
     #[arg(long, value_enum, value_name = "WHEN", default_value_t)]
     pub(crate) images: crate::tools::ImagePolicy,
 
+    /// Where Cordis DevTools collectors register their targets (default:
+    /// `<DSH home>/dshkit-devtools`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) devtools_dir: Option<PathBuf>,
+
     /// Longest a tool call may run, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
     pub(crate) tool_timeout: u64,
@@ -475,6 +480,11 @@ pub(crate) struct InstallArgs {
     /// install whose profile does not boot, or cannot be booted here, is rolled back.
     #[arg(long)]
     pub(crate) no_boot_check: bool,
+
+    /// Run the Cordis DevTools collector inside DSH: the `devtools` tools of any
+    /// `dshkit mcp` on this machine can then attach to the running DSH.
+    #[arg(long)]
+    pub(crate) devtools: bool,
 }
 
 #[derive(Debug, Args)]

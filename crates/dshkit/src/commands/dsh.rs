@@ -135,6 +135,7 @@ async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
     let row = install::PluginRow {
         binary,
         dsh_home: Some(home.clone()),
+        devtools: args.devtools,
     };
     let report = install::install(&profile_dir, &row).map_err(install_failure)?;
     let proof = if args.no_boot_check {

@@ -150,6 +150,7 @@ fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> too
         allow_run: args.allow_run,
         images: args.images,
         settings,
+        devtools_dir: args.devtools_dir.clone(),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod check;
 mod core;
+mod devtools;
 mod echo;
 mod liveloop;
 mod liveloop_app;
@@ -27,6 +28,8 @@ pub struct ToolsConfig {
     pub images: ImagePolicy,
     /// The person's settings file (flags above win over it).
     pub settings: dshkit_env::settings::Settings,
+    /// Where Cordis DevTools collectors register (default: `<DSH home>/dshkit-devtools`).
+    pub devtools_dir: Option<std::path::PathBuf>,
 }
 
 /// When a result carries its screenshots as MCP `image` content.
@@ -166,8 +169,18 @@ pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
                 .or_else(|| std::env::current_dir().ok())
                 .unwrap_or_else(|| ".".into()),
         )),
+        Arc::new(devtools::DevtoolsFamily::new(
+            config.devtools_dir.clone().unwrap_or_else(|| {
+                dshkit_env::dsh::home(&dshkit_env::Environment::from_process())
+                    .unwrap_or_else(|| ".dsh".into())
+                    .join(DEVTOOLS_DIR_NAME)
+            }),
+        )),
     ]
 }
+
+/// The directory under the DSH home where DevTools collectors register.
+pub(crate) const DEVTOOLS_DIR_NAME: &str = "dshkit-devtools";
 
 /// Deserializes a call's arguments into `T`, or fails with the schema hint.
 pub(crate) fn arguments<T: serde::de::DeserializeOwned>(

@@ -118,6 +118,10 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         !offered.iter().any(|n| n.starts_with("mcp__dshkit__")),
         "the tools are not doubled through MCP: {offered:?}"
     );
+    assert!(
+        !offered.iter().any(|n| n.starts_with("cordis_")),
+        "the DevTools tools are offered only with the collector: {offered:?}"
+    );
     let answer = tool_answer(&stdout);
     assert!(answer.contains("VERIFIED"), "{answer}");
     // The default model reads text only: it gets the attachment id, not the image.

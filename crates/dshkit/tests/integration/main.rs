@@ -2,6 +2,7 @@
 
 mod cli;
 mod conformance;
+mod devtools;
 mod dsh_agent;
 mod dsh_plugin;
 mod echo;

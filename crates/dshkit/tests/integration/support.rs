@@ -135,4 +135,12 @@ pub(crate) const ALL_TOOLS: &[&str] = &[
     "echo_cassettes",
     "echo_inspect",
     "echo_diff",
+    "cordis_list_debug_targets",
+    "cordis_attach_debug_session",
+    "cordis_debug_snapshot",
+    "cordis_wait_for_runtime_change",
+    "cordis_detach_debug_session",
+    "cordis_runtime_summary",
+    "cordis_inspect_event",
+    "cordis_inspect_fiber",
 ];

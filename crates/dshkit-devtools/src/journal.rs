@@ -1,0 +1,145 @@
+//! The journal of one target: the last [`JOURNAL_CAPACITY`] facts, each with a
+//! monotonic sequence number, and a signal waiters wake on.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+/// Records a target's journal keeps.
+pub const JOURNAL_CAPACITY: usize = 500;
+
+/// What a journal record says happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Change {
+    /// An event was dispatched (before its listeners ran). Metadata only.
+    DispatchObserved { mode: String, event: String, argc: u32 },
+    /// The runtime's shape changed: a fiber's state, a new fiber, a listener, a service.
+    TopologyInvalidated {
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fiber: Option<i64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        state: Option<String>,
+    },
+    /// The collector dropped facts because this core read too slowly.
+    FactsDropped { count: u64 },
+    /// The target's process is gone or its collector closed the channel.
+    TargetDisposed,
+}
+
+/// One journal record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch, as the collector saw it.
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A bounded window of records.
+#[derive(Debug)]
+pub struct Journal {
+    records: VecDeque<Record>,
+    capacity: usize,
+    next_seq: u64,
+}
+
+/// What a read of the window after a cursor found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// Sequence of the oldest and newest retained records (none when empty).
+    pub oldest: Option<u64>,
+    pub newest: Option<u64>,
+    pub retained: usize,
+    /// Records after the cursor fell out of the window before they were read.
+    pub gap: bool,
+}
+
+impl Default for Journal {
+    fn default() -> Self {
+        Self::with_capacity(JOURNAL_CAPACITY)
+    }
+}
+
+impl Journal {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            records: VecDeque::with_capacity(capacity.min(JOURNAL_CAPACITY)),
+            capacity: capacity.max(1),
+            next_seq: 1,
+        }
+    }
+
+    /// Appends a record; the oldest falls out past the capacity. Returns its sequence.
+    pub fn push(&mut self, at_ms: u64, change: Change) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if self.records.len() == self.capacity {
+            self.records.pop_front();
+        }
+        self.records.push_back(Record { seq, at_ms, change });
+        seq
+    }
+
+    /// The sequence the next record will get; a cursor at it has seen everything.
+    pub fn head(&self) -> u64 {
+        self.next_seq
+    }
+
+    pub fn window(&self, cursor: u64) -> Window {
+        let oldest = self.records.front().map(|r| r.seq);
+        Window {
+            oldest,
+            newest: self.records.back().map(|r| r.seq),
+            retained: self.records.len(),
+            // The first record the cursor has not seen (`cursor`) is gone.
+            gap: oldest.is_some_and(|oldest| cursor < oldest) && cursor < self.next_seq,
+        }
+    }
+
+    /// Records at or after `cursor` that match, oldest first, at most `limit`.
+    pub fn after(&self, cursor: u64, limit: usize, matches: impl Fn(&Record) -> bool) -> Vec<Record> {
+        self.records
+            .iter()
+            .filter(|r| r.seq >= cursor && matches(r))
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(event: &str) -> Change {
+        Change::DispatchObserved {
+            mode: "emit".into(),
+            event: event.into(),
+            argc: 0,
+        }
+    }
+
+    #[test]
+    fn the_window_keeps_the_newest_records_and_reports_a_gap_for_an_old_cursor() {
+        let mut journal = Journal::with_capacity(3);
+        let cursor = journal.head();
+        for event in ["a", "b", "c", "d"] {
+            journal.push(0, dispatch(event));
+        }
+        let window = journal.window(cursor);
+        assert_eq!(
+            (window.oldest, window.newest, window.retained),
+            (Some(2), Some(4), 3)
+        );
+        assert!(window.gap, "record 1 fell out before the cursor read it");
+        assert!(!journal.window(2).gap);
+        assert!(!journal.window(journal.head()).gap);
+        let read = journal.after(3, 10, |_| true);
+        assert_eq!(read.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
+    }
+}

@@ -1,0 +1,20 @@
+//! Cordis DevTools core: runtime facts of a live Cordis/DSH process, for agents.
+//!
+//! A collector inside the process (`packages/dsh-plugin/devtools.js`) observes
+//! Cordis's `internal/*` events, metadata only, and serves them on a private Unix
+//! socket listed in a registry directory. This crate finds those targets
+//! ([`DebugCore::targets`]), attaches debug sessions, keeps a bounded journal per
+//! target ([`journal`]), answers snapshots with mechanical candidates
+//! ([`topology`]) and waits on the journal (`found`, `timeout` or `gap`). It knows
+//! nothing of MCP; the `dshkit` binary serves it as the `devtools` tool family.
+
+mod core;
+pub mod journal;
+mod link;
+pub mod topology;
+
+pub use core::{
+    Attachment, DEFAULT_WAIT, DebugCore, DebugError, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS,
+    SESSION_IDLE, Snapshot, Target, WaitResult,
+};
+pub use link::{LinkError, MAX_LINE_BYTES, REQUEST_TIMEOUT};
