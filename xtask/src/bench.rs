@@ -51,16 +51,7 @@ struct Sample {
 
 impl Sample {
     fn percentile(&self, p: f64) -> Duration {
-        let mut sorted = self.latencies.clone();
-        sorted.sort();
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
-            reason = "an index into a short vector"
-        )]
-        let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-        sorted[index]
+        percentile(&mut self.latencies.clone(), p)
     }
 }
 
@@ -167,6 +158,22 @@ fn mcp() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The `p` quantile (0..=1) of `values`, sorting them; zero when empty.
+pub(crate) fn percentile(values: &mut [Duration], p: f64) -> Duration {
+    if values.is_empty() {
+        return Duration::ZERO;
+    }
+    values.sort();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "an index into a list"
+    )]
+    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[index]
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a display approximation")]
@@ -407,11 +414,19 @@ impl Drop for Killed {
     }
 }
 
-async fn http_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Sample> {
+/// `dshkit mcp --http` with `extra` flags, its token file in `home`: the process,
+/// its endpoint and its token, once it is ready.
+pub(crate) fn spawn_dshkit_http(
+    dshkit: &Path,
+    home: &Path,
+    extra: &[&str],
+) -> anyhow::Result<(Killed, String, String)> {
     let token_file = home.join("token");
     let mut child = Killed(
         Command::new(dshkit)
-            .args(["mcp", "--http", "--token-file"])
+            .args(["mcp", "--http"])
+            .args(extra)
+            .arg("--token-file")
             .arg(&token_file)
             .env("HOME", home)
             .stdout(Stdio::piped())
@@ -426,20 +441,15 @@ async fn http_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Sample> {
         .context("ready line")?
         .to_owned();
     let token = std::fs::read_to_string(&token_file)?.trim().to_owned();
-    let client = HttpClient {
-        client: reqwest::Client::new(),
-        url,
-        token: Some(token),
-        session: None,
-    };
-    let pid = child.0.id();
-    http_sample("dshkit", client, "dshkit_info", json!({}), pid).await
+    Ok((child, url, token))
 }
 
-async fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
+/// server-everything over Streamable HTTP on a free port: the process and its
+/// endpoint, once it listens.
+pub(crate) fn spawn_everything_http(node: &Path, everything: &Path) -> anyhow::Result<(Killed, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut child = Killed(
-        Command::new(peers.node())
+        Command::new(node)
             .arg(everything)
             .arg("streamableHttp")
             .env("PORT", port.to_string())
@@ -456,7 +466,23 @@ async fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sam
         }
     }
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    Ok((child, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+async fn http_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Sample> {
+    let (child, url, token) = spawn_dshkit_http(dshkit, home, &[])?;
+    let client = HttpClient {
+        client: reqwest::Client::new(),
+        url,
+        token: Some(token),
+        session: None,
+    };
+    let pid = child.0.id();
+    http_sample("dshkit", client, "dshkit_info", json!({}), pid).await
+}
+
+async fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
+    let (child, url) = spawn_everything_http(&peers.node(), everything)?;
     let client = HttpClient {
         client: reqwest::Client::new(),
         url,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::bench::{StdioClient, micros};
+use crate::bench::{StdioClient, micros, percentile};
 
 /// Timed calls per variant (each with its own message, so replay never repeats).
 const CALLS: usize = 2000;
@@ -17,18 +17,6 @@ const CALLS: usize = 2000;
 const WARMUP: usize = 200;
 /// Interactions in the generated large cassette.
 const LARGE: usize = 100_000;
-
-fn percentile(values: &mut [Duration], p: f64) -> Duration {
-    values.sort();
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss,
-        reason = "an index into a short list"
-    )]
-    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[index]
-}
 
 fn call(id: usize) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -9,9 +9,7 @@
 //! 3. slow clients: connections that send half a request head and stall; whether
 //!    a normal client is still answered, and how many stalled ones the server closes.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -20,7 +18,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::bench::{Killed, initialize, mib, rss_kib};
+use crate::bench::{Killed, initialize, mib, percentile, rss_kib, spawn_dshkit_http, spawn_everything_http};
 
 /// Sessions opened and abandoned in the churn.
 const CHURN_SESSIONS: usize = 5000;
@@ -127,66 +125,27 @@ impl Target {
 }
 
 fn start_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Target> {
-    let token_file = home.join("token");
-    let mut child = Killed(
-        Command::new(dshkit)
-            .args([
-                "mcp",
-                "--http",
-                "--session-idle",
-                &SESSION_IDLE_SECS.to_string(),
-                "--token-file",
-            ])
-            .arg(&token_file)
-            .env("HOME", home)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?,
-    );
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().context("stdout")?).read_line(&mut line)?;
-    let url = line
-        .trim()
-        .strip_prefix("dshkit mcp: ")
-        .context("ready line")?
-        .to_owned();
+    let idle = SESSION_IDLE_SECS.to_string();
+    let (process, url, token) = spawn_dshkit_http(dshkit, home, &["--session-idle", &idle])?;
     Ok(Target {
         label: "dshkit",
         url,
-        token: Some(std::fs::read_to_string(&token_file)?.trim().to_owned()),
+        token: Some(token),
         tool: "dshkit_info",
         arguments: json!({}),
-        process: child,
+        process,
     })
 }
 
 fn start_everything(node: &Path, everything: &Path) -> anyhow::Result<Target> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = Killed(
-        Command::new(node)
-            .arg(everything)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()?,
-    );
-    let mut stderr = BufReader::new(child.0.stderr.take().context("stderr")?);
-    let mut line = String::new();
-    while !line.contains("listening on port") {
-        line.clear();
-        if stderr.read_line(&mut line)? == 0 {
-            bail!("server-everything exited before listening");
-        }
-    }
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let (process, url) = spawn_everything_http(node, everything)?;
     Ok(Target {
         label: "server-everything",
-        url: format!("http://127.0.0.1:{port}/mcp"),
+        url,
         token: None,
         tool: "echo",
         arguments: json!({"message": "ping"}),
-        process: child,
+        process,
     })
 }
 
@@ -448,21 +407,6 @@ async fn slow_clients(target: &Arc<Target>) -> anyhow::Result<Slow> {
         closed_by_server: closed.load(Ordering::Relaxed),
         watched: watched_from.elapsed(),
     })
-}
-
-fn percentile(values: &mut [Duration], p: f64) -> Duration {
-    if values.is_empty() {
-        return Duration::ZERO;
-    }
-    values.sort();
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss,
-        reason = "an index into a list"
-    )]
-    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
-    values[index]
 }
 
 fn millis(d: Duration) -> String {

@@ -303,18 +303,14 @@ impl DebugCore {
                 () = tokio::time::sleep_until(deadline) => false,
             };
             if !changed {
-                let head_now = attached
-                    .link
-                    .journal
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .head();
-                let window = attached
-                    .link
-                    .journal
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .window(head_now);
+                let (head_now, window) = {
+                    let journal = attached
+                        .link
+                        .journal
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    (journal.head(), journal.window(journal.head()))
+                };
                 // Nothing matched: the cursor moves past what was seen.
                 break WaitResult {
                     outcome: "timeout",
