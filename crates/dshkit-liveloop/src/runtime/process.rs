@@ -124,26 +124,35 @@ impl Spawned {
         // No settle time is needed: a child started with spawn (libuv, std) has
         // left its parent's session and exec'd before spawn returns, so before
         // the server that started it can have exited.
-        let find = || detached_helpers(&self.dir, self.started_ticks);
-        let deadline = Instant::now() + DETACHED_GRACE;
-        while !find().is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let found = detached_helpers(&self.dir, self.started_ticks);
+        if found.is_empty() {
+            return Vec::new();
         }
-        let helpers = find();
-        if helpers.is_empty() {
-            return helpers;
+        wait_gone(&found, DETACHED_GRACE).await;
+        // Those still running, and any helper one of them started meanwhile.
+        let mut left: Vec<Identity> = found.into_iter().filter(Identity::alive).collect();
+        for helper in detached_helpers(&self.dir, self.started_ticks) {
+            if !left.contains(&helper) {
+                left.push(helper);
+            }
         }
-        tracing::debug!(?helpers, "killing helpers the dev server detached");
-        for pid in &helpers {
-            if let Some(pid) = i32::try_from(*pid).ok().and_then(rustix::process::Pid::from_raw) {
+        if left.is_empty() {
+            return Vec::new();
+        }
+        tracing::debug!(?left, "killing helpers the dev server detached");
+        for helper in &left {
+            if let Some(pid) = i32::try_from(helper.pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
-        let deadline = Instant::now() + KILL_WAIT;
-        while !find().is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        find()
+        // Waited on by identity, not by searching again: a process in the middle
+        // of exiting has already lost its command line and working directory, so a
+        // search would miss it while it still runs.
+        wait_gone(&left, KILL_WAIT).await;
+        left.into_iter().filter(Identity::alive).map(|h| h.pid).collect()
     }
 
     /// The stop is done and proved: the watchdog has nothing left to do. It is
@@ -202,26 +211,54 @@ fn stat(pid: u32) -> Option<Stat> {
     })
 }
 
+/// A process as the table knows it: its pid and start time, which together stay
+/// unique when pids are reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    pid: u32,
+    start_ticks: u64,
+}
+
+impl Identity {
+    /// Still running: the same process (not a reuse of its pid), not a zombie.
+    fn alive(&self) -> bool {
+        stat(self.pid).is_some_and(|s| s.start_ticks == self.start_ticks && !matches!(s.state, 'Z' | 'X'))
+    }
+}
+
+/// Polls the process table until none of `processes` runs or `limit` passes.
+async fn wait_gone(processes: &[Identity], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while processes.iter().any(Identity::alive) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Session leaders started at or after `since` that work in `dir` and run code from
 /// it (their command line names a path inside it), like Next.js's
 /// `node <app>/node_modules/next/dist/telemetry/detached-flush.js`.
-fn detached_helpers(dir: &Path, since: u64) -> Vec<u32> {
+fn detached_helpers(dir: &Path, since: u64) -> Vec<Identity> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            stat(*pid).is_some_and(|s| {
-                !matches!(s.state, 'Z' | 'X')
-                    && s.session == *pid
-                    && s.group == *pid
-                    && s.start_ticks >= since
-                    && since > 0
-            }) && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        .filter_map(|pid| {
+            let s = stat(pid)?;
+            let leader = !matches!(s.state, 'Z' | 'X')
+                && s.session == pid
+                && s.group == pid
+                && s.start_ticks >= since
+                && since > 0;
+            (leader
+                && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
                 && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*dir.to_string_lossy()))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&*dir.to_string_lossy())))
+            .then_some(Identity {
+                pid,
+                start_ticks: s.start_ticks,
+            })
         })
         .collect()
 }

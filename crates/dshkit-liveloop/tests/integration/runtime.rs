@@ -211,10 +211,12 @@ async fn a_helper_the_server_detaches_as_it_exits_is_stopped_too() {
     let dir = tempfile::tempdir().unwrap();
     generic_app(dir.path());
     // Like Next.js's telemetry flush: a detached process in its own session,
-    // spawned from the exit handler, running a script of the app.
+    // spawned from the exit handler, running a script of the app. It holds 512 MiB
+    // so that its exit takes a while: an exiting process loses its command line
+    // before it leaves the table, and the stop must wait for it all the same.
     std::fs::write(
         dir.path().join("helper.js"),
-        "require('fs').writeFileSync('detached.pid', String(process.pid)); setInterval(() => {}, 1000);",
+        "globalThis.held = Buffer.alloc(512 << 20, 1); require('fs').writeFileSync('detached.pid', String(process.pid)); setInterval(() => {}, 1000);",
     )
     .unwrap();
     let server = std::fs::read_to_string(dir.path().join("server.js")).unwrap().replace(
