@@ -7,6 +7,12 @@
 //   - it sends metadata only: event names, dispatch modes, argument counts, fiber
 //     uids, names, states and effect labels; never argument values, configs,
 //     errors or payloads.
+// The one exception is a leased experiment, asked for by a core and enabled by
+// the plugin's config (`devtoolsExperiments: true`): for its lease (15 s by
+// default, 60 s at most, enforced here so a dead core never leaves DSH
+// instrumented) the dispatches of one event get timing wrappers around their
+// listeners; the listener records themselves are never touched, and the
+// original dispatch is restored by identity when the lease ends.
 // Facts go over a private Unix socket (in a 0700 directory) to whichever dshkit
 // core attaches; a registry file (0600) per live process lets cores find it.
 //
@@ -30,6 +36,14 @@ export const MAX_EVENTS = 1000;
 /** Effect labels listed per fiber. */
 export const MAX_EFFECT_LABELS = 16;
 
+/** Experiment leases: default and longest. */
+export const DEFAULT_LEASE_MS = 15_000;
+export const MAX_LEASE_MS = 60_000;
+/** Traces an experiment keeps (the oldest go first, counted). */
+export const MAX_TRACES = 200;
+/** Listeners traced per dispatch. */
+export const MAX_TRACED_LISTENERS = 64;
+
 const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unloading'];
 
 /**
@@ -37,8 +51,11 @@ const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unlo
  * directory for the socket and the registry (created 0700). Returns
  * `{socket, registry, dispose()}`; also disposed with `ctx`.
  */
-export function startCollector(ctx, { dir, label = 'dsh' }) {
+export function startCollector(ctx, { dir, label = 'dsh', experiments = false }) {
   const root = ctx.root;
+  // This collector's start: with the pid, it tells a collector started again in
+  // the same process (DSH restarting in place) from the one before.
+  const epoch = Date.now();
   fs.mkdirSync(path.join(dir, 'targets'), { recursive: true, mode: 0o700 });
   fs.chmodSync(dir, 0o700);
   const socketPath = path.join(dir, `${process.pid}.sock`);
@@ -151,11 +168,173 @@ export function startCollector(ctx, { dir, label = 'dsh' }) {
   };
   const baseline = topology();
 
-  const answer = (op) => {
-    switch (op) {
-      case 'hello': return { protocol: PROTOCOL, pid: process.pid, label, node: process.version, startedAtMs: Math.round(Date.now() - process.uptime() * 1000), baseline };
+  // Leased experiments: one at a time. `current` is the running one; `last` the
+  // one before, kept for its traces and how it ended.
+  const events = root.events;
+  let current = null;
+  let last = null;
+  let leases = 0;
+  const hookIds = new WeakMap();
+  let nextHookId = 1;
+  const hookId = (hook) => {
+    let id = hookIds.get(hook);
+    if (id === undefined) { id = nextHookId++; hookIds.set(hook, id); }
+    return id;
+  };
+  const micros = (ms) => Math.round(ms * 1000);
+  const describeExperiment = (x) => x && {
+    lease: x.lease, owner: x.owner, event: x.event, startedAt: x.startedAt, expiresAt: x.expiresAt,
+    stoppedAt: x.stoppedAt ?? null, reason: x.reason ?? null, restored: x.restored ?? null,
+    traces: x.traces.length, tracesDropped: x.tracesDropped, dispatches: x.dispatches,
+  };
+  const publishTrace = (x, trace) => {
+    if (trace.dirty) return;
+    trace.dirty = true;
+    setImmediate(() => {
+      trace.dirty = false;
+      broadcast({ kind: 'trace', lease: x.lease, trace: trace.id, event: x.event, listeners: trace.listeners.length, at: now() });
+    });
+  };
+  // Wraps the bound callbacks of one dispatch. Time is measured around each
+  // call; in a waterfall, `next` is wrapped too, so calls of it (how many, when,
+  // after the listener returned) and the time spent inside it are known.
+  const traceDispatch = (x, mode, hooks, callbacks) => {
+    x.dispatches++;
+    const trace = { id: x.dispatches, mode, at: now(), listenerCount: callbacks.length, listeners: [], dirty: false };
+    if (x.traces.length >= MAX_TRACES) { x.traces.shift(); x.tracesDropped++; }
+    x.traces.push(trace);
+    // Hooks map to callbacks one to one unless a context filter left some out.
+    const mapped = hooks.length === callbacks.length;
+    return callbacks.map((callback, index) => {
+      if (index >= MAX_TRACED_LISTENERS) return callback;
+      const hook = mapped ? hooks[index] : null;
+      const entry = {
+        index,
+        listener: hook ? hookId(hook) : null,
+        owner: hook ? idOf(hook.ctx?.fiber) : null,
+        ownerName: hook ? hook.ctx?.fiber?.name ?? null : null,
+        called: false, durationUs: null, selfUs: null, nextCalls: mode === 'waterfall' ? 0 : null,
+        nextAtUs: null, lateNext: false, threw: false, async: false, settledUs: null,
+      };
+      trace.listeners.push(entry);
+      return function (...args) {
+        entry.called = true;
+        const began = performance.now();
+        let returned = false;
+        let inside = 0;
+        const nextAt = args.length - 1;
+        if (mode === 'waterfall' && typeof args[nextAt] === 'function') {
+          const next = args[nextAt];
+          args[nextAt] = function (...nextArgs) {
+            const at = performance.now();
+            entry.nextCalls++;
+            if (entry.nextAtUs === null) entry.nextAtUs = micros(at - began);
+            if (returned) entry.lateNext = true;
+            try { return next.apply(this, nextArgs); } finally { if (!returned) inside += performance.now() - at; publishTrace(x, trace); }
+          };
+        }
+        try {
+          const result = callback.apply(this, args);
+          // Only a serial dispatch awaits every result itself, so only there may
+          // a settle handler be added without changing what is handled.
+          if (result instanceof Promise) {
+            entry.async = true;
+            if (mode === 'serial') {
+              const settled = () => { entry.settledUs = micros(performance.now() - began); publishTrace(x, trace); };
+              result.then(settled, settled);
+            }
+          }
+          return result;
+        } catch (error) {
+          entry.threw = true;
+          throw error;
+        } finally {
+          returned = true;
+          const spent = performance.now() - began;
+          entry.durationUs = micros(spent);
+          entry.selfUs = micros(spent - inside);
+          publishTrace(x, trace);
+        }
+      };
+    });
+  };
+  const stopExperiment = (x, reason) => {
+    if (current !== x) return;
+    clearTimeout(x.timer);
+    current = null;
+    // Restored by identity: only our own wrapper is removed. Something that
+    // replaced it since stays in place, and ours becomes a pass-through.
+    if (events.dispatch === x.wrapper) {
+      if (x.ownDispatch) events.dispatch = x.ownDispatch; else delete events.dispatch;
+      x.restored = events.dispatch === x.original ? 'identical' : 'mismatch';
+    } else {
+      x.restored = 'conflict';
+    }
+    x.stoppedAt = now();
+    x.reason = reason;
+    last = x;
+    broadcast({ kind: 'profiler', state: 'stopped', lease: x.lease, event: x.event, reason, restored: x.restored, at: now() });
+  };
+  const startExperiment = ({ event, ttlMs, owner }) => {
+    if (!experiments) throw new Error('experiments are off in this DSH: install with `dshkit dsh install --devtools-experiments` (plugin config devtoolsExperiments: true)');
+    if (typeof event !== 'string' || event.length === 0 || event.length > 256) throw new Error('`event` must be an event name of at most 256 characters');
+    if (current) throw new Error(`an experiment is running (lease ${current.lease}, owner ${current.owner}, on ${current.event}, ${Math.max(0, current.expiresAt - now())} ms left); one at a time`);
+    const ttl = Math.min(Math.max(Number.isFinite(ttlMs) ? ttlMs : DEFAULT_LEASE_MS, 100), MAX_LEASE_MS);
+    const original = events.dispatch;
+    const ownDispatch = Object.prototype.hasOwnProperty.call(events, 'dispatch') ? original : null;
+    const x = {
+      lease: `lease-${process.pid}-${++leases}`, owner: String(owner ?? 'unknown').slice(0, 128), event,
+      startedAt: now(), expiresAt: now() + ttl, traces: [], tracesDropped: 0, dispatches: 0,
+      original, ownDispatch, wrapper: null, timer: null,
+    };
+    x.wrapper = function (mode, args) {
+      if (current !== x) return original.call(this, mode, args);
+      const thisArg = typeof args[0] === 'object' || typeof args[0] === 'function' ? args[0] : null;
+      const name = thisArg ? args[1] : args[0];
+      const hooks = name === x.event ? [...(this._hooks[name] ?? [])] : null;
+      const callbacks = original.call(this, mode, args);
+      return hooks ? traceDispatch(x, mode, hooks, callbacks) : callbacks;
+    };
+    Object.defineProperty(events, 'dispatch', { value: x.wrapper, configurable: true, writable: true, enumerable: false });
+    // The lease is enforced here, whatever happens to the core that took it.
+    x.timer = setTimeout(() => stopExperiment(x, 'lease-expired'), ttl);
+    x.timer.unref?.();
+    current = x;
+    broadcast({ kind: 'profiler', state: 'running', lease: x.lease, event, reason: 'started', at: now() });
+    return describeExperiment(x);
+  };
+  const experimentStatus = () => ({
+    enabled: experiments, maxLeaseMs: MAX_LEASE_MS, maxTraces: MAX_TRACES,
+    running: describeExperiment(current), last: describeExperiment(last),
+  });
+  const tracesOf = ({ lease, cursor = 0, limit = 20 }) => {
+    const x = [current, last].find((e) => e && (lease === undefined || e.lease === lease));
+    if (!x) throw new Error(lease === undefined ? 'no experiment has run' : `no experiment with lease ${lease} (only the running and the last one are kept)`);
+    const from = Math.max(0, Number(cursor) || 0);
+    const page = x.traces.slice(from, from + Math.min(Math.max(Number(limit) || 20, 1), 100));
+    return {
+      experiment: describeExperiment(x), total: x.traces.length, returned: page.length,
+      cursor: from + page.length < x.traces.length ? from + page.length : null,
+      traces: page.map(({ dirty: _dirty, ...t }) => t),
+    };
+  };
+
+  const answer = (request) => {
+    switch (request.op) {
+      case 'hello': return { protocol: PROTOCOL, pid: process.pid, label, node: process.version, startedAtMs: Math.round(Date.now() - process.uptime() * 1000), epoch, experiments, baseline };
       case 'topology': return topology();
-      default: throw new Error(`unknown op ${JSON.stringify(op)}`);
+      case 'experiment-start': return startExperiment(request);
+      case 'experiment-stop': {
+        // By exact lease, or the emergency stop (a person), which always wins.
+        const x = current;
+        if (!x) return { stopped: false, last: describeExperiment(last) };
+        if (!request.emergency && request.lease !== x.lease) throw new Error(`lease ${request.lease} is not the running one`);
+        stopExperiment(x, request.emergency ? 'emergency-stop' : (request.reason === 'owner-gone' ? 'owner-gone' : 'stopped'));
+        return { stopped: true, last: describeExperiment(last) };
+      }
+      case 'experiment-status': return experimentStatus();
+      case 'traces': return tracesOf(request);
+      default: throw new Error(`unknown op ${JSON.stringify(request.op)}`);
     }
   };
 
@@ -177,6 +356,8 @@ export function startCollector(ctx, { dir, label = 'dsh' }) {
       batch = '';
     };
     const client = {
+      socket,
+      flush,
       send(line) {
         if (socket.writableLength + batch.length > MAX_PENDING_BYTES) { dropped++; return; }
         if (dropped > 0) {
@@ -209,7 +390,7 @@ export function startCollector(ctx, { dir, label = 'dsh' }) {
         try {
           const request = JSON.parse(line);
           id = request.id ?? null;
-          socket.write(JSON.stringify({ id, result: answer(request.op) }) + '\n');
+          socket.write(JSON.stringify({ id, result: answer(request) }) + '\n');
         } catch (error) {
           socket.write(JSON.stringify({ id, error: String(error?.message ?? error) }) + '\n');
         }
@@ -225,7 +406,7 @@ export function startCollector(ctx, { dir, label = 'dsh' }) {
   });
   server.listen(socketPath, () => {
     try { fs.chmodSync(socketPath, 0o600); } catch {}
-    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, startedAtMs: Math.round(Date.now() - process.uptime() * 1000) };
+    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, startedAtMs: Math.round(Date.now() - process.uptime() * 1000) };
     const temp = `${registryPath}.tmp-${process.pid}`;
     fs.writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
     fs.renameSync(temp, registryPath);
@@ -237,14 +418,18 @@ export function startCollector(ctx, { dir, label = 'dsh' }) {
     if (disposed) return;
     disposed = true;
     observeDispatches(false);
+    if (current) stopExperiment(current, 'host-disposed');
     for (const off of disposers) { try { off(); } catch {} }
     server.close();
-    for (const socket of sockets) socket.destroy();
+    // Cores learn that the host is being disposed, not merely that the channel closed.
+    const farewell = JSON.stringify({ fact: { kind: 'host-disposed', at: now() } }) + '\n';
+    for (const client of clients) { try { client.flush(); client.socket.end(farewell); } catch {} }
+    for (const socket of sockets) if (![...clients].some((c) => c.socket === socket)) socket.destroy();
     sockets.clear();
     clients.clear();
     for (const file of [registryPath, socketPath]) { try { fs.unlinkSync(file); } catch {} }
   };
   // Disposed with the plugin that started it (a plain runtime's root has no owner).
   if (ctx.fiber?.runtime) ctx.effect(() => dispose, 'dshkit devtools collector');
-  return { socket: socketPath, registry: registryPath, dispose };
+  return { socket: socketPath, registry: registryPath, dispose, experimentStatus };
 }

@@ -45,8 +45,14 @@ const MAX_TRACKED_CALLS = 64;
 const MAX_KNOWN_REPORTS = 32;
 /** Longest the framing probe of an app URL waits. */
 const FRAME_PROBE_MS = 3000;
-/** Tools whose start/restart operations run a program and need the user's approval. */
-const NEEDS_APPROVAL = { liveloop_runtime: ['start', 'restart'] };
+/**
+ * Calls that need the user's approval: starting or restarting a dev server runs a
+ * program; an experiment instruments this DSH for its lease.
+ */
+const NEEDS_APPROVAL = {
+  liveloop_runtime: (args) => ['start', 'restart'].includes(args.operation),
+  cordis_start_waterfall_experiment: () => true,
+};
 /**
  * Calls whose screenshots become attachments: the sidecar sends them as image
  * content fitted to 1280x2000 px and 1 MB (inside DSH's limits) and says how.
@@ -126,11 +132,12 @@ export async function apply(ctx, config) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
     const { startCollector } = await import('./devtools.js');
     const home = config?.dshHome ?? process.env.DSH_HOME ?? path.join(os.homedir(), '.dsh');
-    startCollector(ctx, { dir: path.join(home, 'dshkit-devtools'), label: 'dsh' });
+    startCollector(ctx, { dir: path.join(home, 'dshkit-devtools'), label: 'dsh', experiments: config?.devtoolsExperiments === true });
   }
   const playbook = described.prompts.find((p) => p.name === 'plugin-fault-diagnosis');
+  const debugging = config?.devtools === true ? described.prompts.find((p) => p.name === 'dsh-runtime-debugging') : undefined;
   ctx.inject(['skills'], (inner) => {
-    inner.skills.registerProvider(() => skillProvider(playbook));
+    inner.skills.registerProvider(() => skillProvider(playbook, debugging));
   });
 }
 
@@ -181,11 +188,11 @@ async function describe(ctx, binary, env) {
 
 /** One DSH tool that forwards to the sidecar's tool of the same name. */
 function nativeTool(ctx, sidecar, tool, verifications, stages) {
-  const approvalOps = NEEDS_APPROVAL[tool.name];
+  const needsApproval = NEEDS_APPROVAL[tool.name];
   const sendsImages = SENDS_IMAGES[tool.name];
-  let parameters = approvalOps ? without(tool.inputSchema, 'confirm') : tool.inputSchema;
+  let parameters = needsApproval ? without(tool.inputSchema, 'confirm') : tool.inputSchema;
   if (sendsImages) parameters = without(parameters, 'image'); // The plugin decides: always, as attachments.
-  const description = approvalOps
+  const description = needsApproval
     ? `${tool.description.replace(/ask the user first and pass confirm: true\.?/i, 'DSH asks the user for approval first.')}`
     : tool.description;
   return {
@@ -198,9 +205,9 @@ function nativeTool(ctx, sidecar, tool, verifications, stages) {
     },
     async execute(rawArgs, exec) {
       let args = typeof rawArgs === 'object' && rawArgs !== null ? { ...rawArgs } : {};
-      if (approvalOps) {
+      if (needsApproval) {
         delete args.confirm; // The model never approves its own side effects.
-        if (approvalOps.includes(args.operation)) {
+        if (needsApproval(args)) {
           await approve(ctx, tool.name, args, exec);
           args = { ...args, confirm: true };
         }
@@ -412,6 +419,16 @@ function without(schema, name) {
 /** Asks the user through DSH's approval service; anything but `allowed-once` refuses. */
 async function approve(ctx, toolName, args, exec) {
   const approval = ctx.get('approval');
+  if (toolName === 'cordis_start_waterfall_experiment') {
+    const what = `profile the listeners of ${JSON.stringify(String(args.event ?? ''))} in this DSH for ${Math.round((args.ttlMs ?? 15000) / 1000)} s`;
+    if (!approval || !exec.agent) throw new Error(`to ${what} needs the user's approval, and this DSH has no approval service here; ask the user to run \`dshkit devtools profile\` themselves`);
+    const outcome = await approval.request({
+      agent: exec.agent, toolName, callId: exec.callId, signal: exec.signal,
+      reason: `dshkit wants to ${what}: the event's dispatch is wrapped for the lease (timing only, no values) and restored afterwards`,
+    });
+    if (outcome !== 'allowed-once') throw new Error(`did not ${what}: the approval outcome was ${outcome}`);
+    return;
+  }
   const what = args.operation === 'restart' ? `restart dev server ${args.server ?? ''}`.trim() : `start the dev server of ${args.app ?? args.dir ?? 'the workspace app'}`;
   if (!approval || !exec.agent) {
     throw new Error(`${what} needs the user's approval, and this DSH has no approval service here; ask the user to start the dev server themselves, then use liveloop_runtime adopt with its URL`);
@@ -533,7 +550,7 @@ function pngSize(data) {
 }
 
 /** The skills: how to verify web work, and what to do after plugin_check fails. */
-function skillProvider(playbook) {
+function skillProvider(playbook, debugging) {
   const candidates = [
     {
       name: 'live-loop',
@@ -546,6 +563,13 @@ function skillProvider(playbook) {
       name: 'plugin-fault-diagnosis',
       description: 'What to do when plugin_check reports ok: false for a DSH plugin tree: how to read each failed check and fix it before restarting DSH.',
       content: playbook.text,
+    });
+  }
+  if (debugging?.text) {
+    candidates.push({
+      name: 'dsh-runtime-debugging',
+      description: 'Debug this live DSH with the cordis_* tools: discover, attach, snapshot, wait, inspect, checkpoint and compare, a finite profile with consent, report facts apart from source diagnosis, detach.',
+      content: debugging.text,
     });
   }
   const summary = (c) => ({

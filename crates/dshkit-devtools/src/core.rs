@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::journal::{Change, Record, Window};
 use crate::link::{Link, LinkError};
-use crate::topology::{Candidate, Topology};
+use crate::topology::{Candidate, Comparison, Digest, Topology};
 
 /// Debug sessions open at once.
 pub const MAX_SESSIONS: usize = 32;
@@ -26,13 +26,21 @@ pub const MAX_WAIT: Duration = Duration::from_mins(1);
 pub const MAX_PAGE: usize = 100;
 /// Registry files read per discovery.
 pub(crate) const MAX_TARGETS: usize = 64;
+/// Checkpoints a session keeps (the oldest goes first).
+pub const MAX_CHECKPOINTS: usize = 8;
+/// Default and longest experiment lease (the collector enforces the same bounds).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+pub const MAX_LEASE: Duration = Duration::from_mins(1);
 
 /// A live process with a collector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
-    /// `<pid>-<start time>`: a replaced process (same pid, later start) is a new target.
+    /// `<pid>-<start time>-<collector epoch>`: a restarted process, or a collector
+    /// started again inside the same process, is a new target.
     pub id: String,
     pub pid: u32,
+    /// When the collector started (ms since the Unix epoch).
+    pub epoch: u64,
     pub label: String,
     #[serde(skip)]
     pub socket: PathBuf,
@@ -46,8 +54,19 @@ pub enum DebugError {
     UnknownTarget(String),
     #[error("no debug session {0}; it was detached, expired or never existed: attach again")]
     UnknownSession(String),
-    #[error("the session's target {0} is gone (target-disposed): list targets and attach to the new one")]
-    Stale(String),
+    #[error("the session's target {target} is gone ({reason}){}", replacement.as_ref().map_or_else(|| ": list targets and attach to a live one".to_owned(), |r| format!(": attach to its replacement {r}")))]
+    Stale {
+        target: String,
+        /// `target-replaced`, `target-disposed` or `host-disposed`.
+        reason: &'static str,
+        replacement: Option<String>,
+    },
+    #[error("no checkpoint {0} in this session; cordis_capture_checkpoint makes one (8 are kept)")]
+    UnknownCheckpoint(String),
+    #[error(
+        "this session holds no lease {0}; only the session that started an experiment stops it (or an emergency stop)"
+    )]
+    NotLeaseOwner(String),
     #[error("{MAX_SESSIONS} debug sessions are open; detach one first")]
     TooManySessions,
     #[error("{MAX_WAITERS} waits are running; retry when one ends")]
@@ -68,6 +87,10 @@ struct Session {
     target: String,
     cursor: u64,
     last_used: Instant,
+    /// The lease of the experiment this session started, while it may run.
+    lease: Option<String>,
+    checkpoints: std::collections::VecDeque<Checkpoint>,
+    next_checkpoint: u64,
 }
 
 #[derive(Default)]
@@ -173,6 +196,9 @@ impl DebugCore {
                 target: target.id.clone(),
                 cursor,
                 last_used: Instant::now(),
+                lease: None,
+                checkpoints: std::collections::VecDeque::new(),
+                next_checkpoint: 0,
             },
         );
         Ok(Attachment {
@@ -182,15 +208,23 @@ impl DebugCore {
         })
     }
 
-    /// Ends a session; the channel closes with the target's last session.
+    /// Ends a session, stopping the experiment it owns; the channel closes with
+    /// the target's last session.
     pub async fn detach(&self, session: &str) -> Result<(), DebugError> {
         let mut state = self.state.lock().await;
         let gone = state
             .sessions
             .remove(session)
             .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+        let attached = state.attached.get(&gone.target).cloned();
         if !state.sessions.values().any(|s| s.target == gone.target) {
             state.attached.remove(&gone.target);
+        }
+        drop(state);
+        if let (Some(lease), Some(attached)) = (gone.lease, attached) {
+            // Cleaned up by its exact owner; the collector's own lease timer
+            // covers a core that cannot say so.
+            let _ = stop_lease(&attached, &lease, "owner-gone").await;
         }
         Ok(())
     }
@@ -208,18 +242,83 @@ impl DebugCore {
             .attached
             .get(&target)
             .cloned()
-            .ok_or_else(|| DebugError::Stale(target.clone()))?;
+            .ok_or_else(|| DebugError::Stale {
+                target: target.clone(),
+                reason: "target-disposed",
+                replacement: None,
+            })?;
         Ok((attached, cursor))
+    }
+
+    /// The session's channel, refusing a target that is gone, with why.
+    async fn live(&self, session: &str) -> Result<(Arc<Attached>, u64), DebugError> {
+        let (attached, cursor) = self.session(session).await?;
+        if attached.link.is_closed() {
+            return Err(self.stale(&attached));
+        }
+        Ok((attached, cursor))
+    }
+
+    /// Asks the session's collector; a channel that closes meanwhile is the
+    /// target going away, reported as such.
+    async fn ask(
+        &self,
+        attached: &Attached,
+        op: &'static str,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, DebugError> {
+        match attached.link.request_with(op, params).await {
+            Err(LinkError::Closed) => Err(self.stale(attached)),
+            other => Ok(other?),
+        }
+    }
+
+    /// Why `attached` is gone: `host-disposed` when its collector said so, else
+    /// `target-replaced` when a live target with the same label started after it
+    /// (a restarted DSH), else `target-disposed`.
+    fn stale(&self, attached: &Attached) -> DebugError {
+        let said = attached
+            .link
+            .journal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .after(0, usize::MAX, |r| {
+                matches!(r.change, Change::TargetDisposed { .. })
+            })
+            .into_iter()
+            .next_back()
+            .and_then(|r| match r.change {
+                Change::TargetDisposed { reason } => Some(reason),
+                _ => None,
+            });
+        let replacement = self
+            .targets()
+            .into_iter()
+            .filter(|t| {
+                t.label == attached.target.label
+                    && t.id != attached.target.id
+                    && t.epoch >= attached.target.epoch
+            })
+            .max_by_key(|t| t.epoch)
+            .map(|t| t.id);
+        let reason = match (replacement.is_some(), said.as_deref()) {
+            (true, _) => "target-replaced",
+            (false, Some("host-disposed")) => "host-disposed",
+            _ => "target-disposed",
+        };
+        DebugError::Stale {
+            target: attached.target.id.clone(),
+            reason,
+            replacement,
+        }
     }
 
     /// The runtime now, with the collector's baseline and the candidates.
     pub async fn snapshot(&self, session: &str) -> Result<Snapshot, DebugError> {
-        let (attached, _) = self.session(session).await?;
-        if attached.link.is_closed() {
-            return Err(DebugError::Stale(attached.target.id.clone()));
-        }
-        let topology: Topology = serde_json::from_value(attached.link.request("topology").await?)
-            .map_err(|e| DebugError::Protocol(e.to_string()))?;
+        let (attached, _) = self.live(session).await?;
+        let topology: Topology =
+            serde_json::from_value(self.ask(&attached, "topology", serde_json::Map::new()).await?)
+                .map_err(|e| DebugError::Protocol(e.to_string()))?;
         let candidates = topology.candidates(&attached.baseline);
         let journal = {
             let journal = attached
@@ -251,9 +350,14 @@ impl DebugCore {
             .map_err(|_| DebugError::TooManyWaiters)?;
         let (attached, cursor) = self.session(session).await?;
         let matches = |r: &Record| match (&r.change, event) {
-            (_, None) | (Change::TargetDisposed, _) => true,
-            (Change::DispatchObserved { event: name, .. }, Some(wanted)) => name == wanted,
+            (_, None) | (Change::TargetDisposed { .. }, _) => true,
             (Change::TopologyInvalidated { name, .. }, Some(wanted)) => name.as_deref() == Some(wanted),
+            (
+                Change::DispatchObserved { event: name, .. }
+                | Change::ProfilerTraceUpdated { event: name, .. }
+                | Change::ProfilerStatusChanged { event: name, .. },
+                Some(wanted),
+            ) => name == wanted,
             _ => false,
         };
         let deadline = Instant::now() + timeout.min(MAX_WAIT);
@@ -295,7 +399,7 @@ impl DebugCore {
             }
             if attached.link.is_closed() {
                 // Everything the target said has been read, and it will say no more.
-                return Err(DebugError::Stale(attached.target.id.clone()));
+                return Err(self.stale(&attached));
             }
             head.mark_unchanged();
             let changed = tokio::select! {
@@ -328,6 +432,215 @@ impl DebugCore {
         }
         Ok(result)
     }
+
+    /// Dispatches retained in the target's journal (newest last), optionally of
+    /// events whose name contains `event`; does not move the session's cursor.
+    pub async fn search_dispatches(
+        &self,
+        session: &str,
+        event: Option<&str>,
+        since: Option<u64>,
+        limit: usize,
+    ) -> Result<Search, DebugError> {
+        let (attached, _) = self.session(session).await?;
+        let journal = attached
+            .link
+            .journal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let from = since.unwrap_or(0);
+        let all = journal.after(from, usize::MAX, |r| match &r.change {
+            Change::DispatchObserved { event: name, .. } => event.is_none_or(|wanted| name.contains(wanted)),
+            _ => false,
+        });
+        let limit = limit.clamp(1, MAX_PAGE);
+        let total = all.len();
+        // The newest matches are the interesting ones when there are too many.
+        let records = all[total.saturating_sub(limit)..].to_vec();
+        Ok(Search {
+            total,
+            returned: records.len(),
+            truncated: records.len() < total,
+            records,
+            window: journal.window(from),
+        })
+    }
+
+    /// A digest of the runtime's shape now, and when it was taken (ms since the
+    /// Unix epoch), for a checkpoint kept outside the core (the CLI's file).
+    pub async fn digest(&self, session: &str) -> Result<(Digest, u64), DebugError> {
+        let snapshot = self.snapshot(session).await?;
+        Ok((Digest::of(&snapshot.topology), snapshot.topology.at))
+    }
+
+    /// Records a digest of the runtime's shape in the session.
+    pub async fn capture_checkpoint(&self, session: &str) -> Result<CheckpointInfo, DebugError> {
+        let snapshot = self.snapshot(session).await?;
+        let digest = Digest::of(&snapshot.topology);
+        let mut state = self.state.lock().await;
+        let entry = state
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+        entry.next_checkpoint += 1;
+        let id = format!("cp-{}", entry.next_checkpoint);
+        let info = CheckpointInfo {
+            checkpoint: id.clone(),
+            at_ms: snapshot.topology.at,
+            items: digest.len(),
+            evicted: (entry.checkpoints.len() >= MAX_CHECKPOINTS)
+                .then(|| entry.checkpoints.pop_front().map(|c| c.id))
+                .flatten(),
+        };
+        entry.checkpoints.push_back(Checkpoint {
+            id,
+            at_ms: snapshot.topology.at,
+            digest,
+        });
+        Ok(info)
+    }
+
+    /// What changed since checkpoint `id` (the newest when `None`): added,
+    /// removed and changed items of each scope. Read-only.
+    pub async fn compare_current(&self, session: &str, id: Option<&str>) -> Result<Comparison, DebugError> {
+        let checkpoint = {
+            let state = self.state.lock().await;
+            let entry = state
+                .sessions
+                .get(session)
+                .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+            match id {
+                Some(id) => entry.checkpoints.iter().find(|c| c.id == id),
+                None => entry.checkpoints.back(),
+            }
+            .cloned()
+            .ok_or_else(|| DebugError::UnknownCheckpoint(id.unwrap_or("(none yet)").to_owned()))?
+        };
+        let snapshot = self.snapshot(session).await?;
+        Ok(checkpoint.digest.compare(
+            &Digest::of(&snapshot.topology),
+            &checkpoint.id,
+            checkpoint.at_ms,
+            snapshot.topology.at,
+        ))
+    }
+
+    /// Starts a leased experiment on `event` (one per target at a time; the
+    /// collector refuses unless its DSH enabled experiments).
+    pub async fn start_experiment(
+        &self,
+        session: &str,
+        event: &str,
+        lease: Duration,
+    ) -> Result<serde_json::Value, DebugError> {
+        let (attached, _) = self.live(session).await?;
+        let ttl = lease.clamp(Duration::from_millis(100), MAX_LEASE);
+        let owner = format!("dshkit-{}/{session}", std::process::id());
+        let mut params = serde_json::Map::new();
+        params.insert("event".into(), event.into());
+        params.insert(
+            "ttlMs".into(),
+            u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).into(),
+        );
+        params.insert("owner".into(), owner.into());
+        let started = self.ask(&attached, "experiment-start", params).await?;
+        let lease = started["lease"]
+            .as_str()
+            .ok_or_else(|| DebugError::Protocol("an experiment without a lease".into()))?
+            .to_owned();
+        if let Some(entry) = self.state.lock().await.sessions.get_mut(session) {
+            entry.lease = Some(lease);
+        }
+        Ok(started)
+    }
+
+    /// Stops the experiment of `lease`, which this session must own.
+    pub async fn stop_experiment(&self, session: &str, lease: &str) -> Result<serde_json::Value, DebugError> {
+        let (attached, _) = self.live(session).await?;
+        {
+            let mut state = self.state.lock().await;
+            let entry = state
+                .sessions
+                .get_mut(session)
+                .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+            if entry.lease.as_deref() != Some(lease) {
+                return Err(DebugError::NotLeaseOwner(lease.to_owned()));
+            }
+            entry.lease = None;
+        }
+        stop_lease(&attached, lease, "stopped").await
+    }
+
+    /// A person's stop: ends whatever experiment runs on the session's target,
+    /// whoever owns it.
+    pub async fn emergency_stop(&self, session: &str) -> Result<serde_json::Value, DebugError> {
+        let (attached, _) = self.live(session).await?;
+        let mut params = serde_json::Map::new();
+        params.insert("emergency".into(), true.into());
+        self.ask(&attached, "experiment-stop", params).await
+    }
+
+    /// The running experiment and the last one, as the collector knows them.
+    pub async fn experiment_status(&self, session: &str) -> Result<serde_json::Value, DebugError> {
+        let (attached, _) = self.live(session).await?;
+        self.ask(&attached, "experiment-status", serde_json::Map::new())
+            .await
+    }
+
+    /// A page of traces of the running or last experiment (`lease` picks one).
+    pub async fn traces(
+        &self,
+        session: &str,
+        lease: Option<&str>,
+        cursor: usize,
+        limit: usize,
+    ) -> Result<serde_json::Value, DebugError> {
+        let (attached, _) = self.live(session).await?;
+        let mut params = serde_json::Map::new();
+        if let Some(lease) = lease {
+            params.insert("lease".into(), lease.into());
+        }
+        params.insert("cursor".into(), cursor.into());
+        params.insert("limit".into(), limit.clamp(1, MAX_PAGE).into());
+        self.ask(&attached, "traces", params).await
+    }
+}
+
+async fn stop_lease(attached: &Attached, lease: &str, reason: &str) -> Result<serde_json::Value, DebugError> {
+    let mut params = serde_json::Map::new();
+    params.insert("lease".into(), lease.into());
+    params.insert("reason".into(), reason.into());
+    Ok(attached.link.request_with("experiment-stop", params).await?)
+}
+
+/// Dispatches found in the journal.
+#[derive(Debug, Clone, Serialize)]
+pub struct Search {
+    pub total: usize,
+    pub returned: usize,
+    pub truncated: bool,
+    pub records: Vec<Record>,
+    #[serde(flatten)]
+    pub window: Window,
+}
+
+/// A checkpoint just captured.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointInfo {
+    pub checkpoint: String,
+    pub at_ms: u64,
+    /// Items in its digest (fibers, events, services, entries).
+    pub items: usize,
+    /// The checkpoint dropped to keep [`MAX_CHECKPOINTS`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Checkpoint {
+    id: String,
+    at_ms: u64,
+    digest: Digest,
 }
 
 /// A snapshot answer.
@@ -378,9 +691,11 @@ fn discover(registry: &Path) -> Vec<Target> {
         let Some(socket) = record["socket"].as_str() else {
             continue;
         };
+        let epoch = record["epoch"].as_u64().unwrap_or(0);
         targets.push(Target {
-            id: format!("{pid}-{started}"),
+            id: format!("{pid}-{started}-{epoch}"),
             pid,
+            epoch,
             label: record["label"].as_str().unwrap_or("cordis").to_owned(),
             socket: PathBuf::from(socket),
         });

@@ -24,10 +24,29 @@ pub enum Change {
         #[serde(skip_serializing_if = "Option::is_none")]
         state: Option<String>,
     },
+    /// An experiment traced a dispatch (or a traced dispatch went on: a late
+    /// `next()`, a settled listener). The trace itself is read with `traces`.
+    ProfilerTraceUpdated {
+        lease: String,
+        trace: u64,
+        event: String,
+        listeners: u32,
+    },
+    /// An experiment started or stopped (and how its original dispatch was restored).
+    ProfilerStatusChanged {
+        state: String,
+        lease: String,
+        event: String,
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        restored: Option<String>,
+    },
     /// The collector dropped facts because this core read too slowly.
     FactsDropped { count: u64 },
-    /// The target's process is gone or its collector closed the channel.
-    TargetDisposed,
+    /// The channel closed: `host-disposed` when the collector said it was being
+    /// disposed (DSH restarting in place, the plugin unloaded), else
+    /// `target-disposed` (the process is gone).
+    TargetDisposed { reason: String },
 }
 
 /// One journal record.

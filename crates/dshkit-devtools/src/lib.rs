@@ -14,7 +14,9 @@ mod link;
 pub mod topology;
 
 pub use core::{
-    Attachment, DEFAULT_WAIT, DebugCore, DebugError, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS,
-    SESSION_IDLE, Snapshot, Target, WaitResult,
+    Attachment, CheckpointInfo, DEFAULT_LEASE, DEFAULT_WAIT, DebugCore, DebugError, MAX_CHECKPOINTS,
+    MAX_LEASE, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS, SESSION_IDLE, Search, Snapshot, Target,
+    WaitResult,
 };
 pub use link::{LinkError, MAX_LINE_BYTES, REQUEST_TIMEOUT};
+pub use topology::{Comparison, Digest};

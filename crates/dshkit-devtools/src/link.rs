@@ -96,13 +96,24 @@ impl Link {
 
     /// Sends `op` and waits for its answer.
     pub(crate) async fn request(&self, op: &'static str) -> Result<Value, LinkError> {
+        self.request_with(op, serde_json::Map::new()).await
+    }
+
+    /// Sends `op` with `params` beside it and waits for its answer.
+    pub(crate) async fn request_with(
+        &self,
+        op: &'static str,
+        mut params: serde_json::Map<String, Value>,
+    ) -> Result<Value, LinkError> {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, tx);
-        let line = format!("{}\n", serde_json::json!({"id": id, "op": op}));
+        params.insert("id".into(), id.into());
+        params.insert("op".into(), op.into());
+        let line = format!("{}\n", Value::Object(params));
         if self.writer.lock().await.write_all(line.as_bytes()).await.is_err() {
             return Err(LinkError::Closed);
         }
@@ -129,6 +140,7 @@ async fn read_lines(
     closed: watch::Sender<bool>,
 ) {
     let mut line = Vec::new();
+    let mut reason = "target-disposed";
     loop {
         line.clear();
         let read = (&mut reader)
@@ -144,6 +156,10 @@ async fn read_lines(
             continue;
         };
         if let Some(fact) = message.get("fact") {
+            if fact.get("kind").and_then(Value::as_str) == Some("host-disposed") {
+                reason = "host-disposed";
+                continue;
+            }
             if let Some((at_ms, change)) = to_change(fact) {
                 let seq = journal
                     .lock()
@@ -166,10 +182,12 @@ async fn read_lines(
         }
     }
     let now = now_ms();
-    let seq = journal
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(now, Change::TargetDisposed);
+    let seq = journal.lock().unwrap_or_else(PoisonError::into_inner).push(
+        now,
+        Change::TargetDisposed {
+            reason: reason.to_owned(),
+        },
+    );
     head.send_replace(seq + 1);
     closed.send_replace(true);
     pending.lock().unwrap_or_else(PoisonError::into_inner).clear();
@@ -203,6 +221,23 @@ fn to_change(fact: &Value) -> Option<(u64, Change)> {
                 .and_then(Value::as_i64),
             name: text("name").or_else(|| text("event")),
             state: text("state"),
+        },
+        "trace" => Change::ProfilerTraceUpdated {
+            lease: text("lease")?,
+            trace: fact.get("trace").and_then(Value::as_u64)?,
+            event: text("event")?,
+            listeners: fact
+                .get("listeners")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+        },
+        "profiler" => Change::ProfilerStatusChanged {
+            state: text("state")?,
+            lease: text("lease")?,
+            event: text("event")?,
+            reason: text("reason").unwrap_or_default(),
+            restored: text("restored"),
         },
         "dropped" => Change::FactsDropped {
             count: fact.get("count").and_then(Value::as_u64).unwrap_or(0),

@@ -164,3 +164,150 @@ impl Topology {
         found
     }
 }
+
+/// A checkpoint's record of the runtime's shape: one canonical line per item
+/// (`fiber:<id>`, `event:<name>`, `service:<name>`, `entry:<id>`), so two
+/// digests compare item by item.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Digest(BTreeMap<String, String>);
+
+/// Items a comparison lists per kind of change at most.
+pub const MAX_COMPARED: usize = 100;
+
+/// One item that differs between a checkpoint and now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ItemChange {
+    /// `fiber`, `event`, `service` or `entry`.
+    pub scope: String,
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub was: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
+}
+
+/// What changed between a checkpoint and now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    pub checkpoint: String,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub added: Vec<ItemChange>,
+    pub removed: Vec<ItemChange>,
+    pub changed: Vec<ItemChange>,
+    /// Counts before the lists were cut at [`MAX_COMPARED`].
+    pub totals: BTreeMap<&'static str, usize>,
+    pub truncated: bool,
+}
+
+impl Digest {
+    pub fn of(topology: &Topology) -> Self {
+        let mut items = BTreeMap::new();
+        for f in &topology.fibers {
+            items.insert(
+                format!("fiber:{}", f.id),
+                format!(
+                    "{} {} parent={} effects={}",
+                    f.name,
+                    f.state,
+                    f.parent.map_or("-".into(), |p| p.to_string()),
+                    f.effects
+                ),
+            );
+        }
+        for e in &topology.events {
+            let owners: Vec<String> = e
+                .listeners
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{}{}{}",
+                        l.owner.map_or("?".into(), |o| o.to_string()),
+                        if l.prepend { "^" } else { "" },
+                        if l.global { "*" } else { "" }
+                    )
+                })
+                .collect();
+            items.insert(
+                format!("event:{}", e.name),
+                format!("{} listener(s): {}", e.listeners.len(), owners.join(" ")),
+            );
+        }
+        for s in &topology.services {
+            items.insert(format!("service:{s}"), "present".into());
+        }
+        for e in &topology.entries {
+            items.insert(
+                format!("entry:{}", e.id),
+                format!(
+                    "{}{}{}",
+                    e.name.as_deref().unwrap_or("?"),
+                    if e.disabled { " disabled" } else { "" },
+                    if e.group { " group" } else { "" }
+                ),
+            );
+        }
+        Self(items)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `self` (the checkpoint) against `now`.
+    pub fn compare(&self, now: &Self, checkpoint: &str, from_ms: u64, to_ms: u64) -> Comparison {
+        let split = |key: &str| {
+            let (scope, key) = key.split_once(':').unwrap_or(("?", key));
+            (scope.to_owned(), key.to_owned())
+        };
+        let (mut added, mut removed, mut changed) = (Vec::new(), Vec::new(), Vec::new());
+        for (key, value) in &now.0 {
+            match self.0.get(key) {
+                None => added.push((key, None, Some(value))),
+                Some(was) if was != value => changed.push((key, Some(was), Some(value))),
+                Some(_) => {}
+            }
+        }
+        for (key, value) in &self.0 {
+            if !now.0.contains_key(key) {
+                removed.push((key, Some(value), None));
+            }
+        }
+        let totals = BTreeMap::from([
+            ("added", added.len()),
+            ("removed", removed.len()),
+            ("changed", changed.len()),
+        ]);
+        let truncated = totals.values().any(|n| *n > MAX_COMPARED);
+        let list = |items: Vec<(&String, Option<&String>, Option<&String>)>| {
+            items
+                .into_iter()
+                .take(MAX_COMPARED)
+                .map(|(key, was, now)| {
+                    let (scope, key) = split(key);
+                    ItemChange {
+                        scope,
+                        key,
+                        was: was.cloned(),
+                        now: now.cloned(),
+                    }
+                })
+                .collect()
+        };
+        Comparison {
+            checkpoint: checkpoint.to_owned(),
+            from_ms,
+            to_ms,
+            added: list(added),
+            removed: list(removed),
+            changed: list(changed),
+            totals,
+            truncated,
+        }
+    }
+}

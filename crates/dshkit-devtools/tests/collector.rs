@@ -9,8 +9,9 @@ use std::process::ChildStdin;
 use std::time::Duration;
 
 use dshkit_devtools::journal::Change;
-use dshkit_devtools::{DebugCore, DebugError, MAX_SESSIONS};
+use dshkit_devtools::{DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS};
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
+use serde_json::Value;
 
 /// A Node process running the fixture runtime, and a way to make it emit.
 struct Runtime {
@@ -21,6 +22,10 @@ struct Runtime {
 
 impl Runtime {
     fn start(registry: &Path, scenario: &str) -> Self {
+        Self::start_labelled(registry, scenario, &format!("fixture-{scenario}"))
+    }
+
+    fn start_labelled(registry: &Path, scenario: &str, label: &str) -> Self {
         let peers = Peers::get();
         let mut command = std::process::Command::new(peers.node());
         command
@@ -28,7 +33,8 @@ impl Runtime {
             .arg(peers.cordis())
             .arg(workspace_root().join("packages/dsh-plugin/devtools.js"))
             .arg(registry)
-            .arg(scenario);
+            .arg(scenario)
+            .arg(label);
         let mut guard = spawn_guarded(&mut command);
         let stdin = guard.child.stdin.take().unwrap();
         let stdout = guard.child.stdout.take().unwrap();
@@ -50,6 +56,13 @@ impl Runtime {
             .unwrap_or_else(|e| panic!("no line {prefix:?} from the runtime: {e}"));
         assert!(line.starts_with(prefix), "{line}");
         line
+    }
+
+    /// Sends one command line and returns the answer line starting with `answer`.
+    fn say(&mut self, command: &str, answer: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+        self.expect(answer)
     }
 
     fn emit(&mut self, count: usize) {
@@ -217,13 +230,28 @@ async fn sessions_are_bounded_and_a_gone_target_is_reported_and_pruned() {
         .await
         .unwrap();
     assert_eq!(last.outcome, "found");
-    assert_eq!(last.records.last().unwrap().change, Change::TargetDisposed);
+    assert_eq!(
+        last.records.last().unwrap().change,
+        Change::TargetDisposed {
+            reason: "target-disposed".into()
+        }
+    );
     // Read to the end: a further wait says so at once instead of waiting.
     assert!(matches!(
         core.wait(session, None, Duration::from_secs(30)).await,
-        Err(DebugError::Stale(_))
+        Err(DebugError::Stale {
+            reason: "target-disposed",
+            ..
+        })
     ));
-    assert!(matches!(core.snapshot(session).await, Err(DebugError::Stale(_))));
+    assert!(matches!(
+        core.snapshot(session).await,
+        Err(DebugError::Stale {
+            reason: "target-disposed",
+            replacement: None,
+            ..
+        })
+    ));
     assert!(
         core.targets().is_empty(),
         "the dead target's registry file is pruned"
@@ -235,4 +263,304 @@ async fn sessions_are_bounded_and_a_gone_target_is_reported_and_pruned() {
             .is_none(),
         "no registry file is left"
     );
+}
+
+/// Waits for a journal record matching `wanted` (after the session's cursor).
+async fn wait_for(
+    core: &DebugCore,
+    session: &str,
+    event: Option<&str>,
+    wanted: impl Fn(&Change) -> bool,
+) -> Change {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no matching record within a minute"
+        );
+        let seen = core.wait(session, event, Duration::from_secs(30)).await.unwrap();
+        if let Some(found) = seen.records.into_iter().find(|r| wanted(&r.change)) {
+            return found.change;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_dispatch() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "profiled");
+    let core = DebugCore::new(registry.path().to_owned());
+    let attached = core.attach(None).await.unwrap();
+    let session = attached.session.as_str();
+
+    let started = core
+        .start_experiment(session, "custom/pipe", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let lease = started["lease"].as_str().unwrap().to_owned();
+    // One experiment at a time: a second one, from another session too, is refused.
+    let other = core.attach(None).await.unwrap();
+    let refused = core
+        .start_experiment(&other.session, "custom/ping", Duration::from_secs(5))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("one at a time") && refused.contains(&lease),
+        "{refused}"
+    );
+    // Only the owner stops it by its lease.
+    assert!(matches!(
+        core.stop_experiment(&other.session, &lease).await,
+        Err(DebugError::NotLeaseOwner(_))
+    ));
+
+    assert_eq!(
+        runtime.say("pipe", "piped "),
+        "piped inner",
+        "the waterfall's result is untouched"
+    );
+    wait_for(&core, session, Some("custom/pipe"), |c| {
+        matches!(c, Change::ProfilerTraceUpdated { .. })
+    })
+    .await;
+    let traces = core.traces(session, None, 0, 20).await.unwrap();
+    assert_eq!(traces["total"], 1, "{traces}");
+    let trace = &traces["traces"][0];
+    assert_eq!(trace["mode"], "waterfall");
+    let listeners = trace["listeners"].as_array().unwrap();
+    let by_owner = |name: &str| -> &Value {
+        listeners
+            .iter()
+            .find(|l| l["ownerName"] == name)
+            .unwrap_or_else(|| panic!("no listener of {name}: {trace}"))
+    };
+    for (owner, next_calls) in [("outer", 1), ("slow", 1), ("twice", 2), ("late", 1)] {
+        let listener = by_owner(owner);
+        assert_eq!(listener["called"], true, "{listener}");
+        assert_eq!(listener["nextCalls"], next_calls, "{owner}: {listener}");
+    }
+    // The 3 ms of work is the slow listener's own time, outside its next().
+    assert!(by_owner("slow")["selfUs"].as_u64().unwrap() >= 3000, "{trace}");
+    assert!(
+        by_owner("outer")["durationUs"].as_u64().unwrap() >= by_owner("slow")["durationUs"].as_u64().unwrap(),
+        "a waterfall listener's duration includes the rest of the chain: {trace}"
+    );
+    // The late listener returned a promise and called next() after it returned,
+    // and nothing after it ran before then.
+    let late = by_owner("late");
+    assert_eq!(
+        (late["async"].as_bool(), late["lateNext"].as_bool()),
+        (Some(true), Some(true)),
+        "{late}"
+    );
+    assert_eq!(by_owner("twice")["lateNext"], false);
+    assert!(
+        !trace.to_string().contains("payload-never-sent"),
+        "no argument value leaves: {trace}"
+    );
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=false callbacks=true"
+    );
+
+    let stopped = core.stop_experiment(session, &lease).await.unwrap();
+    assert_eq!(stopped["last"]["restored"], "identical", "{stopped}");
+    assert_eq!(stopped["last"]["reason"], "stopped");
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=true callbacks=true",
+        "the prototype's dispatch is the runtime's again, and no listener record was touched"
+    );
+    // Outside an experiment nothing is traced.
+    runtime.say("pipe", "piped ");
+    assert_eq!(
+        core.traces(session, Some(&lease), 0, 20).await.unwrap()["total"],
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_collector_ends_a_lease_whose_core_died_and_restores_by_identity() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "profiled");
+    let observer = DebugCore::new(registry.path().to_owned());
+    let watching = observer.attach(None).await.unwrap();
+    {
+        // A core that takes a lease and dies without a word: its channel closes.
+        let doomed = DebugCore::new(registry.path().to_owned());
+        let session = doomed.attach(None).await.unwrap().session;
+        doomed
+            .start_experiment(&session, "custom/pipe", Duration::from_millis(500))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=false callbacks=true"
+    );
+    let ended = wait_for(
+        &observer,
+        &watching.session,
+        Some("custom/pipe"),
+        |c| matches!(c, Change::ProfilerStatusChanged { state, .. } if state == "stopped"),
+    )
+    .await;
+    let Change::ProfilerStatusChanged { reason, restored, .. } = ended else {
+        unreachable!()
+    };
+    assert_eq!(
+        (reason.as_str(), restored.as_deref()),
+        ("lease-expired", Some("identical"))
+    );
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=true callbacks=true"
+    );
+    let status = observer.experiment_status(&watching.session).await.unwrap();
+    assert!(status["running"].is_null(), "{status}");
+}
+
+#[tokio::test]
+async fn experiments_are_refused_where_the_host_did_not_enable_them() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "clean");
+    let core = DebugCore::new(registry.path().to_owned());
+    let session = core.attach(None).await.unwrap().session;
+    let refused = core
+        .start_experiment(&session, "custom/ping", Duration::from_secs(5))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("experiments are off"), "{refused}");
+    assert_eq!(core.experiment_status(&session).await.unwrap()["enabled"], false);
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=true callbacks=true"
+    );
+}
+
+#[tokio::test]
+async fn a_checkpoint_compares_as_added_removed_and_changed_and_dispatches_are_searchable() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "clean");
+    let core = DebugCore::new(registry.path().to_owned());
+    let session = core.attach(None).await.unwrap().session;
+    let unchanged = {
+        let first = core.capture_checkpoint(&session).await.unwrap();
+        core.compare_current(&session, Some(&first.checkpoint))
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        (
+            unchanged.added.len(),
+            unchanged.removed.len(),
+            unchanged.changed.len()
+        ),
+        (0, 0, 0),
+        "{unchanged:?}"
+    );
+    let before = core.capture_checkpoint(&session).await.unwrap();
+    runtime.say("load", "loaded");
+    let compared = core.compare_current(&session, None).await.unwrap();
+    assert_eq!(
+        compared.checkpoint, before.checkpoint,
+        "the newest checkpoint by default"
+    );
+    assert!(
+        compared.added.iter().any(|a| a.scope == "fiber"
+            && a.now
+                .as_deref()
+                .is_some_and(|n| n.starts_with("loaded-later active"))),
+        "{compared:?}"
+    );
+    assert!(
+        compared.changed.iter().any(|c| c.scope == "event"
+            && c.key == "custom/ping"
+            && c.was.as_deref().is_some_and(|w| w.starts_with("1 listener"))
+            && c.now.as_deref().is_some_and(|n| n.starts_with("2 listener"))),
+        "{compared:?}"
+    );
+    assert!(compared.removed.is_empty() && !compared.truncated, "{compared:?}");
+    // The session keeps the newest 8 checkpoints.
+    let mut evicted = Vec::new();
+    for _ in 0..MAX_CHECKPOINTS {
+        evicted.extend(core.capture_checkpoint(&session).await.unwrap().evicted);
+    }
+    assert_eq!(evicted.len(), 2, "{evicted:?}");
+    assert!(matches!(
+        core.compare_current(&session, Some(&before.checkpoint)).await,
+        Err(DebugError::UnknownCheckpoint(_))
+    ));
+
+    runtime.emit(3);
+    wait_for(&core, &session, Some("custom/ping"), |c| {
+        matches!(c, Change::DispatchObserved { .. })
+    })
+    .await;
+    let found = core
+        .search_dispatches(&session, Some("ping"), None, 2)
+        .await
+        .unwrap();
+    assert!(found.total >= 1 && found.returned <= 2, "{found:?}");
+    assert_eq!(found.truncated, found.total > 2);
+    assert!(
+        core.search_dispatches(&session, Some("nothing-like-it"), None, 10)
+            .await
+            .unwrap()
+            .records
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_session_is_stale_with_why_its_target_went() {
+    let registry = tempfile::tempdir().unwrap();
+    let core = DebugCore::new(registry.path().to_owned());
+
+    // Disposed in place (DSH restarting its runtime, the plugin unloaded).
+    let mut runtime = Runtime::start_labelled(registry.path(), "clean", "first");
+    let session = core.attach(None).await.unwrap().session;
+    runtime.say("dispose", "disposed");
+    let error = loop {
+        match core.wait(&session, None, Duration::from_secs(30)).await {
+            Ok(_) => {}
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(
+            error,
+            DebugError::Stale {
+                reason: "host-disposed",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    drop(runtime);
+
+    // Replaced: the process ends and another with the same label takes its place.
+    let first = Runtime::start_labelled(registry.path(), "clean", "dsh-like");
+    let session = core.attach(None).await.unwrap().session;
+    drop(first);
+    let second = Runtime::start_labelled(registry.path(), "clean", "dsh-like");
+    let error = loop {
+        match core.snapshot(&session).await {
+            Ok(_) => tokio::task::yield_now().await,
+            Err(error) => break error,
+        }
+    };
+    let DebugError::Stale {
+        reason, replacement, ..
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    assert_eq!(*reason, "target-replaced", "{error}");
+    let targets = core.targets();
+    assert_eq!(targets.len(), 1, "{targets:?}");
+    assert_eq!(replacement.as_deref(), Some(targets[0].id.as_str()));
+    assert_eq!(targets[0].pid, second.guard.pid());
 }

@@ -52,6 +52,8 @@ pub struct PluginRow {
     pub dsh_home: Option<PathBuf>,
     /// Run the Cordis DevTools collector in the DSH process.
     pub devtools: bool,
+    /// Let its cores run leased experiments (implies `devtools`).
+    pub devtools_experiments: bool,
 }
 
 impl ManagedRow for PluginRow {
@@ -65,8 +67,11 @@ impl ManagedRow for PluginRow {
         if let Some(home) = &self.dsh_home {
             config.insert("dshHome".into(), Value::String(home.display().to_string()));
         }
-        if self.devtools {
+        if self.devtools || self.devtools_experiments {
             config.insert("devtools".into(), Value::Bool(true));
+        }
+        if self.devtools_experiments {
+            config.insert("devtoolsExperiments".into(), Value::Bool(true));
         }
         serde_json::json!({ "id": PLUGIN_ID, "name": PLUGIN_PACKAGE, "config": config })
     }
@@ -320,6 +325,7 @@ mod tests {
             binary: "/opt/dshkit".into(),
             dsh_home: Some("/home/u/.dsh".into()),
             devtools: false,
+            devtools_experiments: false,
         }
     }
 

@@ -49,6 +49,9 @@ pub(crate) enum Command {
     /// Record and replay MCP servers with versioned JSONL cassettes (Echo).
     #[command(subcommand)]
     Echo(EchoCommand),
+    /// Cordis DevTools for people: the live DSH processes whose dshkit plugin runs
+    /// the collector, their runtime, a watch on it, checkpoints and finite profiles.
+    Devtools(DevtoolsArgs),
     /// Show or change dshkit's settings file (preview limit, idle timeout, quiet
     /// window, evidence retention, external-host allowlist).
     Settings(SettingsArgs),
@@ -485,6 +488,12 @@ pub(crate) struct InstallArgs {
     /// `dshkit mcp` on this machine can then attach to the running DSH.
     #[arg(long)]
     pub(crate) devtools: bool,
+
+    /// Also let those tools run leased experiments (profiling one event's
+    /// listeners for at most 60 s; the collector ends a lease itself). Implies
+    /// --devtools.
+    #[arg(long)]
+    pub(crate) devtools_experiments: bool,
 }
 
 #[derive(Debug, Args)]
@@ -579,4 +588,88 @@ pub(crate) enum SettingsCommand {
         #[arg(long, value_name = "JSON")]
         value: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DevtoolsArgs {
+    /// The target (from `dshkit devtools targets`); default: the only live one.
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) target: Option<String>,
+
+    /// Where collectors register (default: <DSH home>/dshkit-devtools).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) devtools_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub(crate) command: DevtoolsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DevtoolsCommand {
+    /// List the live targets: DSH processes running the collector.
+    Targets,
+    /// The runtime now: counts, candidates (facts to look at, never causes).
+    Snapshot,
+    /// One event's listeners in dispatch order.
+    Event {
+        /// The event name, e.g. internal/config.
+        name: String,
+    },
+    /// Fibers by uid or name.
+    Fiber {
+        #[arg(long, conflicts_with = "name", required_unless_present = "name")]
+        uid: Option<i64>,
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Print runtime changes (dispatches, topology, experiments) as they happen,
+    /// until Ctrl-C or --for.
+    Watch {
+        /// Only records of this event.
+        #[arg(long)]
+        event: Option<String>,
+        /// Stop after this long (e.g. 30s, 2m).
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+        duration: Option<std::time::Duration>,
+    },
+    /// Save a digest of the runtime's shape (fibers, events, services, entries).
+    Checkpoint {
+        /// Where to write it (default: <devtools dir>/checkpoints/<target>.json).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// What was added, removed and changed since a checkpoint.
+    Compare {
+        /// The checkpoint file (default: the target's last `dshkit devtools checkpoint`).
+        file: Option<PathBuf>,
+    },
+    /// Profile one event's listeners for a finite window (a leased experiment
+    /// held for the whole window), then print the traces. Ctrl-C stops early.
+    Profile {
+        /// The event, e.g. internal/config.
+        event: String,
+        /// How long to profile (at most 60s).
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        ttl: std::time::Duration,
+    },
+    /// Emergency stop: end whatever experiment runs in the target, whoever started it.
+    Stop,
+}
+
+/// `500ms`, `10s`, `2m`, or a number of seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |at| text.split_at(at));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?} (e.g. 500ms, 10s, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        other => return Err(format!("unknown unit {other:?} (ms, s or m)")),
+    };
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }

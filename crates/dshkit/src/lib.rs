@@ -44,6 +44,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Verify(args) => commands::liveloop::verify_command(args, out).await,
             cli::Command::Echo(command) => commands::echo::run(command, out).await,
             cli::Command::Settings(args) => commands::settings::run(args, out),
+            cli::Command::Devtools(args) => commands::devtools::run(args, out).await,
         }
     });
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.

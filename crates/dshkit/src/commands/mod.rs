@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub(crate) mod check;
+pub(crate) mod devtools;
 pub(crate) mod doctor;
 pub(crate) mod dsh;
 pub(crate) mod echo;

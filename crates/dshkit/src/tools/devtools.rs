@@ -5,13 +5,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dshkit_devtools::{DEFAULT_WAIT, DebugCore, DebugError, MAX_PAGE, MAX_WAIT, Snapshot};
-use dshkit_mcp::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_devtools::{
+    DEFAULT_LEASE, DEFAULT_WAIT, DebugCore, DebugError, MAX_LEASE, MAX_PAGE, MAX_WAIT, Snapshot,
+};
+use dshkit_mcp::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{arguments, structured};
+
+/// The `dsh-runtime-debugging` skill, shipped as a file for hosts that read
+/// skills and served as a prompt (front matter left out) to the rest.
+const SKILL: &str = include_str!("../../../../skills/dsh-runtime-debugging/SKILL.md");
 
 const LIST: &str = "cordis_list_debug_targets";
 const ATTACH: &str = "cordis_attach_debug_session";
@@ -21,6 +27,13 @@ const DETACH: &str = "cordis_detach_debug_session";
 const SUMMARY: &str = "cordis_runtime_summary";
 const EVENT: &str = "cordis_inspect_event";
 const FIBER: &str = "cordis_inspect_fiber";
+const SEARCH: &str = "cordis_search_dispatches";
+const TRACES: &str = "cordis_profiler_traces";
+const CHECKPOINT: &str = "cordis_capture_checkpoint";
+const COMPARE: &str = "cordis_compare_current";
+const EXPERIMENT_STATUS: &str = "cordis_waterfall_experiment_status";
+const EXPERIMENT_START: &str = "cordis_start_waterfall_experiment";
+const EXPERIMENT_STOP: &str = "cordis_stop_waterfall_experiment";
 
 pub(crate) struct DevtoolsFamily {
     core: DebugCore,
@@ -84,6 +97,48 @@ struct FiberArgs {
     name: Option<String>,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    session: String,
+    event: Option<String>,
+    since: Option<u64>,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TracesArgs {
+    session: String,
+    lease: Option<String>,
+    #[serde(default)]
+    cursor: usize,
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompareArgs {
+    session: String,
+    checkpoint: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct StartArgs {
+    session: String,
+    event: String,
+    ttl_ms: Option<u64>,
+    confirm: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StopArgs {
+    session: String,
+    lease: String,
+}
+
 fn session_schema(extra: &Value) -> Value {
     let mut properties = Map::from_iter([(
         "session".to_owned(),
@@ -99,12 +154,26 @@ fn failure(error: &DebugError) -> ToolFailure {
     let code = match error {
         DebugError::UnknownTarget(_) => "UNKNOWN_TARGET",
         DebugError::UnknownSession(_) => "UNKNOWN_SESSION",
-        DebugError::Stale(_) => "TARGET_DISPOSED",
+        DebugError::Stale { reason, .. } => match *reason {
+            "target-replaced" => "TARGET_REPLACED",
+            "host-disposed" => "HOST_DISPOSED",
+            _ => "TARGET_DISPOSED",
+        },
         DebugError::TooManySessions | DebugError::TooManyWaiters => "LIMIT",
+        DebugError::UnknownCheckpoint(_) => "UNKNOWN_CHECKPOINT",
+        DebugError::NotLeaseOwner(_) => "NOT_LEASE_OWNER",
         _ => "COLLECTOR",
     };
     let mut failure = ToolFailure::new(error.to_string());
-    failure.structured = Some(Map::from_iter([("code".to_owned(), json!(code))]));
+    let mut structured = Map::from_iter([("code".to_owned(), json!(code))]);
+    if let DebugError::Stale {
+        replacement: Some(replacement),
+        ..
+    } = error
+    {
+        structured.insert("replacement".into(), json!(replacement));
+    }
+    failure.structured = Some(structured);
     failure
 }
 
@@ -207,6 +276,142 @@ impl DevtoolsFamily {
         Ok(tool_output(text, json!(result)))
     }
 
+    /// The journal and the checkpoints: search, capture, compare.
+    async fn history(&self, call: ToolCall) -> Result<ToolOutput, ToolFailure> {
+        let output = tool_output;
+        match call.name.as_str() {
+            SEARCH => {
+                let args: SearchArgs = arguments(SEARCH, call.arguments)?;
+                let found = self
+                    .core
+                    .search_dispatches(
+                        &args.session,
+                        args.event.as_deref(),
+                        args.since,
+                        args.limit.unwrap_or(50),
+                    )
+                    .await
+                    .map_err(|e| failure(&e))?;
+                let text = format!(
+                    "{} of {} matching dispatch(es) retained (the journal keeps the last 500 records; what fell out is unknown, not absent)",
+                    found.returned, found.total
+                );
+                Ok(output(text, json!(found)))
+            }
+            CHECKPOINT => {
+                let args: SessionArgs = arguments(CHECKPOINT, call.arguments)?;
+                let info = self
+                    .core
+                    .capture_checkpoint(&args.session)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                Ok(output(
+                    format!("checkpoint {} ({} items)", info.checkpoint, info.items),
+                    json!(info),
+                ))
+            }
+            COMPARE => {
+                let args: CompareArgs = arguments(COMPARE, call.arguments)?;
+                let comparison = self
+                    .core
+                    .compare_current(&args.session, args.checkpoint.as_deref())
+                    .await
+                    .map_err(|e| failure(&e))?;
+                let text = format!(
+                    "since {}: {} added, {} removed, {} changed",
+                    comparison.checkpoint,
+                    comparison.totals["added"],
+                    comparison.totals["removed"],
+                    comparison.totals["changed"]
+                );
+                Ok(output(text, json!(comparison)))
+            }
+            other => Err(ToolFailure::new(format!("unknown tool {other}"))),
+        }
+    }
+
+    /// Leased experiments and their traces.
+    async fn experiment(&self, call: ToolCall) -> Result<ToolOutput, ToolFailure> {
+        let output = tool_output;
+        match call.name.as_str() {
+            EXPERIMENT_STATUS => {
+                let args: SessionArgs = arguments(EXPERIMENT_STATUS, call.arguments)?;
+                let status = self
+                    .core
+                    .experiment_status(&args.session)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                let text = match (&status["running"], status["enabled"].as_bool()) {
+                    (_, Some(false)) => {
+                        "experiments are off in this DSH (install with --devtools-experiments)".to_owned()
+                    }
+                    (Value::Object(running), _) => format!(
+                        "running: lease {} on {} until {}",
+                        running["lease"], running["event"], running["expiresAt"]
+                    ),
+                    _ => "no experiment is running".to_owned(),
+                };
+                Ok(output(text, status))
+            }
+            EXPERIMENT_START => {
+                let args: StartArgs = arguments(EXPERIMENT_START, call.arguments)?;
+                if args.confirm != Some(true) {
+                    return Err(ToolFailure::new(
+                        "an experiment wraps the listeners of a live event for its lease: ask the user, then call again with confirm: true",
+                    ));
+                }
+                let lease = args.ttl_ms.map_or(DEFAULT_LEASE, Duration::from_millis);
+                let started = self
+                    .core
+                    .start_experiment(&args.session, &args.event, lease)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                Ok(output(
+                    format!(
+                        "lease {} on {} until {} (the collector ends it then, whatever happens to this server)",
+                        started["lease"], started["event"], started["expiresAt"]
+                    ),
+                    started,
+                ))
+            }
+            EXPERIMENT_STOP => {
+                let args: StopArgs = arguments(EXPERIMENT_STOP, call.arguments)?;
+                let stopped = self
+                    .core
+                    .stop_experiment(&args.session, &args.lease)
+                    .await
+                    .map_err(|e| failure(&e))?;
+                let restored = stopped["last"]["restored"].as_str().unwrap_or("unknown");
+                Ok(output(
+                    format!(
+                        "lease {} stopped; original dispatch restored: {restored}",
+                        args.lease
+                    ),
+                    stopped,
+                ))
+            }
+            TRACES => {
+                let args: TracesArgs = arguments(TRACES, call.arguments)?;
+                let traces = self
+                    .core
+                    .traces(
+                        &args.session,
+                        args.lease.as_deref(),
+                        args.cursor,
+                        args.limit.unwrap_or(20),
+                    )
+                    .await
+                    .map_err(|e| failure(&e))?;
+                let text = format!(
+                    "{} of {} trace(s) of lease {} (durations in µs; outside an experiment they are unknown)",
+                    traces["returned"], traces["total"], traces["experiment"]["lease"]
+                );
+                Ok(output(text, traces))
+            }
+            other => Err(ToolFailure::new(format!("unknown tool {other}"))),
+        }
+    }
+
     async fn run(&self, call: ToolCall) -> Result<ToolOutput, ToolFailure> {
         let output = tool_output;
         match call.name.as_str() {
@@ -288,6 +493,8 @@ impl DevtoolsFamily {
                 ))
             }
             WAIT => self.wait_tool(arguments(WAIT, call.arguments)?).await,
+            SEARCH | CHECKPOINT | COMPARE => self.history(call).await,
+            EXPERIMENT_STATUS | EXPERIMENT_START | EXPERIMENT_STOP | TRACES => self.experiment(call).await,
             other => Err(ToolFailure::new(format!("unknown tool {other}"))),
         }
     }
@@ -365,9 +572,106 @@ impl ToolFamily for DevtoolsFamily {
                 ),
             ),
         ]
+        .into_iter()
+        .chain(Self::history_and_experiment_tools())
+        .collect()
+    }
+
+    fn prompts(&self) -> Vec<PromptSpec> {
+        let body = SKILL
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.split_once("\n---\n"))
+            .map_or(SKILL, |(_, body)| body.trim_start());
+        vec![PromptSpec {
+            name: "dsh-runtime-debugging",
+            title: "Debug a live DSH runtime",
+            description: "The Cordis DevTools loop: discover, attach, snapshot, wait, inspect, checkpoint and compare, a finite profile with consent, facts reported apart from source diagnosis, detach.",
+            text: body,
+        }]
     }
 
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
         Box::pin(self.run(call))
+    }
+}
+
+impl DevtoolsFamily {
+    fn history_and_experiment_tools() -> Vec<ToolSpec> {
+        let read = ToolHints::READ_ONLY;
+        let lease_ms = u64::try_from(MAX_LEASE.as_millis()).unwrap_or(u64::MAX);
+        let spec = |name, title, description, input_schema| ToolSpec {
+            name,
+            title,
+            description,
+            input_schema,
+            output_schema: None,
+            hints: read,
+        };
+        vec![
+            spec(
+                SEARCH,
+                "Search dispatches",
+                "Dispatches retained in the target's journal (the last 500 records), newest last: events whose name contains `event`, from sequence `since`. Does not move the session's cursor. Metadata only (mode, event, argument count).",
+                session_schema(
+                    &json!({"event": {"type": "string", "maxLength": 256}, "since": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}}),
+                ),
+            ),
+            spec(
+                CHECKPOINT,
+                "Capture a checkpoint",
+                "Records a digest of the runtime's shape (fibers, events and their listeners, services, loader entries) in the session, for cordis_compare_current. A session keeps 8. Read-only.",
+                session_schema(&json!({})),
+            ),
+            spec(
+                COMPARE,
+                "Compare with a checkpoint",
+                "What was added, removed and changed since a checkpoint (the newest when omitted), 100 items per kind at most with totals. Read-only; a difference is a fact, not a cause.",
+                session_schema(&json!({"checkpoint": {"type": "string", "maxLength": 32}})),
+            ),
+            spec(
+                EXPERIMENT_STATUS,
+                "Waterfall experiment status",
+                "Whether experiments are enabled in the target, the running experiment (lease, owner, event, expiry, traces) and how the last one ended (reason, and whether the original dispatch was restored identically).",
+                session_schema(&json!({})),
+            ),
+            ToolSpec {
+                hints: ToolHints {
+                    read_only: false,
+                    destructive: false,
+                    idempotent: false,
+                    open_world: false,
+                },
+                ..spec(
+                    EXPERIMENT_START,
+                    "Start a waterfall experiment",
+                    "Profiles the dispatches of one event (a waterfall such as internal/config shows next() facts) for a lease (15 s default, 60 s at most, enforced by the collector itself): per-listener durations, self time, next() calls, late next(), async results. The target's listener records are never touched; its dispatch is wrapped for the lease and restored by identity. One experiment at a time per target; the target must enable experiments. Ask the user first and pass confirm: true.",
+                    session_schema(
+                        &json!({"event": {"type": "string", "maxLength": 256}, "ttlMs": {"type": "integer", "minimum": 100, "maximum": lease_ms}, "confirm": {"type": "boolean", "description": "the user agreed to instrument the live process for the lease"}}),
+                    ),
+                )
+            },
+            ToolSpec {
+                hints: ToolHints {
+                    read_only: false,
+                    destructive: false,
+                    idempotent: true,
+                    open_world: false,
+                },
+                ..spec(
+                    EXPERIMENT_STOP,
+                    "Stop a waterfall experiment",
+                    "Stops the experiment of the exact lease this session started; says whether the original dispatch was restored identically.",
+                    session_schema(&json!({"lease": {"type": "string", "maxLength": 64}})),
+                )
+            },
+            spec(
+                TRACES,
+                "Profiler traces",
+                "Traces of the running or last experiment (pick one by lease), 20 per page by default: per dispatch, each listener's owner, called, durationUs, selfUs, nextCalls, nextAtUs, lateNext, async, settledUs (serial only), threw. At most 200 traces are kept.",
+                session_schema(
+                    &json!({"lease": {"type": "string", "maxLength": 64}, "cursor": {"type": "integer", "minimum": 0, "maximum": 200}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}}),
+                ),
+            ),
+        ]
     }
 }

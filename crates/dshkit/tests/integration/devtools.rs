@@ -1,7 +1,9 @@
 //! Cordis DevTools on a real DSH: the plugin installed with `--devtools` runs the
 //! collector; `dshkit mcp --tools devtools` lists the DSH process as a target,
 //! snapshots its runtime, sees an agent turn's dispatches through
-//! `cordis_wait_for_runtime_change`, and reports the target gone when DSH exits.
+//! `cordis_wait_for_runtime_change`, keeps an experiment's lease after the core
+//! that took it is killed only until the lease ends (restoring DSH's dispatch by
+//! identity), and reports the target gone when DSH exits.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,7 +30,7 @@ fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
                 "--profile",
                 "headless",
                 "--no-boot-check",
-                "--devtools",
+                "--devtools-experiments",
             ])
             .arg("--dsh-home")
             .arg(dsh_home),
@@ -114,6 +116,8 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         "{waited}"
     );
 
+    let (mut mcp, session) = killed_core_leaves_no_lease(mcp, &session, &target, &registry_arg, &waited);
+
     // The turn ends and DSH exits: the session's target is gone.
     model.release();
     model.release();
@@ -132,20 +136,26 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
             &json!({"session": session, "timeoutMs": 60_000}),
             Duration::from_mins(2),
         );
-        assert_ne!(
-            waited["result"]["structuredContent"]["code"], "TARGET_DISPOSED",
-            "read past the end: {waited}"
-        );
+        assert_ne!(waited["result"]["isError"], true, "read past the end: {waited}");
         let records = result(&waited)["records"].as_array().cloned().unwrap_or_default();
         if records.iter().any(|r| r["kind"] == "target-disposed") {
             break waited;
         }
     };
     assert_eq!(result(&gone)["outcome"], "found");
+    assert!(
+        result(&gone)["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["kind"] == "target-disposed" && r["reason"] == "host-disposed"),
+        "{gone}"
+    );
     let stale = mcp.call(7, "cordis_debug_snapshot", &json!({"session": session}));
     assert_eq!(stale["result"]["isError"], true, "{stale}");
+    // DSH exited cleanly: it disposed its plugins, the collector with them.
     assert_eq!(
-        stale["result"]["structuredContent"]["code"], "TARGET_DISPOSED",
+        stale["result"]["structuredContent"]["code"], "HOST_DISPOSED",
         "{stale}"
     );
     let listed = mcp.call(8, "cordis_list_debug_targets", &json!({}));
@@ -154,4 +164,198 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         json!([]),
         "the exited DSH is no target"
     );
+}
+
+/// An experiment whose core is killed mid-lease: another core sees the collector
+/// end the lease itself and restore DSH's dispatch by identity. Returns that
+/// other core and its session.
+fn killed_core_leaves_no_lease(
+    mut mcp: Session,
+    session: &str,
+    target: &Value,
+    registry_arg: &str,
+    waited: &Value,
+) -> (Session, String) {
+    let event = waited["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "dispatch-observed")
+        .unwrap()["event"]
+        .clone();
+    let mut observer = Session::start_with(&["--tools", "devtools", "--devtools-dir", registry_arg], &[]);
+    observer.initialize("2025-11-25");
+    let watching = observer.call(1, "cordis_attach_debug_session", &json!({"target": target["id"]}));
+    let watching = result(&watching)["session"].as_str().unwrap().to_owned();
+    let refused = mcp.call(
+        9,
+        "cordis_start_waterfall_experiment",
+        &json!({"session": session, "event": event, "ttlMs": 3000}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "needs confirm: {refused}");
+    let started = mcp.call(
+        10,
+        "cordis_start_waterfall_experiment",
+        &json!({"session": session, "event": event, "ttlMs": 3000, "confirm": true}),
+    );
+    let lease = result(&started)["lease"].clone();
+    mcp.kill();
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let ended = loop {
+        assert!(Instant::now() < deadline, "the lease never ended");
+        let waited = observer.call_within(
+            2,
+            "cordis_wait_for_runtime_change",
+            &json!({"session": watching, "event": event, "timeoutMs": 30_000}),
+            Duration::from_mins(1),
+        );
+        if let Some(stop) = result(&waited)["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == "profiler-status-changed" && r["state"] == "stopped")
+        {
+            break stop.clone();
+        }
+    };
+    assert_eq!(ended["lease"], lease, "{ended}");
+    assert_eq!(ended["reason"], "lease-expired", "{ended}");
+    assert_eq!(ended["restored"], "identical", "{ended}");
+    let status = observer.call(
+        3,
+        "cordis_waterfall_experiment_status",
+        &json!({"session": watching}),
+    );
+    assert!(result(&status)["running"].is_null(), "{status}");
+    (observer, watching)
+}
+
+/// The collector's fixture runtime (the real Cordis) with experiments enabled,
+/// driven through its stdin.
+struct FixtureRuntime {
+    guard: dshkit_test::ChildGuard,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl FixtureRuntime {
+    fn start(registry: &Path) -> Self {
+        use std::io::BufRead as _;
+        let peers = Peers::get();
+        let root = dshkit_test::workspace_root();
+        let mut command = std::process::Command::new(peers.node());
+        command
+            .arg(root.join("crates/dshkit-devtools/tests/fixtures/runtime.mjs"))
+            .arg(peers.cordis())
+            .arg(root.join("packages/dsh-plugin/devtools.js"))
+            .arg(registry)
+            .arg("profiled");
+        let mut guard = dshkit_test::spawn_guarded(&mut command);
+        let stdin = guard.child.stdin.take().unwrap();
+        let stdout = guard.child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let runtime = Self { guard, stdin, lines };
+        runtime.expect("ready ");
+        runtime
+    }
+
+    fn expect(&self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_mins(1))
+                .unwrap_or_else(|e| panic!("no line {prefix:?} from the runtime: {e}"));
+            if line.starts_with(prefix) {
+                return line;
+            }
+        }
+    }
+
+    fn say(&mut self, command: &str) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+}
+
+#[test]
+fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    let mut runtime = FixtureRuntime::start(&registry);
+    let devtools = |args: &[&str]| {
+        let mut command = dshkit_command(home.path());
+        command
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(&registry)
+            .args(args);
+        command
+    };
+
+    let listed = output(&mut devtools(&["targets", "--json"]));
+    let listed = crate::support::stdout_json(&listed);
+    assert_eq!(listed["targets"][0]["pid"], runtime.guard.pid(), "{listed}");
+
+    let saved = output(&mut devtools(&["checkpoint"]));
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    runtime.say("load");
+    runtime.expect("loaded");
+    let compared = output(&mut devtools(&["compare", "--json"]));
+    let compared = crate::support::stdout_json(&compared);
+    assert_eq!(compared["totals"]["added"], 1, "{compared}");
+    assert_eq!(compared["added"][0]["scope"], "fiber", "{compared}");
+
+    // The profile holds its lease for the whole 2 s window while the runtime pipes.
+    let mut profiling = devtools(&["profile", "custom/pipe", "--ttl", "2s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut sent = 0;
+    while profiling.try_wait().unwrap().is_none() {
+        runtime.say("pipe");
+        runtime.expect("piped ");
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let finished = profiling.wait_with_output().unwrap();
+    assert!(
+        finished.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finished.stderr)
+    );
+    let profile = crate::support::stdout_json(&finished);
+    assert!(profile["heldMs"].as_u64().unwrap() >= 2000, "{profile}");
+    assert_eq!(profile["restored"], "identical", "{profile}");
+    let traced = profile["traces"].as_array().unwrap();
+    assert!(
+        !traced.is_empty() && traced.len() <= sent,
+        "{} traces of {sent} pipes: {profile}",
+        traced.len()
+    );
+    assert!(
+        traced
+            .iter()
+            .all(|t| t["listeners"].as_array().unwrap().len() == 4),
+        "{profile}"
+    );
+    runtime.say("identity");
+    assert_eq!(
+        runtime.expect("identity "),
+        "identity dispatch=true callbacks=true"
+    );
+
+    // The transient sessions were all detached: nothing runs, nothing is held.
+    let stop = output(&mut devtools(&["stop", "--json"]));
+    assert_eq!(crate::support::stdout_json(&stop)["stopped"], false);
 }

@@ -249,6 +249,21 @@ fn the_diagnosis_playbook_is_an_mcp_prompt() {
         .as_str()
         .unwrap();
     assert!(text.starts_with("# plugin-fault-diagnosis"), "{prompt}");
+    // The runtime-debugging skill, without its file's front matter.
+    session
+        .send(r#"{"jsonrpc":"2.0","id":8,"method":"prompts/get","params":{"name":"dsh-runtime-debugging"}}"#);
+    let skill = session.recv();
+    let text = skill["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.starts_with("# Runtime debugging of a live DSH"), "{skill}");
+    let file =
+        std::fs::read_to_string(dshkit_test::workspace_root().join("skills/dsh-runtime-debugging/SKILL.md"))
+            .unwrap();
+    assert!(
+        file.starts_with("---\nname: dsh-runtime-debugging\n") && file.ends_with(text),
+        "the file's body"
+    );
     session.send(r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"nope"}}"#);
     assert_eq!(session.recv()["error"]["code"], -32602);
 }

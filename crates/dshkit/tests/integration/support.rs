@@ -143,4 +143,11 @@ pub(crate) const ALL_TOOLS: &[&str] = &[
     "cordis_runtime_summary",
     "cordis_inspect_event",
     "cordis_inspect_fiber",
+    "cordis_search_dispatches",
+    "cordis_capture_checkpoint",
+    "cordis_compare_current",
+    "cordis_waterfall_experiment_status",
+    "cordis_start_waterfall_experiment",
+    "cordis_stop_waterfall_experiment",
+    "cordis_profiler_traces",
 ];
