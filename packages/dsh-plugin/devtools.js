@@ -164,9 +164,8 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
         id: String(e.id), name: e.options?.name ?? null, disabled: !!e.options?.disabled, group: !!e.options?.group,
       }));
     } catch {}
-    return { at: now(), fibers, fibersTotal, events, eventsTotal: names.length, services, entries };
+    return { at: now(), fibers, fibersTotal, events, eventsTotal: names.length, services, entries, experiment: experimentFindings() };
   };
-  const baseline = topology();
 
   // Leased experiments: one at a time. `current` is the running one; `last` the
   // one before, kept for its traces and how it ended.
@@ -318,6 +317,27 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
       traces: page.map(({ dirty: _dirty, ...t }) => t),
     };
   };
+
+  // What the running or last experiment showed that deserves a look: listeners
+  // that called next() more than once in a dispatch, or after they returned.
+  const experimentFindings = () => {
+    const x = current ?? last;
+    if (!x) return null;
+    const byListener = new Map();
+    for (const trace of x.traces) {
+      for (const l of trace.listeners) {
+        const key = l.listener ?? `index-${l.index}`;
+        const found = byListener.get(key) ?? { owner: l.owner, ownerName: l.ownerName, traces: 0, maxNextCalls: 0, lateNext: 0 };
+        found.traces++;
+        found.maxNextCalls = Math.max(found.maxNextCalls, l.nextCalls ?? 0);
+        if (l.lateNext) found.lateNext++;
+        byListener.set(key, found);
+      }
+    }
+    const listeners = [...byListener.values()].filter((f) => f.maxNextCalls > 1 || f.lateNext > 0).slice(0, MAX_TRACED_LISTENERS);
+    return { lease: x.lease, event: x.event, running: x === current, restored: x.restored ?? null, listeners };
+  };
+  const baseline = topology();
 
   const answer = (request) => {
     switch (request.op) {

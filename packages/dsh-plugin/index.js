@@ -39,6 +39,8 @@ const HEALTHY_RUN_MS = 30000;
 /** DSH's attachment limits: bytes per image and pixels per side. */
 const MAX_ATTACHMENT_BYTES = 3.5 * 1024 * 1024;
 const MAX_ATTACHMENT_SIDE = 2000;
+/** Where `dshkit devtools serve` listens unless the row's `devtoolsEndpoint` says otherwise (false: nowhere). */
+const DEVTOOLS_ENDPOINT = '127.0.0.1:43127';
 /** Running calls whose latest stage the Verification Card may read. */
 const MAX_TRACKED_CALLS = 64;
 /** Recent verification reports whose images the UI may fetch (older ones are dropped). */
@@ -132,13 +134,34 @@ export async function apply(ctx, config) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
     const { startCollector } = await import('./devtools.js');
     const home = config?.dshHome ?? process.env.DSH_HOME ?? path.join(os.homedir(), '.dsh');
-    startCollector(ctx, { dir: path.join(home, 'dshkit-devtools'), label: 'dsh', experiments: config?.devtoolsExperiments === true });
+    const dir = path.join(home, 'dshkit-devtools');
+    startCollector(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true });
+    if (config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
   }
   const playbook = described.prompts.find((p) => p.name === 'plugin-fault-diagnosis');
   const debugging = config?.devtools === true ? described.prompts.find((p) => p.name === 'dsh-runtime-debugging') : undefined;
   ctx.inject(['skills'], (inner) => {
     inner.skills.registerProvider(() => skillProvider(playbook, debugging));
   });
+}
+
+/**
+ * The DevTools endpoint for MCP hosts outside DSH (`dshkit devtools serve`:
+ * loopback, a 0600 token file, Host and Origin checked). One endpoint serves
+ * every DSH in the registry, so when another DSH already holds the port this one
+ * simply goes without; it stops with the plugin.
+ */
+function serveDevtools(ctx, binary, env, dir, listen) {
+  const handle = ctx.subprocess.spawn({
+    argv: [binary, 'devtools', '--devtools-dir', dir, 'serve', '--listen', typeof listen === 'string' ? listen : DEVTOOLS_ENDPOINT],
+    cwd: process.cwd(),
+    stdio: { stdin: 'ignore', stdout: { maxBytes: 4096 }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
+    graceMs: GRACE_MS,
+    env,
+  });
+  ctx.effect(() => () => {
+    handle.terminate();
+  }, 'dshkit devtools endpoint');
 }
 
 /** The sidecar's environment: DSH scrubs DSH_* from children, so DSH_HOME is passed back. */

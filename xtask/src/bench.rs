@@ -268,6 +268,20 @@ impl StdioClient {
         }
     }
 
+    /// Reads lines until the reply to request `id`.
+    pub(crate) fn reply_to(&mut self, id: &Value) -> anyhow::Result<Value> {
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("server closed stdout");
+            }
+            let reply: Value = serde_json::from_str(&self.line)?;
+            if reply["id"] == *id {
+                return Ok(reply);
+            }
+        }
+    }
+
     pub(crate) fn notify(&mut self, message: &Value) -> anyhow::Result<()> {
         writeln!(self.stdin, "{message}")?;
         Ok(self.stdin.flush()?)
@@ -278,7 +292,7 @@ pub(crate) fn initialize(id: u64) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"dshkit-bench","version":"1"}}})
 }
 
-fn call(id: usize, tool: &str, arguments: &Value) -> Value {
+pub(crate) fn call(id: usize, tool: &str, arguments: &Value) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments}})
 }
 

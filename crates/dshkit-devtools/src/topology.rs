@@ -60,6 +60,34 @@ pub struct Topology {
     pub services: Vec<String>,
     #[serde(default)]
     pub entries: Vec<Entry>,
+    /// What the running or last experiment showed, when there was one.
+    #[serde(default)]
+    pub experiment: Option<ExperimentFindings>,
+}
+
+/// A listener an experiment saw call `next()` more than once in one dispatch, or
+/// after it returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NextFinding {
+    pub owner: Option<i64>,
+    pub owner_name: Option<String>,
+    /// Traced dispatches it took part in.
+    pub traces: u32,
+    pub max_next_calls: u32,
+    /// Traced dispatches in which it called `next()` after returning.
+    pub late_next: u32,
+}
+
+/// The running or last experiment, as far as candidates go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExperimentFindings {
+    pub lease: String,
+    pub event: String,
+    pub running: bool,
+    /// `identical`, `mismatch` or `conflict` once it ended.
+    pub restored: Option<String>,
+    pub listeners: Vec<NextFinding>,
 }
 
 /// A mechanical finding: what was seen, where, and the numbers behind it.
@@ -146,6 +174,9 @@ impl Topology {
                 });
             }
         }
+        if let Some(experiment) = &self.experiment {
+            experiment.candidates(&mut found);
+        }
         for event in &self.events {
             for l in &event.listeners {
                 if let Some(state @ ("disposed" | "failed")) = l.owner_state.as_deref() {
@@ -162,6 +193,58 @@ impl Topology {
             }
         }
         found
+    }
+}
+
+impl ExperimentFindings {
+    fn candidates(&self, found: &mut Vec<Candidate>) {
+        let subject = || format!("event {}", self.event);
+        for l in &self.listeners {
+            let owner = format!(
+                "{} ({})",
+                l.owner.map_or("?".into(), |o| format!("fiber {o}")),
+                l.owner_name.as_deref().unwrap_or("?")
+            );
+            if l.max_next_calls > 1 {
+                found.push(Candidate {
+                    kind: "repeated-next",
+                    subject: subject(),
+                    detail: format!(
+                        "the listener of {owner} called next() up to {} times in one dispatch (lease {}, {} traced dispatches)",
+                        l.max_next_calls, self.lease, l.traces
+                    ),
+                });
+            }
+            if l.late_next > 0 {
+                found.push(Candidate {
+                    kind: "late-next",
+                    subject: subject(),
+                    detail: format!(
+                        "the listener of {owner} called next() after it returned in {} of {} traced dispatches (lease {})",
+                        l.late_next, l.traces, self.lease
+                    ),
+                });
+            }
+        }
+        match self.restored.as_deref() {
+            Some("conflict") => found.push(Candidate {
+                kind: "instrumentation-conflict",
+                subject: subject(),
+                detail: format!(
+                    "something replaced events.dispatch during lease {}; it was left in place and the experiment's wrapper became a pass-through",
+                    self.lease
+                ),
+            }),
+            Some("mismatch") => found.push(Candidate {
+                kind: "instrumentation-conflict",
+                subject: subject(),
+                detail: format!(
+                    "after lease {} events.dispatch is not the one found before it",
+                    self.lease
+                ),
+            }),
+            _ => {}
+        }
     }
 }
 

@@ -366,6 +366,16 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
 
     let stopped = core.stop_experiment(session, &lease).await.unwrap();
     assert_eq!(stopped["last"]["restored"], "identical", "{stopped}");
+    let found = kinds(&core.snapshot(session).await.unwrap());
+    assert!(
+        found.contains(&("repeated-next", "event custom/pipe".into())),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("late-next", "event custom/pipe".into())),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 2, "only the twice and late listeners: {found:?}");
     assert_eq!(stopped["last"]["reason"], "stopped");
     assert_eq!(
         runtime.say("identity", "identity "),
@@ -563,4 +573,37 @@ async fn a_session_is_stale_with_why_its_target_went() {
     assert_eq!(targets.len(), 1, "{targets:?}");
     assert_eq!(replacement.as_deref(), Some(targets[0].id.as_str()));
     assert_eq!(targets[0].pid, second.guard.pid());
+}
+
+#[tokio::test]
+async fn a_dispatch_replaced_during_an_experiment_is_left_in_place_and_reported() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "profiled");
+    let core = DebugCore::new(registry.path().to_owned());
+    let session = core.attach(None).await.unwrap().session;
+    let started = core
+        .start_experiment(&session, "custom/pipe", Duration::from_secs(30))
+        .await
+        .unwrap();
+    runtime.say("patch", "patched");
+    let stopped = core
+        .stop_experiment(&session, started["lease"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(stopped["last"]["restored"], "conflict", "{stopped}");
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=false callbacks=true",
+        "the other instrumentation stays"
+    );
+    assert_eq!(
+        runtime.say("pipe", "piped "),
+        "piped inner",
+        "and the runtime works through both"
+    );
+    let found = kinds(&core.snapshot(&session).await.unwrap());
+    assert!(
+        found.contains(&("instrumentation-conflict", "event custom/pipe".into())),
+        "{found:?}"
+    );
 }

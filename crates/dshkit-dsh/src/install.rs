@@ -54,6 +54,9 @@ pub struct PluginRow {
     pub devtools: bool,
     /// Let its cores run leased experiments (implies `devtools`).
     pub devtools_experiments: bool,
+    /// Where the plugin serves the DevTools endpoint: `None` for its default
+    /// (127.0.0.1:43127), `Some("off")` for nowhere.
+    pub devtools_endpoint: Option<String>,
 }
 
 impl ManagedRow for PluginRow {
@@ -72,6 +75,15 @@ impl ManagedRow for PluginRow {
         }
         if self.devtools_experiments {
             config.insert("devtoolsExperiments".into(), Value::Bool(true));
+        }
+        match self.devtools_endpoint.as_deref() {
+            None => {}
+            Some("off") => {
+                config.insert("devtoolsEndpoint".into(), Value::Bool(false));
+            }
+            Some(address) => {
+                config.insert("devtoolsEndpoint".into(), Value::String(address.to_owned()));
+            }
         }
         serde_json::json!({ "id": PLUGIN_ID, "name": PLUGIN_PACKAGE, "config": config })
     }
@@ -326,6 +338,7 @@ mod tests {
             dsh_home: Some("/home/u/.dsh".into()),
             devtools: false,
             devtools_experiments: false,
+            devtools_endpoint: None,
         }
     }
 

@@ -292,13 +292,14 @@ const HOP_BY_HOP: &[&str] = &[
 
 /// Splits a growing SSE text into events and returns the JSON messages of the
 /// complete ones.
-#[derive(Default)]
-struct SseParser {
+#[derive(Debug, Default)]
+pub struct SseParser {
     pending: String,
 }
 
 impl SseParser {
-    fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
+    /// Adds `chunk` and returns the JSON messages of the events it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
         self.pending
             .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
         let mut messages = Vec::new();

@@ -370,6 +370,11 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
 
+    /// With --http: also write the URL to PATH (0600) once ready, and remove it on
+    /// exit (how `dshkit devtools bridge` finds `dshkit devtools serve`).
+    #[arg(long, value_name = "PATH", hide = true, requires = "http")]
+    pub(crate) url_file: Option<PathBuf>,
+
     /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check, echo, devtools.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,
@@ -494,6 +499,23 @@ pub(crate) struct InstallArgs {
     /// --devtools.
     #[arg(long)]
     pub(crate) devtools_experiments: bool,
+
+    /// Where the plugin serves the DevTools endpoint for MCP hosts outside DSH
+    /// (`dshkit devtools serve`; default 127.0.0.1:43127), or `off`.
+    #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
+    pub(crate) devtools_endpoint: Option<String>,
+}
+
+/// A loopback socket address, or `off`.
+fn endpoint_address(text: &str) -> Result<String, String> {
+    if text == "off" {
+        return Ok(text.to_owned());
+    }
+    let address: SocketAddr = text.parse().map_err(|e| format!("{e}: give IP:PORT or off"))?;
+    if !address.ip().is_loopback() {
+        return Err("the DevTools endpoint listens on loopback only".into());
+    }
+    Ok(address.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -654,6 +676,25 @@ pub(crate) enum DevtoolsCommand {
     },
     /// Emergency stop: end whatever experiment runs in the target, whoever started it.
     Stop,
+    /// The DevTools endpoint: `dshkit mcp --http` with the devtools tools only, its
+    /// bearer token in <devtools dir>/token (0600), Host and Origin checked. One
+    /// endpoint serves every target in the registry.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:43127", value_name = "ADDR")]
+        listen: SocketAddr,
+    },
+    /// A stdio MCP server that forwards to the endpoint, for hosts that only speak
+    /// stdio. It reads the token itself (never shows it) and never retries a
+    /// failed call.
+    Bridge {
+        /// Default: the URL the running endpoint wrote to <devtools dir>/endpoint,
+        /// else http://127.0.0.1:43127/mcp.
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+    },
+    /// Replace the endpoint's token (a running endpoint keeps the old one until it
+    /// restarts).
+    RotateToken,
 }
 
 /// `500ms`, `10s`, `2m`, or a number of seconds.

@@ -137,6 +137,7 @@ async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
         dsh_home: Some(home.clone()),
         devtools: args.devtools,
         devtools_experiments: args.devtools_experiments,
+        devtools_endpoint: args.devtools_endpoint.clone(),
     };
     let report = install::install(&profile_dir, &row).map_err(install_failure)?;
     let proof = if args.no_boot_check {

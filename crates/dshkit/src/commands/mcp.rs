@@ -118,11 +118,16 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         .map_err(Failure::refused)?;
     // The one line on stdout, for scripts and test harnesses waiting on readiness.
     out.write(&format!("dshkit mcp: {}\n", running.url()));
-    running
-        .finished()
-        .await
-        .context("HTTP server failed")
-        .map_err(Failure::runtime)?;
+    if let Some(path) = &args.url_file {
+        super::write_private(path, format!("{}\n", running.url()).as_bytes())
+            .with_context(|| format!("failed to write {}", path.display()))
+            .map_err(Failure::runtime)?;
+    }
+    let finished = running.finished().await;
+    if let Some(path) = &args.url_file {
+        let _ = std::fs::remove_file(path);
+    }
+    finished.context("HTTP server failed").map_err(Failure::runtime)?;
     server.shutdown().await;
     Ok(exit::SUCCESS)
 }

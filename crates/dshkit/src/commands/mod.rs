@@ -1,5 +1,7 @@
 //! One module per command.
 
+use std::path::Path;
+
 pub(crate) mod check;
 pub(crate) mod devtools;
 pub(crate) mod doctor;
@@ -8,3 +10,28 @@ pub(crate) mod echo;
 pub(crate) mod liveloop;
 pub(crate) mod mcp;
 pub(crate) mod settings;
+
+/// Writes `bytes` to `file` (0600) through a temporary file and a rename.
+pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let temp = dir.join(format!(
+        ".{}.tmp-{}",
+        file.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    let mut handle = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)?;
+    handle.write_all(bytes)?;
+    handle.sync_all()?;
+    std::fs::rename(&temp, file)
+}

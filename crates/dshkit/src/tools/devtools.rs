@@ -532,7 +532,7 @@ impl ToolFamily for DevtoolsFamily {
             spec(
                 SNAPSHOT,
                 "Snapshot the runtime",
-                "The runtime now: summary, fibers (name, state, parent, effects), events (listener counts and owners) and mechanical candidates (failed fibers, duplicate live fibers, equivalent registrations, listeners of inactive owners). Catalogs page at 100 items with total, returned, truncated and cursor. Candidates are facts to look at, never a root cause.",
+                "The runtime now: summary, fibers (name, state, parent, effects), events (listener counts and owners) and mechanical candidates (failed fibers, duplicate live fibers, equivalent registrations, listeners of inactive owners, and from the last experiment repeated or late next() and instrumentation conflicts). Catalogs page at 100 items with total, returned, truncated and cursor. Candidates are facts to look at, never a root cause.",
                 session_schema(
                     &json!({"sections": {"type": "array", "maxItems": 4, "items": {"enum": ["summary", "fibers", "events", "candidates"]}}, "cursor": {"type": "integer", "minimum": 0, "maximum": 100_000}}),
                 ),

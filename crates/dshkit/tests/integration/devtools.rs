@@ -31,6 +31,8 @@ fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
                 "headless",
                 "--no-boot-check",
                 "--devtools-experiments",
+                "--devtools-endpoint",
+                "127.0.0.1:0",
             ])
             .arg("--dsh-home")
             .arg(dsh_home),
@@ -81,6 +83,8 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     };
     assert_eq!(target["label"], "dsh");
 
+    the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
+
     let attached = mcp.call(2, "cordis_attach_debug_session", &json!({"target": target["id"]}));
     let session = result(&attached)["session"].as_str().unwrap().to_owned();
     let snapshot = mcp.call(3, "cordis_debug_snapshot", &json!({"session": session}));
@@ -127,6 +131,12 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         "{}",
         String::from_utf8_lossy(&finished.stderr)
     );
+    the_exit_is_reported(&mut mcp, &session, &registry);
+}
+
+/// DSH exited cleanly: the session reads `target-disposed` (host-disposed) to the
+/// end, then is stale; the target is gone and so is the plugin's endpoint.
+fn the_exit_is_reported(mcp: &mut Session, session: &str, registry: &Path) {
     let deadline = Instant::now() + Duration::from_mins(2);
     let gone = loop {
         assert!(Instant::now() < deadline, "the exit of DSH was never reported");
@@ -163,6 +173,39 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         result(&listed)["targets"],
         json!([]),
         "the exited DSH is no target"
+    );
+    // Its endpoint stopped with it (and removed its URL file on the way out).
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while registry.join("endpoint").exists() {
+        assert!(Instant::now() < deadline, "the plugin's endpoint outlived DSH");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The plugin serves the endpoint too: a bridge finds it through the URL file in
+/// the registry and lists the same target.
+fn the_plugins_endpoint_lists(peers: &Peers, home: &Path, registry: &Path, target: &Value) {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while !registry.join("endpoint").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the plugin's endpoint wrote no URL file"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut bridge = LineChild::spawn(
+        dshkit_command(home)
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(registry)
+            .arg("bridge")
+            .env("PATH", peers.path_var()),
+    );
+    bridge.ask(&initialize(1));
+    let through = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "cordis_list_debug_targets", "arguments": {}}}));
+    assert_eq!(
+        through["result"]["structuredContent"]["targets"][0]["id"], target["id"],
+        "{through}"
     );
 }
 
@@ -358,4 +401,155 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
     // The transient sessions were all detached: nothing runs, nothing is held.
     let stop = output(&mut devtools(&["stop", "--json"]));
     assert_eq!(crate::support::stdout_json(&stop)["stopped"], false);
+}
+
+/// A child whose stdout lines arrive on a channel.
+struct LineChild {
+    guard: dshkit_test::ChildGuard,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Everything it printed on stdout so far.
+    seen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl LineChild {
+    fn spawn(command: &mut std::process::Command) -> Self {
+        use std::io::BufRead as _;
+        let mut guard = dshkit_test::spawn_guarded(command);
+        let stdin = guard.child.stdin.take();
+        let stdout = guard.child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let record = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                record.lock().unwrap().push_str(&line);
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            guard,
+            stdin,
+            lines,
+            seen,
+        }
+    }
+
+    /// Closes stdin, waits for the exit and returns all stdout and stderr.
+    fn finish(mut self) -> String {
+        use std::io::Read as _;
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while self.guard.alive() {
+            assert!(Instant::now() < deadline, "still running after its stdin closed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut all = self.seen.lock().unwrap().clone();
+        if let Some(mut stderr) = self.guard.child.stderr.take() {
+            stderr.read_to_string(&mut all).unwrap();
+        }
+        all
+    }
+
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_mins(1))
+            .expect("a line within a minute")
+    }
+
+    fn send(&mut self, message: &Value) {
+        use std::io::Write as _;
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn ask(&mut self, message: &Value) -> Value {
+        self.send(message);
+        loop {
+            let answer: Value = serde_json::from_str(&self.next()).unwrap();
+            if answer["id"] == message["id"] {
+                return answer;
+            }
+        }
+    }
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bridge-test", "version": "1"}}})
+}
+
+#[test]
+fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_token_or_retrying() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    let runtime = FixtureRuntime::start(&registry);
+    let devtools = |args: &[&str]| {
+        let mut command = dshkit_command(home.path());
+        command
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(&registry)
+            .args(args);
+        command
+    };
+    let serve = LineChild::spawn(&mut devtools(&["serve", "--listen", "127.0.0.1:0"]));
+    let url = serve
+        .next()
+        .strip_prefix("dshkit mcp: ")
+        .expect("the endpoint's URL line")
+        .to_owned();
+    let token_file = registry.join("token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    assert_eq!(
+        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let mut bridge =
+        LineChild::spawn(devtools(&["bridge", "--endpoint", &url]).stderr(std::process::Stdio::piped()));
+    let init = bridge.ask(&initialize(1));
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    bridge.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 15, "the devtools tools only: {names:?}");
+    assert!(names.iter().all(|n| n.starts_with("cordis_")), "{names:?}");
+    let targets = bridge.ask(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "cordis_list_debug_targets", "arguments": {}}}));
+    assert_eq!(
+        targets["result"]["structuredContent"]["targets"][0]["pid"],
+        runtime.guard.pid(),
+        "{targets}"
+    );
+
+    // A rotated token: the running endpoint keeps the old one, so a bridge that
+    // reads the new one is refused, and says so without showing either.
+    let rotated = output(&mut devtools(&["rotate-token"]));
+    assert!(rotated.status.success());
+    let mut refused =
+        LineChild::spawn(devtools(&["bridge", "--endpoint", &url]).stderr(std::process::Stdio::piped()));
+    let answer = refused.ask(&initialize(1));
+    let message = answer["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("401"), "{answer}");
+    let new_token = std::fs::read_to_string(&token_file).unwrap();
+    assert_ne!(token, new_token);
+
+    // The endpoint dies: the call fails at once, once.
+    drop(serve);
+    let failed = bridge.ask(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "cordis_list_debug_targets", "arguments": {}}}));
+    let message = failed["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("not retried"), "{failed}");
+
+    for child in [bridge, refused] {
+        let finished = child.finish();
+        for secret in [token.trim(), new_token.trim()] {
+            assert!(!finished.contains(secret), "the token was shown: {finished}");
+        }
+    }
 }

@@ -11,6 +11,8 @@ use anyhow::Context as _;
 use dshkit_devtools::{DebugCore, DebugError, Digest, MAX_LEASE};
 use serde_json::{Value, json};
 
+mod bridge;
+
 use crate::cli::{DevtoolsArgs, DevtoolsCommand};
 use crate::exit::{self, Failure};
 use crate::output::Output;
@@ -21,6 +23,24 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             .unwrap_or_else(|| ".dsh".into())
             .join(crate::tools::DEVTOOLS_DIR_NAME)
     });
+    match args.command {
+        DevtoolsCommand::Serve { listen } => return serve(listen, &registry, out).await,
+        DevtoolsCommand::Bridge { endpoint } => {
+            let endpoint = endpoint
+                .or_else(|| {
+                    Some(
+                        std::fs::read_to_string(registry.join(URL_FILE))
+                            .ok()?
+                            .trim()
+                            .to_owned(),
+                    )
+                })
+                .unwrap_or_else(|| format!("http://{DEFAULT_ENDPOINT}/mcp"));
+            return bridge::run(&endpoint, &registry.join(TOKEN_FILE)).await;
+        }
+        DevtoolsCommand::RotateToken => return rotate_token(&registry, out),
+        _ => {}
+    }
     let core = DebugCore::new(registry.clone());
     if matches!(args.command, DevtoolsCommand::Targets) {
         let targets = core.targets();
@@ -52,6 +72,60 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
     result
 }
 
+/// The endpoint's token file and the file with its URL, inside the devtools directory.
+const TOKEN_FILE: &str = "token";
+const URL_FILE: &str = "endpoint";
+/// Where the endpoint listens by default.
+const DEFAULT_ENDPOINT: &str = "127.0.0.1:43127";
+
+/// `dshkit mcp --http ADDR --tools devtools` with the token in the devtools directory.
+async fn serve(listen: std::net::SocketAddr, registry: &Path, out: Output) -> Result<u8, Failure> {
+    std::fs::create_dir_all(registry)
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(registry, std::fs::Permissions::from_mode(0o700))
+        })
+        .with_context(|| format!("failed to prepare {}", registry.display()))
+        .map_err(Failure::runtime)?;
+    let command_line = [
+        "dshkit".into(),
+        "mcp".into(),
+        "--http".into(),
+        listen.to_string().into(),
+        "--tools".into(),
+        "devtools".into(),
+        "--token-file".into(),
+        registry.join(TOKEN_FILE).into_os_string(),
+        "--devtools-dir".into(),
+        registry.as_os_str().to_owned(),
+        "--url-file".into(),
+        registry.join(URL_FILE).into_os_string(),
+    ];
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from::<_, std::ffi::OsString>(command_line)
+        .map_err(|e| Failure::refused(anyhow::anyhow!(e.to_string())))?;
+    let crate::cli::Command::Mcp(mcp_args) = cli.command else {
+        unreachable!("parsed as `dshkit mcp`")
+    };
+    super::mcp::run(mcp_args, out).await
+}
+
+fn rotate_token(registry: &Path, out: Output) -> Result<u8, Failure> {
+    let path = registry.join(TOKEN_FILE);
+    let token = dshkit_mcp::Token::generate().map_err(Failure::runtime)?;
+    super::write_private(&path, format!("{}\n", token.expose()).as_bytes())
+        .with_context(|| format!("failed to write {}", path.display()))
+        .map_err(Failure::runtime)?;
+    if out.json {
+        out.json(&json!({"tokenFile": path}));
+    } else {
+        out.write(&format!(
+            "a new token is in {} (0600); a running `dshkit devtools serve` keeps the old one until it restarts\n",
+            path.display()
+        ));
+    }
+    Ok(exit::SUCCESS)
+}
+
 fn refused(error: DebugError) -> Failure {
     match error {
         DebugError::Link(_) | DebugError::Protocol(_) => Failure::runtime(error),
@@ -68,7 +142,10 @@ async fn command(
     out: Output,
 ) -> Result<u8, Failure> {
     match command {
-        DevtoolsCommand::Targets => unreachable!("answered without a session"),
+        DevtoolsCommand::Targets
+        | DevtoolsCommand::Serve { .. }
+        | DevtoolsCommand::Bridge { .. }
+        | DevtoolsCommand::RotateToken => unreachable!("answered without a session"),
         DevtoolsCommand::Snapshot => {
             let snapshot = core.snapshot(session).await.map_err(refused)?;
             if out.json {
@@ -170,7 +247,7 @@ async fn checkpoint(
     let (digest, at_ms) = core.digest(session).await.map_err(refused)?;
     let file = file.unwrap_or_else(|| default_checkpoint(registry, target));
     let saved = json!({"target": target, "atMs": at_ms, "digest": digest});
-    write_private(&file, &serde_json::to_vec_pretty(&saved).expect("json"))
+    super::write_private(&file, &serde_json::to_vec_pretty(&saved).expect("json"))
         .with_context(|| format!("failed to write {}", file.display()))
         .map_err(Failure::runtime)?;
     if out.json {
@@ -268,31 +345,6 @@ fn snapshot_text(target: &str, snapshot: &dshkit_devtools::Snapshot) -> String {
 
 fn default_checkpoint(registry: &Path, target: &str) -> PathBuf {
     registry.join("checkpoints").join(format!("{target}.json"))
-}
-
-/// Writes `bytes` to `file` (0600) through a temporary file and a rename.
-fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        file.file_name().and_then(|n| n.to_str()).unwrap_or("checkpoint"),
-        std::process::id()
-    ));
-    let mut handle = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)?;
-    handle.write_all(bytes)?;
-    handle.sync_all()?;
-    std::fs::rename(&temp, file)
 }
 
 async fn watch(

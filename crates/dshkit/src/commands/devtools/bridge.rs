@@ -1,0 +1,223 @@
+//! `dshkit devtools bridge`: a stdio MCP server that forwards each message to the
+//! DevTools endpoint (Streamable HTTP) and writes back what it answers, JSON or
+//! an SSE stream. It reads the bearer token from the endpoint's token file and
+//! never prints it; a failed call is answered with an error, never retried (a
+//! retried experiment start could take a second lease).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use dshkit_echo::http::SseParser;
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::exit::{self, Failure};
+
+/// Messages forwarded at once (a wait may hold one for a minute).
+const MAX_IN_FLIGHT: usize = 32;
+/// Longest a forwarded call may take: the longest wait plus a margin.
+const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+/// Longest line read from the host.
+const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// Characters of an endpoint's error body quoted in an error.
+const QUOTED_BODY: usize = 300;
+
+struct Endpoint {
+    url: String,
+    token: dshkit_mcp::Token,
+    client: reqwest::Client,
+    /// The session id and protocol version the endpoint's `initialize` answer set.
+    session: Mutex<(Option<String>, Option<String>)>,
+    out: Mutex<tokio::io::Stdout>,
+}
+
+pub(super) async fn run(url: &str, token_file: &Path) -> Result<u8, Failure> {
+    let text = std::fs::read_to_string(token_file)
+        .with_context(|| {
+            format!(
+                "no DevTools endpoint token at {}: start the endpoint with `dshkit devtools serve`",
+                token_file.display()
+            )
+        })
+        .map_err(Failure::refused)?;
+    let token = dshkit_mcp::Token::new(&text)
+        .with_context(|| format!("{} holds no usable token", token_file.display()))
+        .map_err(Failure::refused)?;
+    let client = reqwest::Client::builder()
+        .timeout(CALL_TIMEOUT)
+        .build()
+        .map_err(Failure::runtime)?;
+    let endpoint = Arc::new(Endpoint {
+        url: url.to_owned(),
+        token,
+        client,
+        session: Mutex::new((None, None)),
+        out: Mutex::new(tokio::io::stdout()),
+    });
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut tasks = tokio::task::JoinSet::new();
+    while let Some(line) = lines.next_line().await.map_err(Failure::runtime)? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            endpoint
+                .write(&error(&Value::Null, -32600, "message too large for the bridge"))
+                .await;
+            continue;
+        }
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(message) => message,
+            Err(e) => {
+                endpoint
+                    .write(&error(&Value::Null, -32700, &format!("parse error: {e}")))
+                    .await;
+                continue;
+            }
+        };
+        if message["method"] == "initialize" {
+            // Everything after it needs the session it opens.
+            endpoint.forward(message).await;
+            continue;
+        }
+        let slot = Arc::clone(&slots)
+            .acquire_owned()
+            .await
+            .map_err(Failure::runtime)?;
+        let endpoint = Arc::clone(&endpoint);
+        tasks.spawn(async move {
+            endpoint.forward(message).await;
+            drop(slot);
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    endpoint.end_session().await;
+    Ok(exit::SUCCESS)
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+impl Endpoint {
+    async fn write(&self, message: &Value) {
+        let mut out = self.out.lock().await;
+        let _ = out.write_all(format!("{message}\n").as_bytes()).await;
+        let _ = out.flush().await;
+    }
+
+    /// Posts `message` once and writes back every message of the answer; a
+    /// request whose post failed gets an error answer.
+    async fn forward(&self, message: Value) {
+        let id = message
+            .get("id")
+            .cloned()
+            .filter(|_| message.get("method").is_some());
+        let is_initialize = message["method"] == "initialize";
+        let fail = |why: String| async move {
+            if let Some(id) = &id {
+                self.write(&error(
+                    id,
+                    -32000,
+                    &format!("the DevTools endpoint {}: {why}", self.url),
+                ))
+                .await;
+            }
+        };
+        let mut request = self
+            .client
+            .post(&self.url)
+            .bearer_auth(self.token.expose())
+            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .json(&message);
+        {
+            let session = self.session.lock().await;
+            if let Some(id) = &session.0 {
+                request = request.header("mcp-session-id", id);
+            }
+            if let Some(version) = &session.1 {
+                request = request.header("mcp-protocol-version", version);
+            }
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            // The error names the URL, never the request's headers.
+            Err(e) => return fail(format!("did not answer ({}); not retried", e.without_url())).await,
+        };
+        if let Some(session) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        {
+            self.session.lock().await.0 = Some(session.to_owned());
+        }
+        let status = response.status();
+        if status == reqwest::StatusCode::ACCEPTED {
+            return;
+        }
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            let quoted: String = body.chars().take(QUOTED_BODY).collect();
+            return fail(format!("answered HTTP {status}: {quoted}")).await;
+        }
+        let is_sse = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_sse {
+            let mut parser = SseParser::default();
+            let mut stream = response.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                let Ok(chunk) = chunk else {
+                    return fail("closed its stream early".into()).await;
+                };
+                for answer in parser.feed(&chunk) {
+                    self.note_version(is_initialize, &answer).await;
+                    self.write(&answer).await;
+                }
+            }
+        } else {
+            match response.json::<Value>().await {
+                Ok(answer) => {
+                    self.note_version(is_initialize, &answer).await;
+                    self.write(&answer).await;
+                }
+                Err(e) => {
+                    fail(format!(
+                        "answered something that is not JSON ({})",
+                        e.without_url()
+                    ))
+                    .await;
+                }
+            }
+        }
+    }
+
+    async fn note_version(&self, is_initialize: bool, answer: &Value) {
+        if let (true, Some(version)) = (is_initialize, answer["result"]["protocolVersion"].as_str()) {
+            self.session.lock().await.1 = Some(version.to_owned());
+        }
+    }
+
+    /// Ends the endpoint's session when the host goes away.
+    async fn end_session(&self) {
+        let session = self.session.lock().await.0.clone();
+        if let Some(id) = session {
+            let _ = self
+                .client
+                .delete(&self.url)
+                .bearer_auth(self.token.expose())
+                .header("mcp-session-id", id)
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await;
+        }
+    }
+}
