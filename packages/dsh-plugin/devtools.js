@@ -82,6 +82,16 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
     for (const client of clients) client.send(line);
   };
   const now = () => Date.now();
+  // JSON strings of the modes and event names seen, for the dispatch hot path.
+  const jsonCache = new Map();
+  const jsonOf = (value) => {
+    let json = jsonCache.get(value);
+    if (json === undefined) {
+      json = JSON.stringify(String(value));
+      if (jsonCache.size < MAX_EVENTS) jsonCache.set(value, json);
+    }
+    return json;
+  };
 
   // Dispatches are observed only while a core is attached: Cordis calls each
   // `internal/dispatch` listener on every event, which costs microseconds even
@@ -90,8 +100,13 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
   const observeDispatches = (wanted) => {
     if (wanted && !stopDispatches) {
       try {
+        // The hot path: the line is assembled from cached pieces (the JSON of
+        // each mode and event name, the millisecond clock) instead of
+        // serialising an object per dispatch.
         stopDispatches = ctx.on('internal/dispatch', (mode, name, args) => {
-          broadcast({ kind: 'dispatch', mode: String(mode), name: String(name), argc: Array.isArray(args) ? args.length : 0, at: now() });
+          if (clients.size === 0) return;
+          const line = `{"fact":{"kind":"dispatch","mode":${jsonOf(mode)},"name":${jsonOf(name)},"argc":${Array.isArray(args) ? args.length : 0},"at":${now()}}}\n`;
+          for (const client of clients) client.send(line);
         }, { global: true });
       } catch {}
     } else if (!wanted && stopDispatches) {
