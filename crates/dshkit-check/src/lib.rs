@@ -24,7 +24,7 @@ pub mod syntax;
 
 pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, local_plugins};
 pub use report::{Check, MAX_EVIDENCE, Report, Status};
-pub use run::{CheckOptions, run};
+pub use run::{CheckOptions, Progress, run};
 
 /// The diagnosis playbook `plugin-fault-diagnosis`: what to do after `ok: false`.
 pub const PLAYBOOK: &str = include_str!("playbook.md");

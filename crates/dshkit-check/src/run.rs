@@ -43,6 +43,33 @@ pub struct CheckOptions {
     pub path: OsString,
     pub user_home: PathBuf,
     pub browser: LaunchOptions,
+    /// Told each check as it starts (an MCP client's progress, the CLI's stderr).
+    pub progress: Progress,
+}
+
+/// Where stage messages go.
+type StageSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Where a run reports the check it is starting. Cheap to clone; silent by default.
+#[derive(Clone, Default)]
+pub struct Progress(Option<StageSink>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Progress").field(&self.0.is_some()).finish()
+    }
+}
+
+impl Progress {
+    pub fn new(sink: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Some(std::sync::Arc::new(sink)))
+    }
+
+    fn stage(&self, message: &str) {
+        if let Some(sink) = &self.0 {
+            sink(message);
+        }
+    }
 }
 
 impl CheckOptions {
@@ -70,6 +97,7 @@ impl CheckOptions {
             path,
             user_home,
             browser: LaunchOptions::default(),
+            progress: Progress::default(),
         }
     }
 }
@@ -89,9 +117,12 @@ pub async fn run(options: CheckOptions) -> Report {
             "no dsh launcher found: set DSHKIT_DSH or put dsh on PATH",
         ),
     };
+    let stage = |message: &str| options.progress.stage(message);
     if options.sweep {
+        stage("leftover audit");
         return Report::new(vec![audit_check(Vec::new(), &options)]);
     }
+    stage("static checks: syntax, manifests, patch references");
     let target = Target {
         home: options.home.clone(),
         profile: options.profile.clone(),
@@ -110,6 +141,7 @@ pub async fn run(options: CheckOptions) -> Report {
             not_tested("page_smoke", "Page renders in Chromium", why),
             not_tested("shutdown", "Clean shutdown", why),
         ]);
+        stage("leftover audit");
         checks.push(audit_check(Vec::new(), &options));
         return Report::new(checks);
     };
@@ -120,6 +152,7 @@ pub async fn run(options: CheckOptions) -> Report {
         user_home: options.user_home.clone(),
     };
     let (assembly_dsh, profile) = (dsh.clone(), options.profile.clone());
+    stage("config assembly (dsh --dump-config)");
     checks.push(
         tokio::task::spawn_blocking(move || {
             live::config_assembly(&assembly_dsh, &profile, DEFAULT_DUMP_TIMEOUT)
@@ -147,6 +180,7 @@ pub async fn run(options: CheckOptions) -> Report {
         (skipped, Vec::new())
     };
     checks.extend(live);
+    stage("leftover audit");
     checks.push(audit_check(leaked.clone(), &options));
     // Whatever this run leaked is gone even if the audit could not run.
     for (pid, start_ticks) in leaked {
@@ -186,6 +220,7 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         boot_dsh.home = mirror.path().to_owned();
     }
     let (profile, boot_timeout) = (options.profile.clone(), options.boot_timeout);
+    options.progress.stage("isolated boot");
     // The boot blocks a thread of its own. If this run is stopped meanwhile (a
     // cancelled or timed-out tool call), nobody takes the instance: kill it.
     let (booted, boot_result) = tokio::sync::oneshot::channel();
@@ -219,6 +254,7 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     // Until its shutdown is proved, a stopped run kills the instance.
     let mut armed = KillOnDrop(Some((instance.pid, instance.start_ticks)));
     checks.push(if options.page {
+        options.progress.stage("page smoke in Chromium");
         smoke::page_smoke(&instance.url, &options.browser, options.observe).await
     } else {
         not_tested(
@@ -229,6 +265,7 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     });
     let identity = (instance.pid, instance.start_ticks);
     armed.0 = None; // the shutdown check takes it from here
+    options.progress.stage("clean shutdown");
     let shutdown = tokio::task::spawn_blocking(move || live::shutdown(instance, Duration::from_secs(5)))
         .await
         .unwrap_or_else(|e| Check::new("shutdown", "Clean shutdown", Status::Fail, e.to_string()));

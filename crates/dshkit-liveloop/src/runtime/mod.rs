@@ -6,6 +6,7 @@ mod process;
 pub mod ready;
 pub mod static_site;
 
+use crate::progress::Progress;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,8 @@ use static_site::StaticSite;
 
 /// How long a start may take to become ready (a first Next.js compile is slow).
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// Steps of getting ready a server records for progress reports.
+const MAX_READY_STEPS: usize = 8;
 /// How long a stopped server gets between TERM and KILL.
 pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
 /// Log lines kept per server (stdout and stderr together).
@@ -214,6 +217,11 @@ struct Server {
     started: Instant,
     inner: Mutex<Inner>,
     state: watch::Sender<ServerState>,
+    /// The steps of getting ready so far (the log's URL, the listening port, the
+    /// HTTP answer; at most [`MAX_READY_STEPS`]), for callers reporting progress,
+    /// and their count, which waiters watch.
+    steps: Mutex<Vec<String>>,
+    stage: watch::Sender<usize>,
     process: tokio::sync::Mutex<Option<Spawned>>,
     site: Mutex<Option<StaticSite>>,
 }
@@ -245,6 +253,24 @@ impl Server {
         }
         drop(inner);
         self.state.send_replace(state);
+    }
+
+    /// Records a step of getting ready.
+    fn step(&self, message: String) {
+        let mut steps = self.steps.lock().expect("lock");
+        if steps.len() < MAX_READY_STEPS {
+            steps.push(message);
+            self.stage.send_replace(steps.len());
+        }
+    }
+
+    /// Reports the steps after the first `seen` to `progress`; returns how many there are.
+    fn report_steps(&self, seen: usize, progress: &Progress) -> usize {
+        let steps = self.steps.lock().expect("lock");
+        for step in steps.iter().skip(seen) {
+            progress.stage(step);
+        }
+        steps.len()
     }
 
     fn is_live(&self) -> bool {
@@ -431,6 +457,8 @@ impl RuntimeManager {
                 error: None,
             }),
             state: watch::Sender::new(state),
+            steps: Mutex::new(Vec::new()),
+            stage: watch::Sender::new(0),
             process: tokio::sync::Mutex::new(None),
             site: Mutex::new(None),
         })
@@ -438,9 +466,38 @@ impl RuntimeManager {
 
     /// Waits until server `id` is ready (or ends), at most `timeout`.
     pub async fn wait_ready(&self, id: &str, timeout: Duration) -> Result<ServerStatus, RuntimeError> {
+        self.wait_ready_reporting(id, timeout, &Progress::default()).await
+    }
+
+    /// [`Self::wait_ready`], reporting each step of getting ready to `progress`
+    /// (the URL the log printed, the port the process group listens on, the HTTP
+    /// answer).
+    pub async fn wait_ready_reporting(
+        &self,
+        id: &str,
+        timeout: Duration,
+        progress: &Progress,
+    ) -> Result<ServerStatus, RuntimeError> {
         let server = self.get(id).await?;
         let mut state = server.state.subscribe();
-        let _ = tokio::time::timeout(timeout, state.wait_for(|s| !matches!(s, ServerState::Starting))).await;
+        let mut steps = server.stage.subscribe();
+        let mut seen = server.report_steps(0, progress);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if !matches!(*state.borrow_and_update(), ServerState::Starting) {
+                break;
+            }
+            tokio::select! {
+                changed = state.changed() => if changed.is_err() { break },
+                changed = steps.changed() => match changed {
+                    Ok(()) => seen = server.report_steps(seen, progress),
+                    Err(_) => break,
+                },
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        // The last step (the HTTP answer) and the state change come together.
+        server.report_steps(seen, progress);
         let status = server.status(false);
         match status.state {
             ServerState::Ready => Ok(status),
@@ -664,6 +721,7 @@ async fn watch_readiness(
     log_pumps: Vec<tokio::task::JoinHandle<()>>,
 ) {
     let deadline = Instant::now() + timeout;
+    let (mut told_url, mut told_ports) = (false, false);
     loop {
         {
             let mut process = server.process.lock().await;
@@ -702,6 +760,16 @@ async fn watch_readiness(
                 candidates.push((url, why));
             }
             drop(process);
+            if !told_url && let Some((url, _)) = candidates.iter().find(|(_, why)| why.starts_with("printed"))
+            {
+                told_url = true;
+                server.step(format!("the server log printed {url}"));
+            }
+            if !told_ports && !ours.is_empty() {
+                told_ports = true;
+                let ports: Vec<String> = ours.iter().map(u16::to_string).collect();
+                server.step(format!("its process group listens on port {}", ports.join(", ")));
+            }
             for (url, why) in candidates {
                 let Some(candidate_port) = url.port() else {
                     continue;
@@ -710,6 +778,7 @@ async fn watch_readiness(
                     continue;
                 }
                 if let Ok(status) = ready::probe(&url, Duration::from_secs(2)).await {
+                    server.step(format!("{url} answered HTTP {status}"));
                     {
                         let mut inner = server.inner.lock().expect("lock");
                         inner.url = Some(url);

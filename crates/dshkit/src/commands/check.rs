@@ -26,6 +26,9 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     };
     let options = tool::options(tool_args, &Environment::from_process())
         .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+    let mut options = options;
+    // Each check as it starts, on stderr: a live boot and page smoke take a while.
+    options.progress = dshkit_check::Progress::new(crate::output::progress);
     let report = dshkit_check::run(options).await;
     if out.json {
         out.json(&report);

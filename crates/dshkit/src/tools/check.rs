@@ -143,7 +143,11 @@ impl ToolFamily for CheckFamily {
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
             let args: CheckArgs = arguments(TOOL, call.arguments)?;
-            let options = options(args, &Environment::from_process()).map_err(ToolFailure::new)?;
+            let mut options = options(args, &Environment::from_process()).map_err(ToolFailure::new)?;
+            if call.progress.is_listened() {
+                let progress = call.progress.clone();
+                options.progress = dshkit_check::Progress::new(move |stage| progress.stage(stage));
+            }
             let report = dshkit_check::run(options).await;
             Ok(ToolOutput {
                 text: compact_text(&report),

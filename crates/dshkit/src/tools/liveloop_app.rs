@@ -134,7 +134,11 @@ impl AppTools {
         })
     }
 
-    pub(crate) async fn runtime(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
+    pub(crate) async fn runtime(
+        &self,
+        args: Map<String, Value>,
+        progress: &dshkit_mcp::ToolProgress,
+    ) -> Result<ToolOutput, ToolFailure> {
         let args: RuntimeArgs = arguments(RUNTIME, args)?;
         let server = || {
             args.server
@@ -164,9 +168,18 @@ impl AppTools {
                 }
                 .map_err(|e| runtime_failure(&e))?;
                 if started.state == dshkit_liveloop::runtime::ServerState::Starting {
+                    progress.stage(&format!(
+                        "spawned `{}` (process group {})",
+                        started.argv.join(" "),
+                        started.pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+                    ));
+                    let reporting = {
+                        let progress = progress.clone();
+                        dshkit_liveloop::progress::Progress::new(move |stage| progress.stage(stage))
+                    };
                     vec![
                         self.runtime
-                            .wait_ready(&started.id, wait)
+                            .wait_ready_reporting(&started.id, wait, &reporting)
                             .await
                             .map_err(|e| runtime_failure(&e))?,
                     ]

@@ -395,3 +395,82 @@ fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
         "{report:#}"
     );
 }
+
+/// Sends `request` (a tools/call with a progress token) and returns the progress
+/// messages that came before its answer, and the answer.
+fn call_with_progress(mcp: &mut Session, request: &Value) -> (Vec<String>, Value) {
+    mcp.send(&request.to_string());
+    let token = request["params"]["_meta"]["progressToken"].clone();
+    let mut stages = Vec::new();
+    loop {
+        let message = mcp.recv_within(Duration::from_mins(2));
+        if message["id"] == request["id"] {
+            return (stages, message);
+        }
+        assert_eq!(message["method"], "notifications/progress", "{message}");
+        assert_eq!(message["params"]["progressToken"], token);
+        stages.push(message["params"]["message"].as_str().unwrap().to_owned());
+    }
+}
+
+#[test]
+fn a_runtime_start_and_a_plugin_check_report_their_stages_as_progress() {
+    let workspace = tempfile::tempdir().unwrap();
+    node_app(workspace.path());
+    let ws = workspace.path().display().to_string();
+    let mut mcp = Session::start_with(&["--workspace", &ws], &[]);
+    mcp.initialize("2025-11-25");
+    let (stages, started) = call_with_progress(
+        &mut mcp,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "liveloop_runtime", "_meta": {"progressToken": "start-1"},
+            "arguments": {"operation": "start", "confirm": true}}}),
+    );
+    let server = ok(&started)["servers"][0].clone();
+    assert_eq!(server["state"], "ready", "{started}");
+    let url = server["url"].as_str().unwrap();
+    let port = reqwest::Url::parse(url).unwrap().port().unwrap();
+    assert!(
+        stages[0].starts_with("spawned `") && stages[0].contains("process group"),
+        "{stages:?}"
+    );
+    assert_eq!(
+        stages.last().unwrap(),
+        &format!("{url} answered HTTP 200"),
+        "{stages:?}"
+    );
+    assert!(
+        stages.contains(&format!("the server log printed {url}")),
+        "{stages:?}"
+    );
+    assert!(
+        stages.contains(&format!("its process group listens on port {port}")),
+        "{stages:?}"
+    );
+    let id = server["id"].as_str().unwrap();
+    ok(&mcp.call(3, "liveloop_runtime", &json!({"operation": "stop", "server": id})));
+
+    // plugin_check names each check as it starts.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("profiles/web")).unwrap();
+    let (stages, checked) = call_with_progress(
+        &mut mcp,
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "plugin_check", "_meta": {"progressToken": "check-1"},
+            "arguments": {"dshHome": home.path(), "profile": "web"}}}),
+    );
+    assert!(
+        checked["result"]["structuredContent"]["checks"].is_array(),
+        "{checked}"
+    );
+    assert_eq!(
+        stages.first().map(String::as_str),
+        Some("static checks: syntax, manifests, patch references"),
+        "{stages:?}"
+    );
+    assert_eq!(
+        stages.last().map(String::as_str),
+        Some("leftover audit"),
+        "{stages:?}"
+    );
+}
