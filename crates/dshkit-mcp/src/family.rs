@@ -62,6 +62,55 @@ pub struct ToolCall {
     /// Where a long tool reports its stages: `notifications/progress` when the
     /// client sent a progress token, nowhere otherwise.
     pub progress: ToolProgress,
+    /// Where a tool tells the client something it should know beyond the result
+    /// (a relaunched browser, an adopted server): `notifications/message`, at or
+    /// above the level the client set.
+    pub log: ToolLog,
+}
+
+/// How much a log message matters to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Info,
+    Warning,
+}
+
+/// Where log messages go.
+type LogSink = std::sync::Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
+
+/// A call's log messages for its client. Cheap to clone; silent by default.
+/// Messages name what happened (a URL, a process), never page content or secrets.
+#[derive(Clone, Default)]
+pub struct ToolLog {
+    sink: Option<LogSink>,
+}
+
+impl std::fmt::Debug for ToolLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolLog")
+            .field("listened", &self.sink.is_some())
+            .finish()
+    }
+}
+
+impl ToolLog {
+    pub fn new(sink: impl Fn(LogLevel, &str) + Send + Sync + 'static) -> Self {
+        Self {
+            sink: Some(std::sync::Arc::new(sink)),
+        }
+    }
+
+    pub fn info(&self, message: &str) {
+        if let Some(sink) = &self.sink {
+            sink(LogLevel::Info, message);
+        }
+    }
+
+    pub fn warning(&self, message: &str) {
+        if let Some(sink) = &self.sink {
+            sink(LogLevel::Warning, message);
+        }
+    }
 }
 
 /// Where stage messages go.

@@ -20,7 +20,8 @@ pub use bound::{
     ResultLimits, bound_structured, bound_text,
 };
 pub use family::{
-    PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolOutput, ToolProgress, ToolSpec,
+    LogLevel, PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolLog, ToolOutput,
+    ToolProgress, ToolSpec,
 };
 pub use http::{
     ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,

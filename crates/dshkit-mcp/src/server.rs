@@ -20,7 +20,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
-use crate::family::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolProgress, ToolSpec};
+use crate::family::{
+    LogLevel, PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolLog, ToolProgress, ToolSpec,
+};
 
 /// Longest a single tool call may run before it is abandoned with an `isError`
 /// result. Families with long work (verification, live boots) bound themselves
@@ -67,6 +69,46 @@ struct Registry {
     tools: Vec<Tool>,
     routes: HashMap<String, usize>,
     prompts: Vec<PromptSpec>,
+    /// The lowest level each client (by subject) wants log messages at; absent:
+    /// [`DEFAULT_LOG_LEVEL`]. As many entries as live clients (sessions are bounded).
+    log_levels: std::sync::Mutex<HashMap<String, LogFloor>>,
+}
+
+/// The lowest level of log message a client receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogFloor {
+    Info,
+    Warning,
+    /// Only errors and worse, which dshkit's tools do not log: nothing.
+    Nothing,
+}
+
+/// What a client that never sent `logging/setLevel` receives.
+const DEFAULT_LOG_LEVEL: LogFloor = LogFloor::Warning;
+/// Log messages one call may send (the rest are dropped; logs are advisory).
+const MAX_LOG_MESSAGES_PER_CALL: usize = 16;
+
+impl LogFloor {
+    #[expect(
+        deprecated,
+        reason = "MCP logging, deprecated by SEP-2577, is still what hosts read"
+    )]
+    fn of(level: rmcp::model::LoggingLevel) -> Self {
+        use rmcp::model::LoggingLevel as L;
+        match level {
+            L::Debug | L::Info => Self::Info,
+            L::Notice | L::Warning => Self::Warning,
+            L::Error | L::Critical | L::Alert | L::Emergency => Self::Nothing,
+        }
+    }
+
+    fn admits(self, level: LogLevel) -> bool {
+        match self {
+            Self::Info => true,
+            Self::Warning => level >= LogLevel::Warning,
+            Self::Nothing => false,
+        }
+    }
 }
 
 /// The dshkit MCP server. Cheap to clone: every transport session shares one
@@ -132,6 +174,7 @@ impl DshkitServer {
                 tools,
                 routes,
                 prompts,
+                log_levels: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -172,6 +215,7 @@ impl DshkitServer {
             subject,
             CancellationToken::new(),
             ToolProgress::default(),
+            ToolLog::default(),
         )
         .await
     }
@@ -179,7 +223,7 @@ impl DshkitServer {
     /// [`Self::call`], stopped when `cancel` fires (`notifications/cancelled`): the
     /// tool's task is aborted, as it is when the tool timeout passes, so its work
     /// (a verification, a boot) stops and releases what it holds. The tool reports
-    /// its stages to `progress`.
+    /// its stages to `progress` and what the client should know to `log`.
     pub async fn call_cancellable(
         &self,
         name: &str,
@@ -187,6 +231,7 @@ impl DshkitServer {
         subject: &str,
         cancel: CancellationToken,
         progress: ToolProgress,
+        log: ToolLog,
     ) -> Option<CallToolResult> {
         let index = *self.registry.routes.get(name)?;
         let family = Arc::clone(&self.registry.families[index]);
@@ -195,6 +240,7 @@ impl DshkitServer {
             arguments,
             subject: subject.to_owned(),
             progress,
+            log,
         };
         let timeout = self.registry.options.tool_timeout;
         // A task of its own: a panicking family fails its call, not the server.
@@ -226,6 +272,11 @@ impl DshkitServer {
     /// Lets every family release what `subject` owns: its client is gone (an
     /// MCP session ended, expired or was evicted).
     pub async fn release_subject(&self, subject: &str) {
+        self.registry
+            .log_levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(subject);
         for family in &self.registry.families {
             family.release(subject).await;
         }
@@ -286,6 +337,21 @@ pub(crate) fn session_subject(id: &str) -> String {
 }
 
 /// The calling client, for families that keep per-client state.
+/// Sends one `notifications/message` from tool `tool`.
+#[expect(
+    deprecated,
+    reason = "MCP logging, deprecated by SEP-2577, is still what hosts read"
+)]
+async fn send_log(peer: &rmcp::Peer<RoleServer>, level: LogLevel, tool: &str, message: String) {
+    let level = match level {
+        LogLevel::Info => rmcp::model::LoggingLevel::Info,
+        LogLevel::Warning => rmcp::model::LoggingLevel::Warning,
+    };
+    let mut param = rmcp::model::LoggingMessageNotificationParam::new(level, Value::String(message));
+    param.logger = Some(format!("dshkit/{tool}"));
+    let _ = peer.notify_logging_message(param).await;
+}
+
 fn subject_of(context: &RequestContext<RoleServer>) -> String {
     match context.extensions.get::<http::request::Parts>() {
         Some(parts) => match parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
@@ -320,14 +386,22 @@ fn to_rmcp_tool(spec: &ToolSpec) -> Result<Tool, RegistryError> {
 }
 
 impl ServerHandler for DshkitServer {
+    #[expect(
+        deprecated,
+        reason = "MCP logging, deprecated by SEP-2577, is still what hosts read"
+    )]
     fn get_info(&self) -> ServerConfig {
         let options = &self.registry.options;
         let capabilities = if self.registry.prompts.is_empty() {
-            ServerCapabilities::builder().enable_tools().build()
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build()
         } else {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_logging()
                 .build()
         };
         ServerConfig::new(capabilities)
@@ -388,6 +462,24 @@ impl ServerHandler for DshkitServer {
         )
     }
 
+    #[expect(
+        deprecated,
+        reason = "MCP logging, deprecated by SEP-2577, is still what hosts read"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let subject = subject_of(&context);
+        self.registry
+            .log_levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(subject, LogFloor::of(request.level));
+        Ok(())
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.registry.tools.iter().find(|t| t.name == name).cloned()
     }
@@ -407,6 +499,24 @@ impl ServerHandler for DshkitServer {
         let progress = forwarder
             .as_ref()
             .map_or_else(ToolProgress::default, ProgressForwarder::progress);
+        let floor = self
+            .registry
+            .log_levels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&subject)
+            .copied()
+            .unwrap_or(DEFAULT_LOG_LEVEL);
+        let logged: Arc<std::sync::Mutex<Vec<(LogLevel, String)>>> = Arc::default();
+        let log = {
+            let logged = Arc::clone(&logged);
+            ToolLog::new(move |level, message| {
+                let mut logged = logged.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if floor.admits(level) && logged.len() < MAX_LOG_MESSAGES_PER_CALL {
+                    logged.push((level, message.to_owned()));
+                }
+            })
+        };
         let outcome = self
             .call_cancellable(
                 &name,
@@ -414,11 +524,17 @@ impl ServerHandler for DshkitServer {
                 &subject,
                 context.ct.clone(),
                 progress,
+                log,
             )
             .await;
-        // Every stage reported is sent before the result, and none after it.
+        // Every stage reported and every message logged is sent before the
+        // result, and none after it.
         if let Some(forwarder) = forwarder {
             forwarder.finish().await;
+        }
+        let logged = std::mem::take(&mut *logged.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for (level, message) in logged {
+            send_log(&context.peer, level, &name, message).await;
         }
         match outcome {
             Some(result) => Ok(result.into()),
@@ -568,6 +684,7 @@ mod cancel_tests {
             "test",
             cancel.clone(),
             ToolProgress::default(),
+            ToolLog::default(),
         );
         let canceller = async {
             tokio::task::yield_now().await;

@@ -55,12 +55,16 @@ impl Default for PreviewConfig {
 struct State {
     browser: Option<Browser>,
     sessions: HashMap<String, Arc<PreviewSession>>,
+    /// Whether a browser was ever running, so the next launch is a relaunch.
+    launched_before: bool,
 }
 
 /// All preview sessions of one dshkit process.
 pub struct PreviewManager {
     config: PreviewConfig,
     state: tokio::sync::Mutex<State>,
+    /// Browsers launched after an earlier one had exited or disconnected.
+    relaunches: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for PreviewManager {
@@ -76,7 +80,14 @@ impl PreviewManager {
         Self {
             config,
             state: tokio::sync::Mutex::new(State::default()),
+            relaunches: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many times a browser was launched after an earlier one had gone: a
+    /// caller comparing it before and after an operation can tell its client.
+    pub fn relaunches(&self) -> u64 {
+        self.relaunches.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Opens `url` in a fresh, isolated context owned by `owner`.
@@ -207,6 +218,9 @@ impl PreviewManager {
                 BrowserSource::Endpoint(url) => Browser::connect_http(url).await?,
             };
             state.browser = Some(browser);
+            if std::mem::replace(&mut state.launched_before, true) {
+                self.relaunches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         Ok(state.browser.as_ref().expect("just set"))
     }

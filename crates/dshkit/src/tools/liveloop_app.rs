@@ -134,10 +134,70 @@ impl AppTools {
         })
     }
 
+    /// Starts the detected profile (or restarts `server`), waits for it to be
+    /// ready and says what it did.
+    async fn start_or_restart(
+        &self,
+        args: &RuntimeArgs,
+        wait: Duration,
+        progress: &dshkit_mcp::ToolProgress,
+        log: &dshkit_mcp::ToolLog,
+    ) -> Result<Vec<dshkit_liveloop::runtime::ServerStatus>, ToolFailure> {
+        let server = args.server.as_deref();
+
+        if !self.allow_run && args.confirm != Some(true) {
+            return Err(ToolFailure::new(
+                "starting a dev server runs a program in the workspace: ask the user, then call again with confirm: true (or serve with `dshkit mcp --allow-run`)",
+            ));
+        }
+        let started = if args.operation == RuntimeOp::Start {
+            let root = inside(&self.workspace, args.dir.as_deref())?;
+            let detection = detect(&root, None).map_err(|e| ToolFailure::new(e.to_string()))?;
+            let candidate = detection
+                .choose(args.app.as_deref().map(Path::new))
+                .map_err(ToolFailure::new)?;
+            let spec = RunSpec::of(&detection.root, candidate).map_err(|e| runtime_failure(&e))?;
+            self.runtime
+                .start(spec, args.on_port_conflict.unwrap_or_default())
+                .await
+        } else {
+            let server =
+                server.ok_or_else(|| ToolFailure::invalid_arguments(RUNTIME, "`server` is required"))?;
+            self.runtime.restart(server).await
+        }
+        .map_err(|e| runtime_failure(&e))?;
+        if !started.owned {
+            log.warning(&format!(
+                        "the app's port was in use, so dshkit adopted the server already there ({}) instead of starting one; it never stops it",
+                        started.url.as_deref().unwrap_or("?")
+                    ));
+        }
+        if started.state == dshkit_liveloop::runtime::ServerState::Starting {
+            progress.stage(&format!(
+                "spawned `{}` (process group {})",
+                started.argv.join(" "),
+                started.pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+            ));
+            let reporting = {
+                let progress = progress.clone();
+                dshkit_liveloop::progress::Progress::new(move |stage| progress.stage(stage))
+            };
+            Ok(vec![
+                self.runtime
+                    .wait_ready_reporting(&started.id, wait, &reporting)
+                    .await
+                    .map_err(|e| runtime_failure(&e))?,
+            ])
+        } else {
+            Ok(vec![started])
+        }
+    }
+
     pub(crate) async fn runtime(
         &self,
         args: Map<String, Value>,
         progress: &dshkit_mcp::ToolProgress,
+        log: &dshkit_mcp::ToolLog,
     ) -> Result<ToolOutput, ToolFailure> {
         let args: RuntimeArgs = arguments(RUNTIME, args)?;
         let server = || {
@@ -148,51 +208,19 @@ impl AppTools {
         let wait = Duration::from_millis(args.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(120_000));
         let statuses = match args.operation {
             RuntimeOp::Start | RuntimeOp::Restart => {
-                if !self.allow_run && args.confirm != Some(true) {
-                    return Err(ToolFailure::new(
-                        "starting a dev server runs a program in the workspace: ask the user, then call again with confirm: true (or serve with `dshkit mcp --allow-run`)",
-                    ));
-                }
-                let started = if args.operation == RuntimeOp::Start {
-                    let root = inside(&self.workspace, args.dir.as_deref())?;
-                    let detection = detect(&root, None).map_err(|e| ToolFailure::new(e.to_string()))?;
-                    let candidate = detection
-                        .choose(args.app.as_deref().map(Path::new))
-                        .map_err(ToolFailure::new)?;
-                    let spec = RunSpec::of(&detection.root, candidate).map_err(|e| runtime_failure(&e))?;
-                    self.runtime
-                        .start(spec, args.on_port_conflict.unwrap_or_default())
-                        .await
-                } else {
-                    self.runtime.restart(server()?).await
-                }
-                .map_err(|e| runtime_failure(&e))?;
-                if started.state == dshkit_liveloop::runtime::ServerState::Starting {
-                    progress.stage(&format!(
-                        "spawned `{}` (process group {})",
-                        started.argv.join(" "),
-                        started.pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
-                    ));
-                    let reporting = {
-                        let progress = progress.clone();
-                        dshkit_liveloop::progress::Progress::new(move |stage| progress.stage(stage))
-                    };
-                    vec![
-                        self.runtime
-                            .wait_ready_reporting(&started.id, wait, &reporting)
-                            .await
-                            .map_err(|e| runtime_failure(&e))?,
-                    ]
-                } else {
-                    vec![started]
-                }
+                self.start_or_restart(&args, wait, progress, log).await?
             }
             RuntimeOp::Adopt => {
                 let url = args
                     .url
                     .as_deref()
                     .ok_or_else(|| ToolFailure::invalid_arguments(RUNTIME, "`url` is required for adopt"))?;
-                vec![self.runtime.adopt(url).await.map_err(|e| runtime_failure(&e))?]
+                let adopted = self.runtime.adopt(url).await.map_err(|e| runtime_failure(&e))?;
+                log.info(&format!(
+                    "adopted the server at {url} as {}: dshkit uses it and never stops it",
+                    adopted.id
+                ));
+                vec![adopted]
             }
             RuntimeOp::Stop => vec![
                 self.runtime

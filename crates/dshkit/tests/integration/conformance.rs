@@ -6,6 +6,7 @@
 //! - `server-sse-polling`, `server-sse-multiple-streams`: the Streamable HTTP transport.
 //! - `dns-rebinding-protection`: Host/Origin validation.
 //! - `prompts-list`: dshkit serves the `plugin-fault-diagnosis` prompt.
+//! - `logging-set-level`: dshkit declares logging and honours `logging/setLevel`.
 //!
 //! Not applicable, and why:
 //! - `tools-call-*` (simple-text, image, audio, embedded-resource, mixed-content,
@@ -14,8 +15,6 @@
 //!   `json_schema_2020_12_tool`, ...) that only the suite's reference server defines.
 //! - `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`: fixture tools that
 //!   elicit; dshkit's tools never ask the client for input.
-//! - `logging-set-level`: dshkit does not declare the logging capability (its logs
-//!   go to stderr).
 //! - `completion-complete`: no completions capability (no prompts or templates).
 //! - `resources-*`: dshkit serves no resources.
 //! - `prompts-get-simple`, `prompts-get-with-args`, `prompts-get-embedded-resource`,
@@ -42,6 +41,7 @@ const APPLICABLE: &[&str] = &[
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
     "prompts-list",
+    "logging-set-level",
 ];
 
 /// Runs one scenario and returns its checks.

@@ -677,3 +677,71 @@ fn a_verification_reports_each_stage_as_progress_before_its_result() {
     mcp.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string());
     assert_eq!(mcp.recv()["id"], 3);
 }
+
+/// Sends a tools/call and returns the `notifications/message` that came before
+/// its answer, and the answer.
+fn call_collecting_logs(mcp: &mut Session, id: u64, tool: &str, arguments: &Value) -> (Vec<Value>, Value) {
+    mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}).to_string());
+    let mut logs = Vec::new();
+    loop {
+        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        if message["id"] == id {
+            return (logs, message);
+        }
+        assert_eq!(message["method"], "notifications/message", "{message}");
+        logs.push(message["params"].clone());
+    }
+}
+
+#[test]
+fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_level_it_set() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_path = tmp.path().display().to_string();
+    let mut mcp = Session::start(&[("TMPDIR", tmp_path.as_str())]);
+    let init = mcp.initialize("2025-11-25");
+    assert!(init["result"]["capabilities"]["logging"].is_object(), "{init}");
+
+    let open = json!({"operation": "open", "url": server.url("/")});
+    let (logs, opened) = call_collecting_logs(&mut mcp, 1, "liveloop_browser", &open);
+    structured(&opened);
+    assert!(logs.is_empty(), "the first launch is no news: {logs:?}");
+    // The browser dies under dshkit: the next open relaunches it and says so.
+    for pid in dshkit_test::processes_mentioning(&tmp_path) {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !dshkit_test::processes_mentioning(&tmp_path).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "Chromium survived SIGKILL");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (logs, reopened) = call_collecting_logs(&mut mcp, 2, "liveloop_browser", &open);
+    structured(&reopened);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["level"], "warning");
+    assert_eq!(logs[0]["logger"], "dshkit/liveloop_browser");
+    assert!(
+        logs[0]["data"].as_str().unwrap().contains("launched a new browser"),
+        "{logs:?}"
+    );
+
+    // An adoption is information: silent at the default level (warning), told at info.
+    let adopt = json!({"operation": "adopt", "url": server.url("/")});
+    let (logs, _) = call_collecting_logs(&mut mcp, 3, "liveloop_runtime", &adopt);
+    assert!(logs.is_empty(), "{logs:?}");
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "info"}}).to_string());
+    assert_eq!(mcp.recv()["result"], json!({}));
+    let (logs, adopted) = call_collecting_logs(&mut mcp, 5, "liveloop_runtime", &adopt);
+    assert_eq!(adopted["result"]["isError"], false, "{adopted}");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["level"], "info");
+    assert!(
+        logs[0]["data"].as_str().unwrap().contains("never stops it"),
+        "{logs:?}"
+    );
+    // At error, nothing dshkit logs is sent.
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "error"}}).to_string());
+    assert_eq!(mcp.recv()["result"], json!({}));
+    let (logs, _) = call_collecting_logs(&mut mcp, 7, "liveloop_runtime", &adopt);
+    assert!(logs.is_empty(), "{logs:?}");
+}
