@@ -194,6 +194,32 @@ impl ToolFailure {
     }
 }
 
+/// A resource a family serves (evidence, cassettes): listed by `resources/list`,
+/// read by `resources/read`, linked from the results that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceSpec {
+    /// `dshkit://<kind>/<path>`.
+    pub uri: String,
+    pub name: String,
+    pub mime_type: &'static str,
+    pub size: Option<u64>,
+    pub description: Option<String>,
+}
+
+/// What a resource holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceBody {
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// A resource read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRead {
+    pub mime_type: &'static str,
+    pub body: ResourceBody,
+}
+
 /// A family of tools served by dshkit.
 pub trait ToolFamily: Send + Sync + 'static {
     /// The name `--tools` selects the family by, e.g. `core`.
@@ -205,6 +231,30 @@ pub trait ToolFamily: Send + Sync + 'static {
 
     /// The prompts this family serves. Names are unique across families.
     fn prompts(&self) -> Vec<PromptSpec> {
+        Vec::new()
+    }
+
+    /// Whether the family serves resources (so the server declares them).
+    fn serves_resources(&self) -> bool {
+        false
+    }
+
+    /// The family's resources now, at most the family's own bound.
+    fn resources(&self) -> Vec<ResourceSpec> {
+        Vec::new()
+    }
+
+    /// Reads `uri` if it is one of the family's resources (`None` otherwise). The
+    /// family checks the path stays inside its root, caps the size and redacts.
+    fn read_resource<'a>(
+        &'a self,
+        _uri: &'a str,
+    ) -> Option<BoxFuture<'a, Result<ResourceRead, ToolFailure>>> {
+        None
+    }
+
+    /// Resources a successful result of `tool` wrote, linked from the result.
+    fn resource_links(&self, _tool: &str, _structured: &Map<String, Value>) -> Vec<ResourceSpec> {
         Vec::new()
     }
 

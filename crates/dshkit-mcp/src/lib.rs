@@ -20,8 +20,8 @@ pub use bound::{
     ResultLimits, bound_structured, bound_text,
 };
 pub use family::{
-    LogLevel, PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolImage, ToolLog, ToolOutput,
-    ToolProgress, ToolSpec,
+    LogLevel, PromptSpec, ResourceBody, ResourceRead, ResourceSpec, ToolCall, ToolFailure, ToolFamily,
+    ToolHints, ToolImage, ToolLog, ToolOutput, ToolProgress, ToolSpec,
 };
 pub use http::{
     ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,

@@ -21,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
 use crate::family::{
-    LogLevel, PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolLog, ToolProgress, ToolSpec,
+    LogLevel, PromptSpec, ResourceBody, ResourceSpec, ToolCall, ToolFailure, ToolFamily, ToolLog,
+    ToolProgress, ToolSpec,
 };
 
 /// Longest a single tool call may run before it is abandoned with an `isError`
@@ -85,6 +86,11 @@ enum LogFloor {
 
 /// What a client that never sent `logging/setLevel` receives.
 const DEFAULT_LOG_LEVEL: LogFloor = LogFloor::Warning;
+/// Resources `resources/list` returns per page.
+const RESOURCE_PAGE: usize = 100;
+/// Resource links one result carries at most.
+const MAX_RESOURCE_LINKS: usize = 16;
+
 /// Log messages one call may send (the rest are dropped; logs are advisory).
 const MAX_LOG_MESSAGES_PER_CALL: usize = 16;
 
@@ -244,6 +250,7 @@ impl DshkitServer {
         };
         let timeout = self.registry.options.tool_timeout;
         // A task of its own: a panicking family fails its call, not the server.
+        let linker = Arc::clone(&family);
         let mut task = tokio::spawn(async move { family.call(call).await });
         let outcome = tokio::select! {
             joined = tokio::time::timeout(timeout, &mut task) => match joined {
@@ -266,7 +273,11 @@ impl DshkitServer {
                 Err(ToolFailure::new(format!("{name} was cancelled by the client and stopped")))
             }
         };
-        Some(self.finish(outcome))
+        let links = match &outcome {
+            Ok(output) => linker.resource_links(name, &output.structured),
+            Err(_) => Vec::new(),
+        };
+        Some(self.finish(outcome, &links))
     }
 
     /// Lets every family release what `subject` owns: its client is gone (an
@@ -289,7 +300,11 @@ impl DshkitServer {
         }
     }
 
-    fn finish(&self, outcome: Result<crate::ToolOutput, ToolFailure>) -> CallToolResult {
+    fn finish(
+        &self,
+        outcome: Result<crate::ToolOutput, ToolFailure>,
+        links: &[ResourceSpec],
+    ) -> CallToolResult {
         let limits = self.registry.options.limits;
         let (mut text, structured, images, is_error) = match outcome {
             Ok(output) => (output.text, Some(output.structured), output.images, false),
@@ -321,6 +336,12 @@ impl DshkitServer {
             ));
         }
         content.insert(0, ContentBlock::text(text));
+        content.extend(
+            links
+                .iter()
+                .take(MAX_RESOURCE_LINKS)
+                .map(|link| ContentBlock::resource_link(to_rmcp_resource(link))),
+        );
         let mut result = if is_error {
             CallToolResult::error(content)
         } else {
@@ -337,6 +358,18 @@ pub(crate) fn session_subject(id: &str) -> String {
 }
 
 /// The calling client, for families that keep per-client state.
+fn to_rmcp_resource(spec: &ResourceSpec) -> rmcp::model::Resource {
+    let mut resource =
+        rmcp::model::Resource::new(spec.uri.clone(), spec.name.clone()).with_mime_type(spec.mime_type);
+    if let Some(size) = spec.size {
+        resource = resource.with_size(size);
+    }
+    if let Some(description) = &spec.description {
+        resource = resource.with_description(description.clone());
+    }
+    resource
+}
+
 /// Sends one `notifications/message` from tool `tool`.
 #[expect(
     deprecated,
@@ -392,17 +425,30 @@ impl ServerHandler for DshkitServer {
     )]
     fn get_info(&self) -> ServerConfig {
         let options = &self.registry.options;
-        let capabilities = if self.registry.prompts.is_empty() {
-            ServerCapabilities::builder()
+        let serves_resources = self.registry.families.iter().any(|f| f.serves_resources());
+        let capabilities = match (self.registry.prompts.is_empty(), serves_resources) {
+            (true, false) => ServerCapabilities::builder()
                 .enable_tools()
                 .enable_logging()
-                .build()
-        } else {
-            ServerCapabilities::builder()
+                .build(),
+            (false, false) => ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
                 .enable_logging()
-                .build()
+                .build(),
+            (true, true) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_logging()
+                .build(),
+            (false, true) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_logging()
+                .build(),
         };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(options.name.clone(), options.version.clone()))
@@ -480,6 +526,59 @@ impl ServerHandler for DshkitServer {
         Ok(())
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let mut all: Vec<ResourceSpec> = self
+            .registry
+            .families
+            .iter()
+            .flat_map(|f| f.resources())
+            .collect();
+        all.sort_by(|a, b| a.uri.cmp(&b.uri));
+        let start = match request.and_then(|r| r.cursor) {
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .map_err(|_| McpError::invalid_params("not a cursor this server gave", None))?,
+            None => 0,
+        };
+        let end = (start + RESOURCE_PAGE).min(all.len());
+        let page = all.get(start..end).unwrap_or_default();
+        let mut result =
+            rmcp::model::ListResourcesResult::with_all_items(page.iter().map(to_rmcp_resource).collect());
+        result.next_cursor = (end < all.len()).then(|| end.to_string());
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        for family in &self.registry.families {
+            let Some(reading) = family.read_resource(&request.uri) else {
+                continue;
+            };
+            let read = reading
+                .await
+                .map_err(|failure| McpError::invalid_params(failure.message, None))?;
+            let contents = match read.body {
+                ResourceBody::Text(text) => rmcp::model::ResourceContents::text(text, request.uri.clone()),
+                ResourceBody::Blob(bytes) => {
+                    rmcp::model::ResourceContents::blob(BASE64.encode(bytes), request.uri.clone())
+                }
+            }
+            .with_mime_type(read.mime_type);
+            return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
+        }
+        Err(McpError::resource_not_found(
+            format!("no resource {}; resources/list names them", request.uri),
+            None,
+        ))
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.registry.tools.iter().find(|t| t.name == name).cloned()
     }
@@ -535,6 +634,16 @@ impl ServerHandler for DshkitServer {
         let logged = std::mem::take(&mut *logged.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for (level, message) in logged {
             send_log(&context.peer, level, &name, message).await;
+        }
+        let linked = outcome.as_ref().is_some_and(|result| {
+            result
+                .content
+                .iter()
+                .any(|c| matches!(c, ContentBlock::ResourceLink(_)))
+        });
+        if linked {
+            // What the call wrote is new evidence: the resource list changed.
+            let _ = context.peer.notify_resource_list_changed().await;
         }
         match outcome {
             Some(result) => Ok(result.into()),

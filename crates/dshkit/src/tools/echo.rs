@@ -84,57 +84,61 @@ fn is_cassette(path: &Path) -> bool {
         .is_ok_and(|v| v["type"] == "header" && v.get("formatVersion").is_some())
 }
 
+/// The cassettes under `root` (skipping hidden, `node_modules` and `target`
+/// directories), at most [`MAX_LISTED`] after at most [`MAX_DIRS`] directories;
+/// whether the walk stopped at a bound.
+fn cassette_paths(root: PathBuf) -> (Vec<PathBuf>, bool) {
+    let mut found = Vec::new();
+    let mut stack = vec![root];
+    let mut dirs = 0;
+    while let Some(dir) = stack.pop() {
+        dirs += 1;
+        if dirs > MAX_DIRS || found.len() >= MAX_LISTED {
+            return (found, true);
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(kind) = entry.file_type() else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if kind.is_dir() && !name.starts_with('.') && !matches!(name.as_str(), "node_modules" | "target")
+            {
+                stack.push(entry.path());
+            } else if kind.is_file()
+                && Path::new(&name)
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
+                && is_cassette(&entry.path())
+            {
+                found.push(entry.path());
+            }
+        }
+    }
+    (found, false)
+}
+
 impl EchoFamily {
     fn list(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: ListArgs = arguments(CASSETTES, args)?;
         let root = inside(&self.workspace, args.dir.as_deref().unwrap_or("."))?;
         let workspace = std::fs::canonicalize(&self.workspace).unwrap_or_default();
-        let mut found = Vec::new();
-        let mut stack = vec![root];
-        let mut dirs = 0;
-        let mut truncated = false;
-        while let Some(dir) = stack.pop() {
-            dirs += 1;
-            if dirs > MAX_DIRS || found.len() >= MAX_LISTED {
-                truncated = true;
-                break;
-            }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.filter_map(Result::ok) {
-                let Ok(kind) = entry.file_type() else { continue };
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if kind.is_dir()
-                    && !name.starts_with('.')
-                    && !matches!(name.as_str(), "node_modules" | "target")
-                {
-                    stack.push(entry.path());
-                } else if kind.is_file()
-                    && Path::new(&name)
-                        .extension()
-                        .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
-                    && is_cassette(&entry.path())
-                {
-                    let path = entry.path();
-                    let summary = match cassette::read(&path) {
-                        Ok(loaded) => json!({
-                            "path": path.strip_prefix(&workspace).unwrap_or(&path),
-                            "interactions": loaded.cassette.interactions().count(),
-                            "transport": loaded.cassette.header.transport,
-                            "era": loaded.cassette.header.era,
-                            "server": loaded.cassette.header.server_info.as_ref().and_then(|s| s["name"].as_str().map(str::to_owned)),
-                            "redacted": loaded.cassette.header.redacted,
-                            "warnings": loaded.warnings.len(),
-                        }),
-                        Err(e) => {
-                            json!({ "path": path.strip_prefix(&workspace).unwrap_or(&path), "error": e.to_string() })
-                        }
-                    };
-                    found.push(summary);
-                }
-            }
-        }
+        let (paths, truncated) = cassette_paths(root);
+        let found: Vec<Value> = paths
+            .into_iter()
+            .map(|path| match cassette::read(&path) {
+                Ok(loaded) => json!({
+                    "path": path.strip_prefix(&workspace).unwrap_or(&path),
+                    "interactions": loaded.cassette.interactions().count(),
+                    "transport": loaded.cassette.header.transport,
+                    "era": loaded.cassette.header.era,
+                    "server": loaded.cassette.header.server_info.as_ref().and_then(|s| s["name"].as_str().map(str::to_owned)),
+                    "redacted": loaded.cassette.header.redacted,
+                    "warnings": loaded.warnings.len(),
+                }),
+                Err(e) => json!({ "path": path.strip_prefix(&workspace).unwrap_or(&path), "error": e.to_string() }),
+            })
+            .collect();
         let text = if found.is_empty() {
             "no cassettes in the workspace".to_owned()
         } else {
@@ -314,6 +318,32 @@ impl ToolFamily for EchoFamily {
                 DIFF => self.diff(call.arguments),
                 _ => self.inspect(call.arguments),
             }
+        })
+    }
+
+    fn serves_resources(&self) -> bool {
+        true
+    }
+
+    fn resources(&self) -> Vec<dshkit_mcp::ResourceSpec> {
+        let (paths, _) = cassette_paths(self.workspace.clone());
+        super::resources::cassettes(&self.workspace, paths)
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> Option<BoxFuture<'a, Result<dshkit_mcp::ResourceRead, ToolFailure>>> {
+        uri.starts_with(super::resources::CASSETTES).then(|| {
+            Box::pin(async move {
+                let (workspace, uri) = (self.workspace.clone(), uri.to_owned());
+                tokio::task::spawn_blocking(move || {
+                    let read = super::resources::read_cassette(&workspace, &uri, is_cassette)?;
+                    Ok(read)
+                })
+                .await
+                .map_err(|e| ToolFailure::new(e.to_string()))?
+            }) as BoxFuture<'a, _>
         })
     }
 }

@@ -6,6 +6,7 @@ mod devtools;
 mod echo;
 mod liveloop;
 mod liveloop_app;
+mod resources;
 
 use std::sync::Arc;
 

@@ -7,6 +7,7 @@
 //! - `dns-rebinding-protection`: Host/Origin validation.
 //! - `prompts-list`: dshkit serves the `plugin-fault-diagnosis` prompt.
 //! - `logging-set-level`: dshkit declares logging and honours `logging/setLevel`.
+//! - `resources-list`: evidence and cassettes are listed as resources.
 //!
 //! Not applicable, and why:
 //! - `tools-call-*` (simple-text, image, audio, embedded-resource, mixed-content,
@@ -16,7 +17,13 @@
 //! - `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`: fixture tools that
 //!   elicit; dshkit's tools never ask the client for input.
 //! - `completion-complete`: no completions capability (no prompts or templates).
-//! - `resources-*`: dshkit serves no resources.
+//! - `resources-read-text`, `resources-read-binary`, `resources-templates-read`:
+//!   each reads a fixture URI (`test://static-text`, `test://template/{id}/data`)
+//!   that only the suite's reference server defines; dshkit's own text and blob
+//!   reads are tested in `liveloop_tool.rs` and `echo.rs`.
+//! - `resources-subscribe`, `resources-unsubscribe`: dshkit announces list changes
+//!   (`listChanged`), not per-resource subscriptions; evidence files never change
+//!   once written.
 //! - `prompts-get-simple`, `prompts-get-with-args`, `prompts-get-embedded-resource`,
 //!   `prompts-get-with-image`: each gets a fixture prompt (`test_simple_prompt`, ...)
 //!   that only the suite's reference server defines.
@@ -42,6 +49,7 @@ const APPLICABLE: &[&str] = &[
     "dns-rebinding-protection",
     "prompts-list",
     "logging-set-level",
+    "resources-list",
 ];
 
 /// Runs one scenario and returns its checks.

@@ -619,6 +619,43 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
     let outside = mcp.call(3, "echo_inspect", &json!({"cassette": "../../etc/passwd"}));
     assert_eq!(outside["result"]["isError"], true);
 
+    // The cassette is a resource too, redacted again when read; nothing else is.
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 20, "method": "resources/list"}).to_string());
+    let resources = mcp.recv();
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        ["dshkit://cassettes/recordings/legacy.jsonl"],
+        "{resources}"
+    );
+    let read = |mcp: &mut crate::mcp_stdio::Session, id: u64, uri: &str| {
+        mcp.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
+                .to_string(),
+        );
+        mcp.recv()
+    };
+    let cassette = read(&mut mcp, 21, "dshkit://cassettes/recordings/legacy.jsonl");
+    let text = cassette["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        !text.contains("ghp_ABCDEF") && text.contains("[REDACTED:github:"),
+        "{cassette}"
+    );
+    assert_eq!(text.lines().count(), 2, "the JSONL, line for line");
+    for refused in [
+        "dshkit://cassettes/recordings/notes.jsonl",
+        "dshkit://cassettes/../../etc/passwd",
+        "dshkit://cassettes/recordings/../../../etc/passwd",
+    ] {
+        let answer = read(&mut mcp, 22, refused);
+        assert!(answer["error"].is_object(), "{refused}: {answer}");
+    }
+
     // The same recording with the tool's required argument list grown: breaking.
     let text = std::fs::read_to_string(recordings.join("legacy.jsonl")).unwrap();
     let listed = r#"{"type":"interaction","ordinal":2,"request":{"jsonrpc":"2.0","id":2,"method":"tools/list"},"responses":[{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"fetch","inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}]}}],"ms":1}"#;

@@ -646,6 +646,9 @@ fn a_verification_reports_each_stage_as_progress_before_its_result() {
         if message["id"] == 2 {
             break message;
         }
+        if message["method"] == "notifications/resources/list_changed" {
+            continue; // the evidence it wrote
+        }
         assert_eq!(message["method"], "notifications/progress", "{message}");
         assert_eq!(message["params"]["progressToken"], "verify-1");
         stages.push((
@@ -708,7 +711,9 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
     assert!(logs.is_empty(), "the first launch is no news: {logs:?}");
     // The browser dies under dshkit: the next open relaunches it and says so.
     for pid in dshkit_test::processes_mentioning(&tmp_path) {
-        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !dshkit_test::processes_mentioning(&tmp_path).is_empty() {
@@ -721,7 +726,10 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
     assert_eq!(logs[0]["level"], "warning");
     assert_eq!(logs[0]["logger"], "dshkit/liveloop_browser");
     assert!(
-        logs[0]["data"].as_str().unwrap().contains("launched a new browser"),
+        logs[0]["data"]
+            .as_str()
+            .unwrap()
+            .contains("launched a new browser"),
         "{logs:?}"
     );
 
@@ -729,7 +737,10 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
     let adopt = json!({"operation": "adopt", "url": server.url("/")});
     let (logs, _) = call_collecting_logs(&mut mcp, 3, "liveloop_runtime", &adopt);
     assert!(logs.is_empty(), "{logs:?}");
-    mcp.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "info"}}).to_string());
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "info"}})
+            .to_string(),
+    );
     assert_eq!(mcp.recv()["result"], json!({}));
     let (logs, adopted) = call_collecting_logs(&mut mcp, 5, "liveloop_runtime", &adopt);
     assert_eq!(adopted["result"]["isError"], false, "{adopted}");
@@ -740,8 +751,142 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
         "{logs:?}"
     );
     // At error, nothing dshkit logs is sent.
-    mcp.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "error"}}).to_string());
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "logging/setLevel", "params": {"level": "error"}})
+            .to_string(),
+    );
     assert_eq!(mcp.recv()["result"], json!({}));
     let (logs, _) = call_collecting_logs(&mut mcp, 7, "liveloop_runtime", &adopt);
     assert!(logs.is_empty(), "{logs:?}");
+}
+
+#[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario reads best as one story"
+)]
+fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resources() {
+    use base64::Engine as _;
+    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    let init = mcp.initialize("2025-11-25");
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["listChanged"], true,
+        "{init}"
+    );
+
+    let request = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "liveloop_verify",
+        "arguments": {"appUrl": server.url("/"), "assertions": [{"kind": "text_present", "text": "Todo"}], "allowConsoleErrors": true}}});
+    mcp.send(&request.to_string());
+    let mut changed = false;
+    let verified = loop {
+        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        if message["id"] == 2 {
+            break message;
+        }
+        changed |= message["method"] == "notifications/resources/list_changed";
+    };
+    assert!(
+        changed,
+        "new evidence changes the resource list, before the result"
+    );
+    let links: Vec<&Value> = verified["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "resource_link")
+        .collect();
+    let report_path = structured(&verified)["reportPath"].as_str().unwrap().to_owned();
+    let report_uri = format!(
+        "dshkit://evidence/{}",
+        report_path.strip_prefix(&format!("{evidence_root}/")).unwrap()
+    );
+    assert!(
+        links
+            .iter()
+            .any(|l| l["uri"] == report_uri.as_str() && l["mimeType"] == "application/json"),
+        "{links:?}"
+    );
+    let png = links
+        .iter()
+        .find(|l| l["mimeType"] == "image/png")
+        .expect("the screenshot is linked");
+
+    let read = |mcp: &mut Session, id: u64, uri: &str| {
+        mcp.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
+                .to_string(),
+        );
+        mcp.recv()
+    };
+    let report = read(&mut mcp, 3, &report_uri);
+    let text = report["result"]["contents"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap()["verdict"],
+        structured(&verified)["verdict"]
+    );
+    let image = read(&mut mcp, 4, png["uri"].as_str().unwrap());
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(image["result"]["contents"][0]["blob"].as_str().unwrap())
+        .unwrap();
+    let on_disk = std::fs::read(
+        evidence.path().join(
+            png["uri"]
+                .as_str()
+                .unwrap()
+                .strip_prefix("dshkit://evidence/")
+                .unwrap(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(bytes, on_disk, "the blob is the saved screenshot");
+
+    // Paths stay inside the root: no `..`, no symbolic link out of it.
+    std::os::unix::fs::symlink("/etc", evidence.path().join("verify/escape")).unwrap();
+    for uri in [
+        "dshkit://evidence/../../etc/passwd",
+        "dshkit://evidence/verify/escape/passwd",
+        "dshkit://evidence/verify/x",
+    ] {
+        assert!(read(&mut mcp, 5, uri)["error"].is_object(), "{uri}");
+    }
+
+    // Listed in pages of 100 with a cursor.
+    let many = evidence.path().join("verify/many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..150 {
+        std::fs::write(many.join(format!("r{i:03}.json")), "{}").unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 10.. {
+        let mut params = json!({});
+        if let Some(c) = &cursor {
+            params["cursor"] = json!(c);
+        }
+        mcp.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/list", "params": params}).to_string(),
+        );
+        let page = mcp.recv();
+        let items = page["result"]["resources"].as_array().unwrap();
+        assert!(items.len() <= 100, "{}", items.len());
+        seen.extend(items.iter().map(|r| r["uri"].as_str().unwrap().to_owned()));
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert!(
+        seen.len() >= 152,
+        "150 files and the verification's own: {}",
+        seen.len()
+    );
+    assert!(seen.contains(&report_uri));
+    assert!(
+        !seen.iter().any(|u| u.contains("escape")),
+        "a symlinked directory is not listed"
+    );
 }

@@ -90,10 +90,17 @@ impl Session {
         self.call_within(id, name, arguments, Duration::from_secs(20))
     }
 
-    /// A call whose answer may take up to `within` (a slow operation on a loaded machine).
+    /// A call whose answer may take up to `within` (a slow operation on a loaded
+    /// machine). Notifications before the answer (logs, a changed resource list)
+    /// are skipped; tests of them read with `send` and `recv`.
     pub(crate) fn call_within(&mut self, id: u64, name: &str, arguments: &Value, within: Duration) -> Value {
         self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string());
-        self.recv_within(within)
+        loop {
+            let message = self.recv_within(within);
+            if message.get("id").is_some() || message.get("method").is_none() {
+                return message;
+            }
+        }
     }
 
     fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
