@@ -103,22 +103,36 @@ impl PreviewManager {
         if state.sessions.len() >= self.config.max_sessions {
             return Err(PreviewError::SessionLimit(self.config.max_sessions));
         }
-        let browser = self.browser(&mut state).await?;
         let policy = NetworkPolicy {
             origin,
             allow_hosts: self.config.allow_hosts.clone(),
             resolver: Arc::clone(&self.config.resolver),
             dns_timeout: self.config.dns_timeout,
         };
-        let session = PreviewSession::open(
-            browser,
-            new_id()?,
-            owner.to_owned(),
-            policy,
-            viewport,
-            parsed.as_str(),
-        )
-        .await?;
+        let mut retried = false;
+        let session = loop {
+            let browser = self.browser(&mut state).await?;
+            match PreviewSession::open(
+                browser,
+                new_id()?,
+                owner.to_owned(),
+                policy.clone(),
+                viewport,
+                parsed.as_str(),
+            )
+            .await
+            {
+                // The browser died so recently that the sweep still saw it alive:
+                // forget it and open in a new one, once.
+                Err(error) if error.code() == "BROWSER_GONE" && !retried => {
+                    tracing::warn!("the preview browser is gone; launching a new one for this open");
+                    state.sessions.clear();
+                    state.browser = None;
+                    retried = true;
+                }
+                other => break other?,
+            }
+        };
         let session = Arc::new(session);
         session.touch();
         state.sessions.insert(session.id.clone(), Arc::clone(&session));

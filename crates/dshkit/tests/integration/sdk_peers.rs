@@ -125,6 +125,30 @@ fn the_inspector_cli_uses_dshkit_over_stdio() {
     target(&mut call);
     call.args(["--method", "tools/call", "--tool-name", "dshkit_doctor"]);
     check_inspector_run(list, call);
+
+    // The evidence of the server's environment, as the Inspector lists it.
+    let evidence = home.path().join("evidence");
+    let report = evidence.join("verify/pv-1/verify-1.json");
+    std::fs::create_dir_all(report.parent().unwrap()).unwrap();
+    std::fs::write(&report, r#"{"verdict":"VERIFIED"}"#).unwrap();
+    let mut resources = inspector(&peers, home.path());
+    resources
+        .arg("-e")
+        .arg(format!("DSHKIT_EVIDENCE_ROOT={}", evidence.display()));
+    target(&mut resources);
+    resources.args(["--method", "resources/list"]);
+    let out = output(&mut resources);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let listed = stdout_json(&out);
+    assert!(
+        listed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["uri"] == "dshkit://evidence/verify/pv-1/verify-1.json"
+                && r["mimeType"] == "application/json"),
+        "{listed}"
+    );
 }
 
 #[test]
@@ -156,4 +180,108 @@ fn the_inspector_cli_uses_dshkit_over_http_with_the_token() {
         "dshkit_doctor",
     ]);
     check_inspector_run(list, call);
+}
+
+/// The evidence report of `sdk-evidence.mjs`: at least 5 progress stages, the
+/// screenshot as image content equal to the saved (and linked) PNG, every linked
+/// file listed and readable, the list announced as changed, and a warning after
+/// the browser was killed under the server.
+fn assert_evidence_report(report: &Value, evidence_root: &std::path::Path) {
+    use sha2::Digest as _;
+    assert!(
+        report["capabilities"]["resources"]["listChanged"] == true,
+        "{report}"
+    );
+    assert!(report["capabilities"]["logging"].is_object(), "{report}");
+    let progress = report["progress"].as_array().unwrap();
+    assert!(progress.len() >= 5, "{progress:?}");
+    assert!(
+        progress
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .starts_with("verdict: "),
+        "{progress:?}"
+    );
+    assert!(
+        report["listChangedBeforeResult"].as_u64().unwrap() >= 1,
+        "{report}"
+    );
+    let png_link = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["mimeType"] == "image/png")
+        .unwrap_or_else(|| panic!("the screenshot is linked: {report}"));
+    let uri = png_link["uri"].as_str().unwrap();
+    let on_disk = std::fs::read(evidence_root.join(uri.strip_prefix("dshkit://evidence/").unwrap())).unwrap();
+    let saved = hex::encode(sha2::Sha256::digest(&on_disk));
+    assert_eq!(report["images"][0]["mimeType"], "image/png");
+    assert_eq!(
+        report["images"][0]["sha256"],
+        saved.as_str(),
+        "the image is the saved screenshot"
+    );
+    let listed = report["listed"].as_array().unwrap();
+    for read in report["reads"].as_array().unwrap() {
+        assert!(listed.contains(&read["uri"]), "{read} is listed");
+        if read["uri"] == uri {
+            assert_eq!(
+                read["sha256"],
+                saved.as_str(),
+                "the read blob is the saved screenshot"
+            );
+        }
+    }
+    assert!(
+        report["reads"].as_array().unwrap().len() >= 2,
+        "report and screenshot: {report}"
+    );
+    assert_eq!(
+        (report["firstOpen"].as_bool(), report["reopened"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let logs = report["logsAfterRelaunch"].as_array().unwrap();
+    assert!(
+        logs.iter().any(
+            |l| l["level"] == "warning" && l["data"].as_str().unwrap().contains("launched a new browser")
+        ),
+        "{report}"
+    );
+}
+
+const TODO_APP: &str = "<!doctype html><title>Todo</title><h1>Todo</h1><p>Nothing yet.</p>";
+
+#[test]
+fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_and_http() {
+    let peers = Peers::get();
+    let app = dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html(TODO_APP.into()))]);
+    let home = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let out = output(
+        node(&peers, home.path())
+            .env("DSHKIT_EVIDENCE_ROOT", evidence.path())
+            .arg(peers.script("sdk-evidence.mjs"))
+            .arg(app.url("/"))
+            .arg("stdio")
+            .arg(dshkit())
+            .arg("mcp"),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_evidence_report(&stdout_json(&out), evidence.path());
+
+    let server = start_http(&[]);
+    let out = output(
+        node(&peers, home.path())
+            .arg(peers.script("sdk-evidence.mjs"))
+            .arg(app.url("/"))
+            .args(["http", &server.url, &server.token])
+            .arg(server.guard.pid().to_string()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = stdout_json(&out);
+    // The HTTP server's evidence root is under its own isolated home.
+    let root = server.home().join(".state/dshkit/evidence");
+    assert_evidence_report(&report, &root);
 }

@@ -34,7 +34,14 @@ pub(crate) struct HttpServer {
     pub(crate) url: String,
     pub(crate) token: String,
     pub(crate) guard: ChildGuard,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl HttpServer {
+    /// The server's isolated home (its state, evidence and config live under it).
+    pub(crate) fn home(&self) -> &Path {
+        self.home.path()
+    }
 }
 
 pub(crate) fn start_http(extra: &[&str]) -> HttpServer {
@@ -56,7 +63,7 @@ pub(crate) fn start_http(extra: &[&str]) -> HttpServer {
         url,
         token,
         guard,
-        _home: home,
+        home,
     }
 }
 
