@@ -1259,3 +1259,60 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
         "a peer finds a secret dshkit left: {redacted:#?}"
     );
 }
+
+/// Sends `request` and returns the progress messages before its answer, and the answer.
+fn with_progress(mcp: &mut crate::mcp_stdio::Session, request: &Value) -> (Vec<String>, Value) {
+    mcp.send(&request.to_string());
+    let mut stages = Vec::new();
+    loop {
+        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        if message["id"] == request["id"] {
+            return (stages, message);
+        }
+        if message["method"] == "notifications/progress" {
+            stages.push(message["params"]["message"].as_str().unwrap().to_owned());
+        }
+    }
+}
+
+#[test]
+fn a_recorded_verification_replays_its_progress_notifications() {
+    let app = dshkit_test::FixtureServer::start(vec![(
+        "/",
+        dshkit_test::Fixture::Html("<!doctype html><title>Todo</title><h1>Todo</h1>".into()),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("verify.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let evidence = dir.path().join("evidence");
+    let evidence_arg = evidence.to_str().unwrap();
+    let bin = crate::support::dshkit();
+    let bin_arg = bin.to_str().unwrap();
+    let verify = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "liveloop_verify", "_meta": {"progressToken": "v"},
+        "arguments": {"appUrl": app.url("/"), "assertions": [{"kind": "text_present", "text": "Todo"}]}}});
+
+    let mut recording = crate::mcp_stdio::Session::start_dshkit(
+        &["echo", "record", "-o", cassette_arg, "--", bin_arg, "mcp"],
+        &[("DSHKIT_EVIDENCE_ROOT", evidence_arg)],
+    );
+    recording.initialize("2025-11-25");
+    let (live_stages, live) = with_progress(&mut recording, &verify);
+    assert_eq!(
+        live["result"]["structuredContent"]["verdict"], "VERIFIED",
+        "{live}"
+    );
+    assert!(live_stages.len() >= 5, "{live_stages:?}");
+    assert!(recording.finish(std::time::Duration::from_mins(1)).success());
+
+    // The app is gone: only the cassette answers, stage for stage.
+    drop(app);
+    let mut replaying = crate::mcp_stdio::Session::start_dshkit(&["echo", "replay", cassette_arg], &[]);
+    replaying.initialize("2025-11-25");
+    let (replayed_stages, replayed) = with_progress(&mut replaying, &verify);
+    assert_eq!(replayed_stages, live_stages);
+    assert_eq!(
+        replayed["result"]["structuredContent"]["verdict"],
+        live["result"]["structuredContent"]["verdict"]
+    );
+}

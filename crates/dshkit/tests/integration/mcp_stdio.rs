@@ -24,9 +24,16 @@ impl Session {
 
     /// `dshkit mcp` with extra arguments (`--workspace DIR`, ...).
     pub(crate) fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> Self {
+        let mut all = vec!["mcp"];
+        all.extend_from_slice(args);
+        Self::start_dshkit(&all, extra_env)
+    }
+
+    /// `dshkit` with `args` (an MCP server over stdio: `echo replay FILE`, ...).
+    pub(crate) fn start_dshkit(args: &[&str], extra_env: &[(&str, &str)]) -> Self {
         let home = tempfile::tempdir().unwrap();
         let mut command = dshkit_command(home.path());
-        command.arg("mcp").args(args);
+        command.args(args);
         for (k, v) in extra_env {
             command.env(k, v);
         }
@@ -101,6 +108,12 @@ impl Session {
                 return message;
             }
         }
+    }
+
+    /// Closes stdin and waits for the server to end.
+    pub(crate) fn finish(mut self, within: Duration) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.wait_exit(within)
     }
 
     fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
