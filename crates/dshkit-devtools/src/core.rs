@@ -138,6 +138,11 @@ impl DebugCore {
         }
     }
 
+    /// Waits running now, over all sessions (at most [`MAX_WAITERS`]).
+    pub fn waits_running(&self) -> usize {
+        MAX_WAITERS - self.waiters.available_permits()
+    }
+
     /// The live targets; registry files of dead processes are removed.
     pub fn targets(&self) -> Vec<Target> {
         discover(&self.registry)

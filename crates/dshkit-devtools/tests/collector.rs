@@ -9,7 +9,7 @@ use std::process::ChildStdin;
 use std::time::Duration;
 
 use dshkit_devtools::journal::Change;
-use dshkit_devtools::{DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS};
+use dshkit_devtools::{DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS};
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
 use serde_json::Value;
 
@@ -606,4 +606,51 @@ async fn a_dispatch_replaced_during_an_experiment_is_left_in_place_and_reported(
         found.contains(&("instrumentation-conflict", "event custom/pipe".into())),
         "{found:?}"
     );
+}
+
+#[tokio::test]
+async fn waiters_and_traces_are_bounded_and_say_so() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "profiled");
+    let core = std::sync::Arc::new(DebugCore::new(registry.path().to_owned()));
+    let session = core.attach(None).await.unwrap().session;
+
+    // 32 waits park; the 33rd is refused at once.
+    let mut parked = Vec::new();
+    for _ in 0..MAX_WAITERS {
+        let (core, session) = (std::sync::Arc::clone(&core), session.clone());
+        parked.push(tokio::spawn(async move {
+            core.wait(&session, Some("never/emitted"), Duration::from_secs(30))
+                .await
+        }));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    while core.waits_running() < MAX_WAITERS {
+        assert!(tokio::time::Instant::now() < deadline, "the waits never parked");
+        tokio::task::yield_now().await;
+    }
+    let refused = core
+        .wait(&session, Some("never/emitted"), Duration::from_millis(1))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, DebugError::TooManyWaiters), "{refused}");
+    for wait in parked {
+        wait.abort();
+    }
+
+    // 210 traced dispatches keep the newest 200 and count the rest.
+    let started = core
+        .start_experiment(&session, "custom/pipe", Duration::from_secs(30))
+        .await
+        .unwrap();
+    runtime.say("pipe 210", "piped ");
+    let lease = started["lease"].as_str().unwrap();
+    let stopped = core.stop_experiment(&session, lease).await.unwrap();
+    assert_eq!(stopped["last"]["traces"], 200, "{stopped}");
+    assert_eq!(stopped["last"]["tracesDropped"], 10, "{stopped}");
+    assert_eq!(stopped["last"]["dispatches"], 210, "{stopped}");
+    let last_page = core.traces(&session, Some(lease), 180, 100).await.unwrap();
+    assert_eq!(last_page["returned"], 20);
+    assert_eq!(last_page["traces"][19]["id"], 210, "the newest are kept");
+    assert!(last_page["cursor"].is_null());
 }
