@@ -70,5 +70,6 @@ report.firstOpen = !opened.isError;
 report.reopened = !reopened.isError;
 report.reopenedText = reopened.isError ? reopened.content[0]?.text : undefined;
 report.logsAfterRelaunch = logs.slice(before);
+report.listChangedTotal = listChanged;
 await client.close();
 process.stdout.write(JSON.stringify(report) + "\n");

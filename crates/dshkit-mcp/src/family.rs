@@ -234,6 +234,10 @@ pub trait ToolFamily: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Prepares what the first calls will need (a browser) in the background;
+    /// called once when the server starts serving.
+    fn warm(&self) {}
+
     /// Whether the family serves resources (so the server declares them).
     fn serves_resources(&self) -> bool {
         false

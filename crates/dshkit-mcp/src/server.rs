@@ -293,6 +293,13 @@ impl DshkitServer {
         }
     }
 
+    /// Lets every family prepare in the background; call once when serving starts.
+    pub fn warm(&self) {
+        for family in &self.registry.families {
+            family.warm();
+        }
+    }
+
     /// Lets every family release what it holds; call once before exit.
     pub async fn shutdown(&self) {
         for family in &self.registry.families {

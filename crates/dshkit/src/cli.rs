@@ -375,6 +375,12 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH", hide = true, requires = "http")]
     pub(crate) url_file: Option<PathBuf>,
 
+    /// Do not launch the preview browser at startup (it is launched in the
+    /// background when the liveloop tools are served, so the first open is fast,
+    /// and closed after the idle timeout without sessions).
+    #[arg(long)]
+    pub(crate) no_prewarm: bool,
+
     /// Tool families to expose, comma-separated (default: all). Known: core, liveloop, check, echo, devtools.
     #[arg(long, value_delimiter = ',', value_name = "FAMILIES")]
     pub(crate) tools: Option<Vec<String>>,

@@ -57,6 +57,8 @@ struct State {
     sessions: HashMap<String, Arc<PreviewSession>>,
     /// Whether a browser was ever running, so the next launch is a relaunch.
     launched_before: bool,
+    /// The last time a caller used the manager (the browser's idleness).
+    last_used: Option<std::time::Instant>,
 }
 
 /// All preview sessions of one dshkit process.
@@ -200,9 +202,53 @@ impl PreviewManager {
         state.browser = None;
     }
 
+    /// Launches the browser now, in the background, so the first open finds it
+    /// running; from then on closes it whenever it has held no session for the
+    /// idle timeout (the next open launches it again). Ends with the manager.
+    pub fn prewarm(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let manager = Arc::downgrade(self);
+        tokio::spawn(async move {
+            {
+                let Some(this) = manager.upgrade() else { return };
+                let mut state = this.state.lock().await;
+                state.last_used = Some(std::time::Instant::now());
+                match this.browser(&mut state).await {
+                    Ok(_) => tracing::debug!("prewarmed the preview browser"),
+                    Err(e) => {
+                        tracing::warn!(%e, "could not prewarm the preview browser; the first open launches it");
+                    }
+                }
+            }
+            loop {
+                let deadline = {
+                    let Some(this) = manager.upgrade() else { return };
+                    let idle = this.config.idle_timeout;
+                    let mut state = this.state.lock().await;
+                    let since = state.last_used.unwrap_or_else(std::time::Instant::now);
+                    if state.browser.is_some() && state.sessions.is_empty() && since.elapsed() >= idle {
+                        tracing::info!("closing the preview browser: no session for {}s", idle.as_secs());
+                        state.browser = None;
+                        // A deliberate close: the next launch is no relaunch.
+                        state.launched_before = false;
+                    }
+                    // Next look: when the browser would have been idle long enough
+                    // (with no browser, one idle timeout from now).
+                    let now = std::time::Instant::now();
+                    if state.browser.is_none() {
+                        now + idle
+                    } else {
+                        (since + idle).max(now + Duration::from_secs(1))
+                    }
+                };
+                tokio::time::sleep_until(deadline.into()).await;
+            }
+        })
+    }
+
     /// Checks the browser is alive (dropping every session if not) and closes idle
     /// sessions.
     async fn sweep(&self, state: &mut State) {
+        state.last_used = Some(std::time::Instant::now());
         if state.browser.as_mut().is_some_and(|browser| !browser.is_alive()) {
             tracing::warn!("the preview browser is gone; closing its sessions");
             state.sessions.clear();

@@ -69,6 +69,9 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     }
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
+    if !args.no_prewarm {
+        server.warm();
+    }
 
     let Some(addr) = args.http else {
         tracing::info!(tools = ?server.tool_names(), "serving MCP over stdio");

@@ -890,3 +890,47 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
         "a symlinked directory is not listed"
     );
 }
+
+#[test]
+fn the_preview_browser_is_launched_at_startup_unless_told_not_to() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
+    let warm_tmp = tempfile::tempdir().unwrap();
+    let warm_path = warm_tmp.path().display().to_string();
+    let mut warm = Session::start(&[("TMPDIR", warm_path.as_str())]);
+    warm.initialize("2025-11-25");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while processes_mentioning(&warm_path).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no browser was launched at startup"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let opened = warm.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    structured(&opened);
+
+    let cold_tmp = tempfile::tempdir().unwrap();
+    let cold_path = cold_tmp.path().display().to_string();
+    let mut cold = Session::start_with(&["--no-prewarm"], &[("TMPDIR", cold_path.as_str())]);
+    cold.initialize("2025-11-25");
+    cold.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string());
+    assert_eq!(cold.recv()["id"], 1);
+    assert!(
+        processes_mentioning(&cold_path).is_empty(),
+        "--no-prewarm launches nothing"
+    );
+    let opened = cold.call(
+        2,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    structured(&opened);
+    assert!(
+        !processes_mentioning(&cold_path).is_empty(),
+        "the first open launches it"
+    );
+}

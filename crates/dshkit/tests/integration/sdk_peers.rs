@@ -186,7 +186,7 @@ fn the_inspector_cli_uses_dshkit_over_http_with_the_token() {
 /// screenshot as image content equal to the saved (and linked) PNG, every linked
 /// file listed and readable, the list announced as changed, and a warning after
 /// the browser was killed under the server.
-fn assert_evidence_report(report: &Value, evidence_root: &std::path::Path) {
+fn assert_evidence_report(report: &Value, evidence_root: &std::path::Path, stdio: bool) {
     use sha2::Digest as _;
     assert!(
         report["capabilities"]["resources"]["listChanged"] == true,
@@ -204,10 +204,14 @@ fn assert_evidence_report(report: &Value, evidence_root: &std::path::Path) {
             .starts_with("verdict: "),
         "{progress:?}"
     );
-    assert!(
-        report["listChangedBeforeResult"].as_u64().unwrap() >= 1,
-        "{report}"
-    );
+    // Over stdio the announcement comes before the result; over HTTP it is not
+    // tied to the request, so it travels on the client's standalone stream.
+    let announced = if stdio {
+        "listChangedBeforeResult"
+    } else {
+        "listChangedTotal"
+    };
+    assert!(report[announced].as_u64().unwrap() >= 1, "{report}");
     let png_link = report["links"]
         .as_array()
         .unwrap()
@@ -269,7 +273,7 @@ fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_
             .arg("mcp"),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_evidence_report(&stdout_json(&out), evidence.path());
+    assert_evidence_report(&stdout_json(&out), evidence.path(), true);
 
     let server = start_http(&[]);
     let out = output(
@@ -283,5 +287,5 @@ fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_
     let report = stdout_json(&out);
     // The HTTP server's evidence root is under its own isolated home.
     let root = server.home().join(".state/dshkit/evidence");
-    assert_evidence_report(&report, &root);
+    assert_evidence_report(&report, &root, false);
 }
