@@ -112,7 +112,9 @@ export async function apply(ctx, config) {
   }
   const env = sidecarEnv(config);
   const described = await describe(ctx, binary, env);
-  const sidecar = new Sidecar(ctx, [binary, 'mcp', '--stdio'], env);
+  // The sidecar starts on a tool's first call, so a browser prewarmed at its
+  // start would have no head start on that call: it launches on demand instead.
+  const sidecar = new Sidecar(ctx, [binary, 'mcp', '--stdio', '--no-prewarm'], env);
   ctx.effect(() => () => sidecar.stop(), 'dshkit sidecar');
   const verifications = new Verifications();
   const stages = new RunningStages();
