@@ -307,8 +307,53 @@ pub(crate) fn run() -> anyhow::Result<()> {
         }
         report(&ours, &peer);
     }
+    spawn_to_first_open(&dshkit_binary, &work, &url)?;
     let _ = std::fs::remove_dir_all(&work);
     println!("\ngoals: >= 2x faster sequence, snapshot <= 1/3 the size, tool RSS <= 1/4");
+    Ok(())
+}
+
+/// Spawns of `dshkit mcp` timed to the first `open` result, with the browser
+/// prewarmed at startup and without (`--no-prewarm`), interleaved.
+fn spawn_to_first_open(binary: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::Result<()> {
+    const SPAWNS: usize = 5;
+    let mut at_once: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    let mut after_idle: [Vec<Duration>; 2] = [Vec::new(), Vec::new()];
+    let spawn = |extra: Option<&str>| {
+        let mut command = Command::new(binary);
+        command
+            .args(["mcp", "--tools", "liveloop"])
+            .args(extra)
+            .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
+            .env("HOME", work);
+        StdioClient::start(&mut command)
+    };
+    let open = json!({"operation": "open", "url": url});
+    for _ in 0..SPAWNS {
+        for (slot, extra) in [(0, None), (1, Some("--no-prewarm"))] {
+            let start = Instant::now();
+            let mut client = spawn(extra)?;
+            client.call_tool(1, "liveloop_browser", &open)?;
+            at_once[slot].push(start.elapsed());
+            drop(client);
+            // A host that connects, then calls a second later.
+            let mut client = spawn(extra)?;
+            std::thread::sleep(Duration::from_secs(1));
+            let start = Instant::now();
+            client.call_tool(1, "liveloop_browser", &open)?;
+            after_idle[slot].push(start.elapsed());
+        }
+    }
+    println!(
+        "\nspawn → first open result, median of {SPAWNS}: prewarmed {}, --no-prewarm {} (goal: <= 800 ms)",
+        micros(median(&at_once[0])),
+        micros(median(&at_once[1]))
+    );
+    println!(
+        "first open one idle second after the handshake: prewarmed {}, --no-prewarm {} (goal: <= 250 ms)",
+        micros(median(&after_idle[0])),
+        micros(median(&after_idle[1]))
+    );
     Ok(())
 }
 
