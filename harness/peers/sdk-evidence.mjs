@@ -27,7 +27,7 @@ const report = { capabilities: client.getServerCapabilities() };
 
 const progress = [];
 const verified = await client.callTool(
-  { name: "liveloop_verify", arguments: { appUrl, assertions: [{ kind: "text_present", text: "Todo" }], allowConsoleErrors: true, image: true } },
+  { name: "liveloop_verify", arguments: { appUrl, steps: [{ action: "press", key: "Tab" }], assertions: [{ kind: "text_present", text: "Todo" }], allowConsoleErrors: true, image: true } },
   undefined,
   { onprogress: (p) => progress.push(p.message) },
 );
