@@ -155,9 +155,11 @@ export async function apply(ctx, config) {
  */
 function serveDevtools(ctx, binary, env, dir, listen) {
   const handle = ctx.subprocess.spawn({
-    argv: [binary, 'devtools', '--devtools-dir', dir, 'serve', '--listen', typeof listen === 'string' ? listen : DEVTOOLS_ENDPOINT],
+    // A pipe on stdin that DSH never writes: when DSH ends, even killed outright,
+    // the endpoint sees its end and stops.
+    argv: [binary, 'devtools', '--devtools-dir', dir, 'serve', '--exit-on-stdin-eof', '--listen', typeof listen === 'string' ? listen : DEVTOOLS_ENDPOINT],
     cwd: process.cwd(),
-    stdio: { stdin: 'ignore', stdout: { maxBytes: 4096 }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
+    stdio: { stdin: 'pipe', stdout: { maxBytes: 4096 }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
     graceMs: GRACE_MS,
     env,
   });

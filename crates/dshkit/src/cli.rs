@@ -375,6 +375,11 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "PATH", hide = true, requires = "http")]
     pub(crate) url_file: Option<PathBuf>,
 
+    /// With --http: stop when stdin reaches its end, so a server started by a
+    /// host with a pipe on its stdin ends with that host, even one killed outright.
+    #[arg(long, requires = "http")]
+    pub(crate) exit_on_stdin_eof: bool,
+
     /// Do not launch the preview browser at startup (it is launched in the
     /// background when the liveloop tools are served, so the first open is fast,
     /// and closed after the idle timeout without sessions).
@@ -688,6 +693,10 @@ pub(crate) enum DevtoolsCommand {
     Serve {
         #[arg(long, default_value = "127.0.0.1:43127", value_name = "ADDR")]
         listen: SocketAddr,
+        /// Stop when stdin reaches its end (how the DSH plugin ties the endpoint's
+        /// life to DSH's).
+        #[arg(long)]
+        exit_on_stdin_eof: bool,
     },
     /// A stdio MCP server that forwards to the endpoint, for hosts that only speak
     /// stdio. It reads the token itself (never shows it) and never retries a

@@ -57,10 +57,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 
 fn report(failure: &exit::Failure) -> ExitCode {
     tracing::debug!(error = ?failure.error, "command failed");
-    #[expect(clippy::print_stderr, reason = "the final error message of the CLI")]
-    {
-        eprintln!("dshkit: error: {:#}", failure.error);
-    }
+    output::stderr_line(&format!("dshkit: error: {:#}", failure.error));
     exit::code(failure.code)
 }
 
@@ -73,6 +70,9 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written is lost quietly: reporting it would
+        // `eprintln!` to the same broken stderr and panic the logging task.
+        .log_internal_errors(false)
         .with_ansi(ansi)
         .with_target(false)
         .try_init();

@@ -62,8 +62,13 @@ pub(crate) enum Color {
 
 /// Progress for people, on stderr (stdout carries the result).
 pub(crate) fn progress(message: &str) {
-    #[expect(clippy::print_stderr, reason = "progress lines of a long command")]
-    {
-        eprintln!("dshkit: {message}");
-    }
+    stderr_line(&format!("dshkit: {message}"));
+}
+
+/// One line on stderr. A closed or broken stderr loses the line, never the
+/// process (`eprintln!` would panic, and a panicking signal task would leave a
+/// server that no longer stops on SIGTERM).
+pub(crate) fn stderr_line(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

@@ -92,13 +92,8 @@ fn note_recorded(summary: &dshkit_echo::stdio::RecordSummary) {
 }
 
 fn note(message: &str) {
-    #[expect(
-        clippy::print_stderr,
-        reason = "stdout carries MCP frames; notes go to stderr"
-    )]
-    {
-        eprintln!("dshkit echo: {message}");
-    }
+    // stdout carries MCP frames; notes go to stderr.
+    crate::output::stderr_line(&format!("dshkit echo: {message}"));
 }
 
 pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure> {

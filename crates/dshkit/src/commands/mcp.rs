@@ -69,6 +69,15 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     }
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
+    if args.exit_on_stdin_eof {
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            // Nothing is read from stdin; its end is the host going away.
+            let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut tokio::io::sink()).await;
+            tracing::info!("stdin ended: shutting down");
+            shutdown.cancel();
+        });
+    }
     if !args.no_prewarm {
         server.warm();
     }
@@ -119,13 +128,14 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     let running = serve_http(server.clone(), http_options, shutdown)
         .await
         .map_err(Failure::refused)?;
-    // The one line on stdout, for scripts and test harnesses waiting on readiness.
-    out.write(&format!("dshkit mcp: {}\n", running.url()));
     if let Some(path) = &args.url_file {
         super::write_private(path, format!("{}\n", running.url()).as_bytes())
             .with_context(|| format!("failed to write {}", path.display()))
             .map_err(Failure::runtime)?;
     }
+    // The one line on stdout, for scripts and test harnesses waiting on readiness
+    // (after the URL file: the line means everything is in place).
+    out.write(&format!("dshkit mcp: {}\n", running.url()));
     let finished = running.finished().await;
     if let Some(path) = &args.url_file {
         let _ = std::fs::remove_file(path);
@@ -192,11 +202,13 @@ fn cancel_on_signal(shutdown: CancellationToken) {
             return;
         };
         tokio::spawn(async move {
-            tokio::select! {
-                _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-                _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-            }
+            let name = tokio::select! {
+                _ = int.recv() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+            // Stop first: nothing after this line may keep the server running.
             shutdown.cancel();
+            tracing::info!("{name}: shutting down");
         });
     }
     #[cfg(not(unix))]

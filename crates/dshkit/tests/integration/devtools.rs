@@ -553,3 +553,21 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
         }
     }
 }
+
+#[test]
+fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    let mut serve = LineChild::spawn(
+        dshkit_command(home.path())
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(&registry)
+            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
+    );
+    assert!(serve.next().starts_with("dshkit mcp: "));
+    assert!(registry.join("endpoint").exists());
+    // The host dies: the write end of the endpoint's stdin closes.
+    let output = serve.finish();
+    assert!(!registry.join("endpoint").exists(), "{output}");
+}

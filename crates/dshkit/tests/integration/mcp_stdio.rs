@@ -364,3 +364,45 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
     );
     assert!(described.status.success());
 }
+
+/// A server whose stdout and stderr peer is gone (the host that started it was
+/// killed) still stops on SIGTERM: a log line it cannot write is lost, not fatal.
+#[test]
+fn sigterm_ends_a_server_whose_stderr_is_gone() {
+    use std::io::Read as _;
+    let home = tempfile::tempdir().unwrap();
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut command = dshkit_command(home.path());
+    command
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env("DSHKIT_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs.try_clone().unwrap(),
+        )))
+        .stderr(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+    let mut child = command.spawn().unwrap();
+    let mut ours = ours;
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("dshkit mcp: ") {
+        let n = ours.read(&mut chunk).unwrap();
+        assert!(n > 0, "the server ended before it was ready");
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    drop(ours);
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status:?}");
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("SIGTERM did not end the server");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -24,7 +24,10 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             .join(crate::tools::DEVTOOLS_DIR_NAME)
     });
     match args.command {
-        DevtoolsCommand::Serve { listen } => return serve(listen, &registry, out).await,
+        DevtoolsCommand::Serve {
+            listen,
+            exit_on_stdin_eof,
+        } => return serve(listen, exit_on_stdin_eof, &registry, out).await,
         DevtoolsCommand::Bridge { endpoint } => {
             let endpoint = endpoint
                 .or_else(|| {
@@ -79,7 +82,12 @@ const URL_FILE: &str = "endpoint";
 const DEFAULT_ENDPOINT: &str = "127.0.0.1:43127";
 
 /// `dshkit mcp --http ADDR --tools devtools` with the token in the devtools directory.
-async fn serve(listen: std::net::SocketAddr, registry: &Path, out: Output) -> Result<u8, Failure> {
+async fn serve(
+    listen: std::net::SocketAddr,
+    exit_on_stdin_eof: bool,
+    registry: &Path,
+    out: Output,
+) -> Result<u8, Failure> {
     std::fs::create_dir_all(registry)
         .and_then(|()| {
             use std::os::unix::fs::PermissionsExt as _;
@@ -87,7 +95,7 @@ async fn serve(listen: std::net::SocketAddr, registry: &Path, out: Output) -> Re
         })
         .with_context(|| format!("failed to prepare {}", registry.display()))
         .map_err(Failure::runtime)?;
-    let command_line = [
+    let mut command_line: Vec<std::ffi::OsString> = vec![
         "dshkit".into(),
         "mcp".into(),
         "--http".into(),
@@ -101,6 +109,9 @@ async fn serve(listen: std::net::SocketAddr, registry: &Path, out: Output) -> Re
         "--url-file".into(),
         registry.join(URL_FILE).into_os_string(),
     ];
+    if exit_on_stdin_eof {
+        command_line.push("--exit-on-stdin-eof".into());
+    }
     let cli = <crate::cli::Cli as clap::Parser>::try_parse_from::<_, std::ffi::OsString>(command_line)
         .map_err(|e| Failure::refused(anyhow::anyhow!(e.to_string())))?;
     let crate::cli::Command::Mcp(mcp_args) = cli.command else {
