@@ -558,7 +558,7 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
 fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
     let home = tempfile::tempdir().unwrap();
     let registry = home.path().join("registry");
-    let mut serve = LineChild::spawn(
+    let serve = LineChild::spawn(
         dshkit_command(home.path())
             .arg("devtools")
             .arg("--devtools-dir")
