@@ -1,9 +1,13 @@
 // Cordis DevTools collector: what dshkit's debug core knows about this process's
 // Cordis runtime comes from here. Behaviour-neutral by construction:
-//   - it only subscribes to Cordis's `internal/*` events and returns nothing from
-//     them (a truthy return from an `internal/listener` observer would cancel the
-//     registration; waterfalls are not subscribed at all);
-//   - it never wraps a callback;
+//   - it subscribes to Cordis's topology events (`internal/status`, `plugin`,
+//     `listener`, `service`) and returns nothing from them (a truthy return from
+//     an `internal/listener` observer would cancel the registration; waterfalls
+//     are not subscribed at all);
+//   - while a core is attached it notes each dispatch in a wrapper of
+//     `events.dispatch` that calls the original unchanged (same `this`, same
+//     arguments, its result returned as is), removed by identity on detach;
+//   - it never wraps a listener's callback;
 //   - it sends metadata only: event names, dispatch modes, argument counts, fiber
 //     uids, names, states and effect labels; never argument values, configs,
 //     errors or payloads.
@@ -78,41 +82,108 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
   const clients = new Set();
   const broadcast = (fact) => {
     if (clients.size === 0) return;
+    endRun();
     const line = JSON.stringify({ fact }) + '\n';
     for (const client of clients) client.send(line);
   };
   const now = () => Date.now();
-  // JSON strings of the modes and event names seen, for the dispatch hot path.
-  const jsonCache = new Map();
-  const jsonOf = (value) => {
-    let json = jsonCache.get(value);
-    if (json === undefined) {
-      json = JSON.stringify(String(value));
-      if (jsonCache.size < MAX_EVENTS) jsonCache.set(value, json);
+  // The start of a dispatch fact's line per mode and event name, for the
+  // dispatch hot path (bounded: names beyond it are assembled each time).
+  const prefixes = new Map();
+  let prefixCount = 0;
+  const dispatchPrefix = (mode, name) => {
+    let byName = prefixes.get(mode);
+    if (byName === undefined) { byName = new Map(); prefixes.set(mode, byName); }
+    let prefix = byName.get(name);
+    if (prefix === undefined) {
+      prefix = `{"fact":{"kind":"dispatch","mode":${JSON.stringify(String(mode))},"name":${JSON.stringify(name)},"argc":`;
+      if (prefixCount < MAX_EVENTS * 4) { byName.set(name, prefix); prefixCount++; }
     }
-    return json;
+    return prefix;
   };
 
-  // Dispatches are observed only while a core is attached: Cordis calls each
-  // `internal/dispatch` listener on every event, which costs microseconds even
-  // for one that returns at once. The rare topology events are always observed.
-  let stopDispatches = null;
-  const observeDispatches = (wanted) => {
-    if (wanted && !stopDispatches) {
-      try {
-        // The hot path: the line is assembled from cached pieces (the JSON of
-        // each mode and event name, the millisecond clock) instead of
-        // serialising an object per dispatch.
-        stopDispatches = ctx.on('internal/dispatch', (mode, name, args) => {
-          if (clients.size === 0) return;
-          const line = `{"fact":{"kind":"dispatch","mode":${jsonOf(mode)},"name":${jsonOf(name)},"argc":${Array.isArray(args) ? args.length : 0},"at":${now()}}}\n`;
-          for (const client of clients) client.send(line);
-        }, { global: true });
-      } catch {}
-    } else if (!wanted && stopDispatches) {
-      try { stopDispatches(); } catch {}
-      stopDispatches = null;
+  // Identical dispatches in a row (same mode, name and argument count) within
+  // one turn of the event loop are one fact with a `repeat` count and the time
+  // of the first; the core gives each its own journal sequence. Any other fact
+  // ends the run first, so the order of facts is kept.
+  // The run being counted, as plain variables (no object per run).
+  let runName = null;
+  let runMode = null;
+  let runArgc = 0;
+  let runCount = 0;
+  let runAt = 0;
+  let runScheduled = false;
+  let atMs = -1;
+  let atText = '';
+  const endRun = () => {
+    if (runName === null) return;
+    // The clock's text changes once a millisecond, not once a dispatch.
+    if (runAt !== atMs) { atMs = runAt; atText = String(runAt); }
+    const line = dispatchPrefix(runMode, runName) + runArgc + ',"at":' + atText + (runCount > 1 ? ',"repeat":' + runCount + '}}\n' : '}}\n');
+    runName = null;
+    for (const client of clients) client.send(line);
+  };
+  const startRun = (mode, name, argc) => {
+    endRun();
+    runName = name;
+    runMode = mode;
+    runArgc = argc;
+    runCount = 1;
+    runAt = now();
+    if (!runScheduled) {
+      runScheduled = true;
+      setImmediate(() => {
+        runScheduled = false;
+        endRun();
+        for (const client of clients) client.flush();
+      });
     }
+  };
+  // Dispatches are observed only while a core is attached, by a wrapper of the
+  // runtime's own `events.dispatch` (an own property, removed by identity) that
+  // notes the mode, name and argument count and then calls the original with the
+  // same `this` and arguments, returning its result untouched. A Cordis
+  // `internal/dispatch` listener would cost microseconds per dispatch even if it
+  // returned at once (Cordis resolves, filters and binds listeners for it); the
+  // wrapper costs one line of text. The rare topology events are always observed.
+  let observer = null;
+  const observeDispatches = (wanted) => {
+    const events = root.events;
+    if (!events || typeof events.dispatch !== 'function') return;
+    if (wanted) {
+      // Still installed under something else: it only needs to note again.
+      if (observer) { observer.active = true; return; }
+      const original = events.dispatch;
+      const own = Object.prototype.hasOwnProperty.call(events, 'dispatch') ? original : null;
+      const o = { active: true, original, own, wrapper: null };
+      // The hot path: the line is assembled from cached pieces (the JSON of each
+      // mode and event name, the millisecond clock); no object is serialised.
+      o.wrapper = function (mode, args) {
+        if (o.active && clients.size > 0) {
+          const named = typeof args[0] === 'object' || typeof args[0] === 'function';
+          const name = named ? args[1] : args[0];
+          const argc = args.length - (named ? 2 : 1);
+          if (name === runName && mode === runMode && argc === runArgc) runCount++;
+          else if (typeof name === 'string' && !name.startsWith('internal/')) startRun(mode, name, argc);
+        }
+        return original.call(this, mode, args);
+      };
+      Object.defineProperty(events, 'dispatch', { value: o.wrapper, configurable: true, writable: true, enumerable: false });
+      observer = o;
+    } else if (observer) {
+      observer.active = false;
+      settleObserver();
+    }
+  };
+  // Removes an inactive observer if it is still the installed dispatch. If
+  // something was installed over it (an experiment, another tool), it stays a
+  // pass-through until that is gone; an experiment's end tries again.
+  const settleObserver = () => {
+    const events = root.events;
+    const o = observer;
+    if (!o || o.active || events.dispatch !== o.wrapper) return;
+    if (o.own) events.dispatch = o.own; else delete events.dispatch;
+    observer = null;
   };
   const disposers = [
     ctx.on('internal/status', (fiber, oldState) => {
@@ -287,6 +358,7 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
     x.stoppedAt = now();
     x.reason = reason;
     last = x;
+    settleObserver();
     broadcast({ kind: 'profiler', state: 'stopped', lease: x.lease, event: x.event, reason, restored: x.restored, at: now() });
   };
   const startExperiment = ({ event, ttlMs, owner }) => {
@@ -466,5 +538,7 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
   };
   // Disposed with the plugin that started it (a plain runtime's root has no owner).
   if (ctx.fiber?.runtime) ctx.effect(() => dispose, 'dshkit devtools collector');
-  return { socket: socketPath, registry: registryPath, dispose, experimentStatus };
+  // `observer()`: the collector's dispatch wrapper while one is installed (for tests
+  // that check what is restored).
+  return { socket: socketPath, registry: registryPath, dispose, experimentStatus, observer: () => observer?.wrapper ?? null };
 }

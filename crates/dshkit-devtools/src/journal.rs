@@ -104,6 +104,20 @@ impl Journal {
         seq
     }
 
+    /// Appends `count` records of the same change (a run of identical
+    /// dispatches), each with its own sequence; of a run longer than the
+    /// capacity only the newest are kept, the others count as fallen out.
+    /// Returns the sequence of the last (of the one record if `count` is 0).
+    pub fn push_repeated(&mut self, at_ms: u64, change: Change, count: u64) -> u64 {
+        let count = count.max(1);
+        let kept = count.min(self.capacity as u64);
+        self.next_seq += count - kept;
+        for _ in 1..kept {
+            self.push(at_ms, change.clone());
+        }
+        self.push(at_ms, change)
+    }
+
     /// The sequence the next record will get; a cursor at it has seen everything.
     pub fn head(&self) -> u64 {
         self.next_seq
@@ -160,5 +174,29 @@ mod tests {
         assert!(!journal.window(journal.head()).gap);
         let read = journal.after(3, 10, |_| true);
         assert_eq!(read.iter().map(|r| r.seq).collect::<Vec<_>>(), [3, 4]);
+    }
+
+    #[test]
+    fn a_run_of_dispatches_gets_one_sequence_each_and_only_the_newest_are_kept() {
+        let mut journal = Journal::with_capacity(3);
+        journal.push(0, dispatch("a"));
+        let cursor = journal.head();
+        assert_eq!(journal.push_repeated(0, dispatch("b"), 2), 3);
+        assert_eq!(journal.after(cursor, 10, |_| true).len(), 2);
+        assert!(!journal.window(cursor).gap);
+        // Longer than the capacity: seqs 4..=8 were dispatched, 6..=8 are kept.
+        assert_eq!(journal.push_repeated(0, dispatch("c"), 5), 8);
+        let window = journal.window(cursor);
+        assert_eq!(
+            (window.oldest, window.newest, window.retained),
+            (Some(6), Some(8), 3)
+        );
+        assert!(window.gap, "the cursor's records fell out");
+        assert_eq!(journal.head(), 9);
+        assert_eq!(
+            journal.push_repeated(0, dispatch("d"), 0),
+            9,
+            "a count of 0 is one record"
+        );
     }
 }

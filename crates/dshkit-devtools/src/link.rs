@@ -161,10 +161,12 @@ async fn read_lines(
                 continue;
             }
             if let Some((at_ms, change)) = to_change(fact) {
+                // A run of identical dispatches: one record per dispatch.
+                let repeat = fact.get("repeat").and_then(Value::as_u64).unwrap_or(1);
                 let seq = journal
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(at_ms, change);
+                    .push_repeated(at_ms, change, repeat);
                 head.send_replace(seq + 1);
             }
             continue;

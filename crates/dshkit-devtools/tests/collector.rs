@@ -361,7 +361,7 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
     );
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=false callbacks=true"
+        "identity dispatch=wrapped callbacks=true"
     );
 
     let stopped = core.stop_experiment(session, &lease).await.unwrap();
@@ -379,8 +379,8 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
     assert_eq!(stopped["last"]["reason"], "stopped");
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=true callbacks=true",
-        "the prototype's dispatch is the runtime's again, and no listener record was touched"
+        "identity dispatch=observer callbacks=true",
+        "the dispatch is the one before the experiment (the attached core's observer), and no listener record was touched"
     );
     // Outside an experiment nothing is traced.
     runtime.say("pipe", "piped ");
@@ -388,6 +388,26 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
         core.traces(session, Some(&lease), 0, 20).await.unwrap()["total"],
         1
     );
+    // With no core attached, the runtime's own dispatch is back.
+    drop(core);
+    await_identity(&mut runtime, "identity dispatch=prototype callbacks=true").await;
+}
+
+/// Asks the runtime for its identity until it says `wanted` (a closed channel
+/// reaches the collector in its own time), for at most 30 s.
+async fn await_identity(runtime: &mut Runtime, wanted: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let said = runtime.say("identity", "identity ");
+        if said == wanted {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {said:?}, not {wanted:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]
@@ -407,7 +427,7 @@ async fn the_collector_ends_a_lease_whose_core_died_and_restores_by_identity() {
     }
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=false callbacks=true"
+        "identity dispatch=wrapped callbacks=true"
     );
     let ended = wait_for(
         &observer,
@@ -425,10 +445,31 @@ async fn the_collector_ends_a_lease_whose_core_died_and_restores_by_identity() {
     );
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=true callbacks=true"
+        "identity dispatch=observer callbacks=true"
     );
     let status = observer.experiment_status(&watching.session).await.unwrap();
     assert!(status["running"].is_null(), "{status}");
+}
+
+#[tokio::test]
+async fn the_last_core_gone_mid_experiment_leaves_the_runtimes_own_dispatch_once_the_lease_ends() {
+    let registry = tempfile::tempdir().unwrap();
+    let mut runtime = Runtime::start(registry.path(), "profiled");
+    {
+        let only = DebugCore::new(registry.path().to_owned());
+        let session = only.attach(None).await.unwrap().session;
+        only.start_experiment(&session, "custom/pipe", Duration::from_millis(500))
+            .await
+            .unwrap();
+    }
+    // The observer under the experiment cannot be removed while the experiment
+    // is installed over it; the lease's end removes both.
+    assert_eq!(
+        runtime.say("identity", "identity "),
+        "identity dispatch=wrapped callbacks=true"
+    );
+    await_identity(&mut runtime, "identity dispatch=prototype callbacks=true").await;
+    assert_eq!(runtime.say("pipe", "piped "), "piped inner");
 }
 
 #[tokio::test]
@@ -446,7 +487,7 @@ async fn experiments_are_refused_where_the_host_did_not_enable_them() {
     assert_eq!(core.experiment_status(&session).await.unwrap()["enabled"], false);
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=true callbacks=true"
+        "identity dispatch=observer callbacks=true"
     );
 }
 
@@ -593,7 +634,7 @@ async fn a_dispatch_replaced_during_an_experiment_is_left_in_place_and_reported(
     assert_eq!(stopped["last"]["restored"], "conflict", "{stopped}");
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=false callbacks=true",
+        "identity dispatch=wrapped callbacks=true",
         "the other instrumentation stays"
     );
     assert_eq!(
