@@ -710,6 +710,30 @@ pub(crate) enum DevtoolsCommand {
     /// Replace the endpoint's token (a running endpoint keeps the old one until it
     /// restarts).
     RotateToken,
+    /// Install the dshkit plugin into a DSH profile with the collector on
+    /// (`dshkit dsh install --devtools`, with its boot proof); restart the profile
+    /// after.
+    Setup {
+        /// The profile to install into.
+        #[arg(long, default_value = "web")]
+        profile: String,
+        /// DSH home (default: $DSH_HOME, else ~/.dsh).
+        #[arg(long, value_name = "DIR")]
+        dsh_home: Option<PathBuf>,
+        /// Also allow leased experiments (profiling one event for at most 60 s).
+        #[arg(long)]
+        experiments: bool,
+        /// Where the plugin serves the DevTools endpoint (default 127.0.0.1:43127), or `off`.
+        #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
+        endpoint: Option<String>,
+        /// Skip the boot proof.
+        #[arg(long)]
+        no_boot_check: bool,
+    },
+    /// Check the DevTools set-up: the private directory and its modes, the live
+    /// targets (each attached once), the endpoint and its token. Exits 1 when
+    /// something is wrong.
+    Doctor,
 }
 
 /// `500ms`, `10s`, `2m`, or a number of seconds.

@@ -125,7 +125,7 @@ fn install_failure(error: install::InstallError) -> Failure {
     }
 }
 
-async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
+pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
     let home = home_of(args.dsh_home.as_deref())?;
     let profile_dir = dsh::profile_dir(&home, &args.profile);
     let binary = std::env::current_exe()

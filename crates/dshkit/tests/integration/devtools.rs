@@ -20,18 +20,20 @@ fn result(response: &Value) -> &Value {
     &response["result"]["structuredContent"]
 }
 
+/// `dshkit devtools setup`: the plugin with the collector, experiments and an
+/// endpoint on a free port.
 fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
     let installed = output(
         dshkit_command(home)
             .env("PATH", peers.path_var())
             .args([
-                "dsh",
-                "install",
+                "devtools",
+                "setup",
                 "--profile",
                 "headless",
                 "--no-boot-check",
-                "--devtools-experiments",
-                "--devtools-endpoint",
+                "--experiments",
+                "--endpoint",
                 "127.0.0.1:0",
             ])
             .arg("--dsh-home")
@@ -577,4 +579,84 @@ fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
     // The host dies: the write end of the endpoint's stdin closes.
     let output = serve.finish();
     assert!(!registry.join("endpoint").exists(), "{output}");
+}
+
+#[test]
+fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_what_is_wrong() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    let doctor = || {
+        let done = output(
+            dshkit_command(home.path())
+                .arg("devtools")
+                .arg("--devtools-dir")
+                .arg(&registry)
+                .args(["doctor", "--json"]),
+        );
+        let report = crate::support::stdout_json(&done);
+        let status = |id: &str| -> Vec<String> {
+            report["facts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["id"] == id)
+                .map(|f| f["status"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let summary = (
+            status("directory"),
+            status("target"),
+            status("endpoint"),
+            status("token"),
+        );
+        (done.status.code(), summary, report)
+    };
+
+    // Nothing set up yet: a warning, not a failure.
+    let (code, (directory, ..), report) = doctor();
+    assert_eq!((code, directory), (Some(0), vec!["warn".to_owned()]), "{report}");
+
+    // A live collector and an endpoint: all answer.
+    let _runtime = FixtureRuntime::start(&registry);
+    let serve = LineChild::spawn(
+        dshkit_command(home.path())
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(&registry)
+            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
+    );
+    assert!(serve.next().starts_with("dshkit mcp: "));
+    let (code, (directory, target, endpoint, token), report) = doctor();
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        (directory, target, endpoint, token),
+        (
+            vec!["ok".into()],
+            vec!["ok".into()],
+            vec!["ok".into()],
+            vec!["ok".into()]
+        ),
+        "{report}"
+    );
+    assert!(report.to_string().contains("experiments on"), "{report}");
+
+    // A token others can read fails, and says how to fix it.
+    let token = registry.join("token");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, (.., token_status), report) = doctor();
+    assert_eq!(
+        (code, token_status),
+        (Some(1), vec!["fail".to_owned()]),
+        "{report}"
+    );
+    assert!(report.to_string().contains("chmod 600"), "{report}");
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    // An endpoint file left behind by an endpoint that is gone fails.
+    let url = std::fs::read_to_string(registry.join("endpoint")).unwrap();
+    drop(serve.finish());
+    std::fs::write(registry.join("endpoint"), &url).unwrap();
+    let (code, (_, _, endpoint, _), report) = doctor();
+    assert_eq!((code, endpoint), (Some(1), vec!["fail".to_owned()]), "{report}");
 }

@@ -12,6 +12,7 @@ use dshkit_devtools::{DebugCore, DebugError, Digest, MAX_LEASE};
 use serde_json::{Value, json};
 
 mod bridge;
+mod doctor;
 
 use crate::cli::{DevtoolsArgs, DevtoolsCommand};
 use crate::exit::{self, Failure};
@@ -42,6 +43,24 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             return bridge::run(&endpoint, &registry.join(TOKEN_FILE)).await;
         }
         DevtoolsCommand::RotateToken => return rotate_token(&registry, out),
+        DevtoolsCommand::Setup {
+            profile,
+            dsh_home,
+            experiments,
+            endpoint,
+            no_boot_check,
+        } => {
+            let args = crate::cli::InstallArgs {
+                profile,
+                dsh_home,
+                no_boot_check,
+                devtools: true,
+                devtools_experiments: experiments,
+                devtools_endpoint: endpoint,
+            };
+            return super::dsh::install(args, out).await;
+        }
+        DevtoolsCommand::Doctor => return Ok(doctor::run(&registry, out).await),
         _ => {}
     }
     let core = DebugCore::new(registry.clone());
@@ -76,8 +95,8 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
 }
 
 /// The endpoint's token file and the file with its URL, inside the devtools directory.
-const TOKEN_FILE: &str = "token";
-const URL_FILE: &str = "endpoint";
+pub(super) const TOKEN_FILE: &str = "token";
+pub(super) const URL_FILE: &str = "endpoint";
 /// Where the endpoint listens by default.
 const DEFAULT_ENDPOINT: &str = "127.0.0.1:43127";
 
@@ -156,7 +175,9 @@ async fn command(
         DevtoolsCommand::Targets
         | DevtoolsCommand::Serve { .. }
         | DevtoolsCommand::Bridge { .. }
-        | DevtoolsCommand::RotateToken => unreachable!("answered without a session"),
+        | DevtoolsCommand::RotateToken
+        | DevtoolsCommand::Setup { .. }
+        | DevtoolsCommand::Doctor => unreachable!("answered without a session"),
         DevtoolsCommand::Snapshot => {
             let snapshot = core.snapshot(session).await.map_err(refused)?;
             if out.json {
