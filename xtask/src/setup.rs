@@ -86,6 +86,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         "the secret scanner peer (secretlint with its recommended preset)",
     )?;
     detect_secrets()?;
+    python_sdk()?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -257,6 +258,12 @@ pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
         "secret-scanners",
         "detect-secrets",
     )
+}
+
+/// The official MCP Python SDK client in its venv (the SDK evidence demo);
+/// returns its `python`.
+pub(crate) fn python_sdk() -> anyhow::Result<PathBuf> {
+    python_venv("harness/pypi/mcp-sdk.txt", "mcp-sdk", "python")
 }
 
 /// A Python virtual environment under `target/peers/<dir>` with the pinned

@@ -54,6 +54,12 @@ impl Peers {
     }
 
     /// `detect-secrets` 1.5.0 from `PyPI`, in its own venv.
+    /// `python` of the venv with the official MCP Python SDK (`mcp`, pinned in
+    /// harness/pypi/mcp-sdk.txt).
+    pub fn python_sdk(&self) -> PathBuf {
+        self.dir.join("mcp-sdk/bin/python")
+    }
+
     pub fn detect_secrets(&self) -> PathBuf {
         self.dir.join("secret-scanners/bin/detect-secrets")
     }

@@ -59,6 +59,19 @@ struct State {
     launched_before: bool,
     /// The last time a caller used the manager (the browser's idleness).
     last_used: Option<std::time::Instant>,
+    /// Sessions closed for idleness that their owners have not been told of
+    /// yet, oldest first (at most [`MAX_UNTOLD_EVICTIONS`]).
+    evicted: std::collections::VecDeque<Evicted>,
+}
+
+/// Idle sessions remembered for [`PreviewManager::take_evicted`] at most.
+pub const MAX_UNTOLD_EVICTIONS: usize = 64;
+
+/// A session the manager closed because it was unused for the idle timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evicted {
+    pub id: String,
+    pub owner: String,
 }
 
 /// All preview sessions of one dshkit process.
@@ -90,6 +103,27 @@ impl PreviewManager {
     /// caller comparing it before and after an operation can tell its client.
     pub fn relaunches(&self) -> u64 {
         self.relaunches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The sessions closed for idleness whose owner is `scope` or inside it
+    /// (`<scope>/...`), each returned once: a caller tells its client.
+    pub async fn take_evicted(&self, scope: &str) -> Vec<Evicted> {
+        let mut state = self.state.lock().await;
+        let inside = |owner: &str| {
+            owner == scope
+                || owner
+                    .strip_prefix(scope)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        };
+        let (told, kept): (Vec<Evicted>, Vec<Evicted>) =
+            state.evicted.drain(..).partition(|e| inside(&e.owner));
+        state.evicted = kept.into();
+        told
+    }
+
+    /// The idle timeout after which sessions are closed.
+    pub fn idle_timeout(&self) -> Duration {
+        self.config.idle_timeout
     }
 
     /// Opens `url` in a fresh, isolated context owned by `owner`.
@@ -263,6 +297,13 @@ impl PreviewManager {
         for id in idle {
             if let Some(session) = state.sessions.remove(&id) {
                 tracing::info!(%id, "closing idle preview session");
+                if state.evicted.len() == MAX_UNTOLD_EVICTIONS {
+                    state.evicted.pop_front();
+                }
+                state.evicted.push_back(Evicted {
+                    id: id.clone(),
+                    owner: session.owner.clone(),
+                });
                 if let Some(browser) = &state.browser {
                     let _ = browser.dispose_context(&session.context_id).await;
                 }

@@ -11,7 +11,10 @@ mod session;
 mod snapshot;
 
 pub use error::PreviewError;
-pub use manager::{BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, PreviewConfig, PreviewManager};
+pub use manager::{
+    BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Evicted, MAX_UNTOLD_EVICTIONS, PreviewConfig,
+    PreviewManager,
+};
 pub use observe::{
     BlockedEntry, ConsoleEntry, ConsoleSource, DEFAULT_MAX_BLOCKED, DEFAULT_MAX_CONSOLE,
     DEFAULT_MAX_ENTRY_CHARS, DEFAULT_MAX_NAVIGATIONS, DEFAULT_MAX_NETWORK, NetworkEntry, Observations, Ring,

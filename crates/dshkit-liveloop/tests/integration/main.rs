@@ -609,6 +609,14 @@ async fn the_session_limit_is_enforced_and_idle_sessions_are_closed() {
     );
     assert_eq!(manager.list(OWNER).await.len(), 1);
     assert_eq!(manager.list(OWNER).await[0].0, second.id);
+    // The owner is told of the closed session once; another owner never.
+    assert!(manager.take_evicted("someone-else").await.is_empty());
+    let told = manager.take_evicted(OWNER).await;
+    assert_eq!(
+        told.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        [first.id.as_str()]
+    );
+    assert!(manager.take_evicted(OWNER).await.is_empty());
 }
 
 #[tokio::test]

@@ -760,6 +760,44 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
     assert!(logs.is_empty(), "{logs:?}");
 }
 
+/// The shortest idle timeout the settings allow is 30 s, so this test waits it out.
+#[test]
+fn the_client_is_told_once_that_its_idle_preview_session_was_closed() {
+    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("dshkit")).unwrap();
+    std::fs::write(
+        config.path().join("dshkit/settings.json"),
+        r#"{"idleTimeoutSecs": 30}"#,
+    )
+    .unwrap();
+    let config_path = config.path().display().to_string();
+    let mut mcp = Session::start(&[("XDG_CONFIG_HOME", config_path.as_str())]);
+    mcp.initialize("2025-11-25");
+    let (_, opened) = call_collecting_logs(
+        &mut mcp,
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    std::thread::sleep(std::time::Duration::from_secs(31));
+    let list = json!({"operation": "list"});
+    let (logs, listed) = call_collecting_logs(&mut mcp, 2, "liveloop_browser", &list);
+    assert!(
+        !listed.to_string().contains(&session),
+        "the session is gone: {listed}"
+    );
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    assert_eq!(logs[0]["level"], "warning");
+    assert_eq!(
+        logs[0]["data"],
+        format!("preview session {session} was closed after 30 s without use; open a new one")
+    );
+    let (logs, _) = call_collecting_logs(&mut mcp, 3, "liveloop_browser", &list);
+    assert!(logs.is_empty(), "told once: {logs:?}");
+}
+
 #[test]
 #[expect(
     clippy::too_many_lines,

@@ -289,3 +289,40 @@ fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_
     let root = server.home().join(".state/dshkit/evidence");
     assert_evidence_report(&report, &root, false);
 }
+
+/// The same demo through the official Python SDK client (`mcp`, pinned): the
+/// same report, so the same assertions.
+#[test]
+fn the_python_sdk_client_gets_images_resources_progress_and_logs_over_stdio_and_http() {
+    let peers = Peers::get();
+    let app = dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html(TODO_APP.into()))]);
+    let home = tempfile::tempdir().unwrap();
+    let evidence = tempfile::tempdir().unwrap();
+    let python = || {
+        let mut command = Command::new(peers.python_sdk());
+        isolate(&mut command, home.path());
+        command.arg(dshkit_test::workspace_root().join("harness/pysdk/sdk_evidence.py"));
+        command
+    };
+    let out = output(
+        python()
+            .env("DSHKIT_EVIDENCE_ROOT", evidence.path())
+            .arg(app.url("/"))
+            .arg("stdio")
+            .arg(dshkit())
+            .arg("mcp"),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_evidence_report(&stdout_json(&out), evidence.path(), true);
+
+    let server = start_http(&[]);
+    let out = output(
+        python()
+            .arg(app.url("/"))
+            .args(["http", &server.url, &server.token])
+            .arg(server.guard.pid().to_string()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let root = server.home().join(".state/dshkit/evidence");
+    assert_evidence_report(&stdout_json(&out), &root, false);
+}
