@@ -563,18 +563,24 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
     }
 }
 
+/// `dshkit devtools serve` tied to its stdin on a free loopback port, once ready.
+fn serve_endpoint(home: &Path, registry: &Path) -> LineChild {
+    let serve = LineChild::spawn(
+        dshkit_command(home)
+            .arg("devtools")
+            .arg("--devtools-dir")
+            .arg(registry)
+            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
+    );
+    assert!(serve.next().starts_with("dshkit mcp: "));
+    serve
+}
+
 #[test]
 fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
     let home = tempfile::tempdir().unwrap();
     let registry = home.path().join("registry");
-    let serve = LineChild::spawn(
-        dshkit_command(home.path())
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(&registry)
-            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
-    );
-    assert!(serve.next().starts_with("dshkit mcp: "));
+    let serve = serve_endpoint(home.path(), &registry);
     assert!(registry.join("endpoint").exists());
     // The host dies: the write end of the endpoint's stdin closes.
     let output = serve.finish();
@@ -619,14 +625,7 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
 
     // A live collector and an endpoint: all answer.
     let _runtime = FixtureRuntime::start(&registry);
-    let serve = LineChild::spawn(
-        dshkit_command(home.path())
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(&registry)
-            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
-    );
-    assert!(serve.next().starts_with("dshkit mcp: "));
+    let serve = serve_endpoint(home.path(), &registry);
     let (code, (directory, target, endpoint, token), report) = doctor();
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(

@@ -257,16 +257,15 @@ fn assert_evidence_report(report: &Value, evidence_root: &std::path::Path, stdio
 
 const TODO_APP: &str = "<!doctype html><title>Todo</title><h1>Todo</h1><p>Nothing yet.</p>";
 
-#[test]
-fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_and_http() {
-    let peers = Peers::get();
+/// Runs an SDK client's evidence demo (`client` is the command up to its script)
+/// over stdio and over HTTP with the token, and judges each report.
+fn evidence_demo(client: impl Fn(&std::path::Path) -> Command) {
     let app = dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html(TODO_APP.into()))]);
     let home = tempfile::tempdir().unwrap();
     let evidence = tempfile::tempdir().unwrap();
     let out = output(
-        node(&peers, home.path())
+        client(home.path())
             .env("DSHKIT_EVIDENCE_ROOT", evidence.path())
-            .arg(peers.script("sdk-evidence.mjs"))
             .arg(app.url("/"))
             .arg("stdio")
             .arg(dshkit())
@@ -277,17 +276,25 @@ fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_
 
     let server = start_http(&[]);
     let out = output(
-        node(&peers, home.path())
-            .arg(peers.script("sdk-evidence.mjs"))
+        client(home.path())
             .arg(app.url("/"))
             .args(["http", &server.url, &server.token])
             .arg(server.guard.pid().to_string()),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = stdout_json(&out);
     // The HTTP server's evidence root is under its own isolated home.
     let root = server.home().join(".state/dshkit/evidence");
-    assert_evidence_report(&report, &root, false);
+    assert_evidence_report(&stdout_json(&out), &root, false);
+}
+
+#[test]
+fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_and_http() {
+    let peers = Peers::get();
+    evidence_demo(|home| {
+        let mut command = node(&peers, home);
+        command.arg(peers.script("sdk-evidence.mjs"));
+        command
+    });
 }
 
 /// The same demo through the official Python SDK client (`mcp`, pinned): the
@@ -295,34 +302,10 @@ fn the_typescript_sdk_client_gets_images_resources_progress_and_logs_over_stdio_
 #[test]
 fn the_python_sdk_client_gets_images_resources_progress_and_logs_over_stdio_and_http() {
     let peers = Peers::get();
-    let app = dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html(TODO_APP.into()))]);
-    let home = tempfile::tempdir().unwrap();
-    let evidence = tempfile::tempdir().unwrap();
-    let python = || {
+    evidence_demo(|home| {
         let mut command = Command::new(peers.python_sdk());
-        isolate(&mut command, home.path());
+        isolate(&mut command, home);
         command.arg(dshkit_test::workspace_root().join("harness/pysdk/sdk_evidence.py"));
         command
-    };
-    let out = output(
-        python()
-            .env("DSHKIT_EVIDENCE_ROOT", evidence.path())
-            .arg(app.url("/"))
-            .arg("stdio")
-            .arg(dshkit())
-            .arg("mcp"),
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_evidence_report(&stdout_json(&out), evidence.path(), true);
-
-    let server = start_http(&[]);
-    let out = output(
-        python()
-            .arg(app.url("/"))
-            .args(["http", &server.url, &server.token])
-            .arg(server.guard.pid().to_string()),
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let root = server.home().join(".state/dshkit/evidence");
-    assert_evidence_report(&stdout_json(&out), &root, false);
+    });
 }
