@@ -1,7 +1,8 @@
 //! `cargo xtask bench browser`: dshkit's `liveloop_browser` against Playwright MCP
-//! (`@playwright/mcp`, on the same Chromium) on the same fixture page, in one run:
-//! the sequence open → snapshot → click → screenshot, the snapshot size the model
-//! reads, and the RSS of each tool process.
+//! (`@playwright/mcp`) and agent-browser (`agent-browser mcp`), all on the same
+//! Chromium and the same fixture page, in one run: the sequence open (or
+//! navigate) → snapshot → click → screenshot, the snapshot size the model reads,
+//! and the RSS of each tool's processes.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -109,7 +110,8 @@ trait Driver {
     fn click(&mut self, reference: &str) -> anyhow::Result<()>;
     fn screenshot(&mut self) -> anyhow::Result<()>;
     fn close(&mut self) -> anyhow::Result<()>;
-    fn client(&self) -> &StdioClient;
+    /// RSS of every process the tool runs (Chromium left out).
+    fn rss_kib(&self) -> Option<u64>;
 }
 
 fn measure(driver: &mut dyn Driver, url: &str) -> anyhow::Result<Run> {
@@ -142,7 +144,7 @@ fn measure(driver: &mut dyn Driver, url: &str) -> anyhow::Result<Run> {
             }
         }
     }
-    run.tool_rss_kib = rss_kib(driver.client().pid());
+    run.tool_rss_kib = driver.rss_kib();
     Ok(run)
 }
 
@@ -198,8 +200,8 @@ impl Driver for Dshkit {
         self.call(&json!({"operation": "close", "session": session}))
             .map(drop)
     }
-    fn client(&self) -> &StdioClient {
-        &self.client
+    fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.client.pid())
     }
 }
 
@@ -241,9 +243,93 @@ impl Driver for Playwright {
         }
         self.call("browser_close", &json!({})).map(drop)
     }
-    fn client(&self) -> &StdioClient {
-        &self.client
+    fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.client.pid())
     }
+}
+
+/// `agent-browser mcp`: one MCP process that hands each call to the session's
+/// daemon, which drives the browser.
+struct AgentBrowser {
+    client: StdioClient,
+    binary: std::path::PathBuf,
+    id: usize,
+    /// Keep the page between sequences; otherwise close the session after each
+    /// (its next `open` launches a new browser, as Playwright MCP's does).
+    reuse: bool,
+}
+
+impl AgentBrowser {
+    fn call(&mut self, tool: &str, arguments: &Value) -> anyhow::Result<Value> {
+        self.id += 1;
+        self.client.call_tool(self.id, tool, arguments)
+    }
+}
+
+impl Driver for AgentBrowser {
+    fn open(&mut self, url: &str) -> anyhow::Result<()> {
+        self.call("agent_browser_open", &json!({"url": url})).map(drop)
+    }
+    fn snapshot(&mut self) -> anyhow::Result<Value> {
+        self.call("agent_browser_snapshot", &json!({}))
+    }
+    fn click(&mut self, reference: &str) -> anyhow::Result<()> {
+        self.call(
+            "agent_browser_click",
+            &json!({"selector": format!("@{reference}")}),
+        )
+        .map(drop)
+    }
+    fn screenshot(&mut self) -> anyhow::Result<()> {
+        self.call("agent_browser_screenshot", &json!({})).map(drop)
+    }
+    fn close(&mut self) -> anyhow::Result<()> {
+        if self.reuse {
+            return Ok(());
+        }
+        self.call("agent_browser_close", &json!({})).map(drop)
+    }
+    /// The MCP process and its daemon (every process of the peer's executable).
+    fn rss_kib(&self) -> Option<u64> {
+        let mut total = 0;
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == self.binary) {
+                total += rss_kib(pid).unwrap_or(0);
+            }
+        }
+        (total > 0).then_some(total)
+    }
+}
+
+impl Drop for AgentBrowser {
+    /// The daemon outlives the MCP process by design: close every session (which
+    /// ends the daemon and its browser).
+    fn drop(&mut self) {
+        let _ = self.call("agent_browser_close", &json!({"all": true}));
+    }
+}
+
+/// A short directory of this run for agent-browser's daemon socket.
+fn socket_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ab-{}", std::process::id()))
+}
+
+/// `agent-browser mcp` on the same Chromium (its own `--no-sandbox`, as root), a
+/// session and HOME of its own.
+fn agent_browser_command(binary: &std::path::Path, work: &std::path::Path) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .arg("mcp")
+        .env("HOME", work.join("agent-browser"))
+        .env("AGENT_BROWSER_EXECUTABLE_PATH", "/usr/bin/chromium")
+        .env("AGENT_BROWSER_ARGS", "--no-sandbox,--disable-gpu")
+        .env("AGENT_BROWSER_SESSION", "bench")
+        // Its daemon's Unix socket path must stay under 104 bytes.
+        .env("AGENT_BROWSER_SOCKET_DIR", socket_dir());
+    command
 }
 
 /// `@playwright/mcp` on the same Chromium, headless, isolated, a desktop viewport.
@@ -268,6 +354,7 @@ pub(crate) fn playwright_command(peers: &crate::setup::Peers, work: &std::path::
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let (peers, dshkit_binary) = crate::bench::prepare()?;
+    let agent_browser = crate::setup::agent_browser()?;
     let url = serve_fixture()?;
     let work = std::env::temp_dir().join(format!("dshkit-bench-browser-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
@@ -275,7 +362,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each"
     );
     println!(
-        "dshkit: liveloop_browser over MCP stdio; peer: @playwright/mcp 0.0.83 --headless --isolated, same /usr/bin/chromium"
+        "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same /usr/bin/chromium"
     );
     for reuse in [false, true] {
         let mut dshkit = Dshkit {
@@ -298,18 +385,33 @@ pub(crate) fn run() -> anyhow::Result<()> {
         };
         let peer = measure(&mut playwright, &url)?;
         drop(playwright);
+        std::fs::create_dir_all(work.join("agent-browser"))?;
+        std::fs::create_dir_all(socket_dir())?;
+        let mut agent = AgentBrowser {
+            client: StdioClient::start(&mut agent_browser_command(&agent_browser, &work))?,
+            binary: agent_browser.clone(),
+            id: 0,
+            reuse,
+        };
+        let agent_run = measure(&mut agent, &url)?;
+        drop(agent);
         if reuse {
-            println!("\nreuse: each tool keeps one page and navigates it (dshkit: navigate in one preview)");
+            println!(
+                "\nreuse: each tool keeps one page and navigates it (dshkit: navigate in one preview; the issue's sequence navigate → snapshot → click → screenshot)"
+            );
         } else {
             println!(
-                "\nfresh: every sequence starts isolated (dshkit: a new preview context; Playwright MCP: browser_close, then a new browser)"
+                "\nfresh: every sequence starts isolated (dshkit: a new preview context; the peers: close, then a new browser)"
             );
         }
-        report(&ours, &peer);
+        report(&ours, &[("Playwright MCP", &peer), ("agent-browser", &agent_run)]);
     }
     spawn_to_first_open(&dshkit_binary, &work, &url)?;
     let _ = std::fs::remove_dir_all(&work);
-    println!("\ngoals: >= 2x faster sequence, snapshot <= 1/3 the size, tool RSS <= 1/4");
+    let _ = std::fs::remove_dir_all(socket_dir());
+    println!(
+        "\ngoals (reuse): sequence p50 <= 200 ms and <= 0.5x agent-browser's, click <= 40 ms, navigate <= 120 ms; snapshot <= 1/3 Playwright MCP's size"
+    );
     Ok(())
 }
 
@@ -357,52 +459,51 @@ fn spawn_to_first_open(binary: &std::path::Path, work: &std::path::Path, url: &s
     Ok(())
 }
 
-fn report(ours: &Run, peer: &Run) {
-    println!(
-        "{:<22} {:>14} {:>14} {:>8}",
-        "", "dshkit", "Playwright MCP", "ratio"
-    );
-    let row = |name: &str, a: Duration, b: Duration| {
-        println!(
-            "{name:<22} {:>14} {:>14} {:>7.1}x",
-            micros(a),
-            micros(b),
-            b.as_secs_f64() / a.as_secs_f64()
-        );
+/// One row per figure: dshkit, then each peer with its ratio to dshkit (above
+/// 1.0x: dshkit is faster or smaller).
+fn report(ours: &Run, peers: &[(&str, &Run)]) {
+    let mut header = format!("{:<22} {:>12}", "", "dshkit");
+    for (name, _) in peers {
+        header.push_str(&format!(" {name:>15} {:>6}", "ratio"));
+    }
+    println!("{header}");
+    let row = |name: &str, ours: String, theirs: &dyn Fn(&Run) -> (String, f64)| {
+        let mut line = format!("{name:<22} {ours:>12}");
+        for (_, run) in peers {
+            let (text, ratio) = theirs(run);
+            line.push_str(&format!(" {text:>15} {ratio:>5.2}x"));
+        }
+        println!("{line}");
     };
-    row("cold sequence", ours.cold, peer.cold);
-    row("warm sequence p50", median(&ours.warm), median(&peer.warm));
+    let time = |name: &str, pick: &dyn Fn(&Run) -> Duration| {
+        let a = pick(ours);
+        row(name, micros(a), &|run| {
+            let b = pick(run);
+            (micros(b), b.as_secs_f64() / a.as_secs_f64())
+        });
+    };
+    time("cold sequence", &|r| r.cold);
+    time("warm sequence p50", &|r| median(&r.warm));
     for (i, step) in ["  open", "  snapshot", "  click", "  screenshot"]
         .iter()
         .enumerate()
     {
-        row(step, median(&ours.steps[i]), median(&peer.steps[i]));
+        time(step, &|r| median(&r.steps[i]));
     }
     #[expect(clippy::cast_precision_loss, reason = "a ratio for display")]
-    let ratio = |a: usize, b: usize| b as f64 / a as f64;
-    println!(
-        "{:<22} {:>14} {:>14} {:>7.1}x",
-        "snapshot text (chars)",
-        ours.snapshot_chars,
-        peer.snapshot_chars,
-        ratio(ours.snapshot_chars, peer.snapshot_chars)
-    );
-    println!(
-        "{:<22} {:>14} {:>14} {:>7.1}x",
-        "snapshot result JSON",
-        ours.snapshot_json_chars,
-        peer.snapshot_json_chars,
-        ratio(ours.snapshot_json_chars, peer.snapshot_json_chars)
-    );
-    if let (Some(a), Some(b)) = (ours.tool_rss_kib, peer.tool_rss_kib) {
-        #[expect(clippy::cast_precision_loss, reason = "a ratio for display")]
-        let r = b as f64 / a as f64;
-        println!(
-            "{:<22} {:>14} {:>14} {:>7.1}x",
-            "tool process RSS",
-            mib(a),
-            mib(b),
-            r
-        );
+    let ratio = |a: u64, b: u64| b as f64 / a as f64;
+    let count = |name: &str, pick: &dyn Fn(&Run) -> u64| {
+        let a = pick(ours);
+        row(name, a.to_string(), &|run| {
+            (pick(run).to_string(), ratio(a, pick(run)))
+        });
+    };
+    count("snapshot text (chars)", &|r| r.snapshot_chars as u64);
+    count("snapshot result JSON", &|r| r.snapshot_json_chars as u64);
+    if let Some(a) = ours.tool_rss_kib {
+        row("tool processes RSS", mib(a), &|run| {
+            run.tool_rss_kib
+                .map_or_else(|| ("n/a".into(), f64::NAN), |b| (mib(b), ratio(a, b)))
+        });
     }
 }

@@ -251,6 +251,24 @@ pub(crate) fn mcp_recorder() -> anyhow::Result<PathBuf> {
     python_venv("harness/pypi/requirements.txt", "pypi", "mcp-recorder")
 }
 
+/// agent-browser, pinned by `harness/browser-peer` (only the browser benchmark
+/// needs it). Returns its native Linux executable.
+pub(crate) fn agent_browser() -> anyhow::Result<PathBuf> {
+    let dest = root().join("target/peers/browser-peer");
+    npm_install(
+        &root().join("harness/browser-peer"),
+        &dest,
+        "the browser peer (agent-browser)",
+    )?;
+    let binary = dest.join("node_modules/agent-browser/bin/agent-browser-linux-x64");
+    anyhow::ensure!(
+        binary.is_file(),
+        "agent-browser missing at {} after install",
+        binary.display()
+    );
+    Ok(binary)
+}
+
 /// detect-secrets in its venv (the secret scanner peer).
 pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
     python_venv(

@@ -24,6 +24,8 @@ pub enum Fixture {
     EventStream,
     /// A WebSocket endpoint that sends one text message (`hello`) and stays open.
     WebSocket,
+    /// Plain text, answered after the delay.
+    Delayed(std::time::Duration, String),
 }
 
 /// A running fixture server on `127.0.0.1:0`; stops when dropped.
@@ -68,6 +70,10 @@ async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, mut request:
             ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html.clone()).into_response()
         }
         Some(Fixture::Js(js)) => ([(header::CONTENT_TYPE, "text/javascript")], js.clone()).into_response(),
+        Some(Fixture::Delayed(delay, text)) => {
+            tokio::time::sleep(*delay).await;
+            ([(header::CONTENT_TYPE, "text/plain")], text.clone()).into_response()
+        }
         Some(Fixture::Css(css)) => ([(header::CONTENT_TYPE, "text/css")], css.clone()).into_response(),
         Some(Fixture::Redirect(location)) => {
             (StatusCode::FOUND, [(header::LOCATION, location.clone())]).into_response()

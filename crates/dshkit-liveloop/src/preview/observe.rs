@@ -178,6 +178,8 @@ struct InFlight {
     method: String,
     resource_type: Option<String>,
     since: Instant,
+    /// The order in which the page started it (see [`Observations::request_mark`]).
+    seq: u64,
 }
 
 impl InFlight {
@@ -202,6 +204,8 @@ pub struct Observations {
     /// HTTP status of the first document response in the window (the page itself).
     pub document_status: Option<u16>,
     in_flight: HashMap<String, InFlight>,
+    /// Requests started so far, in this page's life.
+    requests_started: u64,
     window_started: Instant,
     /// Bumped by every reset, so a reader can tell its window was not restarted.
     window_id: u64,
@@ -224,6 +228,7 @@ impl Default for Observations {
             blocked: Ring::new(DEFAULT_MAX_BLOCKED),
             document_status: None,
             in_flight: HashMap::new(),
+            requests_started: 0,
             window_started: Instant::now(),
             window_id: 0,
             contexts: HashSet::new(),
@@ -282,6 +287,20 @@ impl Observations {
     /// never finish by design; WebSockets never enter the table.
     pub fn in_flight(&self) -> usize {
         self.in_flight.values().filter(|r| r.holds_settle()).count()
+    }
+
+    /// A mark for [`Self::in_flight_since`]: requests started after it are newer.
+    pub fn request_mark(&self) -> u64 {
+        self.requests_started
+    }
+
+    /// Requests started after `mark` and still in flight (streams excluded): the
+    /// ones an action set off.
+    pub fn in_flight_since(&self, mark: u64) -> usize {
+        self.in_flight
+            .values()
+            .filter(|r| r.seq >= mark && r.holds_settle())
+            .count()
     }
 
     /// The oldest `limit` requests still in flight (streams excluded), as
@@ -438,6 +457,8 @@ impl Observations {
         match method {
             "Network.requestWillBeSent" => {
                 let id = params["requestId"].as_str().unwrap_or_default().to_owned();
+                let seq = self.requests_started;
+                self.requests_started += 1;
                 self.in_flight.insert(
                     id,
                     InFlight {
@@ -445,6 +466,7 @@ impl Observations {
                         method: params["request"]["method"].as_str().unwrap_or("GET").to_owned(),
                         resource_type: params["type"].as_str().map(str::to_owned),
                         since: Instant::now(),
+                        seq,
                     },
                 );
             }

@@ -19,14 +19,19 @@ use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
 pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
+/// Script installed before any page script that counts the work an action starts
+/// (script requests, short timers) and waits for the document to stop changing.
+pub const SETTLE_SCRIPT: &str = include_str!("settle.js");
 /// Longest wait for `DOMContentLoaded` after a navigation.
 pub const DEFAULT_NAVIGATION_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long the network must be idle (long-lived streams excluded) to count as settled.
+/// How long the network must be idle (long-lived streams excluded) for a
+/// verification's load to count as settled (its `quietWindowMs` default).
 pub const DEFAULT_QUIET_WINDOW: Duration = Duration::from_millis(100);
-/// Longest wait for the page's main thread to go idle once the network is quiet.
-pub const MAX_IDLE_WAIT: Duration = Duration::from_secs(1);
-/// Longest settle after an interaction.
+/// Longest settle after an interaction, or after a navigation's `DOMContentLoaded`.
 pub const DEFAULT_SETTLE_DEADLINE: Duration = Duration::from_secs(3);
+/// Most rounds of "the page's own work, then the requests it did not start from
+/// script": each round's requests may start more work.
+const MAX_SETTLE_ROUNDS: usize = 4;
 /// Tallest full-page screenshot (CSS pixels); taller pages are cut and say so.
 pub const DEFAULT_MAX_SCREENSHOT_HEIGHT: u32 = 16_384;
 /// Longest text `fill`/`type` accept (characters).
@@ -88,6 +93,8 @@ pub struct PreviewSession {
     page: PageCommands,
     shared: Arc<Mutex<Shared>>,
     loads: watch::Receiver<u64>,
+    /// Woken whenever a request finishes or fails.
+    requests_done: Arc<tokio::sync::Notify>,
     operation: tokio::sync::Mutex<()>,
     /// Held for a whole verification, so two verifications of one session never
     /// interleave (each keeps its own observation window).
@@ -190,12 +197,14 @@ impl PreviewSession {
         let commands = page.commands();
         let events = std::mem::replace(&mut page.events, mpsc::channel(1).1);
         let (loads_tx, loads) = watch::channel(0u64);
+        let requests_done = Arc::new(tokio::sync::Notify::new());
         let pump = tokio::spawn(pump(
             events,
             commands.clone(),
             policy.clone(),
             Arc::clone(&shared),
             loads_tx,
+            Arc::clone(&requests_done),
         ));
 
         let (width, height, scale, mobile) = viewport.metrics();
@@ -213,6 +222,10 @@ impl PreviewSession {
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": HARDEN_SCRIPT }),
+            ),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": SETTLE_SCRIPT }),
             ),
             (
                 "Emulation.setDeviceMetricsOverride",
@@ -235,6 +248,7 @@ impl PreviewSession {
             page: commands,
             shared,
             loads,
+            requests_done,
             operation: tokio::sync::Mutex::new(()),
             verification: tokio::sync::Mutex::new(()),
             blank_sha256: Mutex::new(None),
@@ -286,12 +300,13 @@ impl PreviewSession {
             });
         }
         let before = *self.loads.borrow();
+        let requests = self.observe(Observations::request_mark);
         let blocked_before = self.observe(|o| o.blocked.pushed());
         let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
         if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(self.navigation_error(url, error, blocked_before));
         }
-        self.wait_loaded(before).await
+        self.wait_loaded(before, requests).await
     }
 
     /// The error of a navigation Chromium refused: when the policy blocked one of
@@ -316,10 +331,22 @@ impl PreviewSession {
         }
     }
 
-    async fn wait_loaded(&self, before: u64) -> Result<(), PreviewError> {
-        self.wait_loaded_within(before, DEFAULT_QUIET_WINDOW, DEFAULT_NAVIGATION_TIMEOUT)
+    /// Waits for the `DOMContentLoaded` after load count `before`, then settles on
+    /// the new document's work and the requests started since `requests`.
+    async fn wait_loaded(&self, before: u64, requests: u64) -> Result<(), PreviewError> {
+        let mut loads = self.loads.clone();
+        let started = Instant::now();
+        tokio::time::timeout(DEFAULT_NAVIGATION_TIMEOUT, loads.wait_for(|n| *n > before))
             .await
-            .map(|_| ())
+            .map_err(|_| PreviewError::Timeout {
+                what: "DOMContentLoaded".into(),
+                ms: started.elapsed().as_millis(),
+            })?
+            .map_err(|_| PreviewError::BrowserGone)?;
+        // A new document counts its work from its start.
+        let mark = Mark { requests, page: 0 };
+        self.settle(mark, DEFAULT_SETTLE_DEADLINE).await;
+        Ok(())
     }
 
     /// Waits for `DOMContentLoaded` and then the quiet window, all before
@@ -345,31 +372,103 @@ impl PreviewSession {
             .await)
     }
 
-    /// After an interaction: network quiet only (an idle callback right after
-    /// synthetic input waits for its whole timeout in headless Chromium).
-    async fn settle(&self, deadline: Duration) {
-        self.settle_for(DEFAULT_QUIET_WINDOW, deadline).await;
+    /// Marks the start of an action: what the page starts from now on is its work.
+    async fn mark(&self) -> Mark {
+        let requests = self.observe(Observations::request_mark);
+        let page = self
+            .evaluate("globalThis[Symbol.for('dshkit.settle')]?.mark() ?? 0")
+            .await
+            .ok()
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        Mark { requests, page }
     }
 
-    /// After a load. Network quiet is not enough for apps that hydrate or render from script:
-    /// after the quiet window, waits (bounded) until the main thread is idle, then
-    /// for quiet again if the app started new requests. Returns whether it settled.
+    /// Settles on evidence, not on a fixed quiet window: waits until the script
+    /// requests and short timers the action started are done, a task and a painted
+    /// frame pass with the document unchanged, and no request started since the
+    /// mark (an image, a document) is still in flight; each finished request may
+    /// start more work, so this repeats (bounded). An action that starts nothing
+    /// settles after one frame. Returns whether it settled before `deadline`.
+    async fn settle(&self, mark: Mark, deadline: Duration) -> Settled {
+        let started = Instant::now();
+        for _ in 0..MAX_SETTLE_ROUNDS {
+            let page = self
+                .settle_page(mark.page, deadline.saturating_sub(started.elapsed()))
+                .await;
+            if self.observe(|o| o.in_flight_since(mark.requests)) == 0 {
+                return page;
+            }
+            if !self
+                .requests_finished(mark.requests, deadline.saturating_sub(started.elapsed()))
+                .await
+            {
+                return Settled {
+                    loading: page.loading,
+                    ..Settled::default()
+                };
+            }
+        }
+        Settled::default()
+    }
+
+    /// The page's side of [`Self::settle`] (see `settle.js`). A page without the
+    /// script (the first blank page) counts as settled; one whose document was
+    /// replaced meanwhile counts as settled and loading: the caller then waits
+    /// for the requests and the load.
+    async fn settle_page(&self, since: u64, budget: Duration) -> Settled {
+        if budget.is_zero() {
+            return Settled::default();
+        }
+        let expression = format!(
+            "(() => {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
+             const loading = () => document.readyState === 'loading'; \
+             return s ? s.settle({since}, {}).then((o) => ({{ ...o, loading: loading() }})) \
+             : {{ settled: true, loading: loading() }}; }})()",
+            budget.as_millis()
+        );
+        // The page's own budget ends the wait; the margin covers a hung renderer.
+        match tokio::time::timeout(budget + Duration::from_secs(1), self.evaluate(&expression)).await {
+            Ok(Ok(outcome)) => Settled {
+                settled: outcome["settled"].as_bool() == Some(true),
+                loading: outcome["loading"].as_bool() == Some(true),
+            },
+            Ok(Err(_)) => Settled {
+                settled: true,
+                loading: true,
+            },
+            Err(_) => Settled::default(),
+        }
+    }
+
+    /// Waits until no request started since `mark` is in flight; false when
+    /// `deadline` came first.
+    async fn requests_finished(&self, mark: u64, deadline: Duration) -> bool {
+        let end = tokio::time::Instant::now() + deadline;
+        loop {
+            let notified = self.requests_done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.observe(|o| o.in_flight_since(mark)) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(end, notified).await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// After a verification's load: the network quiet for `quiet` (the request's
+    /// `quietWindowMs`), then the page's own work. Returns whether it settled.
     async fn settle_idle(&self, quiet: Duration, deadline: Duration) -> bool {
         let started = Instant::now();
         if !self.settle_for(quiet, deadline).await {
             return false;
         }
-        let idle = format!(
-            "new Promise((r) => requestIdleCallback(() => r(true), {{ timeout: {} }}))",
-            MAX_IDLE_WAIT.as_millis()
-        );
-        let _ = tokio::time::timeout(MAX_IDLE_WAIT * 2, self.evaluate(&idle)).await;
-        if self.observe(Observations::in_flight) > 0 {
-            return self
-                .settle_for(quiet, deadline.saturating_sub(started.elapsed()))
-                .await;
-        }
-        true
+        let mark = Mark { requests: 0, page: 0 };
+        self.settle(mark, deadline.saturating_sub(started.elapsed()))
+            .await
+            .settled
     }
 
     /// Waits until no request is in flight for `quiet`, or the deadline; returns
@@ -482,15 +581,6 @@ impl PreviewSession {
             settled,
             pending,
         })
-    }
-
-    /// Whether the document is still loading (a navigation started by an action).
-    async fn navigation_pending(&self) -> bool {
-        self.evaluate("document.readyState === 'loading'")
-            .await
-            .ok()
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false)
     }
 
     /// Whether the page's rendered text contains `text` (the whole text, not the
@@ -639,8 +729,9 @@ impl PreviewSession {
                 self.goto(target.as_str()).await?;
             }
             Action::Reload => {
+                let requests = self.observe(Observations::request_mark);
                 self.page.call("Page.reload", json!({})).await?;
-                self.wait_loaded(before).await?;
+                self.wait_loaded(before, requests).await?;
             }
             Action::Back => self.back(before).await?,
             Action::WaitFor { text, url, timeout } => {
@@ -652,12 +743,13 @@ impl PreviewSession {
                 if self.shared.lock().expect("lock").last.is_none() {
                     self.snapshot_now().await?;
                 }
+                let mark = self.mark().await;
                 self.act(other).await?;
-                // A click may start a navigation: its document request keeps the
-                // network busy through the settle, and then its load is awaited.
-                self.settle(DEFAULT_SETTLE_DEADLINE).await;
-                if *self.loads.borrow() > before || self.navigation_pending().await {
-                    let _ = self.wait_loaded(before).await;
+                // A click may start a navigation: its document request holds the
+                // settle, and then its load is awaited.
+                let settled = self.settle(mark, DEFAULT_SETTLE_DEADLINE).await;
+                if *self.loads.borrow() > before || settled.loading {
+                    let _ = self.wait_loaded(before, mark.requests).await;
                 }
             }
         }
@@ -715,10 +807,11 @@ impl PreviewSession {
             ));
         };
         let entry = history["entries"][index]["id"].clone();
+        let requests = self.observe(Observations::request_mark);
         self.page
             .call("Page.navigateToHistoryEntry", json!({ "entryId": entry }))
             .await?;
-        self.wait_loaded(before).await
+        self.wait_loaded(before, requests).await
     }
 
     /// The in-page actions (everything but navigation).
@@ -726,14 +819,16 @@ impl PreviewSession {
         match action {
             Action::Click(target) => {
                 let (x, y) = self.element_center(&self.resolve(&target)?).await?;
-                self.mouse("mouseMoved", x, y, json!({})).await?;
-                self.mouse("mousePressed", x, y, json!({ "button": "left", "clickCount": 1 }))
-                    .await?;
-                self.mouse(
-                    "mouseReleased",
-                    x,
-                    y,
-                    json!({ "button": "left", "clickCount": 1 }),
+                // Sent together: the browser dispatches one page's input in order.
+                futures::future::try_join3(
+                    self.mouse("mouseMoved", x, y, json!({})),
+                    self.mouse("mousePressed", x, y, json!({ "button": "left", "clickCount": 1 })),
+                    self.mouse(
+                        "mouseReleased",
+                        x,
+                        y,
+                        json!({ "button": "left", "clickCount": 1 }),
+                    ),
                 )
                 .await?;
             }
@@ -867,7 +962,10 @@ impl PreviewSession {
     async fn screenshot_now(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
         let (vw, vh, _, _) = self.viewport.metrics();
         let (mut width, mut height, mut clipped) = (vw, vh, false);
-        let mut params = json!({ "format": "png", "captureBeyondViewport": full_page });
+        // Fast encoding: lossless all the same, the file a quarter larger, the capture
+        // about 40 % shorter (a 1280x800 page here: 107 -> 67 ms).
+        let mut params =
+            json!({ "format": "png", "captureBeyondViewport": full_page, "optimizeForSpeed": true });
         if full_page {
             let metrics = self.page.call("Page.getLayoutMetrics", json!({})).await?;
             let size = &metrics["cssContentSize"];
@@ -911,6 +1009,23 @@ fn element_js(reference: &str) -> String {
     format!(
         "((r) => {{ const w = globalThis[Symbol.for('dshkit.refs')]?.get(r); const el = w && w.deref(); return el && el.isConnected ? el : null; }})({quoted})"
     )
+}
+
+/// Where an action started: the page's work counter and the browser's request
+/// count at that moment (see [`PreviewSession::settle`]).
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    requests: u64,
+    page: u64,
+}
+
+/// How a settle ended.
+#[derive(Debug, Clone, Copy, Default)]
+struct Settled {
+    /// Everything it waited for was done before the deadline.
+    settled: bool,
+    /// The page's document was still loading (an action started a navigation).
+    loading: bool,
 }
 
 /// What [`PreviewSession::load_fresh`] saw.
@@ -966,6 +1081,7 @@ async fn pump(
     policy: NetworkPolicy,
     shared: Arc<Mutex<Shared>>,
     loads: watch::Sender<u64>,
+    requests_done: Arc<tokio::sync::Notify>,
 ) {
     while let Some(event) = events.recv().await {
         match event.method.as_str() {
@@ -995,11 +1111,16 @@ async fn pump(
             "Page.domContentEventFired" => {
                 loads.send_modify(|n| *n += 1);
             }
-            _ => shared
-                .lock()
-                .expect("lock")
-                .observations
-                .ingest(&event.method, &event.params),
+            method => {
+                shared
+                    .lock()
+                    .expect("lock")
+                    .observations
+                    .ingest(method, &event.params);
+                if matches!(method, "Network.loadingFinished" | "Network.loadingFailed") {
+                    requests_done.notify_waiters();
+                }
+            }
         }
     }
 }

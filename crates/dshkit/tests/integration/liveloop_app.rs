@@ -329,9 +329,17 @@ fn a_real_next_app_is_detected_started_verified_and_stopped() {
     );
 }
 
-#[test]
-fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
-    // A copy of the Vite fixture whose entry throws before React renders anything.
+/// A copy of the Vite React fixture with `main.jsx` and `App.jsx` rewritten and
+/// `middleware` (a Connect handler's body, `(req, res, next)`) in its dev
+/// server, running on a free port; its own dependency cache, so the shared
+/// install is never written.
+struct ViteCopy {
+    _dir: tempfile::TempDir,
+    _vite: dshkit_test::ChildGuard,
+    port: u16,
+}
+
+fn vite_copy(rewrite_main: impl Fn(&str) -> String, app: Option<&str>, middleware: &str) -> ViteCopy {
     let peers = dshkit_test::Peers::get();
     let fixture = peers.app("vite-react");
     let dir = tempfile::tempdir().unwrap();
@@ -339,17 +347,17 @@ fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
         std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
     }
     std::fs::create_dir(dir.path().join("src")).unwrap();
-    std::fs::copy(fixture.join("src/App.jsx"), dir.path().join("src/App.jsx")).unwrap();
+    let original_app = std::fs::read_to_string(fixture.join("src/App.jsx")).unwrap();
+    std::fs::write(dir.path().join("src/App.jsx"), app.unwrap_or(&original_app)).unwrap();
     let main = std::fs::read_to_string(fixture.join("src/main.jsx")).unwrap();
-    std::fs::write(
-        dir.path().join("src/main.jsx"),
-        format!("const items = null;\nconsole.info(items.length);\n{main}"),
-    )
-    .unwrap();
-    // Its own dependency cache: the shared install is never written.
+    std::fs::write(dir.path().join("src/main.jsx"), rewrite_main(&main)).unwrap();
     std::fs::write(
         dir.path().join("vite.config.js"),
-        "import { defineConfig } from \"vite\";\nimport react from \"@vitejs/plugin-react\";\nexport default defineConfig({ plugins: [react()], cacheDir: \".vite-cache\" });\n",
+        format!(
+            "import {{ defineConfig }} from \"vite\";\nimport react from \"@vitejs/plugin-react\";\n\
+             const api = {{ name: \"api\", configureServer(server) {{ server.middlewares.use((req, res, next) => {{ {middleware} next(); }}); }} }};\n\
+             export default defineConfig({{ plugins: [react(), api], cacheDir: \".vite-cache\" }});\n"
+        ),
     )
     .unwrap();
     std::os::unix::fs::symlink(fixture.join("node_modules"), dir.path().join("node_modules")).unwrap();
@@ -371,6 +379,22 @@ fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
         assert!(std::time::Instant::now() < deadline, "vite never listened");
         std::thread::sleep(Duration::from_millis(50));
     }
+    ViteCopy {
+        _dir: dir,
+        _vite: vite,
+        port,
+    }
+}
+
+#[test]
+fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
+    // The Vite fixture whose entry throws before React renders anything.
+    let app = vite_copy(
+        |main| format!("const items = null;\nconsole.info(items.length);\n{main}"),
+        None,
+        "",
+    );
+    let port = app.port;
     let home = tempfile::tempdir().unwrap();
     let out = output(dshkit_command(home.path()).args([
         "verify",
@@ -473,4 +497,59 @@ fn a_runtime_start_and_a_plugin_check_report_their_stages_as_progress() {
         Some("leftover audit"),
         "{stages:?}"
     );
+}
+
+/// A React app whose button loads data: `fetch`, then `json()`, then a state
+/// update that React renders in a later task.
+const REACT_LOADER: &str = r#"import { useState } from "react";
+
+export default function App() {
+  const [count, setCount] = useState(0);
+  const [data, setData] = useState("not loaded");
+  const load = () =>
+    fetch("/api/slow")
+      .then((r) => r.json())
+      .then((d) => setData(`loaded ${d.items.length} items`));
+  return (
+    <main>
+      <button type="button" onClick={() => setCount((n) => n + 1)}>Increment</button>
+      <button type="button" onClick={load}>Load</button>
+      <p>Count is {count}</p>
+      <p>Data: {data}</p>
+    </main>
+  );
+}
+"#;
+
+#[test]
+fn a_react_state_update_after_a_slow_request_is_in_the_result_of_the_click() {
+    let app = vite_copy(
+        str::to_owned,
+        Some(REACT_LOADER),
+        "if (req.url === \"/api/slow\") { setTimeout(() => { res.setHeader(\"Content-Type\", \"application/json\"); res.end(JSON.stringify({ items: [1, 2, 3] })); }, 300); return; }",
+    );
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", home_dir.as_str())]);
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": format!("http://127.0.0.1:{}/", app.port), "includeText": true}),
+    );
+    let page = ok(&opened);
+    assert!(
+        page["text"].as_str().unwrap().contains("Data: not loaded"),
+        "{page}"
+    );
+    let session = page["session"].as_str().unwrap().to_owned();
+    for (id, (button, effect)) in (2..).zip([("Increment", "Count is 1"), ("Load", "Data: loaded 3 items")]) {
+        let clicked = mcp.call(
+            id,
+            "liveloop_browser",
+            &json!({"operation": "click", "session": session, "role": "button", "name": button, "includeText": true}),
+        );
+        let text = ok(&clicked)["text"].as_str().unwrap().to_owned();
+        assert!(text.contains(effect), "after {button:?}: {text}");
+    }
 }

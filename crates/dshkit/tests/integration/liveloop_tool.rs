@@ -443,7 +443,7 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
         (
             "/",
             Fixture::Html(
-                "<!doctype html><title>slow</title><p id=\"s\">waiting</p><script>const n = Number(sessionStorage.n || 0) + 1; sessionStorage.n = n; console.log('load ' + n); setTimeout(() => { document.getElementById('s').textContent = 'ready'; }, 700);</script>"
+                "<!doctype html><title>slow</title><p id=\"s\">waiting</p><script>const n = Number(sessionStorage.n || 0) + 1; sessionStorage.n = n; console.log('load ' + n); setTimeout(() => { document.getElementById('s').textContent = 'ready'; }, 1500);</script>"
                     .into(),
             ),
         ),
@@ -971,4 +971,65 @@ fn the_preview_browser_is_launched_at_startup_unless_told_not_to() {
         !processes_mentioning(&cold_path).is_empty(),
         "the first open launches it"
     );
+}
+
+/// Buttons whose effect comes late: after a `fetch` answered at 50 ms, 300 ms and
+/// 2 s (read with `text()`), after an XHR, after a 30 ms timer, and after a timer
+/// chain; and one whose effect is immediate, on a page that polls with a timer.
+const LATE_EFFECTS: &str = r#"<!doctype html><title>late</title>
+<p id="out">nothing yet</p>
+<button onclick="fetch('/after/50').then(r => r.text()).then(t => { out.textContent = 'fetched ' + t; })">fetch 50</button>
+<button onclick="fetch('/after/300').then(r => r.text()).then(t => { out.textContent = 'fetched ' + t; })">fetch 300</button>
+<button onclick="fetch('/after/2000').then(r => r.text()).then(t => { out.textContent = 'fetched ' + t; })">fetch 2000</button>
+<button onclick="const x = new XMLHttpRequest(); x.open('GET', '/after/300'); x.onload = () => { out.textContent = 'xhr ' + x.responseText; }; x.send()">xhr</button>
+<button onclick="setTimeout(() => { out.textContent = 'timer 30'; }, 30)">timer</button>
+<button onclick="setTimeout(() => setTimeout(() => { out.textContent = 'chained'; }, 20), 20)">chain</button>
+<button onclick="out.textContent = 'at once'">now</button>
+<script>const out = document.getElementById('out'); let ticks = 0; (function poll() { ticks += 1; setTimeout(poll, 50); })();</script>"#;
+
+#[test]
+fn an_action_settles_when_its_requests_and_timers_are_done_and_sees_their_effect() {
+    let server = FixtureServer::start(vec![
+        ("/", Fixture::Html(LATE_EFFECTS.into())),
+        (
+            "/after/50",
+            Fixture::Delayed(std::time::Duration::from_millis(50), "50".into()),
+        ),
+        (
+            "/after/300",
+            Fixture::Delayed(std::time::Duration::from_millis(300), "300".into()),
+        ),
+        (
+            "/after/2000",
+            Fixture::Delayed(std::time::Duration::from_secs(2), "2000".into()),
+        ),
+    ]);
+    let evidence = tempfile::tempdir().unwrap();
+    let evidence_root = evidence.path().display().to_string();
+    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    mcp.initialize("2025-11-25");
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let cases = [
+        ("fetch 50", "fetched 50"),
+        ("fetch 300", "fetched 300"),
+        ("fetch 2000", "fetched 2000"),
+        ("xhr", "xhr 300"),
+        ("timer", "timer 30"),
+        ("chain", "chained"),
+        ("now", "at once"),
+    ];
+    for (id, (button, effect)) in (2..).zip(cases) {
+        let clicked = mcp.call(
+            id,
+            "liveloop_browser",
+            &json!({"operation": "click", "session": session, "role": "button", "name": button, "includeText": true}),
+        );
+        let text = structured(&clicked)["text"].as_str().unwrap().to_owned();
+        assert!(text.contains(effect), "after {button:?}: {text}");
+    }
 }
