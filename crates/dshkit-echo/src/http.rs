@@ -14,9 +14,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::cassette;
+use crate::index::CassetteIndex;
 use crate::matcher::Matcher;
 use crate::stdio::{
-    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, handshake, notification_gaps, pass_through, playback,
+    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, notification_gaps, pass_through, playback,
     recorded_delay, start_live,
 };
 
@@ -50,12 +51,14 @@ pub async fn bind(
     ),
     EchoError,
 > {
-    let loaded = cassette::read(&options.cassette)?;
-    let era = loaded.cassette.header.era.clone();
-    let recorded = loaded.cassette.into_interactions();
-    let initialize = handshake(&recorded);
-    let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0) + 1;
-    let matcher = Matcher::new(recorded, options.matching.clone());
+    let index = CassetteIndex::open(&options.cassette, &options.matching)?;
+    for warning in &index.warnings {
+        tracing::warn!("{}: {warning}", options.cassette.display());
+    }
+    let era = index.header.era.clone();
+    let initialize = index.handshake.clone();
+    let next_ordinal = index.max_ordinal + 1;
+    let matcher = Matcher::indexed(index, options.matching.clone());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .map_err(|e| EchoError::Io {
@@ -173,7 +176,7 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         .lock()
         .expect("lock")
         .find(&message, Some(&state.options.redactor))
-        .cloned();
+        .map(std::borrow::Cow::into_owned);
     let interaction = match found {
         Ok(interaction) => interaction,
         Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {

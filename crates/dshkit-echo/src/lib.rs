@@ -3,6 +3,7 @@
 //!
 //! - [`cassette`]: the versioned JSONL format, its reader and writers;
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
+//! - [`index`]: a cassette indexed for replay, each answer parsed when hit;
 //! - [`matcher`]: request keys, ordered pools and near-miss explanations;
 //! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
 //! - [`http`]: the replaying server over Streamable HTTP;
@@ -11,6 +12,7 @@
 pub mod cassette;
 pub mod contract;
 pub mod http;
+pub mod index;
 pub mod lint;
 pub mod matcher;
 mod peer;

@@ -1,15 +1,17 @@
 //! Request matching for replay: a key per request, ordered pools of recorded
 //! interactions per key, and a near-miss explanation when nothing matches.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
 use crate::cassette::Interaction;
+use crate::index::{CassetteIndex, Facts, key_hash};
 use crate::redact::Redactor;
 
 /// Methods matched on the method alone.
-fn method_only(method: &str) -> bool {
+pub(crate) fn method_only(method: &str) -> bool {
     matches!(method, "initialize" | "server/discover" | "ping") || method.ends_with("/list")
 }
 
@@ -61,6 +63,37 @@ pub fn key(request: &Value, options: &MatchOptions) -> String {
     if method_only(method) {
         return method.to_owned();
     }
+    if !options.ignore_paths.is_empty() {
+        return key_without_paths(request, method, options);
+    }
+    // Written straight from the request, without copies: this runs once per
+    // recorded interaction when a cassette is indexed.
+    let params = request.get("params").unwrap_or(&Value::Null);
+    if method == "tools/call" {
+        return call_key(params["name"].as_str().unwrap_or(""), params.get("arguments"));
+    }
+    let mut out = String::with_capacity(96);
+    out.push_str(method);
+    out.push(' ');
+    write_canonical(params, &["_meta", "cursor"], &mut out);
+    out
+}
+
+/// The key of a `tools/call` of `tool` with `arguments`, when no paths are ignored.
+pub(crate) fn call_key(tool: &str, arguments: Option<&Value>) -> String {
+    let mut out = String::with_capacity(96);
+    out.push_str("tools/call ");
+    out.push_str(tool);
+    out.push(' ');
+    match arguments {
+        Some(arguments) => write_canonical(arguments, &[], &mut out),
+        None => out.push_str("{}"),
+    }
+    out
+}
+
+/// [`key`] with `options.ignore_paths` removed from a copy of the params first.
+fn key_without_paths(request: &Value, method: &str, options: &MatchOptions) -> String {
     let mut params = request.get("params").cloned().unwrap_or(Value::Null);
     if let Some(map) = params.as_object_mut() {
         map.remove("_meta");
@@ -82,13 +115,60 @@ pub fn key(request: &Value, options: &MatchOptions) -> String {
     }
 }
 
+/// Writes `value` as [`canonical`] does, leaving out the top-level keys in `skip`.
+fn write_canonical(value: &Value, skip: &[&str], out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> =
+                map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                write_canonical(v, &[], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, &[], out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 /// Why a request found no recorded answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Miss {
-    UnknownTool { tool: String, recorded: Vec<String> },
-    ArgumentsDiffer { tool: String, paths: Vec<String> },
-    Exhausted { key: String, recorded: usize },
-    NotRecorded { method: String },
+    UnknownTool {
+        tool: String,
+        recorded: Vec<String>,
+    },
+    ArgumentsDiffer {
+        tool: String,
+        paths: Vec<String>,
+    },
+    Exhausted {
+        key: String,
+        recorded: usize,
+    },
+    NotRecorded {
+        method: String,
+    },
+    /// The recorded interaction that matched cannot be read or parsed.
+    Damaged {
+        reason: String,
+    },
 }
 
 impl Miss {
@@ -98,6 +178,7 @@ impl Miss {
             Self::ArgumentsDiffer { .. } => "arguments_differ",
             Self::Exhausted { .. } => "exhausted",
             Self::NotRecorded { .. } => "not_recorded",
+            Self::Damaged { .. } => "damaged",
         }
     }
 
@@ -113,6 +194,7 @@ impl Miss {
                 format!("`{key}` was recorded {recorded} time(s) and every answer is used")
             }
             Self::NotRecorded { method } => format!("no `{method}` request was recorded"),
+            Self::Damaged { reason } => format!("the recorded answer is damaged: {reason}"),
         }
     }
 
@@ -128,83 +210,207 @@ impl Miss {
     }
 }
 
+/// Where the recorded interactions are: parsed in memory, or indexed in their
+/// file and parsed when hit.
+#[derive(Debug)]
+enum Store {
+    Memory(Vec<Interaction>),
+    Indexed(Box<CassetteIndex>),
+}
+
+/// No next interaction in a pool.
+const END: u32 = u32::MAX;
+/// Most same-tool interactions read to explain a near miss.
+pub const MAX_NEAR_MISS_CANDIDATES: usize = 256;
+
+/// One key's pool: the unused interactions of that key, in recorded order, as a
+/// chain through [`Matcher::next`].
+#[derive(Debug, Clone, Copy)]
+struct Pool {
+    head: u32,
+    tail: u32,
+    recorded: u32,
+}
+
 /// The recorded interactions, in pools by key.
 #[derive(Debug)]
 pub struct Matcher {
     options: MatchOptions,
-    interactions: Vec<Interaction>,
-    pools: HashMap<String, VecDeque<usize>>,
-    /// How many each key had, for messages.
-    sizes: HashMap<String, usize>,
+    store: Store,
+    meta: Vec<Facts>,
+    methods: Vec<String>,
+    tools: Vec<String>,
+    pools: HashMap<u64, Pool>,
+    next: Vec<u32>,
     /// The last answer of each method-only key, repeated once its pool is used up.
-    last_method_only: HashMap<String, usize>,
+    last_method_only: HashMap<u64, usize>,
     used: Vec<bool>,
 }
 
 impl Matcher {
     /// Builds the pools; recorded requests are keyed as recorded (already redacted).
     pub fn new(interactions: Vec<Interaction>, options: MatchOptions) -> Self {
-        let mut pools: HashMap<String, VecDeque<usize>> = HashMap::new();
-        for (index, interaction) in interactions.iter().enumerate() {
+        let (mut methods, mut tools) = (Vec::new(), Vec::new());
+        let intern = |table: &mut Vec<String>, name: &str| {
+            let found = table.iter().position(|n| n == name);
+            u32::try_from(found.unwrap_or_else(|| {
+                table.push(name.to_owned());
+                table.len() - 1
+            }))
+            .unwrap_or(u32::MAX)
+        };
+        let meta = interactions
+            .iter()
+            .map(|i| {
+                let method = i.request["method"].as_str().unwrap_or("");
+                Facts {
+                    key: key_hash(&key(&i.request, &options)),
+                    method: intern(&mut methods, method),
+                    tool: (method == "tools/call")
+                        .then(|| intern(&mut tools, i.request["params"]["name"].as_str().unwrap_or(""))),
+                }
+            })
+            .collect();
+        Self::build(Store::Memory(interactions), meta, methods, tools, options)
+    }
+
+    /// The pools of an indexed cassette (see [`CassetteIndex::open`], which must
+    /// have keyed it under the same `options`).
+    pub fn indexed(mut index: CassetteIndex, options: MatchOptions) -> Self {
+        let meta = index.take_facts();
+        let (methods, tools) = (index.methods.clone(), index.tools.clone());
+        Self::build(Store::Indexed(Box::new(index)), meta, methods, tools, options)
+    }
+
+    fn build(
+        store: Store,
+        meta: Vec<Facts>,
+        methods: Vec<String>,
+        tools: Vec<String>,
+        options: MatchOptions,
+    ) -> Self {
+        let mut pools: HashMap<u64, Pool> = HashMap::with_capacity(meta.len());
+        let mut next = vec![END; meta.len()];
+        for (position, m) in meta.iter().enumerate() {
+            let position = u32::try_from(position).unwrap_or(END);
             pools
-                .entry(key(&interaction.request, &options))
-                .or_default()
-                .push_back(index);
+                .entry(m.key)
+                .and_modify(|pool| {
+                    next[pool.tail as usize] = position;
+                    pool.tail = position;
+                    pool.recorded += 1;
+                })
+                .or_insert(Pool {
+                    head: position,
+                    tail: position,
+                    recorded: 1,
+                });
         }
-        let sizes = pools.iter().map(|(k, v)| (k.clone(), v.len())).collect();
-        let used = vec![false; interactions.len()];
+        let used = vec![false; meta.len()];
         Self {
             options,
-            interactions,
+            store,
+            meta,
+            methods,
+            tools,
             pools,
-            sizes,
+            next,
             last_method_only: HashMap::new(),
             used,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.interactions.len()
+        self.meta.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.interactions.is_empty()
+        self.meta.is_empty()
+    }
+
+    /// The interaction at `position`: borrowed from memory, or read from the file.
+    fn load(&self, position: usize) -> Result<Cow<'_, Interaction>, Miss> {
+        match &self.store {
+            Store::Memory(interactions) => Ok(Cow::Borrowed(&interactions[position])),
+            Store::Indexed(index) => index
+                .interaction(position)
+                .map(Cow::Owned)
+                .map_err(|e| Miss::Damaged {
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// Takes the first unused interaction of `key` out of its pool. The hash
+    /// found the pool; the recorded request's own key confirms the match.
+    fn take(&mut self, hash: u64, key_text: &str) -> Result<Option<usize>, Miss> {
+        let Some(pool) = self.pools.get(&hash).copied() else {
+            return Ok(None);
+        };
+        let (mut previous, mut current) = (END, pool.head);
+        while current != END {
+            let position = current as usize;
+            let same = key(&self.load(position)?.request, &self.options) == key_text;
+            if same {
+                let after = self.next[position];
+                let pool = self.pools.get_mut(&hash).expect("found above");
+                if previous == END {
+                    pool.head = after;
+                } else {
+                    self.next[previous as usize] = after;
+                }
+                if pool.tail == current {
+                    pool.tail = previous;
+                }
+                return Ok(Some(position));
+            }
+            previous = current;
+            current = self.next[position];
+        }
+        Ok(None)
     }
 
     /// The recorded answer for a live `request` (redacted with `redactor` first, so
     /// a live secret meets its recorded placeholder), or why there is none.
-    pub fn find(&mut self, request: &Value, redactor: Option<&Redactor>) -> Result<&Interaction, Miss> {
+    pub fn find(
+        &mut self,
+        request: &Value,
+        redactor: Option<&Redactor>,
+    ) -> Result<Cow<'_, Interaction>, Miss> {
         let mut request = request.clone();
         if let Some(redactor) = redactor {
             redactor.value(&mut request);
         }
-        let key = key(&request, &self.options);
+        let key_text = key(&request, &self.options);
+        let hash = key_hash(&key_text);
         let method = request["method"].as_str().unwrap_or("").to_owned();
-        if let Some(index) = self.pools.get_mut(&key).and_then(VecDeque::pop_front) {
-            self.used[index] = true;
+        if let Some(position) = self.take(hash, &key_text)? {
+            self.used[position] = true;
             if method_only(&method) {
-                self.last_method_only.insert(key, index);
+                self.last_method_only.insert(hash, position);
             }
-            return Ok(&self.interactions[index]);
+            return self.load(position);
         }
-        if let Some(&index) = self.last_method_only.get(&key) {
-            return Ok(&self.interactions[index]);
+        if let Some(&position) = self.last_method_only.get(&hash) {
+            return self.load(position);
         }
+        let method_id = self.methods.iter().position(|m| *m == method);
         if self.options.sequential_fallback
-            && let Some(index) = (0..self.interactions.len())
-                .find(|&i| !self.used[i] && self.interactions[i].request["method"] == method.as_str())
+            && let Some(position) = method_id.and_then(|id| {
+                (0..self.meta.len()).find(|&i| !self.used[i] && self.meta[i].method as usize == id)
+            })
         {
-            self.used[index] = true;
-            return Ok(&self.interactions[index]);
+            self.used[position] = true;
+            return self.load(position);
         }
-        Err(self.explain(&request, &key, &method))
+        Err(self.explain(&request, &key_text, hash, &method))
     }
 
-    fn explain(&self, request: &Value, key: &str, method: &str) -> Miss {
-        if let Some(&recorded) = self.sizes.get(key) {
+    fn explain(&self, request: &Value, key_text: &str, hash: u64, method: &str) -> Miss {
+        if let Some(pool) = self.pools.get(&hash) {
             return Miss::Exhausted {
-                key: key.to_owned(),
-                recorded,
+                key: key_text.to_owned(),
+                recorded: pool.recorded as usize,
             };
         }
         if method != "tools/call" {
@@ -213,25 +419,19 @@ impl Matcher {
             };
         }
         let tool = request["params"]["name"].as_str().unwrap_or("").to_owned();
-        let same_tool: Vec<&Interaction> = self
-            .interactions
-            .iter()
-            .filter(|i| i.request["method"] == "tools/call" && i.request["params"]["name"] == tool.as_str())
-            .collect();
-        if same_tool.is_empty() {
-            let mut recorded: Vec<String> = self
-                .interactions
-                .iter()
-                .filter(|i| i.request["method"] == "tools/call")
-                .filter_map(|i| i.request["params"]["name"].as_str().map(str::to_owned))
-                .collect();
+        let Some(tool_id) = self.tools.iter().position(|t| *t == tool) else {
+            let mut recorded = self.tools.clone();
             recorded.sort();
-            recorded.dedup();
             return Miss::UnknownTool { tool, recorded };
-        }
+        };
         let live = request["params"].get("arguments").cloned().unwrap_or(json!({}));
-        let closest = same_tool
+        let closest = self
+            .meta
             .iter()
+            .enumerate()
+            .filter(|(_, m)| m.tool.is_some_and(|t| t as usize == tool_id))
+            .take(MAX_NEAR_MISS_CANDIDATES)
+            .filter_map(|(position, _)| self.load(position).ok())
             .map(|i| {
                 differing_paths(
                     &i.request["params"].get("arguments").cloned().unwrap_or(json!({})),
@@ -241,15 +441,6 @@ impl Matcher {
             .min_by_key(Vec::len)
             .unwrap_or_default();
         Miss::ArgumentsDiffer { tool, paths: closest }
-    }
-
-    /// How often each recorded key was used: (key, recorded, unused).
-    pub fn unused(&self) -> BTreeMap<String, usize> {
-        self.pools
-            .iter()
-            .filter(|(_, pool)| !pool.is_empty())
-            .map(|(k, pool)| (k.clone(), pool.len()))
-            .collect()
     }
 }
 
@@ -310,6 +501,25 @@ mod tests {
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn call(id: u64, tool: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {"progressToken": id}}})
+    }
+
+    #[test]
+    fn the_direct_key_writer_gives_the_canonical_form() {
+        let nested =
+            json!({"z": [3, {"b": "x\"y", "a": null}], "a": {"d": 1.5, "c": true}, "_meta": {"t": 1}});
+        let options = MatchOptions::default();
+        let with_paths = MatchOptions {
+            ignore_paths: vec!["params.nothing".into()],
+            ..MatchOptions::default()
+        };
+        for request in [
+            call(1, "sum", nested.clone()),
+            json!({"method": "tools/call", "params": {"name": "bare"}}),
+            json!({"method": "resources/read", "params": {"uri": "a", "cursor": "c", "_meta": {}, "x": nested}}),
+            json!({"method": "prompts/get"}),
+        ] {
+            assert_eq!(key(&request, &options), key(&request, &with_paths), "{request}");
+        }
     }
 
     #[test]

@@ -14,7 +14,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::cassette::{self, Appender, CassetteError, Header, Interaction, Record, RecordMode};
+use crate::cassette::{Appender, CassetteError, Header, Interaction, Record, RecordMode};
+use crate::index::CassetteIndex;
 use crate::matcher::{MatchOptions, Matcher};
 use crate::redact::Redactor;
 
@@ -527,22 +528,21 @@ pub async fn replay(
     mut client_out: impl AsyncWrite + Unpin,
     options: ReplayOptions,
 ) -> Result<ReplaySummary, EchoError> {
-    let loaded = cassette::read(&options.cassette)?;
+    let index = CassetteIndex::open(&options.cassette, &options.matching)?;
     let mut summary = ReplaySummary {
-        warnings: loaded.warnings.clone(),
+        warnings: index.warnings.clone(),
         ..ReplaySummary::default()
     };
-    for warning in &loaded.warnings {
+    for warning in &index.warnings {
         tracing::warn!("{}: {warning}", options.cassette.display());
     }
     let cassette_id = options
         .cassette
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let recorded = loaded.cassette.into_interactions();
-    let initialize = handshake(&recorded);
-    let next_ordinal = recorded.iter().map(|i| i.ordinal).max().unwrap_or(0);
-    let mut matcher = Matcher::new(recorded, options.matching.clone());
+    let initialize = index.handshake.clone();
+    let next_ordinal = index.max_ordinal;
+    let mut matcher = Matcher::indexed(index, options.matching.clone());
     let mut live: Option<Live> = None;
     let mut ordinal = next_ordinal;
     let mut frame = Vec::new();
@@ -792,20 +792,6 @@ fn annotate(
     }
 }
 
-/// The recorded handshake (`initialize` or `server/discover`) a live server gets
-/// before a passthrough.
-pub(crate) fn handshake(recorded: &[Interaction]) -> Option<Value> {
-    recorded
-        .iter()
-        .find(|i| {
-            matches!(
-                i.request["method"].as_str(),
-                Some("initialize" | "server/discover")
-            )
-        })
-        .map(|i| i.request.clone())
-}
-
 pub(crate) async fn start_live(
     argv: &[String],
     initialize: Option<&Value>,
@@ -975,7 +961,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         recorder.on_server(json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
         recorder.finish().unwrap();
-        let loaded = cassette::read(&dir.path().join("c.jsonl")).unwrap();
+        let loaded = crate::cassette::read(&dir.path().join("c.jsonl")).unwrap();
         let interaction = &loaded.cassette.into_interactions()[0];
         assert_eq!(interaction.notifications.len(), 1);
         assert!(
