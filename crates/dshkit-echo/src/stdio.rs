@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -237,6 +237,11 @@ impl Recorder {
     }
 
     pub(crate) fn on_client(&mut self, message: &Value) {
+        self.on_client_at(message, Instant::now());
+    }
+
+    /// A client message that passed the proxy at `at`.
+    pub(crate) fn on_client_at(&mut self, message: &Value, at: Instant) {
         let has_method = message.get("method").is_some();
         match (has_method, message.get("id")) {
             (true, Some(id)) => {
@@ -244,7 +249,7 @@ impl Recorder {
                     id_key(id),
                     Pending {
                         request: message.clone(),
-                        started: Instant::now(),
+                        started: at,
                         notifications: Vec::new(),
                         notified_at: Vec::new(),
                         server_requests: Vec::new(),
@@ -287,6 +292,11 @@ impl Recorder {
     }
 
     pub(crate) fn on_server(&mut self, message: Value) {
+        self.on_server_at(message, Instant::now());
+    }
+
+    /// A server message that passed the proxy at `at`.
+    pub(crate) fn on_server_at(&mut self, message: Value, at: Instant) {
         let has_method = message.get("method").is_some();
         match (has_method, message.get("id").cloned()) {
             (false, Some(id)) => {
@@ -299,7 +309,7 @@ impl Recorder {
                 };
                 self.learn_header(&pending.request, &message);
                 self.ordinal += 1;
-                let answered = Instant::now();
+                let answered = at;
                 let interaction = Interaction {
                     ordinal: self.ordinal,
                     request: pending.request,
@@ -308,7 +318,8 @@ impl Recorder {
                     notification_lead_us: leads_us(&pending.notified_at, answered),
                     server_requests: pending.server_requests,
                     status: None,
-                    ms: u64::try_from(pending.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
+                        .unwrap_or(u64::MAX),
                     origin: "recorded".into(),
                 };
                 self.open();
@@ -328,7 +339,7 @@ impl Recorder {
             _ => match self.owner_of(&message).and_then(|k| self.pending.get_mut(&k)) {
                 Some(pending) => {
                     pending.notifications.push(message);
-                    pending.notified_at.push(Instant::now());
+                    pending.notified_at.push(at);
                 }
                 None => self.write(Record::Message {
                     from: "server".into(),
@@ -406,28 +417,26 @@ pub async fn record(
         return Err(CassetteError::Exists(options.cassette.clone()).into());
     }
     let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
-    let recorder = Arc::new(Mutex::new(Recorder::new(options, "stdio")));
+    // The proxy only forwards; the parsing, redaction and writing happen on a
+    // thread of their own, fed in order through a queue bounded in bytes. A full
+    // queue holds the forwarding back: a frame is never dropped.
+    let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Seen>();
+    let budget = Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES));
+    let recording = std::thread::Builder::new()
+        .name("echo-recorder".into())
+        .spawn(move || record_frames(queue, Recorder::new(options, "stdio")))
+        .map_err(io("a thread for the recording"))?;
 
-    let sink = Arc::clone(&recorder);
+    let (to_recorder, room) = (frames.clone(), Arc::clone(&budget));
     let downstream = tokio::spawn(async move {
         let mut line = Vec::new();
         while read_frame(&mut server_out, &mut line, "the server's stdout").await? {
-            // Forward first: the client never waits for the recording.
             client_out
                 .write_all(&line)
                 .await
                 .map_err(io("the client's stdout"))?;
             client_out.flush().await.map_err(io("the client's stdout"))?;
-            let text = String::from_utf8_lossy(&line);
-            let text = text.trim_end_matches(['\n', '\r']);
-            let mut recorder = sink.lock().expect("lock");
-            match serde_json::from_str::<Value>(text) {
-                Ok(message) if message.is_object() => recorder.on_server(message),
-                _ if text.is_empty() => {}
-                _ => recorder.write(Record::Raw {
-                    line: text.to_owned(),
-                }),
-            }
+            queue_frame(&to_recorder, &room, Side::Server, std::mem::take(&mut line)).await;
         }
         Ok::<(), EchoError>(())
     });
@@ -436,27 +445,91 @@ pub async fn record(
     let mut line = Vec::new();
     let upstream: Result<(), EchoError> = async {
         while read_frame(&mut client_in, &mut line, "the client's stdin").await? {
+            // Queued before it is forwarded, so the recorder always sees a request
+            // before its answer.
+            queue_frame(&frames, &budget, Side::Client, line.clone()).await;
             server_in
                 .write_all(&line)
                 .await
                 .map_err(io("the server's stdin"))?;
             server_in.flush().await.map_err(io("the server's stdin"))?;
-            let text = String::from_utf8_lossy(&line);
-            if let Ok(message) = serde_json::from_str::<Value>(text.trim_end())
-                && message.is_object()
-            {
-                recorder.lock().expect("lock").on_client(&message);
-            }
         }
         Ok(())
     }
     .await;
     close_server(child, server_in).await;
     let downstream = downstream.await.unwrap_or(Ok(()));
-    let summary = recorder.lock().expect("lock").finish()?;
+    drop(frames);
+    let mut recorder = tokio::task::spawn_blocking(move || recording.join())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or(EchoError::Io {
+            what: "the recording thread",
+            error: "it panicked".into(),
+        })?;
+    let summary = recorder.finish()?;
     upstream?;
     downstream?;
     Ok(summary)
+}
+
+/// Bytes of frames forwarded but not yet recorded, at most.
+pub const RECORD_QUEUE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Which way a frame went through the proxy.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Client,
+    Server,
+}
+
+/// A forwarded frame on its way to the recorder, with when it passed and its
+/// share of the queue's byte budget (returned once it is recorded).
+struct Seen {
+    side: Side,
+    frame: Vec<u8>,
+    at: Instant,
+    _room: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Hands `frame` to the recorder, after waiting for room in the queue.
+async fn queue_frame(
+    to_recorder: &tokio::sync::mpsc::UnboundedSender<Seen>,
+    budget: &Arc<tokio::sync::Semaphore>,
+    side: Side,
+    frame: Vec<u8>,
+) {
+    let at = Instant::now();
+    let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
+    let Ok(room) = Arc::clone(budget).acquire_many_owned(cost).await else {
+        return;
+    };
+    let _ = to_recorder.send(Seen {
+        side,
+        frame,
+        at,
+        _room: room,
+    });
+}
+
+/// The recording thread: parses each frame in the order it passed, attributes
+/// it and writes the cassette; returns the recorder when the queue closes.
+fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, mut recorder: Recorder) -> Recorder {
+    while let Some(seen) = queue.blocking_recv() {
+        let text = String::from_utf8_lossy(&seen.frame);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let message = serde_json::from_str::<Value>(text).ok().filter(Value::is_object);
+        match (seen.side, message) {
+            (Side::Client, Some(message)) => recorder.on_client_at(&message, seen.at),
+            (Side::Server, Some(message)) => recorder.on_server_at(message, seen.at),
+            (Side::Server, None) if !text.is_empty() => recorder.write(Record::Raw {
+                line: text.to_owned(),
+            }),
+            _ => {}
+        }
+    }
+    recorder
 }
 
 // ---------------------------------------------------------------------------

@@ -475,7 +475,9 @@ impl WebUi {
 
     /// One operation; returns its text, panicking with it when it failed.
     /// A target the UI has not rendered yet (a slow machine) is looked for again
-    /// in a fresh snapshot, for a bounded time.
+    /// in a fresh snapshot, for a bounded time. DSH's welcome notice is a modal
+    /// that opens once its settings arrive over the UI's WebSocket, which no
+    /// settle waits for: when it covers the target, it is acknowledged.
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn op(&mut self, arguments: serde_json::Value) -> String {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
@@ -486,7 +488,16 @@ impl WebUi {
                     if failure.contains("ELEMENT_NOT_FOUND") && std::time::Instant::now() < deadline =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(200));
-                    let _ = self.try_op(serde_json::json!({"operation": "snapshot"}));
+                    let outline = self
+                        .try_op(serde_json::json!({"operation": "snapshot"}))
+                        .unwrap_or_default();
+                    if outline.contains("dialog \"Internal Testing Notice\"")
+                        && arguments["name"] != "Continue"
+                    {
+                        let _ = self.try_op(
+                            serde_json::json!({"operation": "click", "role": "button", "name": "Continue"}),
+                        );
+                    }
                 }
                 Err(failure) => panic!("{failure}"),
             }
@@ -576,6 +587,31 @@ impl WebUi {
         self.wait_for(text);
     }
 
+    /// Clicks until a snapshot holds `expect`. DSH's welcome notice can open
+    /// over the page at any moment before (see [`Self::op`]) and take the click:
+    /// it is acknowledged and the click repeated, for a bounded time.
+    fn click_past_notice(&mut self, role: &str, name: &str, expect: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let clicked = self.click(role, name);
+            if clicked.contains(expect) {
+                return;
+            }
+            let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+            if outline.contains(expect) {
+                return;
+            }
+            if outline.contains("dialog \"Internal Testing Notice\"") {
+                self.click("button", "Continue");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{expect:?} never appeared after clicking {role} {name:?}: {outline}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
     /// Starts a new conversation in the home workspace and sends `message`.
     fn send(&mut self, message: &str) {
         self.wait_for("New Session");
@@ -585,7 +621,7 @@ impl WebUi {
         }
         // The first conversation picks the workspace; later ones inherit it.
         if !outline.contains("textbox \"Describe what you want to build\"") {
-            self.click("button", "Choose workspace");
+            self.click_past_notice("button", "Choose workspace", "button \"Open\"");
             self.click("button", "Open");
         }
         self.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": message}));
