@@ -482,24 +482,7 @@ async fn versus_mcp_recorder(
         .await
         .context("mcp-recorder replay")?;
 
-    let mut child = Command::new(dshkit)
-        .args(["echo", "replay"])
-        .arg(ours)
-        .arg("--http")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
-        &mut line,
-    )?;
-    let _replay = crate::bench::Killed(child);
-    let url = line
-        .trim()
-        .strip_prefix("dshkit echo: ")
-        .context("ready line")?
-        .to_owned();
+    let (_replay, url) = spawn_http_replay(dshkit, ours)?;
     let mut dshkit_http = http_replay(url).await?;
 
     let (ours_p50, peer_p50) = (percentile(&mut dshkit_http, 0.5), percentile(&mut peer, 0.5));
@@ -557,24 +540,7 @@ async fn large_versus_mcp_recorder(
     for _ in 0..3 {
         // dshkit: its ready line names the URL once the cassette is indexed.
         let began = Instant::now();
-        let mut child = Command::new(dshkit)
-            .args(["echo", "replay"])
-            .arg(&ours)
-            .arg("--http")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
-            &mut line,
-        )?;
-        let replay = crate::bench::Killed(child);
-        let url = line
-            .trim()
-            .strip_prefix("dshkit echo: ")
-            .context("ready line")?
-            .to_owned();
+        let (replay, url) = spawn_http_replay(dshkit, &ours)?;
         ask(url).await?;
         let ours_time = began.elapsed();
         let ours_peak = peak_rss_kib(replay.0.id());
@@ -652,6 +618,33 @@ fn write_mcp_recorder_cassette(path: &std::path::Path) -> anyhow::Result<()> {
         )?,
     )?;
     Ok(())
+}
+
+/// `dshkit echo replay CASSETTE --http` on a free port, once its ready line
+/// names the URL (the cassette is indexed by then).
+fn spawn_http_replay(
+    dshkit: &std::path::Path,
+    cassette: &std::path::Path,
+) -> anyhow::Result<(crate::bench::Killed, String)> {
+    let mut child = Command::new(dshkit)
+        .args(["echo", "replay"])
+        .arg(cassette)
+        .arg("--http")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
+        &mut line,
+    )?;
+    let replay = crate::bench::Killed(child);
+    let url = line
+        .trim()
+        .strip_prefix("dshkit echo: ")
+        .context("ready line")?
+        .to_owned();
+    Ok((replay, url))
 }
 
 /// The peak RSS (`VmHWM`, KiB) of a live process.

@@ -489,17 +489,7 @@ mod tests {
     use crate::matcher::{Matcher, Miss};
 
     fn line(ordinal: u64, request: Value) -> String {
-        let record = Record::Interaction(Interaction {
-            ordinal,
-            request,
-            responses: vec![json!({"jsonrpc": "2.0", "id": ordinal, "result": {"n": ordinal}})],
-            notifications: vec![],
-            notification_lead_us: vec![],
-            server_requests: vec![],
-            status: None,
-            ms: 0,
-            origin: "recorded".into(),
-        });
+        let record = Record::Interaction(crate::matcher::tests::recorded(ordinal, request));
         serde_json::to_string(&record).unwrap()
     }
 

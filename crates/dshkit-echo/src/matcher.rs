@@ -481,10 +481,11 @@ fn diff_into(recorded: &Value, live: &Value, path: String, out: &mut Vec<String>
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn recorded(ordinal: u64, request: Value) -> Interaction {
+    /// A recorded interaction answering `request` with `{"n": ordinal}`.
+    pub(crate) fn recorded(ordinal: u64, request: Value) -> Interaction {
         Interaction {
             ordinal,
             request,
