@@ -401,8 +401,8 @@ async fn wait_for_port(port: u16) -> anyhow::Result<()> {
     anyhow::bail!("nothing listens on port {port}")
 }
 
-/// The same replay workload over Streamable HTTP: initialize, then timed echo calls.
-async fn http_replay(url: String) -> anyhow::Result<Vec<Duration>> {
+/// An MCP session over Streamable HTTP at `url`, past its handshake.
+async fn http_session(url: String) -> anyhow::Result<crate::bench::HttpClient> {
     let mut client = crate::bench::HttpClient {
         client: reqwest::Client::new(),
         url,
@@ -413,6 +413,12 @@ async fn http_replay(url: String) -> anyhow::Result<Vec<Duration>> {
     client
         .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await?;
+    Ok(client)
+}
+
+/// The same replay workload over Streamable HTTP: initialize, then timed echo calls.
+async fn http_replay(url: String) -> anyhow::Result<Vec<Duration>> {
+    let mut client = http_session(url).await?;
     let mut latencies = Vec::with_capacity(HTTP_CALLS);
     for id in 1..=WARMUP + HTTP_CALLS {
         let began = Instant::now();
@@ -519,16 +525,7 @@ async fn large_versus_mcp_recorder(
     let theirs = work.join("large-mcp-recorder.json");
     write_mcp_recorder_cassette(&theirs)?;
     let ask = |url: String| async move {
-        let mut client = crate::bench::HttpClient {
-            client: reqwest::Client::new(),
-            url,
-            token: None,
-            session: None,
-        };
-        client.post(&crate::bench::initialize(0)).await?;
-        client
-            .post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await?;
+        let mut client = http_session(url).await?;
         let reply = client.post(&call(LARGE)).await?.context("no reply")?;
         anyhow::ensure!(
             reply["result"]["content"][0]["text"] == format!("Echo: message {LARGE}"),

@@ -278,7 +278,10 @@ impl Matcher {
     /// have keyed it under the same `options`).
     pub fn indexed(mut index: CassetteIndex, options: MatchOptions) -> Self {
         let meta = index.take_facts();
-        let (methods, tools) = (index.methods.clone(), index.tools.clone());
+        let (methods, tools) = (
+            std::mem::take(&mut index.methods),
+            std::mem::take(&mut index.tools),
+        );
         Self::build(Store::Indexed(Box::new(index)), meta, methods, tools, options)
     }
 

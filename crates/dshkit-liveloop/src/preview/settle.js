@@ -79,24 +79,10 @@
     promise.then(() => end(token), () => end(token));
     return promise;
   };
-  const fetchOriginal = globalThis.fetch;
-  if (typeof fetchOriginal === "function") {
-    globalThis.fetch = function fetch(...args) {
-      const token = begin("fetch", 0);
-      try {
-        return track(fetchOriginal.apply(this, args), token);
-      } catch (error) {
-        end(token);
-        throw error;
-      }
-    };
-  }
-  const body = globalThis.Response && globalThis.Response.prototype;
-  for (const name of ["json", "text", "arrayBuffer", "blob", "formData"]) {
-    const original = body && body[name];
-    if (typeof original !== "function") continue;
-    body[name] = function (...args) {
-      const token = begin("body", 0);
+  // `original`, counted from the call until its promise settles.
+  const tracked = (original, kind) =>
+    function (...args) {
+      const token = begin(kind, 0);
       try {
         return track(original.apply(this, args), token);
       } catch (error) {
@@ -104,6 +90,10 @@
         throw error;
       }
     };
+  if (typeof globalThis.fetch === "function") globalThis.fetch = tracked(globalThis.fetch, "fetch");
+  const body = globalThis.Response && globalThis.Response.prototype;
+  for (const name of ["json", "text", "arrayBuffer", "blob", "formData"]) {
+    if (body && typeof body[name] === "function") body[name] = tracked(body[name], "body");
   }
   const xhr = globalThis.XMLHttpRequest && globalThis.XMLHttpRequest.prototype;
   if (xhr && typeof xhr.send === "function") {
