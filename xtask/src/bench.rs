@@ -25,6 +25,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("mcp") => mcp(),
         Some("browser") => crate::bench_browser::run(),
+        Some("browser-start") => crate::bench_browser::start(),
         Some("check") => crate::bench_check::run(),
         Some("verify") => crate::bench_verify::verify(),
         Some("detect") => crate::bench_verify::detect(),
@@ -36,7 +37,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         // In a release build of xtask (started by `redact`): the redactor in process.
         Some("redact-in-process") => crate::bench_echo::redaction_in_process(args.get(1).map(String::as_str)),
         _ => bail!(
-            "usage: cargo xtask bench <mcp | browser | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
+            "usage: cargo xtask bench <mcp | browser | browser-start | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
         ),
     }
 }
@@ -231,6 +232,24 @@ impl StdioClient {
             stdout,
             line: String::new(),
         })
+    }
+
+    /// Ends the session as a host does (stdin closed) and waits until the server
+    /// has exited, killing it after 10 s: the next measurement starts on a quiet
+    /// machine, not beside this server's shutdown.
+    pub(crate) fn finish(self) -> anyhow::Result<()> {
+        let Self { mut child, stdin, .. } = self;
+        drop(stdin);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                child.kill()?;
+                child.wait()?;
+                bail!("the server did not exit within 10 s of its stdin closing");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
     }
 
     /// Spawns `command` and completes the MCP handshake.

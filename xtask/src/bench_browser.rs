@@ -415,6 +415,18 @@ pub(crate) fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `cargo xtask bench browser-start`: only the start-up figures (spawn → first
+/// open, first open after an idle second), without the peers' sequences.
+pub(crate) fn start() -> anyhow::Result<()> {
+    let (_peers, dshkit_binary) = crate::bench::prepare()?;
+    let url = serve_fixture()?;
+    let work = std::env::temp_dir().join(format!("dshkit-bench-start-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let outcome = spawn_to_first_open(&dshkit_binary, &work, &url);
+    let _ = std::fs::remove_dir_all(&work);
+    outcome
+}
+
 /// Spawns of `dshkit mcp` timed to the first `open` result, with the browser
 /// prewarmed at startup and without (`--no-prewarm`), interleaved.
 fn spawn_to_first_open(binary: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::Result<()> {
@@ -437,13 +449,14 @@ fn spawn_to_first_open(binary: &std::path::Path, work: &std::path::Path, url: &s
             let mut client = spawn(extra)?;
             client.call_tool(1, "liveloop_browser", &open)?;
             at_once[slot].push(start.elapsed());
-            drop(client);
+            client.finish()?;
             // A host that connects, then calls a second later.
             let mut client = spawn(extra)?;
             std::thread::sleep(Duration::from_secs(1));
             let start = Instant::now();
             client.call_tool(1, "liveloop_browser", &open)?;
             after_idle[slot].push(start.elapsed());
+            client.finish()?;
         }
     }
     println!(

@@ -15,12 +15,28 @@ enum Origin {
     Connected,
 }
 
-/// A browser and the connection to it.
+/// A browser and the connection to it. It derefs to its [`Contexts`], the part
+/// that makes contexts and pages.
 #[derive(Debug)]
 pub struct Browser {
-    connection: Connection,
+    contexts: Contexts,
     origin: Origin,
     product: String,
+}
+
+impl std::ops::Deref for Browser {
+    type Target = Contexts;
+
+    fn deref(&self) -> &Contexts {
+        &self.contexts
+    }
+}
+
+/// Makes and disposes a browser's contexts and pages. Cheap to clone, so a
+/// context can be prepared without holding the [`Browser`].
+#[derive(Debug, Clone)]
+pub struct Contexts {
+    connection: Connection,
 }
 
 impl Browser {
@@ -61,14 +77,14 @@ impl Browser {
         let version = connection.call("Browser.getVersion", json!({}), None).await?;
         let product = version["product"].as_str().unwrap_or("unknown").to_owned();
         Ok(Self {
-            connection,
+            contexts: Contexts { connection },
             origin,
             product,
         })
     }
 
     pub fn connection(&self) -> &Connection {
-        &self.connection
+        &self.contexts.connection
     }
 
     /// `HeadlessChrome/156.0.8078.114` and the like.
@@ -90,9 +106,16 @@ impl Browser {
             Origin::Launched(process) => process.is_running(),
             Origin::Connected => true,
         };
-        running && !self.connection.is_closed()
+        running && !self.contexts.connection.is_closed()
     }
 
+    /// A handle on this browser's contexts that outlives a borrow of it.
+    pub fn contexts(&self) -> Contexts {
+        self.contexts.clone()
+    }
+}
+
+impl Contexts {
     /// A fresh, isolated browser context (its own cookies, storage and cache).
     pub async fn create_context(&self) -> Result<String, CdpError> {
         self.create_context_with_proxy(None).await

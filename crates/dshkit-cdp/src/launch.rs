@@ -24,6 +24,9 @@ pub const BASE_FLAGS: &[&str] = &[
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
+    // No initial tab: every page is made in a context of our own, and the
+    // browser answers its first command about 0.25 s sooner without one.
+    "--no-startup-window",
     "--no-default-browser-check",
     "--disable-background-networking",
     "--disable-component-update",
@@ -226,7 +229,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
         // Chromium refuses to run as root with its sandbox on.
         command.arg("--no-sandbox");
     }
-    command.args(&options.extra_args).arg("about:blank");
+    command.args(&options.extra_args);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -380,9 +380,10 @@ pub(crate) struct McpArgs {
     #[arg(long, requires = "http")]
     pub(crate) exit_on_stdin_eof: bool,
 
-    /// Do not launch the preview browser at startup (it is launched in the
-    /// background when the liveloop tools are served, so the first open is fast,
-    /// and closed after the idle timeout without sessions).
+    /// Do not launch the preview browser at startup nor keep a blank preview
+    /// ready (by default both are done in the background when the liveloop tools
+    /// are served, so opens are fast; the browser is closed after the idle timeout
+    /// without sessions).
     #[arg(long)]
     pub(crate) no_prewarm: bool,
 

@@ -9,7 +9,7 @@ use dshkit_cdp::{Browser, LaunchOptions};
 
 use super::error::PreviewError;
 use super::policy::{NetworkPolicy, PreviewOrigin, Resolver, SystemResolver};
-use super::session::{PreviewSession, Viewport};
+use super::session::{BlankPreview, PreviewSession, Viewport};
 
 /// Most preview sessions open at once (each context with a page costs ~60 MB).
 pub const DEFAULT_MAX_SESSIONS: usize = 4;
@@ -74,10 +74,55 @@ pub struct Evicted {
     pub owner: String,
 }
 
+/// The blank preview kept ready for the next open, made for the running browser.
+#[derive(Default)]
+struct BlankSlot {
+    /// Browsers set so far; the running one is number `current` (0: none).
+    launches: u64,
+    current: u64,
+    /// A blank preview in browser `current`.
+    ready: Option<BlankPreview>,
+    /// A blank is being made.
+    making: bool,
+}
+
+/// The blank slot and the signal that a blank was made (or failed to be).
+#[derive(Default)]
+struct Blanks {
+    slot: std::sync::Mutex<BlankSlot>,
+    made: tokio::sync::Notify,
+}
+
+impl Blanks {
+    fn slot(&self) -> std::sync::MutexGuard<'_, BlankSlot> {
+        self.slot.lock().expect("blank lock")
+    }
+
+    /// The ready blank; if one is being made, waits for it.
+    async fn take(&self) -> Option<BlankPreview> {
+        loop {
+            let made = self.made.notified();
+            tokio::pin!(made);
+            made.as_mut().enable();
+            {
+                let mut slot = self.slot();
+                if slot.ready.is_some() || !slot.making {
+                    return slot.ready.take();
+                }
+            }
+            made.await;
+        }
+    }
+}
+
 /// All preview sessions of one dshkit process.
 pub struct PreviewManager {
     config: PreviewConfig,
     state: tokio::sync::Mutex<State>,
+    /// Held apart from `state`, so a blank is made without holding the sessions.
+    blank: Arc<Blanks>,
+    /// Keep a blank preview ready (set by [`PreviewManager::prewarm`]).
+    keep_blank: std::sync::atomic::AtomicBool,
     /// Browsers launched after an earlier one had exited or disconnected.
     relaunches: std::sync::atomic::AtomicU64,
 }
@@ -95,6 +140,8 @@ impl PreviewManager {
         Self {
             config,
             state: tokio::sync::Mutex::new(State::default()),
+            blank: Arc::default(),
+            keep_blank: std::sync::atomic::AtomicBool::new(false),
             relaunches: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -147,23 +194,19 @@ impl PreviewManager {
         };
         let mut retried = false;
         let session = loop {
-            let browser = self.browser(&mut state).await?;
-            match PreviewSession::open(
-                browser,
-                new_id()?,
-                owner.to_owned(),
-                policy.clone(),
-                viewport,
-                parsed.as_str(),
-            )
-            .await
-            {
+            let contexts = self.browser(&mut state).await?.contexts();
+            let (id, owner, url) = (new_id()?, owner.to_owned(), parsed.as_str());
+            let blank = self.blank.take().await;
+            let opened = match blank {
+                Some(blank) => PreviewSession::open_in(blank, id, owner, policy.clone(), viewport, url).await,
+                None => PreviewSession::open(&contexts, id, owner, policy.clone(), viewport, url).await,
+            };
+            match opened {
                 // The browser died so recently that the sweep still saw it alive:
                 // forget it and open in a new one, once.
                 Err(error) if error.code() == "BROWSER_GONE" && !retried => {
                     tracing::warn!("the preview browser is gone; launching a new one for this open");
-                    state.sessions.clear();
-                    state.browser = None;
+                    self.forget_browser(&mut state);
                     retried = true;
                 }
                 other => break other?,
@@ -173,6 +216,51 @@ impl PreviewManager {
         session.touch();
         state.sessions.insert(session.id.clone(), Arc::clone(&session));
         Ok(session)
+    }
+
+    /// Makes a blank preview in the background for the next open, when the
+    /// manager keeps one ready ([`PreviewManager::prewarm`]) and none is ready or
+    /// being made. A caller calls it once its own result is out: making a page
+    /// takes the browser's time, which the result should not wait for.
+    pub fn keep_blank_ready(self: &Arc<Self>) {
+        if !self.keep_blank.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let manager = Arc::clone(self);
+        tokio::spawn(async move {
+            let state = manager.state.lock().await;
+            manager.refill_blank(&state);
+        });
+    }
+
+    /// Starts making a blank preview when one should be kept ready and is
+    /// neither ready nor being made, and a session could still use it.
+    fn refill_blank(&self, state: &State) {
+        if !self.keep_blank.load(std::sync::atomic::Ordering::Relaxed)
+            || state.sessions.len() >= self.config.max_sessions
+        {
+            return;
+        }
+        let Some(browser) = &state.browser else { return };
+        let launch = {
+            let mut slot = self.blank.slot();
+            if slot.ready.is_some() || slot.making || slot.current == 0 {
+                return;
+            }
+            slot.making = true;
+            slot.current
+        };
+        tokio::spawn(make_blank(Arc::clone(&self.blank), browser.contexts(), launch));
+    }
+
+    /// Forgets the browser (gone, or closed on purpose) with its sessions and its
+    /// blank preview.
+    fn forget_browser(&self, state: &mut State) {
+        state.sessions.clear();
+        state.browser = None;
+        let mut slot = self.blank.slot();
+        slot.current = 0;
+        slot.ready = None;
     }
 
     /// The session `id`, if `owner` owns it. A dead browser closes every session.
@@ -232,22 +320,33 @@ impl PreviewManager {
     /// Closes every session and the browser.
     pub async fn shutdown(&self) {
         let mut state = self.state.lock().await;
-        state.sessions.clear();
-        state.browser = None;
+        self.forget_browser(&mut state);
     }
 
-    /// Launches the browser now, in the background, so the first open finds it
-    /// running; from then on closes it whenever it has held no session for the
+    /// Launches the browser now, in the background, with a blank preview ready,
+    /// so the first open finds both; from then on keeps a blank ready for the
+    /// next open, and closes the browser whenever it has held no session for the
     /// idle timeout (the next open launches it again). Ends with the manager.
     pub fn prewarm(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        self.keep_blank.store(true, std::sync::atomic::Ordering::Relaxed);
         let manager = Arc::downgrade(self);
         tokio::spawn(async move {
             {
                 let Some(this) = manager.upgrade() else { return };
+                // Held while the blank is made too: an open arriving meanwhile
+                // waits for it rather than making a second one beside it.
                 let mut state = this.state.lock().await;
                 state.last_used = Some(std::time::Instant::now());
-                match this.browser(&mut state).await {
-                    Ok(_) => tracing::debug!("prewarmed the preview browser"),
+                match this.browser(&mut state).await.map(dshkit_cdp::Browser::contexts) {
+                    Ok(contexts) => {
+                        let launch = {
+                            let mut slot = this.blank.slot();
+                            slot.making = true;
+                            slot.current
+                        };
+                        make_blank(Arc::clone(&this.blank), contexts, launch).await;
+                        tracing::debug!("prewarmed the preview browser");
+                    }
                     Err(e) => {
                         tracing::warn!(%e, "could not prewarm the preview browser; the first open launches it");
                     }
@@ -261,7 +360,7 @@ impl PreviewManager {
                     let since = state.last_used.unwrap_or_else(std::time::Instant::now);
                     if state.browser.is_some() && state.sessions.is_empty() && since.elapsed() >= idle {
                         tracing::info!("closing the preview browser: no session for {}s", idle.as_secs());
-                        state.browser = None;
+                        this.forget_browser(&mut state);
                         // A deliberate close: the next launch is no relaunch.
                         state.launched_before = false;
                     }
@@ -285,8 +384,7 @@ impl PreviewManager {
         state.last_used = Some(std::time::Instant::now());
         if state.browser.as_mut().is_some_and(|browser| !browser.is_alive()) {
             tracing::warn!("the preview browser is gone; closing its sessions");
-            state.sessions.clear();
-            state.browser = None;
+            self.forget_browser(state);
         }
         let idle: Vec<String> = state
             .sessions
@@ -319,6 +417,11 @@ impl PreviewManager {
                 BrowserSource::Endpoint(url) => Browser::connect_http(url).await?,
             };
             state.browser = Some(browser);
+            let mut slot = self.blank.slot();
+            slot.launches += 1;
+            slot.current = slot.launches;
+            slot.ready = None;
+            drop(slot);
             if std::mem::replace(&mut state.launched_before, true) {
                 self.relaunches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
@@ -342,10 +445,25 @@ impl PreviewManager {
     pub async fn note_error(&self, error: &PreviewError) {
         if error.code() == "BROWSER_GONE" {
             let mut state = self.state.lock().await;
-            state.sessions.clear();
-            state.browser = None;
+            self.forget_browser(&mut state);
         }
     }
+}
+
+/// Makes a blank preview in `contexts` and keeps it in `slot` if browser
+/// `launch` is still the running one (else drops it, which disposes it).
+async fn make_blank(blanks: Arc<Blanks>, contexts: dshkit_cdp::Contexts, launch: u64) {
+    let made = BlankPreview::make(&contexts, Viewport::default()).await;
+    {
+        let mut slot = blanks.slot();
+        slot.making = false;
+        match made {
+            Ok(blank) if slot.current == launch && slot.ready.is_none() => slot.ready = Some(blank),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(%e, "could not make a blank preview; the next open makes its own"),
+        }
+    }
+    blanks.made.notify_waiters();
 }
 
 /// The session `id` if it exists and `owner` owns it.

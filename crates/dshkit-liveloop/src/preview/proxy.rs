@@ -4,7 +4,7 @@
 //! anywhere but the preview origin (or an allowlisted public host) is refused.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -17,10 +17,18 @@ pub(crate) type Recorder = Arc<dyn Fn(&str, BlockReason) + Send + Sync>;
 /// Largest request head the proxy reads (16 KiB).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
-/// A running proxy; stops accepting when dropped.
+/// Longest an unarmed proxy waits for the head of a request it will refuse.
+const UNARMED_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+const FORBIDDEN: &[u8] = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+
+/// A running proxy; stops accepting when dropped. It refuses every connection
+/// until it is [armed](PolicyProxy::arm) with its preview's policy: a context is
+/// made with its proxy before anyone knows which origin it will preview.
 #[derive(Debug)]
 pub(crate) struct PolicyProxy {
     addr: SocketAddr,
+    policy: Arc<OnceLock<NetworkPolicy>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -31,22 +39,41 @@ impl Drop for PolicyProxy {
 }
 
 impl PolicyProxy {
-    /// Serves on `127.0.0.1:0`; `record` is told of every refused connection.
-    pub(crate) async fn start(policy: NetworkPolicy, record: Recorder) -> std::io::Result<Self> {
+    /// Serves on `127.0.0.1:0`, unarmed; `record` is told of every connection
+    /// the policy refuses.
+    pub(crate) async fn start(record: Recorder) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let policy = Arc::new(OnceLock::<NetworkPolicy>::new());
+        let armed = Arc::clone(&policy);
         let task = tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let policy = policy.clone();
+            while let Ok((mut client, _)) = listener.accept().await {
+                let policy = armed.get().cloned();
                 let record = Arc::clone(&record);
                 tokio::spawn(async move {
+                    let Some(policy) = policy else {
+                        tracing::debug!("preview proxy refused a connection before its policy was set");
+                        // Read the head first: closing on unread bytes would reset
+                        // the connection instead of answering it.
+                        let _ = tokio::time::timeout(UNARMED_HEAD_TIMEOUT, read_head(&mut client)).await;
+                        let _ = client.write_all(FORBIDDEN).await;
+                        return;
+                    };
                     if let Err(err) = serve(client, &policy, &record).await {
                         tracing::debug!(%err, "preview proxy connection ended");
                     }
                 });
             }
         });
-        Ok(Self { addr, task })
+        Ok(Self { addr, policy, task })
+    }
+
+    /// Sets the policy every later connection is decided by; the first one set
+    /// stays.
+    pub(crate) fn arm(&self, policy: NetworkPolicy) {
+        if self.policy.set(policy).is_err() {
+            tracing::warn!("a preview proxy was armed twice; its first policy stays");
+        }
     }
 
     /// `http://127.0.0.1:PORT`, for `Target.createBrowserContext`.
@@ -74,9 +101,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         // never saw. Only the preview origin and allowlisted public hosts pass.
         let url = format!("ws://{target}/");
         let Some(address) = allowed_address(policy, &url, target, record).await else {
-            return client
-                .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
-                .await;
+            return client.write_all(FORBIDDEN).await;
         };
         let mut upstream = TcpStream::connect(address).await?;
         client
@@ -104,9 +129,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         url.port_or_known_default().unwrap_or(80)
     );
     let Some(address) = allowed_address(policy, &checked, &authority, record).await else {
-        return client
-            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
-            .await;
+        return client.write_all(FORBIDDEN).await;
     };
     let mut path = url.path().to_owned();
     if let Some(query) = url.query() {
@@ -203,5 +226,30 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)
                 "request head too large",
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unarmed_proxy_refuses_every_connection() {
+        let told = Arc::new(std::sync::Mutex::new(0));
+        let count = Arc::clone(&told);
+        let proxy = PolicyProxy::start(Arc::new(move |_: &str, _| *count.lock().unwrap() += 1))
+            .await
+            .unwrap();
+        for request in [
+            "GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
+            "CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n",
+        ] {
+            let mut client = TcpStream::connect(proxy.addr).await.unwrap();
+            client.write_all(request.as_bytes()).await.unwrap();
+            let mut reply = Vec::new();
+            client.read_to_end(&mut reply).await.unwrap();
+            assert_eq!(reply, FORBIDDEN, "{request}");
+        }
+        assert_eq!(*told.lock().unwrap(), 0, "no policy decided them");
     }
 }

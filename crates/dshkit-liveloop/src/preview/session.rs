@@ -122,17 +122,33 @@ impl Drop for PreviewSession {
     }
 }
 
-impl PreviewSession {
-    /// Creates the preview's context (behind its own policy proxy) and page, sets
-    /// them up (domains, policy, viewport, hardening) and opens `url`. On failure
-    /// the context is disposed.
-    pub(crate) async fn open(
-        browser: &dshkit_cdp::Browser,
-        id: String,
-        owner: String,
-        policy: NetworkPolicy,
+/// A preview's context and page, made before anyone knows which origin it will
+/// show: behind its own policy proxy (refusing everything until armed), its
+/// domains enabled, the hardening and settle scripts installed, its viewport set,
+/// on `about:blank`. Dropped unused or abandoned midway, its context is disposed.
+pub(crate) struct BlankPreview {
+    shared: Arc<Mutex<Shared>>,
+    proxy: PolicyProxy,
+    context_id: String,
+    page: dshkit_cdp::Page,
+    viewport: Viewport,
+    guard: dshkit_cdp::ContextGuard,
+}
+
+impl std::fmt::Debug for BlankPreview {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlankPreview")
+            .field("context_id", &self.context_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlankPreview {
+    /// Makes the context and page for `viewport`. Nothing reads the page's events
+    /// until it is opened: they wait, in order, in the page's channel.
+    pub(crate) async fn make(
+        contexts: &dshkit_cdp::Contexts,
         viewport: Viewport,
-        url: &str,
     ) -> Result<Self, PreviewError> {
         let shared = Arc::new(Mutex::new(Shared {
             observations: Observations::default(),
@@ -146,68 +162,13 @@ impl PreviewSession {
                 .observations
                 .record_blocked(url, reason);
         });
-        let proxy = PolicyProxy::start(policy.clone(), record).await.map_err(|e| {
+        let proxy = PolicyProxy::start(record).await.map_err(|e| {
             PreviewError::Interaction(format!("failed to start the preview's policy proxy: {e}"))
         })?;
-        let context_id = browser.create_context_with_proxy(Some(&proxy.url())).await?;
-        // Disposes the context if this future is dropped before it is set up (a
-        // cancelled call): the navigation below can take up to its timeout.
-        let abandoned = browser.guard_context(&context_id);
-        let set_up = async {
-            let page = browser.create_page(&context_id).await?;
-            Self::set_up(
-                id,
-                owner,
-                context_id.clone(),
-                page,
-                policy,
-                viewport,
-                url,
-                shared,
-                proxy,
-            )
-            .await
-        };
-        let outcome = set_up.await;
-        abandoned.disarm();
-        match outcome {
-            Ok(session) => Ok(session),
-            Err(err) => {
-                let _ = browser.dispose_context(&context_id).await;
-                Err(err)
-            }
-        }
-    }
-
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the one place a session is assembled from its parts"
-    )]
-    async fn set_up(
-        id: String,
-        owner: String,
-        context_id: String,
-        mut page: dshkit_cdp::Page,
-        policy: NetworkPolicy,
-        viewport: Viewport,
-        url: &str,
-        shared: Arc<Mutex<Shared>>,
-        proxy: PolicyProxy,
-    ) -> Result<Self, PreviewError> {
-        let commands = page.commands();
-        let events = std::mem::replace(&mut page.events, mpsc::channel(1).1);
-        let (loads_tx, loads) = watch::channel(0u64);
-        let requests_done = Arc::new(tokio::sync::Notify::new());
-        let pump = tokio::spawn(pump(
-            events,
-            commands.clone(),
-            policy.clone(),
-            Arc::clone(&shared),
-            loads_tx,
-            Arc::clone(&requests_done),
-        ));
-
-        let (width, height, scale, mobile) = viewport.metrics();
+        let context_id = contexts.create_context_with_proxy(Some(&proxy.url())).await?;
+        // From here a failure or a cancelled call disposes the context.
+        let guard = contexts.guard_context(&context_id);
+        let page = contexts.create_page(&context_id).await?;
         // Independent of each other: sent together, answered together.
         let set_up = [
             (
@@ -227,18 +188,85 @@ impl PreviewSession {
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": SETTLE_SCRIPT }),
             ),
-            (
-                "Emulation.setDeviceMetricsOverride",
-                json!({ "width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile }),
-            ),
-            ("Emulation.setTouchEmulationEnabled", json!({ "enabled": mobile })),
         ];
+        let commands = page.commands();
         futures::future::try_join_all(
             set_up
                 .into_iter()
+                .chain(emulation(viewport))
                 .map(|(method, params)| commands.call(method, params)),
         )
         .await?;
+        Ok(Self {
+            shared,
+            proxy,
+            context_id,
+            page,
+            viewport,
+            guard,
+        })
+    }
+}
+
+/// The commands that give a page `viewport`'s size, scale and touch.
+fn emulation(viewport: Viewport) -> [(&'static str, Value); 2] {
+    let (width, height, scale, mobile) = viewport.metrics();
+    [
+        (
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": width, "height": height, "deviceScaleFactor": scale, "mobile": mobile }),
+        ),
+        ("Emulation.setTouchEmulationEnabled", json!({ "enabled": mobile })),
+    ]
+}
+
+impl PreviewSession {
+    /// Creates the preview's context (behind its own policy proxy) and page, sets
+    /// them up and opens `url` there. On failure the context is disposed.
+    pub(crate) async fn open(
+        contexts: &dshkit_cdp::Contexts,
+        id: String,
+        owner: String,
+        policy: NetworkPolicy,
+        viewport: Viewport,
+        url: &str,
+    ) -> Result<Self, PreviewError> {
+        let blank = BlankPreview::make(contexts, viewport).await?;
+        Self::open_in(blank, id, owner, policy, viewport, url).await
+    }
+
+    /// Opens `url` in a blank preview: arms its proxy with `policy`, starts
+    /// reading its events under that policy, sets `viewport` if the blank was made
+    /// for another, and navigates. On failure the context is disposed.
+    pub(crate) async fn open_in(
+        blank: BlankPreview,
+        id: String,
+        owner: String,
+        policy: NetworkPolicy,
+        viewport: Viewport,
+        url: &str,
+    ) -> Result<Self, PreviewError> {
+        let BlankPreview {
+            shared,
+            proxy,
+            context_id,
+            mut page,
+            viewport: made_for,
+            guard,
+        } = blank;
+        proxy.arm(policy.clone());
+        let commands = page.commands();
+        let events = std::mem::replace(&mut page.events, mpsc::channel(1).1);
+        let (loads_tx, loads) = watch::channel(0u64);
+        let requests_done = Arc::new(tokio::sync::Notify::new());
+        let pump = tokio::spawn(pump(
+            events,
+            commands.clone(),
+            policy.clone(),
+            Arc::clone(&shared),
+            loads_tx,
+            Arc::clone(&requests_done),
+        ));
         let session = Self {
             id,
             owner,
@@ -257,7 +285,16 @@ impl PreviewSession {
             _page: page,
             _proxy: proxy,
         };
+        if viewport != made_for {
+            futures::future::try_join_all(
+                emulation(viewport)
+                    .into_iter()
+                    .map(|(method, params)| session.page.call(method, params)),
+            )
+            .await?;
+        }
         session.goto(url).await?;
+        guard.disarm();
         Ok(session)
     }
 

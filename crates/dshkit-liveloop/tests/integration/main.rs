@@ -726,3 +726,97 @@ async fn an_open_cancelled_during_its_navigation_leaves_no_browser_context() {
     }
     assert!(manager.list(OWNER).await.is_empty(), "no session was kept");
 }
+
+#[tokio::test]
+async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_sized() {
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let contexts = || async {
+        let reply = browser
+            .connection()
+            .call("Target.getBrowserContexts", serde_json::json!({}), None)
+            .await
+            .unwrap();
+        reply["browserContextIds"].as_array().map_or(0, Vec::len)
+    };
+    let settled_at = |want: usize| {
+        let contexts = &contexts;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                let have = contexts().await;
+                if have == want {
+                    return;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{have} contexts, never {want}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let manager = Arc::new(PreviewManager::new(PreviewConfig {
+        browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
+        ..PreviewConfig::default()
+    }));
+    drop(manager.prewarm());
+    settled_at(1).await;
+
+    // The first open takes the blank: no second context appears.
+    let first_server = FixtureServer::start(vec![(
+        "/",
+        html(
+            "<script>document.cookie = 'who=first'; localStorage.setItem('who', 'first');</script><p>set</p>",
+        ),
+    )]);
+    let first = manager
+        .open(OWNER, &first_server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert_eq!(contexts().await, 1, "the open used the blank preview");
+    manager.keep_blank_ready();
+    settled_at(2).await;
+
+    // The second takes the new blank, made for the desktop, as a phone. Its
+    // proxy is armed with its own origin: the first server is foreign to it.
+    let page = format!(
+        "<p id=out>waiting</p><script>\
+         const cross = new WebSocket('ws://127.0.0.1:{}/ws');\
+         const show = (ws) => document.getElementById('out').textContent = [ws, 'cookie=[' + document.cookie + ']', \
+           'storage=[' + (localStorage.getItem('who') || '') + ']', innerWidth, devicePixelRatio].join(' ');\
+         cross.onopen = () => show('cross: open'); cross.onerror = () => show('cross: refused');</script>",
+        first_server.port()
+    );
+    let second_server = FixtureServer::start(vec![(
+        "/",
+        Fixture::Html(format!(
+            "<!doctype html><meta name=viewport content='width=device-width'><title>second</title>{page}"
+        )),
+    )]);
+    let second = manager
+        .open(OWNER, &second_server.url("/"), Viewport::Mobile)
+        .await
+        .unwrap();
+    assert_eq!(contexts().await, 2, "the open used the blank preview");
+    let mut text = String::new();
+    for _ in 0..60 {
+        text = second.snapshot().await.unwrap().text;
+        if !text.contains("waiting") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        text.contains("cross: refused cookie=[] storage=[] 390 3"),
+        "{text}"
+    );
+    let cross = format!("ws://127.0.0.1:{}/", first_server.port());
+    assert!(
+        blocked(&second).iter().any(|(url, _)| url == &cross),
+        "{:?}",
+        blocked(&second)
+    );
+    assert!(blocked(&first).is_empty(), "{:?}", blocked(&first));
+}
