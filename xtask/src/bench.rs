@@ -26,6 +26,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("mcp") => mcp(),
         Some("browser") => crate::bench_browser::run(),
         Some("browser-start") => crate::bench_browser::start(),
+        Some("scale") => crate::bench_scale::run(),
         Some("check") => crate::bench_check::run(),
         Some("verify") => crate::bench_verify::verify(),
         Some("detect") => crate::bench_verify::detect(),
@@ -37,7 +38,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         // In a release build of xtask (started by `redact`): the redactor in process.
         Some("redact-in-process") => crate::bench_echo::redaction_in_process(args.get(1).map(String::as_str)),
         _ => bail!(
-            "usage: cargo xtask bench <mcp | browser | browser-start | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
+            "usage: cargo xtask bench <mcp | browser | browser-start | scale | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
         ),
     }
 }

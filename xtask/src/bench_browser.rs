@@ -38,7 +38,7 @@ fn fixture_page() -> String {
     )
 }
 
-fn serve_fixture() -> anyhow::Result<String> {
+pub(crate) fn serve_fixture() -> anyhow::Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}/", listener.local_addr()?);
     let page = fixture_page();
@@ -98,7 +98,7 @@ fn timed<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, Duratio
     Ok((value, start.elapsed()))
 }
 
-fn median(values: &[Duration]) -> Duration {
+pub(crate) fn median(values: &[Duration]) -> Duration {
     let mut sorted = values.to_vec();
     sorted.sort();
     sorted[sorted.len() / 2]

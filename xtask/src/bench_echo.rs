@@ -337,7 +337,44 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
         runs.iter().map(|d| micros(*d)).collect::<Vec<_>>().join(", "),
         peak_rss_mib / file_mib
     );
+    for command in ["lint", "inspect"] {
+        let (elapsed, peak_kib) = whole_file_command(dshkit, command, &big)?;
+        #[expect(clippy::cast_precision_loss, reason = "sizes for display")]
+        let command_mib = peak_kib as f64 / 1024.0;
+        println!(
+            "the same cassette: `dshkit echo {command}` (output to /dev/null) takes {}, peak RSS {command_mib:.1} MiB ({:.2}x the file)",
+            micros(elapsed),
+            command_mib / file_mib
+        );
+    }
     Ok(())
+}
+
+/// Runs `dshkit echo COMMAND CASSETTE` under `/usr/bin/time`, its output thrown
+/// away: its wall time and peak RSS (KiB).
+fn whole_file_command(
+    dshkit: &std::path::Path,
+    command: &str,
+    cassette: &std::path::Path,
+) -> anyhow::Result<(Duration, u64)> {
+    let began = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(dshkit)
+        .args(["echo", command])
+        .arg(cassette)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .with_context(|| format!("running /usr/bin/time dshkit echo {command}"))?;
+    let elapsed = began.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let peak_kib = stderr
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse::<u64>().ok())
+        .with_context(|| format!("dshkit echo {command}: {stderr}"))?;
+    Ok((elapsed, peak_kib))
 }
 
 /// Starts `dshkit echo replay CASSETTE` under `/usr/bin/time`, writes `ask`, and

@@ -21,6 +21,7 @@ mod bench_devtools;
 mod bench_dsh;
 mod bench_echo;
 mod bench_load;
+mod bench_scale;
 mod bench_verify;
 mod setup;
 

@@ -170,111 +170,197 @@ pub struct Loaded {
 /// warning; unknown record types are skipped with a warning; a future format
 /// version is refused.
 pub fn read(path: &Path) -> Result<Loaded, CassetteError> {
-    let bytes = std::fs::read(path).map_err(|source| CassetteError::Io {
-        path: path.to_owned(),
-        action: "read",
-        source,
-    })?;
-    parse(path, &bytes)
+    Records::open(path)?.load()
 }
 
 /// Parses cassette bytes (see [`read`]).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded, CassetteError> {
-    let mut warnings = Vec::new();
-    let ends_cleanly = bytes.ends_with(b"\n");
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let last_index = lines.iter().rposition(|l| !l.is_empty()).unwrap_or(0);
-    let mut header: Option<Header> = None;
-    let mut records = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        let number = index + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let is_last = index == last_index;
-        if line.len() > MAX_LINE_BYTES {
-            return Err(CassetteError::BadRecord {
-                path: path.to_owned(),
-                line: number,
-                reason: format!("longer than {MAX_LINE_BYTES} bytes"),
-            });
-        }
-        // The common case straight into the typed record, without the buffering an
-        // internally tagged enum costs: read the tag, then the one struct it names.
-        if header.is_some()
-            && let Some(record) = fast_record(line)
-        {
-            records.push(record);
-            continue;
-        }
-        let value: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) if is_last && !ends_cleanly && header.is_some() => {
-                warnings.push(format!(
-                    "line {number} is cut short ({e}); dropped it, as a crash while recording leaves it"
-                ));
-                continue;
+    Records::new(path, bytes)?.load()
+}
+
+/// A cassette read record by record, in memory bounded by its longest line: the
+/// header when opened, then each record as it is read. It forgives what [`read`]
+/// forgives, telling it in [`Records::warnings`], and stops at the first damage
+/// it cannot forgive (that error is the last item).
+#[derive(Debug)]
+pub struct Records<R> {
+    path: PathBuf,
+    input: R,
+    header: Header,
+    /// The number of the last line read.
+    number: usize,
+    line: Vec<u8>,
+    /// Whether the last line read ended with a newline (only the file's last
+    /// line can lack one).
+    line_ended: bool,
+    warnings: Vec<String>,
+    done: bool,
+}
+
+impl Records<std::io::BufReader<std::fs::File>> {
+    /// Opens the cassette at `path` and reads its header.
+    pub fn open(path: &Path) -> Result<Self, CassetteError> {
+        let file = std::fs::File::open(path).map_err(|source| CassetteError::Io {
+            path: path.to_owned(),
+            action: "read",
+            source,
+        })?;
+        Self::new(path, std::io::BufReader::with_capacity(256 * 1024, file))
+    }
+}
+
+impl<R: std::io::BufRead> Records<R> {
+    /// Reads the header from `input` (the cassette at `path`, named in errors).
+    pub fn new(path: &Path, input: R) -> Result<Self, CassetteError> {
+        let no_header = |reason: String| CassetteError::NoHeader {
+            path: path.to_owned(),
+            reason,
+        };
+        let mut records = Self {
+            path: path.to_owned(),
+            input,
+            header: Header::new(""),
+            number: 0,
+            line: Vec::new(),
+            line_ended: true,
+            warnings: Vec::new(),
+            done: false,
+        };
+        let value: Value = loop {
+            if !records.next_line()? {
+                return Err(no_header("the file is empty".into()));
             }
-            Err(e) => {
-                return Err(if header.is_none() {
-                    CassetteError::NoHeader {
-                        path: path.to_owned(),
-                        reason: e.to_string(),
-                    }
-                } else {
-                    CassetteError::BadRecord {
-                        path: path.to_owned(),
-                        line: number,
-                        reason: e.to_string(),
-                    }
-                });
+            if !records.line.iter().all(u8::is_ascii_whitespace) {
+                break serde_json::from_slice(&records.line).map_err(|e| no_header(e.to_string()))?;
             }
         };
-        if header.is_none() {
-            if value["type"] != "header" {
-                return Err(CassetteError::NoHeader {
-                    path: path.to_owned(),
-                    reason: format!("type is {}", value["type"]),
-                });
-            }
-            let found = value["formatVersion"].as_u64().unwrap_or(0);
-            if found > u64::from(FORMAT_VERSION) {
-                return Err(CassetteError::FutureVersion {
-                    path: path.to_owned(),
-                    found,
-                });
-            }
-            header = Some(
-                serde_json::from_value(value).map_err(|e| CassetteError::NoHeader {
-                    path: path.to_owned(),
-                    reason: e.to_string(),
-                })?,
-            );
-            continue;
+        if value["type"] != "header" {
+            return Err(no_header(format!("type is {}", value["type"])));
         }
-        let kind = value["type"].as_str().unwrap_or("").to_owned();
-        match serde_json::from_value::<Record>(value) {
-            Ok(record) => records.push(record),
-            Err(_) if !matches!(kind.as_str(), "interaction" | "message" | "raw") => {
-                warnings.push(format!("line {number}: unknown record type {kind:?}, skipped"));
+        let found = value["formatVersion"].as_u64().unwrap_or(0);
+        if found > u64::from(FORMAT_VERSION) {
+            return Err(CassetteError::FutureVersion {
+                path: path.to_owned(),
+                found,
+            });
+        }
+        records.header = serde_json::from_value(value).map_err(|e| no_header(e.to_string()))?;
+        Ok(records)
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// What the reader forgave so far.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Reads every record into a [`Loaded`] cassette.
+    pub fn load(mut self) -> Result<Loaded, CassetteError> {
+        let records = self.by_ref().collect::<Result<Vec<_>, _>>()?;
+        Ok(Loaded {
+            cassette: Cassette {
+                header: self.header,
+                records,
+            },
+            warnings: self.warnings,
+        })
+    }
+
+    /// Reads the next line (without its newline) into `self.line`; false at the
+    /// end. A line longer than [`MAX_LINE_BYTES`] is damage.
+    fn next_line(&mut self) -> Result<bool, CassetteError> {
+        use std::io::{BufRead as _, Read as _};
+        self.line.clear();
+        let limit = u64::try_from(MAX_LINE_BYTES).unwrap_or(u64::MAX) + 2;
+        let read = (&mut self.input)
+            .take(limit)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|source| CassetteError::Io {
+                path: self.path.clone(),
+                action: "read",
+                source,
+            })?;
+        if read == 0 {
+            return Ok(false);
+        }
+        self.number += 1;
+        self.line_ended = self.line.last() == Some(&b'\n');
+        if self.line_ended {
+            self.line.pop();
+        }
+        if self.line.len() > MAX_LINE_BYTES {
+            return Err(self.bad_record(format!("longer than {MAX_LINE_BYTES} bytes")));
+        }
+        Ok(true)
+    }
+
+    fn bad_record(&self, reason: String) -> CassetteError {
+        CassetteError::BadRecord {
+            path: self.path.clone(),
+            line: self.number,
+            reason,
+        }
+    }
+
+    /// The next record, `None` at the end.
+    fn next_record(&mut self) -> Result<Option<Record>, CassetteError> {
+        loop {
+            if !self.next_line()? {
+                return Ok(None);
             }
-            Err(e) => {
-                return Err(CassetteError::BadRecord {
-                    path: path.to_owned(),
-                    line: number,
-                    reason: e.to_string(),
-                });
+            let line = &self.line;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            // The common case straight into the typed record, without the
+            // buffering an internally tagged enum costs: read the tag, then the
+            // one struct it names.
+            if let Some(record) = fast_record(line) {
+                return Ok(Some(record));
+            }
+            let value: Value = match serde_json::from_slice(line) {
+                Ok(v) => v,
+                // A line without its newline is the file's last: a crash while
+                // recording cuts it.
+                Err(e) if !self.line_ended => {
+                    let number = self.number;
+                    self.warnings.push(format!(
+                        "line {number} is cut short ({e}); dropped it, as a crash while recording leaves it"
+                    ));
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.bad_record(e.to_string())),
+            };
+            let kind = value["type"].as_str().unwrap_or("").to_owned();
+            match serde_json::from_value::<Record>(value) {
+                Ok(record) => return Ok(Some(record)),
+                Err(_) if !matches!(kind.as_str(), "interaction" | "message" | "raw") => {
+                    let number = self.number;
+                    self.warnings
+                        .push(format!("line {number}: unknown record type {kind:?}, skipped"));
+                }
+                Err(e) => return Err(self.bad_record(e.to_string())),
             }
         }
     }
-    let header = header.ok_or_else(|| CassetteError::NoHeader {
-        path: path.to_owned(),
-        reason: "the file is empty".into(),
-    })?;
-    Ok(Loaded {
-        cassette: Cassette { header, records },
-        warnings,
-    })
+}
+
+impl<R: std::io::BufRead> Iterator for Records<R> {
+    type Item = Result<Record, CassetteError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_record().transpose();
+        if !matches!(next, Some(Ok(_))) {
+            self.done = true;
+        }
+        next
+    }
 }
 
 /// A record parsed by its `type` tag; `None` sends the line to the careful path.
@@ -563,5 +649,27 @@ mod tests {
         );
         appender.finish().unwrap();
         assert_eq!(read(&path).unwrap().cassette.interactions().count(), 1);
+    }
+
+    #[test]
+    fn a_cassette_is_read_record_by_record_up_to_its_damage() {
+        let mut text = serde_json::to_string(&Header::new("stdio")).unwrap();
+        text.push('\n');
+        for n in 1..=3 {
+            text.push_str(&serde_json::to_string(&interaction(n)).unwrap());
+            text.push('\n');
+        }
+        text.push_str("{not json\n");
+        text.push_str(&serde_json::to_string(&interaction(5)).unwrap());
+        text.push('\n');
+        let mut records = Records::new(Path::new("c.jsonl"), text.as_bytes()).unwrap();
+        for n in 1..=3 {
+            assert_eq!(records.next().unwrap().unwrap(), interaction(n));
+        }
+        let damage = records.next().unwrap().unwrap_err().to_string();
+        assert!(damage.starts_with("c.jsonl:5: not a JSON record"), "{damage}");
+        assert!(records.next().is_none(), "nothing after the damage");
+        // The same damage refuses the whole cassette when it is read at once.
+        assert!(parse(Path::new("c.jsonl"), text.as_bytes()).is_err());
     }
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use crate::cassette::Interaction;
+use crate::cassette::{CassetteError, Record};
 use crate::matcher::differing_paths;
 use crate::redact::Redactor;
 use crate::stdio::EchoError;
@@ -217,14 +217,18 @@ impl Live {
 /// Sends every recorded request to the live server, in order, and compares the
 /// answers.
 pub async fn verify(
-    interactions: &[Interaction],
+    records: impl IntoIterator<Item = Result<Record, CassetteError>>,
     target: &Target,
     redactor: &Redactor,
 ) -> Result<Vec<Check>, EchoError> {
     let mut live = Live::start(target)?;
     let normaliser = Normaliser::default();
     let mut checks = Vec::new();
-    for interaction in interactions {
+    // Record by record: a cassette of any size is verified in bounded memory.
+    for record in records {
+        let Record::Interaction(interaction) = record? else {
+            continue;
+        };
         let method = interaction.request["method"].as_str().unwrap_or("?").to_owned();
         let mut request = interaction.request.clone();
         request["id"] = json!(format!("dshkit-verify-{}", interaction.ordinal));

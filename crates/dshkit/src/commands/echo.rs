@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_echo::cassette::{self, RecordMode};
-use dshkit_echo::lint::{lint, timeline};
+use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::matcher::MatchOptions;
 use dshkit_echo::redact::Redactor;
 use dshkit_echo::stdio::{OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record, replay};
@@ -345,15 +345,20 @@ async fn verify_command(
     target: &dshkit_echo::verify::Target,
     out: Output,
 ) -> Result<u8, Failure> {
-    let loaded = match cassette::read(path) {
-        Ok(loaded) => loaded,
+    // One pass to refuse a damaged cassette before any request reaches the
+    // server, then one that sends: neither holds the cassette in memory.
+    let records = cassette::Records::open(path).and_then(|mut records| {
+        records.try_for_each(|record| record.map(drop))?;
+        cassette::Records::open(path)
+    });
+    let records = match records {
+        Ok(records) => records,
         Err(e) => {
             note(&format!("error: {e}"));
             return Ok(VERIFY_ERROR);
         }
     };
-    let interactions = loaded.cassette.into_interactions();
-    let checks = match dshkit_echo::verify::verify(&interactions, target, redactor).await {
+    let checks = match dshkit_echo::verify::verify(records, target, redactor).await {
         Ok(checks) => checks,
         Err(e) => {
             note(&format!("error: {e}"));
@@ -476,9 +481,14 @@ fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
 }
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    let loaded = cassette::read(path).map_err(Failure::refused)?;
-    let mut findings = lint(&loaded.cassette);
-    for warning in loaded.warnings {
+    // Record by record: a cassette of any size is linted in bounded memory.
+    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
+    let mut linter = Linter::new(records.header());
+    for record in records.by_ref() {
+        linter.record(&record.map_err(Failure::refused)?);
+    }
+    let mut findings = linter.finish();
+    for warning in records.warnings().iter().cloned() {
         findings.push(dshkit_echo::lint::Finding {
             level: "warning",
             rule: "reader",
@@ -509,51 +519,72 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     })
 }
 
+/// Timeline lines written to stdout at once.
+const INSPECT_CHUNK: usize = 1024;
+
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    let loaded = cassette::read(path).map_err(Failure::refused)?;
-    let entries = timeline(&loaded.cassette);
+    // Record by record, written as read: a cassette of any size is shown in
+    // bounded memory.
+    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
+    let header = records.header().clone();
+    let mut chunk = String::new();
     if out.json {
-        out.json(&serde_json::json!({ "header": loaded.cassette.header, "timeline": entries, "warnings": loaded.warnings }));
-        return Ok(exit::SUCCESS);
-    }
-    let header = &loaded.cassette.header;
-    let mut text = format!(
-        "{} · {} · era {} · protocol {} · server {} · recorded by {}{}\n",
-        path.display(),
-        header.transport,
-        header.era,
-        header.protocol_version.as_deref().unwrap_or("?"),
-        header.server_info.as_ref().map_or_else(
-            || "?".into(),
-            |s| format!(
-                "{} {}",
-                s["name"].as_str().unwrap_or("?"),
-                s["version"].as_str().unwrap_or("")
-            )
-        ),
-        header.recorder,
-        if header.redacted { " · redacted" } else { "" }
-    );
-    for entry in entries {
-        text.push_str(&format!(
-            "{:>5} {:<16} {:<26} {}{}{}{}\n",
-            entry.ordinal.map_or_else(|| "-".into(), |o| format!("#{o}")),
-            entry.kind,
-            entry.method,
-            entry.summary,
-            entry.ms.map(|ms| format!("  {ms} ms")).unwrap_or_default(),
-            if entry.notifications > 0 {
-                format!("  +{} notification(s)", entry.notifications)
-            } else {
-                String::new()
-            },
-            if entry.is_error { "  ERROR" } else { "" }
+        let header = serde_json::to_string(&header).expect("a header serializes");
+        chunk.push_str(&format!("{{\n  \"header\": {header},\n  \"timeline\": ["));
+    } else {
+        chunk.push_str(&format!(
+            "{} · {} · era {} · protocol {} · server {} · recorded by {}{}\n",
+            path.display(),
+            header.transport,
+            header.era,
+            header.protocol_version.as_deref().unwrap_or("?"),
+            header.server_info.as_ref().map_or_else(
+                || "?".into(),
+                |s| format!(
+                    "{} {}",
+                    s["name"].as_str().unwrap_or("?"),
+                    s["version"].as_str().unwrap_or("")
+                )
+            ),
+            header.recorder,
+            if header.redacted { " · redacted" } else { "" }
         ));
     }
-    for warning in loaded.warnings {
-        text.push_str(&format!("warning: {warning}\n"));
+    for (index, record) in records.by_ref().enumerate() {
+        let entry = entry(&record.map_err(Failure::refused)?);
+        if out.json {
+            let separator = if index == 0 { "\n    " } else { ",\n    " };
+            chunk.push_str(separator);
+            chunk.push_str(&serde_json::to_string(&entry).expect("an entry serializes"));
+        } else {
+            chunk.push_str(&format!(
+                "{:>5} {:<16} {:<26} {}{}{}{}\n",
+                entry.ordinal.map_or_else(|| "-".into(), |o| format!("#{o}")),
+                entry.kind,
+                entry.method,
+                entry.summary,
+                entry.ms.map(|ms| format!("  {ms} ms")).unwrap_or_default(),
+                if entry.notifications > 0 {
+                    format!("  +{} notification(s)", entry.notifications)
+                } else {
+                    String::new()
+                },
+                if entry.is_error { "  ERROR" } else { "" }
+            ));
+        }
+        if index % INSPECT_CHUNK == INSPECT_CHUNK - 1 {
+            out.write(&std::mem::take(&mut chunk));
+        }
     }
-    out.write(&text);
+    if out.json {
+        let warnings = serde_json::to_string(records.warnings()).expect("strings serialize");
+        chunk.push_str(&format!("\n  ],\n  \"warnings\": {warnings}\n}}\n"));
+    } else {
+        for warning in records.warnings() {
+            chunk.push_str(&format!("warning: {warning}\n"));
+        }
+    }
+    out.write(&chunk);
     Ok(exit::SUCCESS)
 }
 

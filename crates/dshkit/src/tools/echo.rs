@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use dshkit_echo::cassette;
-use dshkit_echo::lint::{lint, timeline};
+use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::redact::Redactor;
 use dshkit_mcp::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
@@ -118,6 +118,18 @@ fn cassette_paths(root: PathBuf) -> (Vec<PathBuf>, bool) {
     (found, false)
 }
 
+/// A cassette's header, interactions and reader warnings, read record by record.
+fn count_interactions(
+    path: &std::path::Path,
+) -> Result<(dshkit_echo::cassette::Header, usize, usize), dshkit_echo::cassette::CassetteError> {
+    let mut records = cassette::Records::open(path)?;
+    let mut interactions = 0;
+    for record in records.by_ref() {
+        interactions += usize::from(matches!(record?, dshkit_echo::cassette::Record::Interaction(_)));
+    }
+    Ok((records.header().clone(), interactions, records.warnings().len()))
+}
+
 impl EchoFamily {
     fn list(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: ListArgs = arguments(CASSETTES, args)?;
@@ -126,17 +138,19 @@ impl EchoFamily {
         let (paths, truncated) = cassette_paths(root);
         let found: Vec<Value> = paths
             .into_iter()
-            .map(|path| match cassette::read(&path) {
-                Ok(loaded) => json!({
+            .map(|path| match count_interactions(&path) {
+                Ok((header, interactions, warnings)) => json!({
                     "path": path.strip_prefix(&workspace).unwrap_or(&path),
-                    "interactions": loaded.cassette.interactions().count(),
-                    "transport": loaded.cassette.header.transport,
-                    "era": loaded.cassette.header.era,
-                    "server": loaded.cassette.header.server_info.as_ref().and_then(|s| s["name"].as_str().map(str::to_owned)),
-                    "redacted": loaded.cassette.header.redacted,
-                    "warnings": loaded.warnings.len(),
+                    "interactions": interactions,
+                    "transport": header.transport,
+                    "era": header.era,
+                    "server": header.server_info.as_ref().and_then(|s| s["name"].as_str().map(str::to_owned)),
+                    "redacted": header.redacted,
+                    "warnings": warnings,
                 }),
-                Err(e) => json!({ "path": path.strip_prefix(&workspace).unwrap_or(&path), "error": e.to_string() }),
+                Err(e) => {
+                    json!({ "path": path.strip_prefix(&workspace).unwrap_or(&path), "error": e.to_string() })
+                }
             })
             .collect();
         let text = if found.is_empty() {
@@ -170,20 +184,28 @@ impl EchoFamily {
     fn inspect(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: InspectArgs = arguments(INSPECT, args)?;
         let path = inside(&self.workspace, &args.cassette)?;
-        let mut loaded = cassette::read(&path).map_err(|e| ToolFailure::new(e.to_string()))?;
+        let failure = |e: dshkit_echo::cassette::CassetteError| ToolFailure::new(e.to_string());
+        // Record by record: a cassette of any size is inspected in bounded memory.
+        let mut records = cassette::Records::open(&path).map_err(failure)?;
         let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
-        // Redacted before anything is derived from it: a summary or a lint message
-        // cut from a secret would no longer look like one.
-        for record in &mut loaded.cassette.records {
-            let _ = dshkit_echo::stdio::redact_record(&redactor, record);
+        let mut linter = Linter::new(records.header());
+        let mut entries = Vec::new();
+        let mut total = 0;
+        for record in records.by_ref() {
+            let mut record = record.map_err(failure)?;
+            // Redacted before anything is derived from it: a summary or a lint
+            // message cut from a secret would no longer look like one.
+            let _ = dshkit_echo::stdio::redact_record(&redactor, &mut record);
+            linter.record(&record);
+            if entries.len() < MAX_ENTRIES {
+                entries.push(entry(&record));
+            }
+            total += 1;
         }
-        let findings = lint(&loaded.cassette);
-        let entries = timeline(&loaded.cassette);
-        let total = entries.len();
-        let mut shown = serde_json::to_value(entries.into_iter().take(MAX_ENTRIES).collect::<Vec<_>>())
-            .unwrap_or_default();
+        let findings = linter.finish();
+        let mut shown = serde_json::to_value(entries).unwrap_or_default();
         redactor.value(&mut shown);
-        let mut header = serde_json::to_value(&loaded.cassette.header).unwrap_or_default();
+        let mut header = serde_json::to_value(records.header()).unwrap_or_default();
         redactor.value(&mut header);
         let lines: Vec<String> = shown
             .as_array()
@@ -228,7 +250,7 @@ impl EchoFamily {
                 ("entries".into(), json!(total)),
                 ("truncated".into(), json!(total > MAX_ENTRIES)),
                 ("findings".into(), json!(findings)),
-                ("warnings".into(), json!(loaded.warnings)),
+                ("warnings".into(), json!(records.warnings())),
             ]),
             images: Vec::new(),
         })
