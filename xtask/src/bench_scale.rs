@@ -189,6 +189,9 @@ fn pool(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::
         .to_owned();
     let mut opens = Vec::new();
     for id in 0..5 {
+        // An agent's pause between previews: the blank for the next open is
+        // made meanwhile, as in ordinary use.
+        std::thread::sleep(Duration::from_secs(1));
         let start = Instant::now();
         let reply = client.call_tool(
             10 + id,
@@ -225,7 +228,7 @@ fn pool(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::
     let dshkit_pss = tree_pss_kib(client.pid()).0;
     let pool_pss = tree_pss_kib(pool.0.id()).0;
     println!(
-        "spawn → first open {}; open p50 {}; screenshot written locally: {local}",
+        "spawn → first open {}; open after a 1 s pause p50 {}; screenshot written locally: {local}",
         micros(first_open),
         micros(median(&opens))
     );
@@ -299,10 +302,20 @@ fn pages(port: &str) -> anyhow::Result<usize> {
         stream,
         "GET /json/list HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
     )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    let targets: Value = serde_json::from_str(body).context("/json/list")?;
+    // Read the head, then exactly its Content-Length: the browser keeps the
+    // connection open.
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    let mut line = String::new();
+    while reader.read_line(&mut line)? > 2 {
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse()?;
+        }
+        line.clear();
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let targets: Value = serde_json::from_slice(&body).context("/json/list")?;
     Ok(targets
         .as_array()
         .map_or(0, |all| all.iter().filter(|t| t["type"] == "page").count()))
