@@ -33,6 +33,16 @@ fn blocked(session: &PreviewSession) -> Vec<(String, BlockReason)> {
     })
 }
 
+/// How many browser contexts `browser` holds.
+async fn context_count(browser: &dshkit_cdp::Browser) -> usize {
+    let reply = browser
+        .connection()
+        .call("Target.getBrowserContexts", serde_json::json!({}), None)
+        .await
+        .unwrap();
+    reply["browserContextIds"].as_array().map_or(0, Vec::len)
+}
+
 /// Polls until `check` holds or 10 s pass.
 async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -694,14 +704,7 @@ async fn an_open_cancelled_during_its_navigation_leaves_no_browser_context() {
         browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
         ..PreviewConfig::default()
     }));
-    let contexts = || async {
-        let reply = browser
-            .connection()
-            .call("Target.getBrowserContexts", serde_json::json!({}), None)
-            .await
-            .unwrap();
-        reply["browserContextIds"].as_array().map_or(0, Vec::len)
-    };
+    let contexts = || context_count(&browser);
     let before = contexts().await;
 
     let opening = tokio::spawn({
@@ -732,14 +735,7 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
     let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
         .await
         .unwrap();
-    let contexts = || async {
-        let reply = browser
-            .connection()
-            .call("Target.getBrowserContexts", serde_json::json!({}), None)
-            .await
-            .unwrap();
-        reply["browserContextIds"].as_array().map_or(0, Vec::len)
-    };
+    let contexts = || context_count(&browser);
     let settled_at = |want: usize| {
         let contexts = &contexts;
         async move {
