@@ -816,3 +816,47 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
     );
     assert!(blocked(&first).is_empty(), "{:?}", blocked(&first));
 }
+
+#[tokio::test]
+async fn an_idle_browser_is_closed_with_its_blank_and_the_next_open_brings_both_back() {
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let contexts_become = |want: usize| {
+        let browser = &browser;
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                let have = context_count(browser).await;
+                if have == want {
+                    return;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{have} contexts, never {want}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let manager = Arc::new(PreviewManager::new(PreviewConfig {
+        browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
+        idle_timeout: std::time::Duration::from_secs(2),
+        ..PreviewConfig::default()
+    }));
+    drop(manager.prewarm());
+    contexts_become(1).await;
+    // No session for the idle timeout: the connection is closed, and the
+    // browser disposes the blank's context with it.
+    contexts_become(0).await;
+
+    let server = FixtureServer::start(vec![("/", html("<p>back again</p>"))]);
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert!(session.snapshot().await.unwrap().text.contains("back again"));
+    assert_eq!(manager.relaunches(), 0, "a deliberate close is no relaunch");
+    manager.keep_blank_ready();
+    contexts_become(2).await;
+}
