@@ -146,12 +146,14 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
 }
 
 /// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, v2: the 16th option).
+#[cfg(not(target_os = "macos"))]
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// A server gives memory back as soon as it is freed. mimalloc delays that (10 ms)
 /// and then does it only when the freeing thread allocates again, which the
 /// threads of an idle server may never do: the memory of ended sessions would
 /// stay resident. `MIMALLOC_PURGE_DELAY` in the environment still wins.
+#[cfg(not(target_os = "macos"))]
 #[expect(unsafe_code, reason = "one call into mimalloc's option API")]
 fn return_freed_memory_at_once() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
@@ -159,6 +161,10 @@ fn return_freed_memory_at_once() {
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     }
 }
+
+/// macOS keeps its system allocator, which returns freed memory itself.
+#[cfg(target_os = "macos")]
+fn return_freed_memory_at_once() {}
 
 fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> tools::ToolsConfig {
     tools::ToolsConfig {
