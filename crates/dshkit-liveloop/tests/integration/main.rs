@@ -43,6 +43,22 @@ async fn context_count(browser: &dshkit_cdp::Browser) -> usize {
     reply["browserContextIds"].as_array().map_or(0, Vec::len)
 }
 
+/// Polls until `browser` holds `want` contexts, for at most 30 s.
+async fn contexts_become(browser: &dshkit_cdp::Browser, want: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let have = context_count(browser).await;
+        if have == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{have} contexts, never {want}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Polls until `check` holds or 10 s pass.
 async fn eventually(mut check: impl FnMut() -> bool, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -736,29 +752,12 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
         .await
         .unwrap();
     let contexts = || context_count(&browser);
-    let settled_at = |want: usize| {
-        let contexts = &contexts;
-        async move {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-            loop {
-                let have = contexts().await;
-                if have == want {
-                    return;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{have} contexts, never {want}"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        }
-    };
     let manager = Arc::new(PreviewManager::new(PreviewConfig {
         browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
         ..PreviewConfig::default()
     }));
     drop(manager.prewarm());
-    settled_at(1).await;
+    contexts_become(&browser, 1).await;
 
     // The first open takes the blank: no second context appears.
     let first_server = FixtureServer::start(vec![(
@@ -773,7 +772,7 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
         .unwrap();
     assert_eq!(contexts().await, 1, "the open used the blank preview");
     manager.keep_blank_ready();
-    settled_at(2).await;
+    contexts_become(&browser, 2).await;
 
     // The second takes the new blank, made for the desktop, as a phone. Its
     // proxy is armed with its own origin: the first server is foreign to it.
@@ -822,33 +821,16 @@ async fn an_idle_browser_is_closed_with_its_blank_and_the_next_open_brings_both_
     let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
         .await
         .unwrap();
-    let contexts_become = |want: usize| {
-        let browser = &browser;
-        async move {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-            loop {
-                let have = context_count(browser).await;
-                if have == want {
-                    return;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{have} contexts, never {want}"
-                );
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        }
-    };
     let manager = Arc::new(PreviewManager::new(PreviewConfig {
         browser: BrowserSource::Endpoint(browser.process().unwrap().ws_url().to_owned()),
         idle_timeout: std::time::Duration::from_secs(2),
         ..PreviewConfig::default()
     }));
     drop(manager.prewarm());
-    contexts_become(1).await;
+    contexts_become(&browser, 1).await;
     // No session for the idle timeout: the connection is closed, and the
     // browser disposes the blank's context with it.
-    contexts_become(0).await;
+    contexts_become(&browser, 0).await;
 
     let server = FixtureServer::start(vec![("/", html("<p>back again</p>"))]);
     let session = manager
@@ -858,5 +840,5 @@ async fn an_idle_browser_is_closed_with_its_blank_and_the_next_open_brings_both_
     assert!(session.snapshot().await.unwrap().text.contains("back again"));
     assert_eq!(manager.relaunches(), 0, "a deliberate close is no relaunch");
     manager.keep_blank_ready();
-    contexts_become(2).await;
+    contexts_become(&browser, 2).await;
 }
