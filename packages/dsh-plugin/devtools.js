@@ -62,7 +62,11 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
   const epoch = Date.now();
   fs.mkdirSync(path.join(dir, 'targets'), { recursive: true, mode: 0o700 });
   fs.chmodSync(dir, 0o700);
-  const socketPath = path.join(dir, `${process.pid}.sock`);
+  // Node on Windows listens on named pipes, not socket files: one named after
+  // the registry directory, so two registries never share a pipe.
+  const socketPath = process.platform === 'win32'
+    ? `\\\\.\\pipe\\dshkit-devtools-${dir.replace(/[^A-Za-z0-9]/g, '_').slice(-80)}-${process.pid}`
+    : path.join(dir, `${process.pid}.sock`);
   const registryPath = path.join(dir, 'targets', `${process.pid}.json`);
   try { fs.unlinkSync(socketPath); } catch {}
 

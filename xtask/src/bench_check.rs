@@ -53,7 +53,7 @@ fn generate(profile: &Path) -> anyhow::Result<Vec<PathBuf>> {
         files.push(root.join("index.js"));
         let links = profile.join("node_modules/@local");
         std::fs::create_dir_all(&links)?;
-        std::os::unix::fs::symlink(format!("../../plugins/{name}"), links.join(&name))?;
+        dshkit_os::fs::symlink(format!("../../plugins/{name}"), links.join(&name))?;
         patch.push_str(&format!(
             "- insert:\n    - id: {name}\n      name: '@local/{name}'\n"
         ));

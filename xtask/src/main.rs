@@ -6,6 +6,7 @@
 //! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
 //! - `soak [N] [ARGS]`: the suite (or the tests ARGS select) N times while a CPU hog
 //!   keeps every core busy; a test that passes only on an idle machine fails here.
+//! - `test-windows`: the Windows build's tests under Wine (see `windows.rs`).
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
 
 #![expect(
@@ -24,6 +25,7 @@ mod bench_load;
 mod bench_scale;
 mod bench_verify;
 mod setup;
+mod windows;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -37,9 +39,10 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
+        Some("test-windows") => windows::test(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup | demo | test [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }

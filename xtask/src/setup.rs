@@ -152,7 +152,7 @@ pub(crate) fn quiet_step(what: &str, log: &str, command: &mut Command) -> anyhow
     bail!("{what} failed; the whole log is {}", log.display())
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -162,6 +162,11 @@ fn is_root() -> bool {
 /// Installs the npm project in `source` into `dest`, unless `dest` already holds an
 /// install of the same `package.json` and lock.
 fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
+    npm_install_with(source, dest, what, &[])
+}
+
+/// [`npm_install`] with extra `npm install` flags.
+pub(crate) fn npm_install_with(source: &Path, dest: &Path, what: &str, flags: &[&str]) -> anyhow::Result<()> {
     let manifest = std::fs::read(source.join("package.json"))
         .with_context(|| format!("reading {}/package.json", source.display()))?;
     let lock = std::fs::read(source.join("package-lock.json"))
@@ -199,6 +204,7 @@ fn npm_install(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
                 "--no-fund",
                 "--loglevel=error",
             ])
+            .args(flags)
             .current_dir(dest),
     )?;
     std::fs::write(&stamp, &key)?;
@@ -239,8 +245,7 @@ fn link_modules(peers: &Peers) -> anyhow::Result<()> {
         return Ok(());
     }
     let _ = std::fs::remove_file(&link);
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(target, &link).context("linking harness/peers/node_modules")?;
+    dshkit_os::fs::symlink(target, &link).context("linking harness/peers/node_modules")?;
     anyhow::ensure!(peers.mcp_modules().is_dir(), "npm peers missing after install");
     Ok(())
 }

@@ -1,5 +1,7 @@
-//! Launching Chromium: a fresh temporary profile, its own process group, and a
-//! death signal so the browser cannot outlive dshkit even when dshkit is killed.
+//! Launching Chromium: a fresh temporary profile, a group of its own, and a
+//! binding so the browser cannot outlive dshkit even when dshkit is killed: the
+//! parent-death signal on Linux, a watchdog on macOS, a kill-on-close Job
+//! Object on Windows (`dshkit_os::process`).
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -8,6 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use dshkit_os::process::Group;
 
 use crate::error::CdpError;
 
@@ -62,6 +66,7 @@ pub struct LaunchOptions {
 #[derive(Debug)]
 pub struct BrowserProcess {
     child: Child,
+    group: Group,
     profile: Option<tempfile::TempDir>,
     pub(crate) ws_url: String,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -101,12 +106,7 @@ impl BrowserProcess {
 
 impl Drop for BrowserProcess {
     fn drop(&mut self) {
-        if let Some(pid) = i32::try_from(self.child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        self.group.kill();
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(profile) = self.profile.take() {
@@ -225,7 +225,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
         .args(BASE_FLAGS)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .env("TMPDIR", &temp);
-    if rustix::process::geteuid().is_root() {
+    if dshkit_os::process::running_as_root() {
         // Chromium refuses to run as root with its sandbox on.
         command.arg("--no-sandbox");
     }
@@ -235,7 +235,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
 
-    let mut child = spawn_on_launcher(command).map_err(|source| CdpError::Spawn {
+    let (mut child, group) = spawn_on_launcher(command).map_err(|source| CdpError::Spawn {
         path: executable.display().to_string(),
         source,
     })?;
@@ -271,6 +271,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
 
     let mut process = BrowserProcess {
         child,
+        group,
         profile: Some(profile),
         ws_url: String::new(),
         stderr_tail: tail,
@@ -286,12 +287,12 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
     }
 }
 
-type LaunchRequest = (Command, std_mpsc::Sender<std::io::Result<Child>>);
+type LaunchRequest = (Command, std_mpsc::Sender<std::io::Result<(Child, Group)>>);
 
 /// Spawns on one long-lived thread: Linux delivers the parent-death signal when
 /// the *thread* that forked the child exits, so a pool thread would kill the
 /// browser when it idles out.
-fn spawn_on_launcher(command: Command) -> std::io::Result<Child> {
+fn spawn_on_launcher(command: Command) -> std::io::Result<(Child, Group)> {
     static LAUNCHER: OnceLock<Mutex<std_mpsc::Sender<LaunchRequest>>> = OnceLock::new();
     let sender = LAUNCHER.get_or_init(|| {
         let (tx, rx) = std_mpsc::channel::<LaunchRequest>();
@@ -316,26 +317,23 @@ fn spawn_on_launcher(command: Command) -> std::io::Result<Child> {
         .map_err(|_| std::io::Error::other("launcher thread is gone"))?
 }
 
-#[expect(
-    unsafe_code,
-    reason = "pre_exec is the only way to set the parent-death signal in the child"
-)]
-fn spawn_dying_with_parent(command: &mut Command) -> std::io::Result<Child> {
-    use std::os::unix::process::CommandExt;
-    let parent = rustix::process::getpid();
-    command.process_group(0);
-    // SAFETY: the closure runs between fork and exec and only makes
-    // async-signal-safe system calls (prctl, getppid).
-    unsafe {
-        command.pre_exec(move || {
-            #[cfg(target_os = "linux")]
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            // The parent may have died before the signal was armed.
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::other("parent exited during launch"));
-            }
-            Ok(())
-        });
+/// Spawns `command` in a group of its own, bound to dshkit's lifetime.
+fn spawn_dying_with_parent(command: &mut Command) -> std::io::Result<(Child, Group)> {
+    Group::prepare(command);
+    let by_signal = dshkit_os::process::die_with_spawning_thread(command);
+    let mut child = command.spawn()?;
+    let adopted = Group::adopt(child.id()).and_then(|mut group| {
+        if !by_signal {
+            group.bind_to_dshkit()?;
+        }
+        Ok(group)
+    });
+    match adopted {
+        Ok(group) => Ok((child, group)),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(e)
+        }
     }
-    command.spawn()
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::procs;
+use dshkit_os::process::{Identity, StartTime};
+
 use crate::report::{Check, Status};
 
 /// Pre-existing smoke instances younger than this are left alone by `killStray`.
@@ -28,6 +29,7 @@ pub enum Class {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DshProcess {
     pub pid: u32,
+    /// Its start time ([`StartTime`]'s platform clock): with the pid, its identity.
     pub start_ticks: u64,
     pub class: Class,
     pub args: Vec<String>,
@@ -36,34 +38,39 @@ pub struct DshProcess {
 /// DSH processes: a `node` executable whose first argument resolves to DSH's
 /// launcher script. A command line that merely mentions "dsh" is not one.
 pub fn find(launcher_script: &Path) -> Vec<DshProcess> {
-    procs::all()
+    let launcher_script =
+        dshkit_os::fs::canonicalize(launcher_script).unwrap_or_else(|_| launcher_script.to_owned());
+    dshkit_os::process::snapshot()
         .into_iter()
-        .filter_map(|pid| identify(pid, launcher_script))
+        .filter_map(|entry| identify(entry.identity(), &launcher_script))
         .collect()
 }
 
-fn identify(pid: u32, launcher_script: &Path) -> Option<DshProcess> {
-    if !procs::alive(pid) {
-        return None;
-    }
-    let argv = procs::argv(pid)?;
-    let exe = Path::new(argv.first()?).file_name()?.to_str()?;
-    if !(exe == "node" || exe.starts_with("node")) {
+fn identify(process: Identity, launcher_script: &Path) -> Option<DshProcess> {
+    let argv = dshkit_os::process::argv(process.pid)?;
+    // `node`, `node22`, `node.exe`, `C:\Program Files\nodejs\node.exe`: the
+    // last path component, whichever separator the platform uses.
+    let exe = argv.first()?.rsplit(['/', '\\']).next()?;
+    if !exe.starts_with("node") {
         return None;
     }
     let script = Path::new(argv.get(1)?);
     let script = if script.is_absolute() {
         script.to_owned()
     } else {
-        procs::cwd(pid)?.join(script)
+        dshkit_os::process::cwd(process.pid)?.join(script)
     };
-    if std::fs::canonicalize(&script).ok()? != launcher_script {
+    if dshkit_os::fs::canonicalize(&script).ok()? != launcher_script {
+        return None;
+    }
+    // Still the same process: the arguments were not read from a reused pid.
+    if !process.is_running() {
         return None;
     }
     let dsh_args: Vec<String> = argv[2..].to_vec();
     Some(DshProcess {
-        pid,
-        start_ticks: procs::start_ticks(pid)?,
+        pid: process.pid,
+        start_ticks: process.started.0,
         class: classify(&dsh_args),
         args: dsh_args,
     })
@@ -90,46 +97,20 @@ pub fn classify(args: &[String]) -> Class {
     Class::Host
 }
 
-fn age(start_ticks: u64) -> Option<Duration> {
-    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let hz = rustix::param::clock_ticks_per_second();
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "ticks since boot fit an f64 exactly for centuries"
-    )]
-    let started = start_ticks as f64 / hz as f64;
-    Some(Duration::from_secs_f64((uptime - started).max(0.0)))
+fn identity(process: &DshProcess) -> Identity {
+    Identity {
+        pid: process.pid,
+        started: StartTime(process.start_ticks),
+    }
 }
 
-/// Kills `root`'s whole process tree with SIGKILL and waits (bounded) until a
-/// fresh read shows every member gone; returns the members that survived.
-fn kill_tree(root: u32, root_ticks: u64) -> Vec<u32> {
-    if !procs::same_alive(root, root_ticks) {
-        return Vec::new();
-    }
-    let members = procs::tree(root);
-    for (pid, ticks) in &members {
-        if procs::same_alive(*pid, *ticks)
-            && let Some(pid) = i32::try_from(*pid).ok().and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    }
-    let deadline = std::time::Instant::now() + KILL_PROOF_TIMEOUT;
-    let mut left: Vec<(u32, u64)> = members;
-    loop {
-        left.retain(|(pid, ticks)| procs::same_alive(*pid, *ticks));
-        if left.is_empty() || std::time::Instant::now() >= deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    left.into_iter().map(|(pid, _)| pid).collect()
+/// Kills `root`'s whole process tree and waits (bounded) until a fresh read
+/// shows every member gone; returns the members that survived.
+fn kill_tree(root: Identity) -> Vec<u32> {
+    dshkit_os::process::kill_tree(root, KILL_PROOF_TIMEOUT)
+        .into_iter()
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// How long a killed tree may take to disappear from the process table.
@@ -150,7 +131,7 @@ pub fn audit(launcher_script: &Path, leaked: &[(u32, u64)], kill_stray: bool, st
         .collect();
     let is_leaked = |p: &DshProcess| leaked.contains(&(p.pid, p.start_ticks));
     let is_old_smoke =
-        |p: &DshProcess| p.class == Class::Smoke && age(p.start_ticks).is_some_and(|a| a >= stray_age);
+        |p: &DshProcess| p.class == Class::Smoke && identity(p).age().is_some_and(|a| a >= stray_age);
     let ours: Vec<&DshProcess> = found.iter().filter(|p| is_leaked(p)).collect();
     let old: Vec<&DshProcess> = found
         .iter()
@@ -176,7 +157,7 @@ pub fn audit(launcher_script: &Path, leaked: &[(u32, u64)], kill_stray: bool, st
     };
     let mut survivors = Vec::new();
     for stray in &to_kill {
-        let left = kill_tree(stray.pid, stray.start_ticks);
+        let left = kill_tree(identity(stray));
         evidence.push(format!(
             "killed the process tree of {} pid {} ({:?}){}",
             if is_leaked(stray) { "leaked" } else { "stray" },

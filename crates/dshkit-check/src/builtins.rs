@@ -121,7 +121,7 @@ pub fn node_in(path: &std::ffi::OsStr) -> Option<PathBuf> {
 
 /// `$XDG_CACHE_HOME/dshkit/node-builtins/<digest of the binary's path, size and mtime>.json`.
 fn cache_file(node: &Path) -> Option<PathBuf> {
-    let real = std::fs::canonicalize(node).ok()?;
+    let real = dshkit_os::fs::canonicalize(node).ok()?;
     let meta = std::fs::metadata(&real).ok()?;
     let modified = meta
         .modified()

@@ -14,7 +14,6 @@ pub mod builtins;
 pub mod link;
 pub mod live;
 mod plugins;
-pub mod procs;
 mod report;
 pub mod resolve;
 mod run;

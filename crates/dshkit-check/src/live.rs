@@ -2,13 +2,13 @@
 //! in Chromium, and the shutdown proof.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::procs;
+use dshkit_os::process::{Group, Identity, StartTime};
+
 use crate::report::{Check, Status};
 
 /// Most output kept from `--dump-config` (256 KiB).
@@ -65,14 +65,20 @@ impl Dsh {
         command
     }
 
-    /// Starts `dsh args…` in its own process group with stdout and stderr piped.
-    fn spawn(&self, args: &[&str]) -> std::io::Result<Child> {
-        self.command()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
+    /// Starts `dsh args…` in a group of its own with stdout and stderr piped.
+    fn spawn(&self, args: &[&str]) -> std::io::Result<(Child, Group)> {
+        let mut command = self.command();
+        command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        Group::prepare(&mut command);
+        let mut child = command.spawn()?;
+        match Group::adopt(child.id()) {
+            Ok(group) => Ok((child, group)),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(e)
+            }
+        }
     }
 }
 
@@ -80,8 +86,8 @@ impl Dsh {
 pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
     let id = "config_assembly";
     let name = "Profile config assembles";
-    let mut child = match dsh.spawn(&["--profile", profile, "--dump-config"]) {
-        Ok(child) => child,
+    let (mut child, group) = match dsh.spawn(&["--profile", profile, "--dump-config"]) {
+        Ok(spawned) => spawned,
         Err(e) => {
             return Check::new(
                 id,
@@ -93,7 +99,7 @@ pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
     };
     let stdout = read_capped(child.stdout.take(), MAX_DUMP_BYTES);
     let stderr = read_capped(child.stderr.take(), 64 * 1024);
-    let status = wait_timeout(&mut child, timeout);
+    let status = wait_timeout(&mut child, &group, timeout);
     let (out, err) = (
         stdout.join().unwrap_or_default(),
         stderr.join().unwrap_or_default(),
@@ -131,8 +137,10 @@ pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
 #[derive(Debug)]
 pub struct Instance {
     pub child: Child,
+    pub group: Group,
     pub url: String,
     pub pid: u32,
+    /// The instance's start time ([`StartTime`]'s platform clock).
     pub start_ticks: u64,
 }
 
@@ -147,8 +155,8 @@ pub fn live_boot(
 ) -> (Check, Option<Instance>) {
     let id = "live_boot";
     let name = "Isolated boot";
-    let mut child = match dsh.spawn(&["--profile", profile, "--port", "0", "--no-open"]) {
-        Ok(child) => child,
+    let (mut child, group) = match dsh.spawn(&["--profile", profile, "--port", "0", "--no-open"]) {
+        Ok(spawned) => spawned,
         Err(e) => {
             return (
                 Check::new(
@@ -162,7 +170,7 @@ pub fn live_boot(
         }
     };
     let pid = child.id();
-    let start_ticks = procs::start_ticks(pid).unwrap_or(0);
+    let start_ticks = Identity::of(pid).map_or(0, |i| i.started.0);
     let (url_tx, url_rx) = mpsc::channel();
     let stdout = child.stdout.take().expect("piped");
     let stdout_urls = url_tx.clone();
@@ -176,7 +184,7 @@ pub fn live_boot(
     let (stderr, noise) = read_lines(child.stderr.take(), url_tx);
     let url = url_rx.recv_timeout(boot_timeout).ok();
     let failure = |child: &mut Child, detail: String| {
-        terminate_group(child);
+        terminate_group(child, &group);
         let lines = stderr.lock().map(|l| l.clone()).unwrap_or_default();
         (
             Check::new(id, name, Status::Fail, detail).with_evidence(lines),
@@ -222,6 +230,7 @@ pub fn live_boot(
         Check::new(id, name, status, detail).with_evidence(warnings),
         Some(Instance {
             child,
+            group,
             url,
             pid,
             start_ticks,
@@ -236,24 +245,28 @@ pub fn live_boot(
 pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
     let id = "shutdown";
     let name = "Clean shutdown";
-    let mut before = procs::group_members(instance.pid);
-    for (pid, _) in procs::tree(instance.pid) {
-        if !before.contains(&pid) {
-            before.push(pid);
+    let leader = Identity {
+        pid: instance.pid,
+        started: StartTime(instance.start_ticks),
+    };
+    let mut before: Vec<Identity> = instance
+        .group
+        .members()
+        .into_iter()
+        .filter_map(Identity::of)
+        .collect();
+    for member in dshkit_os::process::tree(leader) {
+        if !before.contains(&member) {
+            before.push(member);
         }
     }
     for _ in 0..2 {
-        signal_group(instance.pid, rustix::process::Signal::TERM);
+        instance.group.terminate();
         if wait_exit(&mut instance.child, grace).is_some() {
             break;
         }
     }
-    let deadline = Instant::now() + grace;
-    let mut left: Vec<u32> = before.iter().copied().filter(|p| procs::alive(*p)).collect();
-    while !left.is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        left.retain(|p| procs::alive(*p));
-    }
+    let left = dshkit_os::process::wait_gone(before.clone(), grace);
     if left.is_empty() {
         let _ = instance.child.wait();
         return Check::new(
@@ -268,11 +281,16 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
     }
     let evidence = left
         .iter()
-        .map(|p| format!("pid {p}: {}", procs::cmdline(*p).unwrap_or_default()))
+        .map(|p| format!("pid {}: {}", p.pid, dshkit_os::process::command_line(p.pid)))
         .collect();
-    // Reap the instance whenever it dies (the audit kills it).
-    let mut child = instance.child;
-    std::thread::spawn(move || child.wait());
+    // Reap the instance whenever it dies (the audit kills it). The group goes
+    // with it: on Windows, closing its job would kill the survivors now.
+    let (mut child, group) = (instance.child, instance.group);
+    std::thread::spawn(move || {
+        let status = child.wait();
+        drop(group);
+        status
+    });
     Check::new(
         id,
         name,
@@ -288,27 +306,22 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
 /// Kills the group of an instance that is still there (the last resort when the
 /// audit could not run).
 pub fn kill_instance_group(pid: u32, start_ticks: u64) {
-    if procs::same_alive(pid, start_ticks) {
-        signal_group(pid, rustix::process::Signal::KILL);
-    }
+    dshkit_os::process::kill_group_led_by(Identity {
+        pid,
+        started: StartTime(start_ticks),
+    });
 }
 
-fn signal_group(pid: u32, signal: rustix::process::Signal) {
-    if let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, signal);
-    }
-}
-
-fn terminate_group(child: &mut Child) {
-    signal_group(child.id(), rustix::process::Signal::KILL);
+fn terminate_group(child: &mut Child, group: &Group) {
+    group.kill();
     let _ = child.wait();
 }
 
 /// Waits up to `timeout` for `child` to exit, then kills its group.
-fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+fn wait_timeout(child: &mut Child, group: &Group, timeout: Duration) -> Option<std::process::ExitStatus> {
     let status = wait_exit(child, timeout);
     if status.is_none() {
-        terminate_group(child);
+        terminate_group(child, group);
     }
     status
 }
@@ -384,7 +397,7 @@ fn tail(text: &str, lines: usize) -> Vec<String> {
 /// The launcher's real script (`…/@deepseek-ai/dsh/lib/bin.js`), the identity of
 /// DSH processes in the process table.
 pub fn launcher_script(launcher: &Path) -> Option<PathBuf> {
-    std::fs::canonicalize(launcher).ok()
+    dshkit_os::fs::canonicalize(launcher).ok()
 }
 
 #[cfg(test)]

@@ -420,7 +420,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn real(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+    dshkit_os::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
 #[cfg(test)]

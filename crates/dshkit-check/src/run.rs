@@ -311,7 +311,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         let (source, dest) = (entry.path(), to.join(entry.file_name()));
         let kind = entry.file_type()?;
         if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &dest)?;
+            dshkit_os::fs::symlink(&std::fs::read_link(&source)?, &dest)?;
         } else if kind.is_dir() {
             copy_tree(&source, &dest)?;
         } else {

@@ -137,20 +137,26 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
     };
     let mut problems = Vec::new();
     let names = inserted_names(&patches);
-    for name in names
-        .iter()
-        .filter(|n| only.is_none_or(|o| o == n.as_str() || format!("@local/{o}") == **n))
-    {
+    let mut located = NameLocator::new(&text);
+    for name in &names {
+        // Every name is located, in order, so a repeated name finds its own line.
+        let at = located.next(name);
+        if only.is_some_and(|o| o != name.as_str() && format!("@local/{o}") != *name) {
+            continue;
+        }
+        let at = at.map_or_else(String::new, |(line, column)| {
+            format!("{}:{line}:{column}: ", path.display())
+        });
         if let Some(local) = name.strip_prefix("@local/") {
             // DSH resolves `@local/NAME` to `plugins/NAME`; a link in
             // node_modules/@local does not stand in for a missing plugin.
             let dir = profile_dir.join("plugins").join(local);
             if !dir.join("package.json").is_file() {
-                problems.push(format!("{name}: no local plugin at {}", dir.display()));
+                problems.push(format!("{at}{name}: no local plugin at {}", dir.display()));
             }
         } else if !package_installed(profile_dir, name) {
             problems.push(format!(
-                "{name}: package not installed for this profile (looked in node_modules)"
+                "{at}{name}: package not installed for this profile (looked in node_modules)"
             ));
         }
     }
@@ -173,6 +179,50 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
             ),
         )
         .with_evidence(problems)
+    }
+}
+
+/// Finds where each inserted name is written in the patch file: the 1-based
+/// line and column of the value of a `name:` key, quoted or not, in the order
+/// the names appear.
+struct NameLocator<'a> {
+    lines: Vec<&'a str>,
+    /// The line and byte after the last name found.
+    from: (usize, usize),
+}
+
+impl<'a> NameLocator<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            lines: text.lines().collect(),
+            from: (0, 0),
+        }
+    }
+
+    fn next(&mut self, name: &str) -> Option<(usize, usize)> {
+        let (first_line, first_byte) = self.from;
+        for (index, line) in self.lines.iter().enumerate().skip(first_line) {
+            let start = if index == first_line { first_byte } else { 0 };
+            let mut search = start;
+            while let Some(found) = line.get(search..).and_then(|rest| rest.find("name:")) {
+                let key_end = search + found + "name:".len();
+                let value_start = key_end + (line.len() - key_end - line[key_end..].trim_start().len());
+                let value = &line[value_start..];
+                let quoted = value.starts_with(['\'', '"']);
+                let bare = if quoted { &value[1..] } else { value };
+                let ends_well = bare.strip_prefix(name).is_some_and(|after| {
+                    after.is_empty() || after.starts_with(['\'', '"', ',', '}', ' ', '#'])
+                });
+                if bare.starts_with(name) && ends_well {
+                    self.from = (index, value_start + 1);
+                    // Columns count characters, as editors and YAML parsers do.
+                    let column = line[..value_start].chars().count() + 1;
+                    return Some((index + 1, column));
+                }
+                search = key_end;
+            }
+        }
+        None
     }
 }
 
@@ -290,7 +340,7 @@ fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi:
 
 fn manifest(plugins: &[LocalPlugin], analyzed: &[Analyzed], home: &Path) -> Check {
     let id = "manifest";
-    let real_home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+    let real_home = dshkit_os::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
     let mut problems = Vec::new();
     for (plugin, files_of) in plugins.iter().zip(analyzed) {
         let label = &plugin.dir_name;
@@ -376,5 +426,24 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
         Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
         Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NameLocator;
+
+    #[test]
+    fn inserted_names_are_located_in_order_quoted_or_not() {
+        let text = "- insert:\n    - id: a\n      name: '@local/a'\n    - { id: b, name: \"@local/ab\" }\n- insert:\n    - id: c\n      name: @local/a # again\n";
+        let mut names = NameLocator::new(text);
+        assert_eq!(names.next("@local/a"), Some((3, 13)));
+        assert_eq!(names.next("@local/ab"), Some((4, 22)));
+        assert_eq!(
+            names.next("@local/a"),
+            Some((7, 13)),
+            "the repeat finds its own line"
+        );
+        assert_eq!(names.next("@local/zzz"), None);
     }
 }

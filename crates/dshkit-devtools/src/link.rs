@@ -1,4 +1,5 @@
-//! The channel to one collector: a Unix socket carrying JSON lines. Requests
+//! The channel to one collector: a Unix socket (a named pipe on Windows)
+//! carrying JSON lines. Requests
 //! (`hello`, `topology`) are answered by id; facts stream in between and go to
 //! the target's journal.
 
@@ -9,7 +10,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 use tokio::sync::{oneshot, watch};
 
 use crate::journal::{Change, Journal};
@@ -41,7 +41,7 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
 
 /// A live channel to a collector.
 pub(crate) struct Link {
-    writer: tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<dshkit_os::local_socket::WriteHalf>,
     pending: Pending,
     next_id: std::sync::atomic::AtomicU64,
     /// The journal the collector's facts go to.
@@ -60,13 +60,13 @@ impl Drop for Link {
 
 impl Link {
     pub(crate) async fn connect(socket: &Path) -> Result<Self, LinkError> {
-        let stream = UnixStream::connect(socket)
-            .await
-            .map_err(|source| LinkError::Connect {
-                path: socket.display().to_string(),
-                source,
-            })?;
-        let (read, write) = stream.into_split();
+        let (read, write) =
+            dshkit_os::local_socket::connect(socket)
+                .await
+                .map_err(|source| LinkError::Connect {
+                    path: socket.display().to_string(),
+                    source,
+                })?;
         let pending: Pending = Arc::default();
         let journal = Arc::new(Mutex::new(Journal::default()));
         let (head_tx, head) = watch::channel(journal.lock().unwrap_or_else(PoisonError::into_inner).head());
@@ -133,7 +133,7 @@ impl Link {
 }
 
 async fn read_lines(
-    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut reader: BufReader<dshkit_os::local_socket::ReadHalf>,
     pending: Pending,
     journal: Arc<Mutex<Journal>>,
     head: watch::Sender<u64>,

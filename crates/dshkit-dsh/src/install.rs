@@ -310,7 +310,7 @@ fn link_plugin(profile_dir: &Path) -> Result<PathBuf, InstallError> {
         path: parent.to_owned(),
         source,
     })?;
-    std::os::unix::fs::symlink(link_target(), &link).map_err(|source| InstallError::Io {
+    dshkit_os::fs::symlink(link_target(), &link).map_err(|source| InstallError::Io {
         action: "link",
         path: link.clone(),
         source,
@@ -424,7 +424,7 @@ mod tests {
 
         let other = profile();
         std::fs::create_dir_all(other.path().join("node_modules/@local")).unwrap();
-        std::os::unix::fs::symlink("/elsewhere", other.path().join("node_modules/@local/dshkit")).unwrap();
+        dshkit_os::fs::symlink("/elsewhere", other.path().join("node_modules/@local/dshkit")).unwrap();
         assert!(matches!(
             install(other.path(), &row()),
             Err(InstallError::ForeignLink { .. })

@@ -258,10 +258,12 @@ impl CassetteIndex {
     pub fn interaction(&self, position: usize) -> Result<Interaction, CassetteError> {
         let entry = self.locations[position];
         let mut bytes = vec![0u8; entry.len as usize];
-        read_at(&self.file, &mut bytes, entry.offset).map_err(|source| CassetteError::Io {
-            path: self.path.clone(),
-            action: "read a recorded interaction",
-            source,
+        dshkit_os::fs::read_exact_at(&self.file, &mut bytes, entry.offset).map_err(|source| {
+            CassetteError::Io {
+                path: self.path.clone(),
+                action: "read a recorded interaction",
+                source,
+            }
         })?;
         // The line's `type` tag is an unknown field to the struct, and skipped.
         serde_json::from_slice::<Interaction>(&bytes).map_err(|e| CassetteError::BadRecord {
@@ -409,7 +411,7 @@ fn line_start_after(file: &std::fs::File, at: u64) -> std::io::Result<u64> {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut position = at;
     loop {
-        let read = read_some_at(file, &mut buffer, position)?;
+        let read = dshkit_os::fs::read_some_at(file, &mut buffer, position)?;
         if read == 0 {
             return Ok(position);
         }
@@ -449,35 +451,6 @@ fn parse_header(path: &Path, line: &[u8]) -> Result<Header, CassetteError> {
         });
     }
     serde_json::from_value(value).map_err(|e| no_header(e.to_string()))
-}
-
-#[cfg(unix)]
-fn read_some_at(file: &std::fs::File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buffer, offset)
-}
-
-#[cfg(windows)]
-fn read_some_at(file: &std::fs::File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buffer, offset)
-}
-
-#[cfg(unix)]
-fn read_at(file: &std::fs::File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
-}
-
-#[cfg(windows)]
-fn read_at(file: &std::fs::File, mut buffer: &mut [u8], mut offset: u64) -> std::io::Result<()> {
-    while !buffer.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, buffer, offset)? {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                buffer = &mut buffer[n..];
-                offset += n as u64;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub mod http;
 pub mod index;
 pub mod lint;
 pub mod matcher;
-mod peer;
 pub mod redact;
+mod server_process;
 pub mod stdio;
 pub mod verify;

@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+
+use crate::server_process::ServerProcess;
 
 use crate::cassette::{Appender, CassetteError, Header, Interaction, Record, RecordMode};
 use crate::index::CassetteIndex;
@@ -71,7 +73,7 @@ async fn read_frame(
     Ok(n > 0)
 }
 
-fn spawn_server(argv: &[String]) -> Result<(Child, ChildStdin, BufReader<ChildStdout>), EchoError> {
+fn spawn_server(argv: &[String]) -> Result<(ServerProcess, ChildStdin, BufReader<ChildStdout>), EchoError> {
     let spawn_error = |error: String| EchoError::Spawn {
         argv: argv.join(" "),
         error,
@@ -79,14 +81,14 @@ fn spawn_server(argv: &[String]) -> Result<(Child, ChildStdin, BufReader<ChildSt
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| spawn_error("empty argv".into()))?;
-    let mut child = Command::new(program)
-        .args(rest)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| spawn_error(e.to_string()))?;
+    let mut child = ServerProcess::spawn(
+        Command::new(program)
+            .args(rest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit()),
+    )
+    .map_err(|e| spawn_error(e.to_string()))?;
     let stdin = child.stdin.take().ok_or_else(|| spawn_error("no stdin".into()))?;
     let stdout = child
         .stdout
@@ -95,7 +97,7 @@ fn spawn_server(argv: &[String]) -> Result<(Child, ChildStdin, BufReader<ChildSt
     Ok((child, stdin, BufReader::new(stdout)))
 }
 
-async fn close_server(mut child: Child, stdin: ChildStdin) {
+async fn close_server(mut child: ServerProcess, stdin: ChildStdin) {
     drop(stdin);
     if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
         let _ = child.start_kill();
@@ -589,7 +591,7 @@ pub struct ReplaySummary {
 }
 
 pub(crate) struct Live {
-    child: Child,
+    child: ServerProcess,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     appender: Appender,
@@ -816,7 +818,7 @@ async fn until_read(peer: Peer) {
     }
     let deadline = Instant::now() + DELIVERY_TIMEOUT;
     let mut pause = Duration::from_micros(100);
-    while crate::peer::unread_by_peer(std::io::stdout()).is_some_and(|unread| unread > 0)
+    while dshkit_os::pipe::unread_by_peer(std::io::stdout()).is_some_and(|unread| unread > 0)
         && Instant::now() < deadline
     {
         tokio::time::sleep(pause).await;

@@ -109,7 +109,7 @@ pub enum Target {
 #[expect(clippy::large_enum_variant, reason = "one value per verification")]
 enum Live {
     Stdio {
-        child: tokio::process::Child,
+        child: crate::server_process::ServerProcess,
         stdin: tokio::process::ChildStdin,
         stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     },
@@ -130,17 +130,17 @@ impl Live {
             }),
             Target::Stdio(argv) => {
                 let (program, rest) = argv.split_first().ok_or(EchoError::NoLiveServer)?;
-                let mut child = tokio::process::Command::new(program)
-                    .args(rest)
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::null())
-                    .kill_on_drop(true)
-                    .spawn()
-                    .map_err(|e| EchoError::Spawn {
-                        argv: argv.join(" "),
-                        error: e.to_string(),
-                    })?;
+                let mut child = crate::server_process::ServerProcess::spawn(
+                    tokio::process::Command::new(program)
+                        .args(rest)
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::piped())
+                        .stderr(std::process::Stdio::null()),
+                )
+                .map_err(|e| EchoError::Spawn {
+                    argv: argv.join(" "),
+                    error: e.to_string(),
+                })?;
                 let stdin = child.stdin.take().ok_or(EchoError::NoLiveServer)?;
                 let stdout =
                     tokio::io::BufReader::new(child.stdout.take().ok_or(EchoError::NoLiveServer)?).lines();

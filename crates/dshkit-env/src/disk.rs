@@ -30,10 +30,10 @@ pub fn space(path: &Path) -> std::io::Result<Space> {
         .ancestors()
         .find(|p| p.exists())
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no existing ancestor"))?;
-    let stat = rustix::fs::statvfs(existing)?;
+    let (available_bytes, total_bytes) = dshkit_os::fs::space(existing)?;
     Ok(Space {
-        available_bytes: stat.f_bavail.saturating_mul(stat.f_frsize),
-        total_bytes: stat.f_blocks.saturating_mul(stat.f_frsize),
+        available_bytes,
+        total_bytes,
     })
 }
 

@@ -410,7 +410,6 @@ mod tests {
         assert!(dir.path().join(".local/state/dshkit/evidence").is_dir());
     }
 
-    #[cfg(unix)]
     #[tokio::test]
     async fn an_unwritable_evidence_root_is_missing() {
         let dir = tempfile::tempdir().unwrap();

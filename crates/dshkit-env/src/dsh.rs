@@ -44,7 +44,7 @@ pub fn profiles(home: &Path) -> Vec<String> {
 /// a link to `node_modules/@deepseek-ai/dsh/<bin>`; following it leads to the
 /// package's `package.json`.
 pub fn package_of_launcher(launcher: &Path) -> Option<(PathBuf, String)> {
-    let real = std::fs::canonicalize(launcher).ok()?;
+    let real = dshkit_os::fs::canonicalize(launcher).ok()?;
     real.ancestors().take(MAX_PACKAGE_SEARCH_DEPTH).find_map(|dir| {
         let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
         let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -75,7 +75,6 @@ mod tests {
         assert_eq!(profiles(dir.path()), vec!["headless", "web"]);
     }
 
-    #[cfg(unix)]
     #[test]
     fn the_package_is_found_through_the_launcher_link() {
         let dir = tempfile::tempdir().unwrap();
@@ -89,9 +88,9 @@ mod tests {
         std::fs::write(package.join("dist/bin.js"), "").unwrap();
         let bin = dir.path().join("node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink("../@deepseek-ai/dsh/dist/bin.js", bin.join("dsh")).unwrap();
+        dshkit_os::fs::symlink("../@deepseek-ai/dsh/dist/bin.js", bin.join("dsh")).unwrap();
         let (root, version) = package_of_launcher(&bin.join("dsh")).unwrap();
-        assert_eq!(root, std::fs::canonicalize(&package).unwrap());
+        assert_eq!(root, dshkit_os::fs::canonicalize(&package).unwrap());
         assert_eq!(version, "0.1.0-rc.8");
     }
 }

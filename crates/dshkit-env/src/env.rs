@@ -42,11 +42,13 @@ impl Environment {
         self.path_var(vars::HOME)
     }
 
-    /// Finds `program` on `PATH`, as a shell would.
+    /// Finds `program` on `PATH`, as a shell would (on Windows with its
+    /// executable extensions).
     pub fn which(&self, program: &str) -> Option<PathBuf> {
         let path = self.get(vars::PATH)?;
+        let names = dshkit_os::browsers::executable_names(program);
         std::env::split_paths(path)
-            .map(|dir| dir.join(program))
+            .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
             .find(|candidate| is_executable(candidate))
     }
 }
@@ -59,11 +61,5 @@ pub fn is_executable(path: &std::path::Path) -> bool {
     if !meta.is_file() {
         return false;
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    true
+    dshkit_os::fs::is_executable(&meta)
 }

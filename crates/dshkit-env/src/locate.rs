@@ -24,24 +24,6 @@ pub struct Located {
     pub found_by: FoundBy,
 }
 
-/// Where Chromium-family browsers are installed on Linux, macOS and Windows, in
-/// order of preference.
-pub const CHROMIUM_KNOWN_PATHS: &[&str] = &[
-    "/usr/bin/chromium",
-    "/usr/bin/chromium-browser",
-    "/snap/bin/chromium",
-    "/usr/bin/google-chrome",
-    "/usr/bin/google-chrome-stable",
-    "/opt/google/chrome/chrome",
-    "/usr/bin/microsoft-edge",
-    "/Applications/Chromium.app/Contents/MacOS/Chromium",
-    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-    "/Applications/Microsoft Edge.app/Contents/MacOS/Microsoft Edge",
-    r"C:\Program Files\Google\Chrome\Application\chrome.exe",
-    r"C:\Program Files (x86)\Google\Chrome\Application\chrome.exe",
-    r"C:\Program Files (x86)\Microsoft\Edge\Application\msedge.exe",
-];
-
 const CHROMIUM_PATH_NAMES: &[&str] = &[
     "chromium",
     "chromium-browser",
@@ -62,7 +44,7 @@ pub enum Lookup {
     NotFound,
 }
 
-fn lookup(env: &Environment, variable: &'static str, known: &[&str], names: &[&str]) -> Lookup {
+fn lookup(env: &Environment, variable: &'static str, known: &[PathBuf], names: &[&str]) -> Lookup {
     if let Some(value) = env.path_var(variable) {
         return if is_executable(&value) {
             Lookup::Found(Located {
@@ -73,7 +55,7 @@ fn lookup(env: &Environment, variable: &'static str, known: &[&str], names: &[&s
             Lookup::BadVariable { variable, value }
         };
     }
-    if let Some(path) = known.iter().map(PathBuf::from).find(|p| is_executable(p)) {
+    if let Some(path) = known.iter().find(|p| is_executable(p)).cloned() {
         return Lookup::Found(Located {
             path,
             found_by: FoundBy::KnownPath,
@@ -90,14 +72,11 @@ fn lookup(env: &Environment, variable: &'static str, known: &[&str], names: &[&s
         })
 }
 
-/// Chromium: `DSHKIT_CHROMIUM`, then the known paths, then `PATH`.
+/// Chromium: `DSHKIT_CHROMIUM`, then this platform's install paths
+/// ([`dshkit_os::browsers::chromium_candidates`]), then `PATH`.
 pub fn chromium(env: &Environment) -> Lookup {
-    lookup(
-        env,
-        vars::DSHKIT_CHROMIUM,
-        CHROMIUM_KNOWN_PATHS,
-        CHROMIUM_PATH_NAMES,
-    )
+    let known = dshkit_os::browsers::chromium_candidates(&|name| env.get(name).cloned());
+    lookup(env, vars::DSHKIT_CHROMIUM, &known, CHROMIUM_PATH_NAMES)
 }
 
 /// Node.js: `DSHKIT_NODE`, then `PATH`.
@@ -117,11 +96,7 @@ mod tests {
     fn executable(dir: &std::path::Path, name: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, "#!/bin/sh\n").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        dshkit_os::fs::set_mode(&path, 0o755).unwrap();
         path
     }
 

@@ -197,12 +197,13 @@ impl Detection {
 
 /// Detects the apps under `root`; `cwd`, when given, must resolve inside it.
 pub fn detect(root: &Path, cwd: Option<&Path>) -> Result<Detection, DetectError> {
-    let real_root = std::fs::canonicalize(root).map_err(|_| DetectError::NoWorkspace(root.to_owned()))?;
+    let real_root =
+        dshkit_os::fs::canonicalize(root).map_err(|_| DetectError::NoWorkspace(root.to_owned()))?;
     if !real_root.is_dir() {
         return Err(DetectError::NoWorkspace(root.to_owned()));
     }
     if let Some(cwd) = cwd {
-        let real_cwd = std::fs::canonicalize(cwd).map_err(|_| DetectError::OutsideWorkspace {
+        let real_cwd = dshkit_os::fs::canonicalize(cwd).map_err(|_| DetectError::OutsideWorkspace {
             cwd: cwd.to_owned(),
             root: real_root.clone(),
         })?;
@@ -600,7 +601,7 @@ mod tests {
         assert_eq!(found.candidates.len(), 1);
         assert_eq!(found.candidates[0].framework, Framework::StaticHtml);
         let outside = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws.path().join("escape")).unwrap();
+        dshkit_os::fs::symlink(outside.path(), ws.path().join("escape")).unwrap();
         let err = detect(ws.path(), Some(&ws.path().join("escape"))).unwrap_err();
         assert!(matches!(err, DetectError::OutsideWorkspace { .. }), "{err}");
         assert!(detect(&ws.path().join("missing"), None).is_err());

@@ -127,11 +127,7 @@ fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
         fs::create_dir_all(parent).map_err(create_err)?;
     }
     let token = Token::generate()?;
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
+    match dshkit_os::fs::private_file(fs::OpenOptions::new().write(true).create_new(true)).open(path) {
         Ok(mut file) => {
             file.write_all(token.expose().as_bytes()).map_err(create_err)?;
             file.write_all(b"\n").map_err(create_err)?;
@@ -150,27 +146,19 @@ fn create(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
     }
 }
 
-#[cfg(unix)]
+/// Refuses a token file others can read (Unix mode bits; on Windows the
+/// profile's ACLs keep it private and there is nothing to check).
 fn check_private(path: &Path) -> Result<(), TokenError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = fs::metadata(path)
-        .map_err(|source| TokenError::Read {
-            path: path.to_owned(),
-            source,
-        })?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
+    let metadata = fs::metadata(path).map_err(|source| TokenError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if dshkit_os::fs::open_to_others(&metadata) {
         return Err(TokenError::TooOpen {
             path: path.to_owned(),
-            mode: mode & 0o777,
+            mode: dshkit_os::fs::mode(&metadata).unwrap_or(0) & 0o777,
         });
     }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn check_private(_path: &Path) -> Result<(), TokenError> {
     Ok(())
 }
 
@@ -191,24 +179,23 @@ mod tests {
             }
         );
         assert_eq!(first.expose().len(), TOKEN_BYTES * 2);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        if let Some(mode) = dshkit_os::fs::mode(&fs::metadata(&path).unwrap()) {
+            assert_eq!(mode & 0o777, 0o600);
         }
         let (second, origin) = load_or_create_token_file(&path).unwrap();
         assert_eq!(first, second);
         assert_eq!(origin, TokenOrigin::File { path, created: false });
     }
 
-    #[cfg(unix)]
     #[test]
     fn refuses_a_token_file_others_can_read() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
         fs::write(&path, "0123456789abcdef0123").unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        dshkit_os::fs::set_mode(&path, 0o644).unwrap();
+        if dshkit_os::fs::mode(&fs::metadata(&path).unwrap()).is_none() {
+            return; // No mode bits on this platform: the ACLs decide.
+        }
         let err = load_or_create_token_file(&path).unwrap_err();
         assert!(matches!(err, TokenError::TooOpen { .. }), "{err}");
         assert!(err.to_string().contains("chmod 600"));

@@ -1,9 +1,10 @@
 //! Children that cannot outlive their test.
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
+
+use dshkit_os::process::{Group, Identity};
 use std::time::Duration;
 
 /// A child in its own process group. Dropping the guard kills the group (the child
@@ -11,6 +12,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct ChildGuard {
     pub child: Child,
+    group: Group,
 }
 
 impl ChildGuard {
@@ -18,10 +20,10 @@ impl ChildGuard {
         self.child.id()
     }
 
-    /// SIGTERM to the child alone, then wait up to `grace` for it to exit.
+    /// Asks the child alone to stop (SIGTERM; Windows terminates it), then
+    /// waits up to `grace` for it to exit.
     pub fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        Identity::of(self.child.id())?.terminate();
         let deadline = std::time::Instant::now() + grace;
         while std::time::Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -40,27 +42,24 @@ impl ChildGuard {
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        if let Some(pid) = i32::try_from(self.child.id())
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        self.group.kill();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-/// Spawns `command` in a new process group with piped stdio.
+/// Spawns `command` in a group of its own with piped stdio.
 pub fn spawn_guarded(command: &mut Command) -> ChildGuard {
-    let child = command
-        .process_group(0)
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    Group::prepare(command);
+    let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("failed to spawn {command:?}: {e}"));
-    ChildGuard { child }
+    let group = Group::adopt(child.id()).unwrap_or_else(|e| panic!("failed to group {command:?}: {e}"));
+    ChildGuard { child, group }
 }
 
 /// Reads stdout lines until one starts with `prefix`, within `timeout`. Returns the

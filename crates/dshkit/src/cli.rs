@@ -594,6 +594,10 @@ pub(crate) struct CheckArgs {
     /// Kill leaked and old smoke instances during the audit (never hosts).
     #[arg(long)]
     pub(crate) kill_stray: bool,
+    /// How old a smoke instance must be to count as a stray, in seconds
+    /// (default 600: a younger one may belong to a check still running).
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) stray_age_secs: Option<u64>,
     /// Boot against a temporary mirror of the profile.
     #[arg(long)]
     pub(crate) isolate_home: bool,

@@ -128,9 +128,8 @@ async fn protocol_errors_and_timeouts_are_clear_and_the_connection_survives_them
 #[tokio::test]
 async fn a_killed_browser_gives_disconnected_and_a_relaunch_works() {
     let browser = launch().await;
-    let pid =
-        rustix::process::Pid::from_raw(i32::try_from(browser.process().unwrap().pid()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let pid = dshkit_os::process::Identity::of(browser.process().unwrap().pid()).unwrap();
+    assert!(pid.kill());
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = loop {
         match browser

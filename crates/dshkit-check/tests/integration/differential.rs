@@ -524,7 +524,11 @@ fn add_profile(home: &DshHome, case: &Case) -> String {
         write(&root.join(file), text);
     }
     std::fs::create_dir_all(dir.join("node_modules/@local")).unwrap();
-    std::os::unix::fs::symlink("../../plugins/p", dir.join("node_modules/@local/p")).unwrap();
+    dshkit_os::fs::symlink(
+        std::path::Path::new("../../plugins/p"),
+        dir.join("node_modules/@local/p"),
+    )
+    .unwrap();
     write(
         &dir.join("cordis.patch.yml"),
         "- insert:\n    - id: p\n      name: '@local/p'\n",

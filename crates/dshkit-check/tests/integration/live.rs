@@ -164,7 +164,10 @@ fn an_instance_that_survives_sigterm_fails_the_shutdown_and_is_removed_by_the_au
             .any(|l| l.starts_with("killed the process tree of leaked pid") && l.ends_with("verified gone")),
         "{audit:#?}"
     );
-    assert!(!dshkit_check::procs::alive(survivor), "the survivor was removed");
+    assert!(
+        dshkit_os::process::entry(survivor).is_none(),
+        "the survivor was removed"
+    );
     assert!(!report.ok);
 }
 
@@ -308,14 +311,14 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
             .any(|l| l == &format!("killed the process tree of stray pid {leaked} (Smoke), verified gone")),
         "{audit:#?}"
     );
-    assert!(!dshkit_check::procs::alive(leaked), "the stray is gone");
+    assert!(dshkit_os::process::entry(leaked).is_none(), "the stray is gone");
     let child: u32 = std::fs::read_to_string(home.home.join(format!("child-of-{leaked}")))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
     assert!(
-        !dshkit_check::procs::alive(child),
+        dshkit_os::process::entry(child).is_none(),
         "the stray's child went with it"
     );
     assert!(host.try_wait().unwrap().is_none(), "the host survives killStray");
@@ -325,10 +328,10 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
     );
     if let Some(child) = std::fs::read_to_string(home.home.join(format!("child-of-{}", host.id())))
         .ok()
-        .and_then(|pid| pid.trim().parse::<i32>().ok())
-        .and_then(rustix::process::Pid::from_raw)
+        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .and_then(dshkit_os::process::Identity::of)
     {
-        let _ = rustix::process::kill_process(child, rustix::process::Signal::KILL);
+        child.kill();
     }
     let _ = host.kill();
     let _ = host.wait();
@@ -340,14 +343,14 @@ fn kill_stray_removes_a_leaked_smoke_instance_and_never_a_host_or_a_lookalike() 
 /// has `needle`.
 fn dsh_processes_of(home: &std::path::Path, needle: &str) -> Vec<u32> {
     let wanted = format!("DSH_HOME={}", home.display());
-    dshkit_check::procs::all()
+    dshkit_os::process::snapshot()
         .into_iter()
-        .filter(|pid| dshkit_check::procs::alive(*pid))
+        .map(|entry| entry.pid)
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == wanted.as_bytes()))
         })
-        .filter(|pid| dshkit_check::procs::cmdline(*pid).is_some_and(|c| c.contains(needle)))
+        .filter(|pid| dshkit_os::process::argv(*pid).is_some_and(|a| a.join(" ").contains(needle)))
         .collect()
 }
 

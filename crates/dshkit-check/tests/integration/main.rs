@@ -9,6 +9,8 @@ use dshkit_check::{Report, Status};
 use dshkit_test::Peers;
 
 mod differential;
+// Boots the real DSH testbed, which is installed on Linux only.
+#[cfg(target_os = "linux")]
 mod live;
 
 /// A DSH home with the web profile, made by the real `dsh`.
@@ -56,7 +58,7 @@ impl DshHome {
         }
         let links = self.profile().join("node_modules/@local");
         std::fs::create_dir_all(&links).unwrap();
-        std::os::unix::fs::symlink(format!("../../plugins/{name}"), links.join(name)).unwrap();
+        dshkit_os::fs::symlink(format!("../../plugins/{name}"), links.join(name)).unwrap();
         self.insert(&format!("@local/{name}"), name);
         root
     }
@@ -207,7 +209,21 @@ fn a_missing_package_fails_the_patch_references() {
     let refs = report.check("patch_references").unwrap();
     assert_eq!(refs.status, Status::Fail);
     assert_eq!(refs.evidence.len(), 2, "{refs:#?}");
-    assert!(refs.evidence[0].starts_with("@local/does-not-exist"));
+    // Where each name is written: the patch's last lines, at the quoted value.
+    let patch = home.profile().join("cordis.patch.yml");
+    let lines = std::fs::read_to_string(&patch).unwrap().lines().count();
+    assert!(
+        refs.evidence[0].starts_with(&format!(
+            "{}:{}:13: @local/does-not-exist",
+            patch.display(),
+            lines - 3
+        )),
+        "{refs:#?}"
+    );
+    assert!(
+        refs.evidence[1].starts_with(&format!("{}:{lines}:13: some-npm-plugin", patch.display())),
+        "{refs:#?}"
+    );
     assert!(refs.evidence[1].contains("not installed"));
 }
 
@@ -304,7 +320,7 @@ fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
     std::fs::write(elsewhere.join("index.js"), HEALTHY).unwrap();
     let link = home.home.join("profiles/web/node_modules/@local/real");
     std::fs::remove_file(&link).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    dshkit_os::fs::symlink(&elsewhere, &link).unwrap();
     let report = home.check();
     assert_eq!(status(&report, "syntax"), Status::Fail, "{report:#?}");
 }

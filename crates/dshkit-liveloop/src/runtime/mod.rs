@@ -114,10 +114,11 @@ pub struct RunSpec {
 impl RunSpec {
     /// The profile of a detected candidate under the detection's `root`.
     pub fn of(root: &Path, candidate: &Candidate) -> Result<Self, RuntimeError> {
-        let dir =
-            std::fs::canonicalize(root.join(&candidate.dir)).map_err(|_| RuntimeError::NoDirectory {
+        let dir = dshkit_os::fs::canonicalize(root.join(&candidate.dir)).map_err(|_| {
+            RuntimeError::NoDirectory {
                 dir: root.join(&candidate.dir),
-            })?;
+            }
+        })?;
         Ok(Self {
             dir,
             framework: candidate.framework,
@@ -745,7 +746,7 @@ async fn watch_readiness(
                 );
                 return;
             }
-            let members = process::group_members(spawned.pgid);
+            let members = spawned.group.members();
             let ours = process::listening_ports(&members);
             let mut candidates: Vec<(url::Url, String)> = server
                 .inner

@@ -25,7 +25,7 @@ impl Drop for StaticSite {
 impl StaticSite {
     /// Serves `root` on `127.0.0.1:port` (`0` picks a free port).
     pub async fn start(root: &Path, port: u16) -> std::io::Result<Self> {
-        let root = std::fs::canonicalize(root)?;
+        let root = dshkit_os::fs::canonicalize(root)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let port = listener.local_addr()?.port();
         let app = axum::Router::new().fallback(move |uri: Uri| {
@@ -71,7 +71,7 @@ fn resolve(root: &Path, request: &str) -> Option<PathBuf> {
     if path.is_dir() {
         path.push("index.html");
     }
-    let real = std::fs::canonicalize(&path).ok()?;
+    let real = dshkit_os::fs::canonicalize(&path).ok()?;
     real.starts_with(root).then_some(real)
 }
 
@@ -123,13 +123,13 @@ mod tests {
     #[test]
     fn paths_stay_inside_the_root() {
         let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let root = dshkit_os::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("index.html"), "<h1>hi</h1>").unwrap();
         std::fs::create_dir(root.join("sub")).unwrap();
         std::fs::write(root.join("sub/a b.js"), "1").unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "x").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
+        dshkit_os::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
         assert_eq!(resolve(&root, "/"), Some(root.join("index.html")));
         assert_eq!(resolve(&root, "/sub/a%20b.js"), Some(root.join("sub/a b.js")));
         assert_eq!(resolve(&root, "/../etc/passwd"), None);

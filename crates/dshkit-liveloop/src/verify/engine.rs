@@ -731,13 +731,14 @@ async fn evaluate(
 /// `path` (relative to `root`, or absolute) if it stays inside `root` once links in
 /// its existing part are resolved.
 fn inside(root: &Path, path: &Path) -> Result<PathBuf, VerifyError> {
-    let root = std::fs::canonicalize(root).map_err(|_| VerifyError::ReferenceOutside(path.to_owned()))?;
+    let root =
+        dshkit_os::fs::canonicalize(root).map_err(|_| VerifyError::ReferenceOutside(path.to_owned()))?;
     let joined = root.join(path);
     let parent = joined
         .parent()
-        .and_then(|p| std::fs::canonicalize(p).ok())
+        .and_then(|p| dshkit_os::fs::canonicalize(p).ok())
         .ok_or_else(|| VerifyError::ReferenceOutside(path.to_owned()))?;
-    let resolved = match std::fs::canonicalize(&joined) {
+    let resolved = match dshkit_os::fs::canonicalize(&joined) {
         Ok(real) => real,
         Err(_) => parent.join(joined.file_name().unwrap_or_default()),
     };

@@ -268,7 +268,7 @@ mod tests {
             );
         }
         std::fs::create_dir_all(dir.path().join("evidence")).unwrap();
-        std::os::unix::fs::symlink(dir.path(), dir.path().join("evidence/linked")).unwrap();
+        dshkit_os::fs::symlink(dir.path(), dir.path().join("evidence/linked")).unwrap();
         assert!(matches!(
             store.write_png("linked", b"x"),
             Err(EvidenceError::Symlink(_))

@@ -500,11 +500,7 @@ async fn a_killed_browser_is_reported_and_the_next_open_relaunches() {
         .await
         .unwrap();
     let pid = manager.browser_pid().await.unwrap();
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
+    assert!(dshkit_os::process::Identity::of(pid).unwrap().kill());
     let err = loop {
         match session.snapshot().await {
             Err(err) => break err,

@@ -32,8 +32,7 @@ server.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
 }
 
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    dshkit_os::process::entry(pid).is_some()
 }
 
 fn runtime() -> RuntimeManager {

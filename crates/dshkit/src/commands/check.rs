@@ -27,6 +27,9 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     let options = tool::options(tool_args, &Environment::from_process())
         .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
     let mut options = options;
+    if let Some(seconds) = args.stray_age_secs {
+        options.stray_age = std::time::Duration::from_secs(seconds);
+    }
     // Each check as it starts, on stderr: a live boot and page smoke take a while.
     options.progress = dshkit_check::Progress::new(crate::output::progress);
     let report = dshkit_check::run(options).await;

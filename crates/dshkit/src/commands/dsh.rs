@@ -42,7 +42,7 @@ fn build_row(args: &RowArgs) -> Result<McpRow, Failure> {
         }
         None => {
             let exe = std::env::current_exe()
-                .and_then(std::fs::canonicalize)
+                .and_then(dshkit_os::fs::canonicalize)
                 .context("failed to find the path of the running dshkit executable")
                 .map_err(Failure::runtime)?;
             Transport::Stdio {
@@ -129,7 +129,7 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
     let home = home_of(args.dsh_home.as_deref())?;
     let profile_dir = dsh::profile_dir(&home, &args.profile);
     let binary = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
+        .and_then(dshkit_os::fs::canonicalize)
         .context("failed to find the path of the running dshkit executable")
         .map_err(Failure::runtime)?;
     let row = install::PluginRow {

@@ -38,13 +38,12 @@ fn client_streams() -> (
 async fn until_signal<T>(
     work: impl std::future::Future<Output = Result<T, Failure>>,
 ) -> Result<Option<T>, Failure> {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")
+    let stop = dshkit_os::signal::stop_requested()
+        .context("installing the SIGINT/SIGTERM handlers")
         .map_err(Failure::runtime)?;
     tokio::select! {
         result = work => result.map(Some),
-        _ = tokio::signal::ctrl_c() => Ok(None),
-        _ = terminate.recv() => Ok(None),
+        _ = stop => Ok(None),
     }
 }
 
@@ -738,7 +737,7 @@ fn overlay_row(
 ) -> Result<(dshkit_dsh::row::McpRow, std::path::PathBuf, &'static str), Failure> {
     use dshkit_dsh::row::{McpRow, Transport};
     let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
+        .and_then(dshkit_os::fs::canonicalize)
         .context("failed to find the path of the running dshkit executable")
         .map_err(Failure::runtime)?;
     let cassette = std::path::absolute(&args.cassette).map_err(Failure::runtime)?;

@@ -145,14 +145,14 @@ pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failur
         out.write(&format!("{}\n", status.url.as_deref().unwrap_or("")));
     }
     progress("serving; press Ctrl-C to stop the server and its whole process tree");
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("installing the SIGTERM handler")
+    let stop = dshkit_os::signal::stop_requested()
+        .context("installing the SIGINT/SIGTERM handlers")
         .map_err(Failure::runtime)?;
+    tokio::pin!(stop);
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
     let ended = loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => break None,
-            _ = terminate.recv() => break None,
+            _ = &mut stop => break None,
             _ = ticker.tick() => {
                 let now = runtime.status(Some(&status.id)).await.map_err(Failure::runtime)?;
                 if let Some(s) = now.first().filter(|s| s.state != dshkit_liveloop::runtime::ServerState::Ready) {
@@ -323,7 +323,7 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
             Duration::from_secs(args.ready_timeout_secs),
         )
         .await?;
-        let workspace = std::fs::canonicalize(&dir).map_err(Failure::refused)?;
+        let workspace = dshkit_os::fs::canonicalize(&dir).map_err(Failure::refused)?;
         (
             status.url.clone().unwrap_or_default(),
             workspace,

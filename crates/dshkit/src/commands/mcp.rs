@@ -196,30 +196,21 @@ fn settings_for(args: &McpArgs) -> Result<dshkit_env::settings::Settings, Failur
     })
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C elsewhere). The handlers are
-/// installed before this returns, so a signal right after readiness is not lost.
+/// Cancels `shutdown` on SIGINT or SIGTERM (Ctrl-C, Ctrl-Break or the console
+/// closing on Windows). The handlers are installed before this returns, so a
+/// signal right after readiness is not lost.
 fn cancel_on_signal(shutdown: CancellationToken) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-        else {
-            tracing::warn!("failed to install signal handlers");
+    let requested = match dshkit_os::signal::stop_requested() {
+        Ok(requested) => requested,
+        Err(e) => {
+            tracing::warn!(%e, "failed to install signal handlers");
             return;
-        };
-        tokio::spawn(async move {
-            let name = tokio::select! {
-                _ = int.recv() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            };
-            // Stop first: nothing after this line may keep the server running.
-            shutdown.cancel();
-            tracing::info!("{name}: shutting down");
-        });
-    }
-    #[cfg(not(unix))]
+        }
+    };
     tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
+        let name = requested.await;
+        // Stop first: nothing after this line may keep the server running.
         shutdown.cancel();
+        tracing::info!("{name}: shutting down");
     });
 }

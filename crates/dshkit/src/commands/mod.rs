@@ -14,7 +14,6 @@ pub(crate) mod settings;
 /// Writes `bytes` to `file` (0600) through a temporary file and a rename.
 pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
     let dir = file
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -25,12 +24,13 @@ pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
         file.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
         std::process::id()
     ));
-    let mut handle = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&temp)?;
+    let mut handle = dshkit_os::fs::private_file(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true),
+    )
+    .open(&temp)?;
     handle.write_all(bytes)?;
     handle.sync_all()?;
     std::fs::rename(&temp, file)

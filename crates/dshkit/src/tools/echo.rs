@@ -58,9 +58,9 @@ struct DiffArgs {
 const MAX_CHANGES: usize = 200;
 
 fn inside(root: &Path, relative: &str) -> Result<PathBuf, ToolFailure> {
-    let root = std::fs::canonicalize(root)
+    let root = dshkit_os::fs::canonicalize(root)
         .map_err(|e| ToolFailure::new(format!("the workspace is unusable: {e}")))?;
-    let path = std::fs::canonicalize(root.join(relative))
+    let path = dshkit_os::fs::canonicalize(root.join(relative))
         .map_err(|_| ToolFailure::new(format!("`{relative}` does not exist in the workspace")))?;
     if path.starts_with(&root) {
         Ok(path)
@@ -134,7 +134,7 @@ impl EchoFamily {
     fn list(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: ListArgs = arguments(CASSETTES, args)?;
         let root = inside(&self.workspace, args.dir.as_deref().unwrap_or("."))?;
-        let workspace = std::fs::canonicalize(&self.workspace).unwrap_or_default();
+        let workspace = dshkit_os::fs::canonicalize(&self.workspace).unwrap_or_default();
         let (paths, truncated) = cassette_paths(root);
         let found: Vec<Value> = paths
             .into_iter()

@@ -52,10 +52,10 @@ fn runtime_failure(error: &RuntimeError) -> ToolFailure {
 
 /// `dir` relative to the workspace, refused if it resolves outside it.
 fn inside(workspace: &Path, dir: Option<&str>) -> Result<PathBuf, ToolFailure> {
-    let root = std::fs::canonicalize(workspace)
+    let root = dshkit_os::fs::canonicalize(workspace)
         .map_err(|e| ToolFailure::new(format!("the workspace {} is unusable: {e}", workspace.display())))?;
     let Some(dir) = dir else { return Ok(root) };
-    let real = std::fs::canonicalize(root.join(dir)).map_err(|_| {
+    let real = dshkit_os::fs::canonicalize(root.join(dir)).map_err(|_| {
         ToolFailure::new(format!(
             "`{dir}` does not exist in the workspace {}",
             root.display()

@@ -194,7 +194,7 @@ pub(crate) fn evidence_links(root: &Path, structured: &Map<String, Value>) -> Ve
 
 /// Cassettes in `workspace` as resources.
 pub(crate) fn cassettes(workspace: &Path, paths: Vec<PathBuf>) -> Vec<ResourceSpec> {
-    let Ok(root) = std::fs::canonicalize(workspace) else {
+    let Ok(root) = dshkit_os::fs::canonicalize(workspace) else {
         return Vec::new();
     };
     paths
@@ -215,7 +215,7 @@ pub(crate) fn read_cassette(
     uri: &str,
     is_cassette: impl Fn(&Path) -> bool,
 ) -> Result<ResourceRead, ToolFailure> {
-    let root = std::fs::canonicalize(workspace)
+    let root = dshkit_os::fs::canonicalize(workspace)
         .map_err(|e| ToolFailure::new(format!("the workspace is unusable: {e}")))?;
     let relative = uri.strip_prefix(CASSETTES).unwrap_or(uri);
     let path = resolve(&root, relative, None)?;

@@ -322,3 +322,25 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
     let explain = output(dshkit_command(home.path()).args(["check", "--explain"]));
     assert!(String::from_utf8_lossy(&explain.stdout).starts_with("# plugin-fault-diagnosis"));
 }
+
+/// The same broken home the Windows suite checks under Wine: both faults at the
+/// positions both suites expect, and `node --check` agrees on the syntax line.
+#[test]
+fn a_broken_home_is_reported_at_the_positions_every_platform_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = crate::broken_home::check(dshkit_command(dir.path()), dir.path());
+    let node = Command::new(Peers::get().node())
+        .arg("--check")
+        .arg(&home.broken_index)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&node.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "{}:{}\n",
+            home.broken_index.display(),
+            crate::broken_home::SYNTAX_AT.0
+        )),
+        "{stderr}"
+    );
+}

@@ -490,7 +490,6 @@ fn initialize(id: u64) -> Value {
 
 #[test]
 fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_token_or_retrying() {
-    use std::os::unix::fs::PermissionsExt as _;
     let home = tempfile::tempdir().unwrap();
     let registry = home.path().join("registry");
     let runtime = FixtureRuntime::start(&registry);
@@ -511,10 +510,9 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
         .to_owned();
     let token_file = registry.join("token");
     let token = std::fs::read_to_string(&token_file).unwrap();
-    assert_eq!(
-        std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    if let Some(mode) = dshkit_os::fs::mode(&std::fs::metadata(&token_file).unwrap()) {
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     let mut bridge =
         LineChild::spawn(devtools(&["bridge", "--endpoint", &url]).stderr(std::process::Stdio::piped()));
@@ -589,7 +587,6 @@ fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
 
 #[test]
 fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_what_is_wrong() {
-    use std::os::unix::fs::PermissionsExt as _;
     let home = tempfile::tempdir().unwrap();
     let registry = home.path().join("registry");
     let doctor = || {
@@ -642,7 +639,7 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
 
     // A token others can read fails, and says how to fix it.
     let token = registry.join("token");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    dshkit_os::fs::set_mode(&token, 0o644).unwrap();
     let (code, (.., token_status), report) = doctor();
     assert_eq!(
         (code, token_status),
@@ -650,7 +647,7 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
         "{report}"
     );
     assert!(report.to_string().contains("chmod 600"), "{report}");
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    dshkit_os::fs::set_mode(&token, 0o600).unwrap();
 
     // An endpoint file left behind by an endpoint that is gone fails.
     let url = std::fs::read_to_string(registry.join("endpoint")).unwrap();

@@ -413,11 +413,7 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
         // Kill it between the two calls, then let the model call again.
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(i32::try_from(sidecar).unwrap()).unwrap(),
-            rustix::process::Signal::KILL,
-        )
-        .unwrap();
+        assert!(dshkit_os::process::Identity::of(sidecar).unwrap().kill());
         model.release();
         model.release();
         let stdout = turn.join().unwrap();
@@ -759,11 +755,7 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
 
     // Disposing DSH (SIGTERM) takes the sidecar and everything it started with it.
     drop(ui);
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(i32::try_from(web.pid()).unwrap()).unwrap(),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
+    assert!(dshkit_os::process::Identity::of(web.pid()).unwrap().terminate());
     let _ = web.child.wait();
     assert_nothing_left(&dsh_home);
 }

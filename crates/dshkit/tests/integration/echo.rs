@@ -750,8 +750,7 @@ fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identicall
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut live = stdout_json(&out);
     // SIGINT ends the recording cleanly; then the server goes away.
-    let pid = rustix::process::Pid::from_raw(i32::try_from(proxy.pid()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(dshkit_os::process::Identity::of(proxy.pid()).unwrap().interrupt());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let status = loop {
         if let Some(status) = proxy.child.try_wait().unwrap() {
@@ -1125,8 +1124,7 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
             assert!(answer.contains("Echo: "), "{answer}");
         }
     });
-    let pid = rustix::process::Pid::from_raw(i32::try_from(proxy.pid()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(dshkit_os::process::Identity::of(proxy.pid()).unwrap().interrupt());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while proxy.child.try_wait().unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "the recorder did not stop");

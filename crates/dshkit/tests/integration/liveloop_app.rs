@@ -243,8 +243,7 @@ fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
         .unwrap();
     assert!(alive(pid));
     // SIGKILL: dshkit gets no chance to clean up; its watchdog must.
-    let dshkit = rustix::process::Pid::from_raw(i32::try_from(run.pid()).unwrap()).unwrap();
-    rustix::process::kill_process(dshkit, rustix::process::Signal::KILL).unwrap();
+    assert!(dshkit_os::process::Identity::of(run.pid()).unwrap().kill());
     let _ = run.child.wait();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while alive(pid) && std::time::Instant::now() < deadline {
@@ -360,7 +359,7 @@ fn vite_copy(rewrite_main: impl Fn(&str) -> String, app: Option<&str>, middlewar
         ),
     )
     .unwrap();
-    std::os::unix::fs::symlink(fixture.join("node_modules"), dir.path().join("node_modules")).unwrap();
+    dshkit_os::fs::symlink(fixture.join("node_modules"), dir.path().join("node_modules")).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

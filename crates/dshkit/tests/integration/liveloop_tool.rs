@@ -883,7 +883,7 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
     assert_eq!(bytes, on_disk, "the blob is the saved screenshot");
 
     // Paths stay inside the root: no `..`, no symbolic link out of it.
-    std::os::unix::fs::symlink("/etc", evidence.path().join("verify/escape")).unwrap();
+    dshkit_os::fs::symlink("/etc", evidence.path().join("verify/escape")).unwrap();
     for uri in [
         "dshkit://evidence/../../etc/passwd",
         "dshkit://evidence/verify/escape/passwd",

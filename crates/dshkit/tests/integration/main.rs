@@ -1,5 +1,7 @@
 //! dshkit's integration tests: the real binary against real peers.
 
+#[path = "../shared/broken_home.rs"]
+mod broken_home;
 mod cli;
 mod conformance;
 mod devtools;

@@ -1,5 +1,6 @@
 //! `dshkit mcp` over stdio, driven with raw JSON-RPC lines.
 
+use dshkit_os::process::Identity;
 use std::io::{BufRead, BufReader, Write};
 use std::process::ChildStdin;
 use std::sync::mpsc;
@@ -58,8 +59,7 @@ impl Session {
 
     /// SIGKILL to dshkit alone (not its process group), then reap it.
     pub(crate) fn kill(&mut self) {
-        let pid = rustix::process::Pid::from_raw(i32::try_from(self.guard.pid()).unwrap()).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        assert!(Identity::of(self.guard.pid()).unwrap().kill());
         let _ = self.guard.child.wait();
     }
 
@@ -217,11 +217,15 @@ fn stdin_eof_ends_the_server_cleanly() {
 
 #[test]
 fn sigterm_and_sigint_end_the_server_cleanly() {
-    for signal in [rustix::process::Signal::TERM, rustix::process::Signal::INT] {
+    for signal in ["TERM", "INT"] {
         let mut session = Session::start(&[]);
         session.initialize("2025-11-25");
-        let pid = rustix::process::Pid::from_raw(i32::try_from(session.guard.pid()).unwrap()).unwrap();
-        rustix::process::kill_process(pid, signal).unwrap();
+        let server = Identity::of(session.guard.pid()).unwrap();
+        assert!(if signal == "TERM" {
+            server.terminate()
+        } else {
+            server.interrupt()
+        });
         let status = session.wait_exit(Duration::from_secs(10));
         assert!(status.success(), "{signal:?}: {status:?}");
     }
@@ -371,16 +375,14 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
 fn sigterm_ends_a_server_whose_stderr_is_gone() {
     use std::io::Read as _;
     let home = tempfile::tempdir().unwrap();
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (ours, theirs) = std::io::pipe().unwrap();
     let mut command = dshkit_command(home.path());
     command
         .args(["mcp", "--http", "127.0.0.1:0"])
         .env("DSHKIT_LOG", "info")
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::from(std::os::fd::OwnedFd::from(
-            theirs.try_clone().unwrap(),
-        )))
-        .stderr(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+        .stdout(theirs.try_clone().unwrap())
+        .stderr(theirs);
     let mut child = command.spawn().unwrap();
     let mut ours = ours;
     let mut seen = Vec::new();
@@ -391,8 +393,7 @@ fn sigterm_ends_a_server_whose_stderr_is_gone() {
         seen.extend_from_slice(&chunk[..n]);
     }
     drop(ours);
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(Identity::of(child.id()).unwrap().terminate());
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(status) = child.try_wait().unwrap() {

@@ -99,9 +99,7 @@ pub(crate) fn everything_launcher(dir: &Path, peers: &dshkit_test::Peers) -> Pat
         ),
     )
     .unwrap();
-    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&path, permissions).unwrap();
+    dshkit_os::fs::set_mode(&path, 0o755).unwrap();
     path
 }
 

@@ -101,7 +101,7 @@ async fn diagnose(registry: &Path) -> Vec<Fact> {
     facts.push(private_mode(
         "directory",
         registry,
-        &meta.permissions(),
+        &meta,
         0o700,
         "private to its owner",
     ));
@@ -109,15 +109,9 @@ async fn diagnose(registry: &Path) -> Vec<Fact> {
     if let Ok(entries) = std::fs::read_dir(&targets_dir) {
         for entry in entries.flatten().take(64) {
             if let Ok(meta) = entry.metadata()
-                && group_or_other(&meta.permissions())
+                && dshkit_os::fs::open_to_others(&meta)
             {
-                facts.push(private_mode(
-                    "registry",
-                    &entry.path(),
-                    &meta.permissions(),
-                    0o600,
-                    "",
-                ));
+                facts.push(private_mode("registry", &entry.path(), &meta, 0o600, ""));
             }
         }
     }
@@ -126,25 +120,14 @@ async fn diagnose(registry: &Path) -> Vec<Fact> {
     facts
 }
 
-#[cfg(unix)]
-fn group_or_other(permissions: &std::fs::Permissions) -> bool {
-    use std::os::unix::fs::PermissionsExt as _;
-    permissions.mode() & 0o077 != 0
-}
-
-#[cfg(not(unix))]
-fn group_or_other(_: &std::fs::Permissions) -> bool {
-    false
-}
-
 fn private_mode(
     id: &'static str,
     path: &Path,
-    permissions: &std::fs::Permissions,
+    metadata: &std::fs::Metadata,
     wanted: u32,
     ok_text: &str,
 ) -> Fact {
-    if group_or_other(permissions) {
+    if dshkit_os::fs::open_to_others(metadata) {
         fact(
             id,
             Status::Fail,
@@ -264,7 +247,7 @@ async fn endpoint(registry: &Path) -> Vec<Fact> {
         Ok(meta) => facts.push(private_mode(
             "token",
             &token_file,
-            &meta.permissions(),
+            &meta,
             0o600,
             "readable by its owner only",
         )),

@@ -107,11 +107,7 @@ async fn serve(
     registry: &Path,
     out: Output,
 ) -> Result<u8, Failure> {
-    std::fs::create_dir_all(registry)
-        .and_then(|()| {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(registry, std::fs::Permissions::from_mode(0o700))
-        })
+    dshkit_os::fs::create_private_dir(registry)
         .with_context(|| format!("failed to prepare {}", registry.display()))
         .map_err(Failure::runtime)?;
     let mut command_line: Vec<std::ffi::OsString> = vec![

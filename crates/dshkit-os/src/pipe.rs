@@ -1,13 +1,16 @@
 //! How much of what this process wrote its peer has not read yet: the one fact
 //! that tells replay a notification reached the client before its response.
+//! Windows cannot tell from the writing end of a pipe: there it is `None`.
 
+#[cfg(unix)]
 use std::os::fd::AsFd;
 
 /// Bytes written to `fd` that its reader has not consumed: `FIONREAD` for a pipe
 /// (the count is shared by both ends), `SIOCOUTQ` for a Unix socket (Node spawns
 /// children on socket pairs; a sent buffer stays charged to the sender until the
 /// receiver reads it). `None` for anything else (a file, a terminal).
-pub(crate) fn unread_by_peer(fd: impl AsFd) -> Option<u64> {
+#[cfg(unix)]
+pub fn unread_by_peer(fd: impl AsFd) -> Option<u64> {
     let fd = fd.as_fd();
     let stat = rustix::fs::fstat(fd).ok()?;
     match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
@@ -28,12 +31,18 @@ fn socket_send_queue(fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
     queued.ok().and_then(|n| u64::try_from(n).ok())
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn socket_send_queue(_fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
     None
 }
 
-#[cfg(test)]
+/// Windows: unknown.
+#[cfg(windows)]
+pub fn unread_by_peer(_handle: impl std::os::windows::io::AsHandle) -> Option<u64> {
+    None
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use std::io::{Read, Write};
 

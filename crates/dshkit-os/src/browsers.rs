@@ -1,0 +1,78 @@
+//! Where Chromium-family browsers are installed on this platform, in order of
+//! preference (Chromium first, then Chrome, then Edge).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The install paths to try. `var` reads an environment variable: Windows
+/// installs live under `%ProgramFiles%`, `%ProgramFiles(x86)%` and, per user,
+/// `%LOCALAPPDATA%`; a macOS user may install under `~/Applications`.
+pub fn chromium_candidates(var: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = var;
+        [
+            "/usr/bin/chromium",
+            "/usr/bin/chromium-browser",
+            "/snap/bin/chromium",
+            "/usr/bin/google-chrome",
+            "/usr/bin/google-chrome-stable",
+            "/opt/google/chrome/chrome",
+            "/usr/bin/microsoft-edge",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .collect()
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let apps = [
+            "Chromium.app/Contents/MacOS/Chromium",
+            "Google Chrome.app/Contents/MacOS/Google Chrome",
+            "Microsoft Edge.app/Contents/MacOS/Microsoft Edge",
+        ];
+        let mut roots = vec![PathBuf::from("/Applications")];
+        roots.extend(var("HOME").map(|home| PathBuf::from(home).join("Applications")));
+        apps.iter()
+            .flat_map(|app| roots.iter().map(move |root| root.join(app)))
+            .collect()
+    }
+    #[cfg(windows)]
+    {
+        let installs = [
+            r"Chromium\Application\chrome.exe",
+            r"Google\Chrome\Application\chrome.exe",
+            r"Microsoft\Edge\Application\msedge.exe",
+        ];
+        let mut roots: Vec<PathBuf> = ["ProgramFiles", "ProgramFiles(x86)", "LOCALAPPDATA"]
+            .iter()
+            .filter_map(|name| var(name).map(PathBuf::from))
+            .collect();
+        if roots.is_empty() {
+            roots = vec![
+                PathBuf::from(r"C:\Program Files"),
+                PathBuf::from(r"C:\Program Files (x86)"),
+            ];
+        }
+        installs
+            .iter()
+            .flat_map(|install| roots.iter().map(move |root| root.join(install)))
+            .collect()
+    }
+}
+
+/// The file names a program `name` may have on `PATH`: itself on Unix; with
+/// Windows's executable extensions first there.
+pub fn executable_names(name: &str) -> Vec<String> {
+    #[cfg(unix)]
+    {
+        vec![name.to_owned()]
+    }
+    #[cfg(windows)]
+    {
+        [".exe", ".cmd", ".bat", ""]
+            .iter()
+            .map(|suffix| format!("{name}{suffix}"))
+            .collect()
+    }
+}

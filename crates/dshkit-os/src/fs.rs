@@ -1,0 +1,247 @@
+//! The file-system facts that differ between platforms. On Windows, files
+//! under the user's profile are private by its ACLs, so the Unix mode checks
+//! have no counterpart there and report nothing.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::path::Path;
+
+/// Makes `options` create the file readable and writable by its owner only
+/// (mode 0600; Windows: the directory's ACLs).
+pub fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
+}
+
+/// Creates `dir` (and its parents) and makes it its owner's alone (0700).
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    set_mode(dir, 0o700)
+}
+
+/// The permission bits of a file (Unix), `None` where the platform has none.
+pub fn mode(metadata: &Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        Some(metadata.permissions().mode() & 0o7777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        None
+    }
+}
+
+/// Sets the permission bits (Unix); does nothing where the platform has none.
+pub fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, mode);
+        Ok(())
+    }
+}
+
+/// Whether group or others may use the file (Unix mode bits 0o077).
+pub fn open_to_others(metadata: &Metadata) -> bool {
+    mode(metadata).is_some_and(|m| m & 0o077 != 0)
+}
+
+/// Whether the file can be run: an executable bit (Unix), any regular file
+/// (Windows decides by extension when it runs it).
+pub fn is_executable(metadata: &Metadata) -> bool {
+    metadata.is_file() && mode(metadata).is_none_or(|m| m & 0o111 != 0)
+}
+
+/// Creates `link` pointing at `target` (relative targets resolve from the
+/// link's directory). Windows needs to know whether the target is a directory,
+/// and the right to create symbolic links (developer mode or administrator).
+pub fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> std::io::Result<()> {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(target, link)
+    }
+    #[cfg(windows)]
+    {
+        let resolved = link.parent().unwrap_or(Path::new(".")).join(target);
+        if resolved.is_dir() {
+            std::os::windows::fs::symlink_dir(target, link)
+        } else {
+            std::os::windows::fs::symlink_file(target, link)
+        }
+    }
+}
+
+/// The real, absolute path of `path`, as people write it: on Windows the plain
+/// `C:\dir` form rather than the verbatim `\\?\C:\dir` the system returns,
+/// whenever the plain form names the same file (a drive or UNC path under 260
+/// characters with no component Windows would reinterpret).
+pub fn canonicalize(path: impl AsRef<Path>) -> std::io::Result<std::path::PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    let real = plain_windows_path(real);
+    Ok(real)
+}
+
+/// `\\?\C:\a` → `C:\a` and `\\?\UNC\host\share` → `\\host\share`, when safe.
+#[cfg_attr(
+    not(windows),
+    allow(dead_code, reason = "tested on every platform, used on Windows")
+)]
+fn plain_windows_path(path: std::path::PathBuf) -> std::path::PathBuf {
+    let Some(text) = path.to_str() else {
+        return path;
+    };
+    let plain = if let Some(rest) = text.strip_prefix(r"\\?\UNC\") {
+        format!(r"\\{rest}")
+    } else if let Some(rest) = text
+        .strip_prefix(r"\\?\")
+        .filter(|rest| rest.as_bytes().get(1) == Some(&b':') && rest.as_bytes()[0].is_ascii_alphabetic())
+    {
+        rest.to_owned()
+    } else {
+        return path;
+    };
+    let reinterpreted = plain.split('\\').any(|component| {
+        let stem = component.split('.').next().unwrap_or("").to_ascii_uppercase();
+        let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+            || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+                && stem.len() == 4
+                && stem.as_bytes()[3].is_ascii_digit());
+        device || component.ends_with(['.', ' ']) && component != "." && component != ".."
+    });
+    if plain.len() >= 260 || reinterpreted {
+        return path;
+    }
+    std::path::PathBuf::from(plain)
+}
+
+/// Space on the file system holding `path`, which must exist: `(available to
+/// this user, total)` in bytes.
+pub fn space(path: &Path) -> std::io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        let stat = rustix::fs::statvfs(path)?;
+        #[allow(
+            clippy::useless_conversion,
+            reason = "the field types differ between platforms"
+        )]
+        let (available, blocks, size) = (u64::from(stat.f_bavail), u64::from(stat.f_blocks), stat.f_frsize);
+        Ok((available.saturating_mul(size), blocks.saturating_mul(size)))
+    }
+    #[cfg(windows)]
+    {
+        windows_space(path)
+    }
+}
+
+#[cfg(windows)]
+#[expect(unsafe_code, reason = "GetDiskFreeSpaceExW is the only way to ask")]
+fn windows_space(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::windows::ffi::OsStrExt as _;
+    let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
+    let (mut available, mut total, mut free) = (0u64, 0u64, 0u64);
+    // SAFETY: `wide` is NUL-terminated; three valid out pointers.
+    let ok = unsafe {
+        windows_sys::Win32::Storage::FileSystem::GetDiskFreeSpaceExW(
+            wide.as_ptr(),
+            &raw mut available,
+            &raw mut total,
+            &raw mut free,
+        )
+    };
+    if ok == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((available, total))
+}
+
+/// Reads from `offset` without moving the file's cursor; may read less than
+/// `buffer` holds.
+pub fn read_some_at(file: &File, buffer: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(file, buffer, offset)
+    }
+    #[cfg(windows)]
+    {
+        std::os::windows::fs::FileExt::seek_read(file, buffer, offset)
+    }
+}
+
+/// Fills `buffer` from `offset`, or fails with `UnexpectedEof`.
+pub fn read_exact_at(file: &File, mut buffer: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buffer.is_empty() {
+        match read_some_at(file, buffer, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buffer = &mut buffer[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_file_is_its_owners_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        private_file(OpenOptions::new().write(true).create_new(true))
+            .open(&path)
+            .unwrap();
+        let metadata = std::fs::metadata(&path).unwrap();
+        assert!(!open_to_others(&metadata));
+        if let Some(mode) = mode(&metadata) {
+            assert_eq!(mode, 0o600);
+            set_mode(&path, 0o644).unwrap();
+            assert!(open_to_others(&std::fs::metadata(&path).unwrap()));
+        }
+    }
+
+    #[test]
+    fn verbatim_windows_paths_are_made_plain_only_when_that_is_safe() {
+        let plain = |p: &str| {
+            plain_windows_path(std::path::PathBuf::from(p))
+                .to_string_lossy()
+                .into_owned()
+        };
+        assert_eq!(plain(r"\\?\C:\Users\a\dsh\index.js"), r"C:\Users\a\dsh\index.js");
+        assert_eq!(plain(r"\\?\UNC\host\share\x"), r"\\host\share\x");
+        assert_eq!(
+            plain(r"\\?\C:\dir\NUL.txt"),
+            r"\\?\C:\dir\NUL.txt",
+            "a device name"
+        );
+        assert_eq!(plain(r"\\?\C:\dir\trailing. "), r"\\?\C:\dir\trailing. ");
+        assert_eq!(plain(r"\\?\Volume{x}\a"), r"\\?\Volume{x}\a", "no drive letter");
+        assert_eq!(plain("/tmp/a"), "/tmp/a");
+    }
+
+    #[test]
+    fn positioned_reads_leave_the_cursor_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = File::open(&path).unwrap();
+        let mut four = [0u8; 4];
+        read_exact_at(&file, &mut four, 3).unwrap();
+        assert_eq!(&four, b"3456");
+        let err = read_exact_at(&file, &mut four, 8).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
+        let (available, total) = space(dir.path()).unwrap();
+        assert!(available <= total && total > 0);
+    }
+}

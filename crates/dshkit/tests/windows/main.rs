@@ -1,0 +1,315 @@
+//! dshkit's Windows build, run under Wine by `cargo xtask test-windows` with
+//! Windows Node (`DSHKIT_WINDOWS_NODE`). It shows what Wine can show faithfully:
+//! the binary starts, the static checks find what they find on Linux, the
+//! leftover audit tells DSH instances from look-alikes and kills only a stray's
+//! tree, a Job Object takes a child down with a killed dshkit, and MCP over
+//! stdio answers. (Empty on every other platform.)
+#![cfg(windows)]
+
+#[path = "../shared/broken_home.rs"]
+mod broken_home;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dshkit_os::process::Identity;
+
+/// How long anything here may take: Wine starts processes slowly on a loaded
+/// machine. Only a bound on a wait, never a pause.
+const PATIENCE: Duration = Duration::from_mins(1);
+
+fn dshkit() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dshkit"));
+    command.env("NO_COLOR", "1").env_remove("DSHKIT_DSH");
+    command
+}
+
+fn node() -> PathBuf {
+    let node = std::env::var_os("DSHKIT_WINDOWS_NODE")
+        .map(PathBuf::from)
+        .expect("DSHKIT_WINDOWS_NODE names node.exe (cargo xtask test-windows sets it)");
+    assert!(node.is_file(), "{} is missing", node.display());
+    node
+}
+
+/// A child killed (with its tree) and reaped when the test ends, pass or fail.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(me) = Identity::of(self.0.id()) {
+            dshkit_os::process::kill_tree(me, Duration::from_secs(10));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits for `file` to hold a pid (written by a Node script once it runs).
+fn pid_in(file: &Path) -> u32 {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "{} was never written", file.display());
+        std::thread::sleep(dshkit_os::process::POLL);
+    }
+}
+
+/// Waits for `pid` to leave the process table.
+fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    while dshkit_os::process::entry(pid).is_some() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(dshkit_os::process::POLL);
+    }
+    true
+}
+
+#[test]
+fn the_binary_starts_and_names_its_version() {
+    let out = dshkit().arg("--version").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("dshkit {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn the_static_checks_find_the_faults_at_the_positions_linux_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = broken_home::check(dshkit(), dir.path());
+    assert!(
+        home.patch.to_string_lossy().contains('\\'),
+        "a Windows path: {}",
+        home.patch.display()
+    );
+}
+
+/// The DSH launcher's shape: with `--port 0` (a smoke instance) it starts a
+/// child Node; it writes its pid (and its child's) and stays up.
+const LAUNCHER: &str = r"
+const fs = require('node:fs');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const out = process.env.PID_DIR;
+const smoke = process.argv.includes('--port') && process.argv[process.argv.indexOf('--port') + 1] === '0';
+if (smoke) {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  fs.writeFileSync(path.join(out, `child-of-${process.pid}`), String(child.pid));
+}
+fs.writeFileSync(path.join(out, process.env.ROLE), String(process.pid));
+setInterval(() => {}, 1000);
+";
+
+#[test]
+fn the_audit_kills_a_stray_smoke_tree_and_leaves_the_host_and_a_look_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let dist = dir.path().join("node_modules/@deepseek-ai/dsh/dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    let launcher = dist.join("bin.js");
+    std::fs::write(&launcher, LAUNCHER).unwrap();
+    // Not the launcher, though its command line says "dsh" and "--port 0".
+    let look_alike_script = dir.path().join("dsh-notes.js");
+    std::fs::write(&look_alike_script, LAUNCHER).unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let start = |role: &str, script: &Path, args: &[&str]| {
+        Guard(
+            Command::new(node())
+                .arg(script)
+                .args(args)
+                .env("PID_DIR", &pids)
+                .env("ROLE", role)
+                // Windows Node cannot write to a Linux pipe; it writes nothing here.
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let host = start("host", &launcher, &["--profile", "web"]);
+    let smoke = start(
+        "smoke",
+        &launcher,
+        &["--profile", "web", "--port", "0", "--no-open"],
+    );
+    let look_alike = start("look-alike", &look_alike_script, &["dsh", "--port", "0"]);
+    let (host_pid, smoke_pid, look_alike_pid) = (
+        pid_in(&pids.join("host")),
+        pid_in(&pids.join("smoke")),
+        pid_in(&pids.join("look-alike")),
+    );
+    assert_eq!((host_pid, smoke_pid), (host.0.id(), smoke.0.id()));
+    let smoke_child = pid_in(&pids.join(format!("child-of-{smoke_pid}")));
+    let look_alike_child = pid_in(&pids.join(format!("child-of-{look_alike_pid}")));
+
+    let out = dshkit()
+        .args([
+            "--json",
+            "check",
+            "--sweep",
+            "--kill-stray",
+            "--stray-age-secs",
+            "0",
+            "--dsh-home",
+        ])
+        .arg(dir.path())
+        .env("DSHKIT_DSH", &launcher)
+        .output()
+        .unwrap();
+    let evidence = passed_audit(&out.stdout);
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with(&format!("pid {host_pid} Host "))),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with(&format!("pid {smoke_pid} Smoke "))),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence.contains(&format!(
+            "killed the process tree of stray pid {smoke_pid} (Smoke), verified gone"
+        )),
+        "{evidence:#?}"
+    );
+    assert!(
+        !evidence
+            .iter()
+            .any(|e| e.contains(&format!("pid {look_alike_pid} "))),
+        "{evidence:#?}"
+    );
+    assert!(gone(smoke_pid) && gone(smoke_child), "the smoke tree is gone");
+    for (what, pid) in [
+        ("host", host_pid),
+        ("look-alike", look_alike_pid),
+        ("look-alike's child", look_alike_child),
+    ] {
+        assert!(
+            dshkit_os::process::entry(pid).is_some(),
+            "the {what} is untouched"
+        );
+    }
+    drop((host, smoke, look_alike));
+}
+
+/// The evidence of the report's leftover audit, which must have passed.
+fn passed_audit(stdout: &[u8]) -> Vec<String> {
+    let report: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    let audit = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "leftover_audit")
+        .unwrap();
+    assert_eq!(audit["status"], "pass", "{audit:#}");
+    audit["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A stdio MCP server that never reads its stdin, so it cannot notice dshkit
+/// going away: only its Job Object can stop it.
+const DEAF_SERVER: &str = r"
+require('node:fs').writeFileSync(process.env.PID_FILE, String(process.pid));
+setInterval(() => {}, 1000);
+";
+
+#[test]
+fn a_server_in_dshkits_job_dies_when_dshkit_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("deaf.js");
+    std::fs::write(&script, DEAF_SERVER).unwrap();
+    let pid_file = dir.path().join("server.pid");
+    let recorder = Guard(
+        dshkit()
+            .args(["echo", "record", "--output"])
+            .arg(dir.path().join("cassette.jsonl"))
+            .arg("--")
+            .arg(node())
+            .arg(&script)
+            .env("PID_FILE", &pid_file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let server = pid_in(&pid_file);
+    assert!(dshkit_os::process::entry(server).is_some());
+    assert!(
+        Identity::of(recorder.0.id()).unwrap().kill(),
+        "dshkit is killed, no cleanup"
+    );
+    let outlived = !gone(server);
+    if outlived && let Some(server) = Identity::of(server) {
+        server.kill();
+    }
+    assert!(!outlived, "the server outlived dshkit");
+    drop(recorder);
+}
+
+#[test]
+fn mcp_over_stdio_lists_the_tools() {
+    use std::io::{BufRead as _, Write as _};
+    let mut server = Guard(
+        dshkit()
+            .args(["mcp", "--stdio", "--no-prewarm"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = server.0.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.0.stdout.take().unwrap());
+    for message in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"windows-test","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    let tools = loop {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the server closed its stdout"
+        );
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message["result"]["tools"].as_array().unwrap().clone();
+        }
+    };
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for wanted in ["liveloop_browser", "echo_inspect", "plugin_check"] {
+        assert!(names.contains(&wanted), "{names:?}");
+    }
+    drop(stdin);
+    let deadline = Instant::now() + PATIENCE;
+    while server.0.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the server did not end when its stdin closed"
+        );
+        std::thread::sleep(dshkit_os::process::POLL);
+    }
+}

