@@ -397,7 +397,7 @@ fn tail(text: &str, lines: usize) -> Vec<String> {
 /// The launcher's real script (`…/@deepseek-ai/dsh/lib/bin.js`), the identity of
 /// DSH processes in the process table.
 pub fn launcher_script(launcher: &Path) -> Option<PathBuf> {
-    dshkit_os::fs::canonicalize(launcher).ok()
+    dshkit_env::dsh::launcher_script(launcher)
 }
 
 #[cfg(test)]

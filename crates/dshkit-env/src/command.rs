@@ -102,10 +102,26 @@ mod tests {
 
     #[tokio::test]
     async fn a_hanging_probe_is_killed_at_its_deadline() {
-        let err = probe_output(Path::new("/bin/sleep"), &["30"], Duration::from_millis(200))
+        // This test binary, running the helper below: a program that hangs on
+        // every platform.
+        let this = std::env::current_exe().unwrap();
+        let hang = [
+            "--exact",
+            "command::tests::hang_helper",
+            "--ignored",
+            "--nocapture",
+        ];
+        let err = probe_output(&this, &hang, Duration::from_millis(200))
             .await
             .unwrap_err();
         assert!(matches!(err, ProbeError::Timeout { .. }), "{err}");
+    }
+
+    /// Not a test: the hanging program of the test above.
+    #[test]
+    #[ignore = "run as a child process by a_hanging_probe_is_killed_at_its_deadline"]
+    fn hang_helper() {
+        std::thread::sleep(Duration::from_mins(10));
     }
 
     #[tokio::test]

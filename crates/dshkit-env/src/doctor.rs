@@ -138,14 +138,7 @@ pub async fn diagnose(env: &Environment) -> DoctorReport {
 }
 
 fn chromium_install_fix() -> String {
-    if cfg!(target_os = "macos") {
-        "brew install --cask chromium, or set DSHKIT_CHROMIUM=/path/to/chrome".into()
-    } else if cfg!(windows) {
-        "install Google Chrome or Microsoft Edge, or set DSHKIT_CHROMIUM=C:\\path\\to\\chrome.exe".into()
-    } else {
-        "apt-get update && apt-get install -y chromium (as root), or set DSHKIT_CHROMIUM=/path/to/chromium"
-            .into()
-    }
+    dshkit_os::browsers::CHROMIUM_INSTALL_HINT.into()
 }
 
 const NODE_INSTALL_FIX: &str = "npm install --prefix ~/.local/share/dshkit/node node@22.23.3 && export PATH=~/.local/share/dshkit/node/node_modules/.bin:$PATH";

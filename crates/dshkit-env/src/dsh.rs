@@ -40,11 +40,47 @@ pub fn profiles(home: &Path) -> Vec<String> {
     names
 }
 
-/// DSH's package root and version, found from its launcher. npm installs `dsh` as
-/// a link to `node_modules/@deepseek-ai/dsh/<bin>`; following it leads to the
-/// package's `package.json`.
+/// The script Node runs for the `dsh` launcher, canonical. npm installs `dsh` as
+/// a link to `node_modules/@deepseek-ai/dsh/<bin>` on Unix; on Windows it writes
+/// a `dsh.cmd` shim that names the script relative to itself
+/// (`"%dp0%\..\@deepseek-ai\dsh\dist\bin.js"`).
+pub fn launcher_script(launcher: &Path) -> Option<PathBuf> {
+    match shim_target(launcher) {
+        Some(script) => dshkit_os::fs::canonicalize(script).ok(),
+        None => dshkit_os::fs::canonicalize(launcher).ok(),
+    }
+}
+
+/// The most of a launcher read to look for a shim's target (npm's shims are
+/// well under 1 KiB; a script or a binary is not read through).
+const MAX_SHIM_BYTES: u64 = 16 * 1024;
+
+/// The script an npm `.cmd` shim runs: its last `"%dp0%\…"` path (the first
+/// names a `node.exe` beside the shim, when there is one).
+fn shim_target(launcher: &Path) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let is_shim = launcher
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("cmd"));
+    if !is_shim {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(launcher)
+        .ok()?
+        .take(MAX_SHIM_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let start = text.rfind("\"%dp0%\\")? + "\"%dp0%\\".len();
+    let end = start + text[start..].find('"')?;
+    let relative: PathBuf = text[start..end].split('\\').collect();
+    Some(launcher.parent()?.join(relative))
+}
+
+/// DSH's package root and version, found from its launcher: the script it runs
+/// ([`launcher_script`]) lies inside the package, under its `package.json`.
 pub fn package_of_launcher(launcher: &Path) -> Option<(PathBuf, String)> {
-    let real = dshkit_os::fs::canonicalize(launcher).ok()?;
+    let real = launcher_script(launcher)?;
     real.ancestors().take(MAX_PACKAGE_SEARCH_DEPTH).find_map(|dir| {
         let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
         let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
@@ -90,6 +126,33 @@ mod tests {
         std::fs::create_dir_all(&bin).unwrap();
         dshkit_os::fs::symlink("../@deepseek-ai/dsh/dist/bin.js", bin.join("dsh")).unwrap();
         let (root, version) = package_of_launcher(&bin.join("dsh")).unwrap();
+        assert_eq!(root, dshkit_os::fs::canonicalize(&package).unwrap());
+        assert_eq!(version, "0.1.0-rc.8");
+    }
+
+    /// What npm's cmd-shim writes for a package's bin on Windows.
+    const NPM_CMD_SHIM: &str = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /b\r\n:start\r\nSETLOCAL\r\nCALL :find_dp0\r\n\r\nIF EXIST \"%dp0%\\node.exe\" (\r\n  SET \"_prog=%dp0%\\node.exe\"\r\n) ELSE (\r\n  SET \"_prog=node\"\r\n  SET PATHEXT=%PATHEXT:;.JS;=;%\r\n)\r\n\r\nendLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & \"%_prog%\"  \"%dp0%\\..\\@deepseek-ai\\dsh\\dist\\bin.js\" %*\r\n";
+
+    #[test]
+    fn the_package_is_found_through_an_npm_cmd_shim() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("node_modules/@deepseek-ai/dsh");
+        std::fs::create_dir_all(package.join("dist")).unwrap();
+        std::fs::write(
+            package.join("package.json"),
+            r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8"}"#,
+        )
+        .unwrap();
+        std::fs::write(package.join("dist/bin.js"), "").unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("dsh.cmd"), NPM_CMD_SHIM).unwrap();
+        assert_eq!(
+            launcher_script(&bin.join("dsh.cmd")),
+            Some(dshkit_os::fs::canonicalize(package.join("dist/bin.js")).unwrap()),
+            "the script the shim runs, not the shim"
+        );
+        let (root, version) = package_of_launcher(&bin.join("dsh.cmd")).unwrap();
         assert_eq!(root, dshkit_os::fs::canonicalize(&package).unwrap());
         assert_eq!(version, "0.1.0-rc.8");
     }

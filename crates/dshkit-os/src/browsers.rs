@@ -4,6 +4,19 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// How to install a Chromium-family browser on this platform, for a fix line.
+#[cfg(target_os = "linux")]
+pub const CHROMIUM_INSTALL_HINT: &str =
+    "apt-get update && apt-get install -y chromium (as root), or set DSHKIT_CHROMIUM=/path/to/chromium";
+/// How to install a Chromium-family browser on this platform, for a fix line.
+#[cfg(target_os = "macos")]
+pub const CHROMIUM_INSTALL_HINT: &str =
+    "brew install --cask chromium, or set DSHKIT_CHROMIUM=/path/to/chrome";
+/// How to install a Chromium-family browser on this platform, for a fix line.
+#[cfg(windows)]
+pub const CHROMIUM_INSTALL_HINT: &str =
+    r"install Google Chrome or Microsoft Edge, or set DSHKIT_CHROMIUM=C:\path\to\chrome.exe";
+
 /// The install paths to try. `var` reads an environment variable: Windows
 /// installs live under `%ProgramFiles%`, `%ProgramFiles(x86)%` and, per user,
 /// `%LOCALAPPDATA%`; a macOS user may install under `~/Applications`.
