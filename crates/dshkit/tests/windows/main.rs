@@ -313,3 +313,73 @@ fn mcp_over_stdio_lists_the_tools() {
         std::thread::sleep(dshkit_os::process::POLL);
     }
 }
+
+/// The official MCP SDK client on Windows Node starts `dshkit.exe mcp --stdio`
+/// itself (a Windows child on Windows pipes), lists the tools and calls one; its
+/// report goes to a file (Windows Node cannot write to a Linux pipe).
+const SDK_CLIENT: &str = r"
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+const [modules, dshkit, out] = process.argv.slice(2);
+const sdk = (file) => import(pathToFileURL(join(modules, '@modelcontextprotocol/sdk/dist/esm/client', file)).href);
+const { Client } = await sdk('index.js');
+const { StdioClientTransport } = await sdk('stdio.js');
+const transport = new StdioClientTransport({ command: dshkit, args: ['mcp', '--stdio', '--no-prewarm'], stderr: 'ignore' });
+const client = new Client({ name: 'dshkit-windows-sdk-client', version: '1.0.0' });
+await client.connect(transport);
+const tools = (await client.listTools()).tools.map((t) => t.name);
+const info = await client.callTool({ name: 'dshkit_info', arguments: {} });
+await client.close();
+writeFileSync(out, JSON.stringify({ server: client.getServerVersion(), tools, info }));
+";
+
+#[test]
+fn the_official_sdk_client_on_windows_node_lists_and_calls_the_tools() {
+    let modules = std::env::var_os("DSHKIT_WINDOWS_MCP_MODULES")
+        .map(PathBuf::from)
+        .expect(
+            "DSHKIT_WINDOWS_MCP_MODULES names the npm peers' node_modules (cargo xtask test-windows sets it)",
+        );
+    let modules = dshkit_os::fs::canonicalize(&modules).unwrap();
+    let dshkit = dshkit_os::fs::canonicalize(env!("CARGO_BIN_EXE_dshkit")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sdk-client.mjs");
+    std::fs::write(&script, SDK_CLIENT).unwrap();
+    let report = dir.path().join("report.json");
+    let mut client = Guard(
+        Command::new(node())
+            .arg(&script)
+            .arg(&modules)
+            .arg(&dshkit)
+            .arg(&report)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = client.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the SDK client did not finish");
+        std::thread::sleep(dshkit_os::process::POLL);
+    };
+    assert!(status.success(), "the SDK client failed: {status}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["server"]["name"], "dshkit", "{report:#}");
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for wanted in ["liveloop_browser", "echo_inspect", "plugin_check", "dshkit_info"] {
+        assert!(tools.contains(&wanted), "{tools:?}");
+    }
+    assert_eq!(report["info"]["isError"], false, "{report:#}");
+    let text = report["info"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(env!("CARGO_PKG_VERSION")), "{text}");
+}
