@@ -45,6 +45,10 @@ pub(super) fn entry(pid: u32) -> Option<Entry> {
     stat(pid)
 }
 
+pub(super) fn start_time(pid: u32) -> Option<StartTime> {
+    stat(pid).map(|e| e.started)
+}
+
 pub(super) fn argv(pid: u32) -> Option<Vec<String>> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     Some(

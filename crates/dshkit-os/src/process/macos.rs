@@ -45,6 +45,10 @@ pub(super) fn entry(pid: u32) -> Option<Entry> {
     })
 }
 
+pub(super) fn start_time(pid: u32) -> Option<StartTime> {
+    entry(pid).map(|e| e.started)
+}
+
 pub(super) fn snapshot() -> Vec<Entry> {
     let mut pids = vec![0 as libc::c_int; MAX_PROCESSES];
     let size =

@@ -42,16 +42,16 @@ pub struct Identity {
 impl Identity {
     /// The process now running as `pid`, if any.
     pub fn of(pid: u32) -> Option<Self> {
-        let entry = imp::entry(pid)?;
         Some(Self {
             pid,
-            started: entry.started,
+            started: imp::start_time(pid)?,
         })
     }
 
     /// Still running: the same process (not a reuse of its pid), not a zombie.
+    /// Reads only this process's start time, so polling it stays cheap.
     pub fn is_running(&self) -> bool {
-        imp::entry(self.pid).is_some_and(|e| e.started == self.started)
+        imp::start_time(self.pid) == Some(self.started)
     }
 
     /// How long ago it started.

@@ -131,6 +131,10 @@ pub(super) fn snapshot() -> Vec<Entry> {
         .collect()
 }
 
+pub(super) fn start_time(pid: u32) -> Option<StartTime> {
+    started(&open(pid, PROCESS_QUERY_LIMITED_INFORMATION)?)
+}
+
 pub(super) fn entry(pid: u32) -> Option<Entry> {
     let process = open(pid, PROCESS_QUERY_LIMITED_INFORMATION)?;
     let started = started(&process)?;
