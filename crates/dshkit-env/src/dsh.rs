@@ -111,8 +111,9 @@ mod tests {
         assert_eq!(profiles(dir.path()), vec!["headless", "web"]);
     }
 
-    #[test]
-    fn the_package_is_found_through_the_launcher_link() {
+    /// DSH's package as npm lays it out (`node_modules/@deepseek-ai/dsh`, with
+    /// `dist/bin.js`), and an empty `node_modules/.bin` beside it.
+    fn installed_package() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let package = dir.path().join("node_modules/@deepseek-ai/dsh");
         std::fs::create_dir_all(package.join("dist")).unwrap();
@@ -122,8 +123,14 @@ mod tests {
         )
         .unwrap();
         std::fs::write(package.join("dist/bin.js"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("node_modules/.bin")).unwrap();
+        (dir, package)
+    }
+
+    #[test]
+    fn the_package_is_found_through_the_launcher_link() {
+        let (dir, package) = installed_package();
         let bin = dir.path().join("node_modules/.bin");
-        std::fs::create_dir_all(&bin).unwrap();
         dshkit_os::fs::symlink("../@deepseek-ai/dsh/dist/bin.js", bin.join("dsh")).unwrap();
         let (root, version) = package_of_launcher(&bin.join("dsh")).unwrap();
         assert_eq!(root, dshkit_os::fs::canonicalize(&package).unwrap());
@@ -135,17 +142,8 @@ mod tests {
 
     #[test]
     fn the_package_is_found_through_an_npm_cmd_shim() {
-        let dir = tempfile::tempdir().unwrap();
-        let package = dir.path().join("node_modules/@deepseek-ai/dsh");
-        std::fs::create_dir_all(package.join("dist")).unwrap();
-        std::fs::write(
-            package.join("package.json"),
-            r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8"}"#,
-        )
-        .unwrap();
-        std::fs::write(package.join("dist/bin.js"), "").unwrap();
+        let (dir, package) = installed_package();
         let bin = dir.path().join("node_modules/.bin");
-        std::fs::create_dir_all(&bin).unwrap();
         std::fs::write(bin.join("dsh.cmd"), NPM_CMD_SHIM).unwrap();
         assert_eq!(
             launcher_script(&bin.join("dsh.cmd")),

@@ -408,7 +408,7 @@ impl RuntimeManager {
             })?;
             let stdout = spawned.child.stdout.take();
             let stderr = spawned.child.stderr.take();
-            let pid = Some(spawned.pgid);
+            let pid = Some(spawned.group.leader());
             let server = self.server(id, true, Some(spec), argv, pid, ServerState::Starting);
             *server.process.lock().await = Some(spawned);
             let mut pumps = Vec::new();

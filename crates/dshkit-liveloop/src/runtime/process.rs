@@ -15,7 +15,6 @@ pub(crate) use dshkit_os::process::{command_line, listening_ports, port_holders}
 #[derive(Debug)]
 pub(crate) struct Spawned {
     pub(crate) child: Child,
-    pub(crate) pgid: u32,
     pub(crate) group: Group,
     /// The app directory (canonical) and the leader: together they identify
     /// helpers the server detached.
@@ -46,10 +45,10 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
     }
     Group::prepare(command.as_std_mut());
     let mut child = command.spawn()?;
-    let pgid = child
+    let pid = child
         .id()
         .ok_or_else(|| std::io::Error::other("the child exited at once"))?;
-    let mut group = match Group::adopt(pgid) {
+    let mut group = match Group::adopt(pid) {
         Ok(group) => group,
         Err(e) => {
             let _ = child.start_kill();
@@ -60,10 +59,9 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
         tracing::warn!(%e, "the dev server is not bound to dshkit's lifetime; it is stopped on dispose only");
     }
     Ok(Spawned {
-        leader: Identity::of(pgid),
+        leader: Identity::of(pid),
         dir: dshkit_os::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned()),
         child,
-        pgid,
         group,
     })
 }
