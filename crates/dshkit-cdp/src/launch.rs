@@ -42,9 +42,10 @@ pub const BASE_FLAGS: &[&str] = &[
     "--mute-audio",
     "--hide-scrollbars",
     // Browser-side services that phone home through a context's proxy (form
-    // autofill fetches field types when a page has a form) and would show up as
-    // blocked requests of the page.
-    "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate",
+    // autofill fetches field types when a page has a form; Chromium 148 opens a
+    // connection to its default search engine in every new context) and would
+    // show up as blocked requests of the page.
+    "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,PreconnectToSearch,SearchEnginePreconnect2",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
