@@ -147,8 +147,13 @@ impl Connection {
             self.shared.pending.lock().expect("pending lock").remove(&id);
             return Err(CdpError::Disconnected);
         }
+        let sent = std::time::Instant::now();
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(result)) => {
+                // DSHKIT_LOG=dshkit_cdp=trace: where an operation's time goes.
+                tracing::trace!(method, session, micros = sent.elapsed().as_micros(), "CDP call");
+                result
+            }
             Ok(Err(_)) => Err(CdpError::Disconnected),
             Err(_) => {
                 self.shared.pending.lock().expect("pending lock").remove(&id);
@@ -222,6 +227,7 @@ fn dispatch(shared: &Shared, text: &str) {
         params: message.get_mut("params").map_or(Value::Null, Value::take),
         session_id,
     };
+    tracing::trace!(method = %event.method, "CDP event");
     let route = shared
         .routes
         .lock()

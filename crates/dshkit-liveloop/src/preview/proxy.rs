@@ -83,6 +83,9 @@ impl PolicyProxy {
 }
 
 async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder) -> std::io::Result<()> {
+    // A relay forwards each piece as it comes: without this, a response's body
+    // written after its head waits for the browser's delayed ACK (Nagle).
+    client.set_nodelay(true)?;
     let (head, rest) = read_head(&mut client).await?;
     let text = String::from_utf8_lossy(&head).into_owned();
     let mut lines = text.split("\r\n");
@@ -103,7 +106,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         let Some(address) = allowed_address(policy, &url, target, record).await else {
             return client.write_all(FORBIDDEN).await;
         };
-        let mut upstream = TcpStream::connect(address).await?;
+        let mut upstream = connect(address).await?;
         client
             .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             .await?;
@@ -151,11 +154,18 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         forwarded.push_str("Connection: close\r\n");
     }
     forwarded.push_str("\r\n");
-    let mut upstream = TcpStream::connect(address).await?;
+    let mut upstream = connect(address).await?;
     upstream.write_all(forwarded.as_bytes()).await?;
     upstream.write_all(&rest).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
+}
+
+/// A connection to the previewed app, relaying without Nagle's delay.
+async fn connect(address: std::net::SocketAddr) -> std::io::Result<TcpStream> {
+    let stream = TcpStream::connect(address).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// Decides `url` and returns the address to connect to: the checked one, so a

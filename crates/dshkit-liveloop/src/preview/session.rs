@@ -328,7 +328,9 @@ impl PreviewSession {
         self.shared.lock().expect("lock").observations.reset_window();
     }
 
-    async fn goto(&self, url: &str) -> Result<(), PreviewError> {
+    /// Navigates and waits for the load; returns the snapshot taken as it
+    /// settled, when there is one.
+    async fn goto(&self, url: &str) -> Result<Option<Snapshot>, PreviewError> {
         if let Decision::Block(reason) = decide_off_thread(&self.policy, url).await {
             return Err(PreviewError::NavigationBlocked {
                 url: url.to_owned(),
@@ -370,7 +372,8 @@ impl PreviewSession {
 
     /// Waits for the `DOMContentLoaded` after load count `before`, then settles on
     /// the new document's work and the requests started since `requests`.
-    async fn wait_loaded(&self, before: u64, requests: u64) -> Result<(), PreviewError> {
+    /// Returns the snapshot taken as it settled, when there is one.
+    async fn wait_loaded(&self, before: u64, requests: u64) -> Result<Option<Snapshot>, PreviewError> {
         let mut loads = self.loads.clone();
         let started = Instant::now();
         tokio::time::timeout(DEFAULT_NAVIGATION_TIMEOUT, loads.wait_for(|n| *n > before))
@@ -382,8 +385,7 @@ impl PreviewSession {
             .map_err(|_| PreviewError::BrowserGone)?;
         // A new document counts its work from its start.
         let mark = Mark { requests, page: 0 };
-        self.settle(mark, DEFAULT_SETTLE_DEADLINE).await;
-        Ok(())
+        Ok(self.settle(mark, DEFAULT_SETTLE_DEADLINE, true).await.snapshot)
     }
 
     /// Waits for `DOMContentLoaded` and then the quiet window, all before
@@ -427,13 +429,24 @@ impl PreviewSession {
     /// mark (an image, a document) is still in flight; each finished request may
     /// start more work, so this repeats (bounded). An action that starts nothing
     /// settles after one frame. Returns whether it settled before `deadline`.
-    async fn settle(&self, mark: Mark, deadline: Duration) -> Settled {
+    ///
+    /// With `snapshot`, the page takes the snapshot in the task where it settled,
+    /// which saves the action's result a round trip; it is kept only when no
+    /// request is left in flight then.
+    async fn settle(&self, mark: Mark, deadline: Duration, snapshot: bool) -> Settled {
         let started = Instant::now();
         for _ in 0..MAX_SETTLE_ROUNDS {
-            let page = self
-                .settle_page(mark.page, deadline.saturating_sub(started.elapsed()))
+            // A request already in flight will outlast the page's settle: no
+            // snapshot is asked for that would be thrown away.
+            let generation = (snapshot && self.observe(|o| o.in_flight_since(mark.requests)) == 0)
+                .then(|| self.next_generation());
+            let mut page = self
+                .settle_page(mark.page, deadline.saturating_sub(started.elapsed()), generation)
                 .await;
             if self.observe(|o| o.in_flight_since(mark.requests)) == 0 {
+                if let (Some(value), Some(generation)) = (page.snapshot_taken.take(), generation) {
+                    page.snapshot = self.commit_snapshot(value, generation).ok();
+                }
                 return page;
             }
             if !self
@@ -452,27 +465,32 @@ impl PreviewSession {
     /// The page's side of [`Self::settle`] (see `settle.js`). A page without the
     /// script (the first blank page) counts as settled; one whose document was
     /// replaced meanwhile counts as settled and loading: the caller then waits
-    /// for the requests and the load.
-    async fn settle_page(&self, since: u64, budget: Duration) -> Settled {
+    /// for the requests and the load. With `snapshot` (a generation), a page
+    /// that settled and is not loading also returns its snapshot.
+    async fn settle_page(&self, since: u64, budget: Duration, snapshot: Option<u64>) -> Settled {
         if budget.is_zero() {
             return Settled::default();
         }
+        let snapshot = snapshot.map_or_else(|| "null".to_owned(), snapshot_expression);
         let expression = format!(
             "(() => {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
-             const loading = () => document.readyState === 'loading'; \
-             return s ? s.settle({since}, {}).then((o) => ({{ ...o, loading: loading() }})) \
-             : {{ settled: true, loading: loading() }}; }})()",
+             const done = (o) => {{ const loading = document.readyState === 'loading'; \
+             return {{ ...o, loading, snapshot: o.settled && !loading ? {snapshot} : null }}; }}; \
+             return s ? s.settle({since}, {}).then(done) : done({{ settled: true }}); }})()",
             budget.as_millis()
         );
         // The page's own budget ends the wait; the margin covers a hung renderer.
         match tokio::time::timeout(budget + Duration::from_secs(1), self.evaluate(&expression)).await {
-            Ok(Ok(outcome)) => Settled {
-                settled: outcome["settled"].as_bool() == Some(true),
+            Ok(Ok(mut outcome)) => Settled {
+                complete: outcome["settled"].as_bool() == Some(true),
                 loading: outcome["loading"].as_bool() == Some(true),
+                snapshot_taken: Some(outcome["snapshot"].take()).filter(|v| !v.is_null()),
+                snapshot: None,
             },
             Ok(Err(_)) => Settled {
-                settled: true,
+                complete: true,
                 loading: true,
+                ..Settled::default()
             },
             Err(_) => Settled::default(),
         }
@@ -503,9 +521,9 @@ impl PreviewSession {
             return false;
         }
         let mark = Mark { requests: 0, page: 0 };
-        self.settle(mark, deadline.saturating_sub(started.elapsed()))
+        self.settle(mark, deadline.saturating_sub(started.elapsed()), false)
             .await
-            .settled
+            .complete
     }
 
     /// Waits until no request is in flight for `quiet`, or the deadline; returns
@@ -651,12 +669,23 @@ impl PreviewSession {
     }
 
     async fn snapshot_now(&self) -> Result<Snapshot, PreviewError> {
-        let generation = {
-            let mut shared = self.shared.lock().expect("lock");
-            shared.generation += 1;
-            shared.generation
-        };
+        let generation = self.next_generation();
         let value = self.evaluate(&snapshot_expression(generation)).await?;
+        self.commit_snapshot(value, generation)
+    }
+
+    /// Starts a snapshot generation: from now on, older refs are stale. The
+    /// snapshot script replaces the page's ref registry as it runs, so the last
+    /// snapshot is dropped too, even when this one is never committed.
+    fn next_generation(&self) -> u64 {
+        let mut shared = self.shared.lock().expect("lock");
+        shared.generation += 1;
+        shared.last = None;
+        shared.generation
+    }
+
+    /// Makes what the snapshot script returned for `generation` the last snapshot.
+    fn commit_snapshot(&self, value: Value, generation: u64) -> Result<Snapshot, PreviewError> {
         let mut snapshot: Snapshot = serde_json::from_value(value).map_err(|e| {
             PreviewError::Interaction(format!("the snapshot script returned an unexpected shape: {e}"))
         })?;
@@ -758,21 +787,23 @@ impl PreviewSession {
         let _serial = self.operation.lock().await;
         self.touch();
         let before = *self.loads.borrow();
-        match action {
+        // The snapshot taken as the action settled, when there is one.
+        let settled_snapshot = match action {
             Action::Navigate(url) => {
                 let target = url::Url::parse(&self.origin())
                     .and_then(|base| base.join(&url))
                     .map_err(|_| PreviewError::BadUrl(super::policy::OriginError::Invalid(url.clone())))?;
-                self.goto(target.as_str()).await?;
+                self.goto(target.as_str()).await?
             }
             Action::Reload => {
                 let requests = self.observe(Observations::request_mark);
                 self.page.call("Page.reload", json!({})).await?;
-                self.wait_loaded(before, requests).await?;
+                self.wait_loaded(before, requests).await?
             }
             Action::Back => self.back(before).await?,
             Action::WaitFor { text, url, timeout } => {
                 self.wait_for(text.as_deref(), url.as_deref(), timeout).await?;
+                None
             }
             other => {
                 // A role+name target is looked up in the last snapshot: take one if
@@ -780,17 +811,35 @@ impl PreviewSession {
                 if self.shared.lock().expect("lock").last.is_none() {
                     self.snapshot_now().await?;
                 }
-                let mark = self.mark().await;
-                self.act(other).await?;
+                let mark = if other.starts_with_page_script() {
+                    // The action's first page command is a script, which the page
+                    // runs after the mark's (one session's scripts run in order):
+                    // the two are sent together.
+                    let (mark, ()) = futures::future::try_join(
+                        async { Ok::<_, PreviewError>(self.mark().await) },
+                        self.act(other),
+                    )
+                    .await?;
+                    mark
+                } else {
+                    let mark = self.mark().await;
+                    self.act(other).await?;
+                    mark
+                };
                 // A click may start a navigation: its document request holds the
                 // settle, and then its load is awaited.
-                let settled = self.settle(mark, DEFAULT_SETTLE_DEADLINE).await;
+                let settled = self.settle(mark, DEFAULT_SETTLE_DEADLINE, true).await;
                 if *self.loads.borrow() > before || settled.loading {
-                    let _ = self.wait_loaded(before, mark.requests).await;
+                    self.wait_loaded(before, mark.requests).await.ok().flatten()
+                } else {
+                    settled.snapshot
                 }
             }
+        };
+        match settled_snapshot {
+            Some(snapshot) => Ok(snapshot),
+            None => self.snapshot_now().await,
         }
-        self.snapshot_now().await
     }
 
     async fn wait_for(
@@ -833,7 +882,7 @@ impl PreviewSession {
         }
     }
 
-    async fn back(&self, before: u64) -> Result<(), PreviewError> {
+    async fn back(&self, before: u64) -> Result<Option<Snapshot>, PreviewError> {
         let history = self.page.call("Page.getNavigationHistory", json!({})).await?;
         let current = history["currentIndex"].as_u64().unwrap_or(0);
         let index = current.checked_sub(1).and_then(|i| usize::try_from(i).ok());
@@ -1057,12 +1106,16 @@ struct Mark {
 }
 
 /// How a settle ended.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Settled {
     /// Everything it waited for was done before the deadline.
-    settled: bool,
+    complete: bool,
     /// The page's document was still loading (an action started a navigation).
     loading: bool,
+    /// What the snapshot script returned as the page settled (not yet checked).
+    snapshot_taken: Option<Value>,
+    /// The snapshot taken as it settled, made the last one.
+    snapshot: Option<Snapshot>,
 }
 
 /// What [`PreviewSession::load_fresh`] saw.
@@ -1106,6 +1159,17 @@ pub enum Action {
         url: Option<String>,
         timeout: Duration,
     },
+}
+
+impl Action {
+    /// Whether the first thing the action does in the page is a script (finding
+    /// or focusing its element), before any input event.
+    fn starts_with_page_script(&self) -> bool {
+        matches!(
+            self,
+            Self::Click(_) | Self::Hover(_) | Self::Fill(..) | Self::Type(..) | Self::Select(..)
+        )
+    }
 }
 
 /// The longest a wait may last.

@@ -280,8 +280,9 @@ impl LiveLoopFamily {
                     .await
                     .map_err(|e| failure(&e))?;
                 let headline = format!("opened preview {} ({:?})", session.id, session.viewport);
+                // The load took it as it settled.
                 session
-                    .snapshot()
+                    .last_snapshot()
                     .await
                     .map(|s| snapshot_output(&session, &s, &headline, include_text))
             }
