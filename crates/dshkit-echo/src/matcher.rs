@@ -345,15 +345,22 @@ impl Matcher {
     }
 
     /// Takes the first unused interaction of `key` out of its pool. The hash
-    /// found the pool; the recorded request's own key confirms the match.
-    fn take(&mut self, hash: u64, key_text: &str) -> Result<Option<usize>, Miss> {
+    /// found the pool; the recorded request's own key confirms the match. Returns
+    /// its position and, when it had to be read from the cassette to confirm,
+    /// the interaction read (so a hit reads it once).
+    fn take(&mut self, hash: u64, key_text: &str) -> Result<Option<(usize, Option<Interaction>)>, Miss> {
         let Some(pool) = self.pools.get(&hash).copied() else {
             return Ok(None);
         };
         let (mut previous, mut current) = (END, pool.head);
         while current != END {
             let position = current as usize;
-            let same = key(&self.load(position)?.request, &self.options) == key_text;
+            let loaded = self.load(position)?;
+            let same = key(&loaded.request, &self.options) == key_text;
+            let read = match loaded {
+                Cow::Owned(interaction) => Some(interaction),
+                Cow::Borrowed(_) => None,
+            };
             if same {
                 let after = self.next[position];
                 let pool = self.pools.get_mut(&hash).expect("found above");
@@ -365,7 +372,7 @@ impl Matcher {
                 if pool.tail == current {
                     pool.tail = previous;
                 }
-                return Ok(Some(position));
+                return Ok(Some((position, read)));
             }
             previous = current;
             current = self.next[position];
@@ -387,12 +394,15 @@ impl Matcher {
         let key_text = key(&request, &self.options);
         let hash = key_hash(&key_text);
         let method = request["method"].as_str().unwrap_or("").to_owned();
-        if let Some(position) = self.take(hash, &key_text)? {
+        if let Some((position, read)) = self.take(hash, &key_text)? {
             self.used[position] = true;
             if method_only(&method) {
                 self.last_method_only.insert(hash, position);
             }
-            return self.load(position);
+            return match read {
+                Some(interaction) => Ok(Cow::Owned(interaction)),
+                None => self.load(position),
+            };
         }
         if let Some(&position) = self.last_method_only.get(&hash) {
             return self.load(position);

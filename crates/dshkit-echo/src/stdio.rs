@@ -429,38 +429,43 @@ pub async fn record(
         .spawn(move || record_frames(queue, Recorder::new(options, "stdio")))
         .map_err(io("a thread for the recording"))?;
 
-    let (to_recorder, room) = (frames.clone(), Arc::clone(&budget));
-    let downstream = tokio::spawn(async move {
+    // Both directions run in this one task, so they interleave only where one
+    // awaits. Each frame is forwarded first and queued with no await after its
+    // last byte is written: a peer's answer, read only after that, is always
+    // queued after what it answers.
+    let downstream = async {
         let mut line = Vec::new();
         while read_frame(&mut server_out, &mut line, "the server's stdout").await? {
+            let (room, at) = (reserve(&budget, &line).await, Instant::now());
             client_out
                 .write_all(&line)
                 .await
                 .map_err(io("the client's stdout"))?;
+            queue_frame(&frames, Side::Server, std::mem::take(&mut line), at, room);
             client_out.flush().await.map_err(io("the client's stdout"))?;
-            queue_frame(&to_recorder, &room, Side::Server, std::mem::take(&mut line)).await;
         }
         Ok::<(), EchoError>(())
-    });
-
-    let mut client_in = client_in;
-    let mut line = Vec::new();
-    let upstream: Result<(), EchoError> = async {
-        while read_frame(&mut client_in, &mut line, "the client's stdin").await? {
-            // Queued before it is forwarded, so the recorder always sees a request
-            // before its answer.
-            queue_frame(&frames, &budget, Side::Client, line.clone()).await;
-            server_in
-                .write_all(&line)
-                .await
-                .map_err(io("the server's stdin"))?;
-            server_in.flush().await.map_err(io("the server's stdin"))?;
+    };
+    let upstream = async {
+        let mut client_in = client_in;
+        let mut line = Vec::new();
+        let forwarded = async {
+            while read_frame(&mut client_in, &mut line, "the client's stdin").await? {
+                let (room, at) = (reserve(&budget, &line).await, Instant::now());
+                // The server's stdin is an unbuffered pipe: written is delivered.
+                server_in
+                    .write_all(&line)
+                    .await
+                    .map_err(io("the server's stdin"))?;
+                queue_frame(&frames, Side::Client, std::mem::take(&mut line), at, room);
+            }
+            Ok::<(), EchoError>(())
         }
-        Ok(())
-    }
-    .await;
-    close_server(child, server_in).await;
-    let downstream = downstream.await.unwrap_or(Ok(()));
+        .await;
+        close_server(child, server_in).await;
+        forwarded
+    };
+    let (upstream, downstream) = tokio::join!(upstream, downstream);
     drop(frames);
     let mut recorder = tokio::task::spawn_blocking(move || recording.join())
         .await
@@ -495,24 +500,32 @@ struct Seen {
     _room: tokio::sync::OwnedSemaphorePermit,
 }
 
-/// Hands `frame` to the recorder, after waiting for room in the queue.
-async fn queue_frame(
-    to_recorder: &tokio::sync::mpsc::UnboundedSender<Seen>,
+/// Waits for room for `frame` in the recorder's queue (before it is forwarded:
+/// a full queue holds the proxy back).
+async fn reserve(
     budget: &Arc<tokio::sync::Semaphore>,
+    frame: &[u8],
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
+    Arc::clone(budget).acquire_many_owned(cost).await.ok()
+}
+
+/// Hands a forwarded `frame` to the recorder, with its room in the queue.
+fn queue_frame(
+    to_recorder: &tokio::sync::mpsc::UnboundedSender<Seen>,
     side: Side,
     frame: Vec<u8>,
+    at: Instant,
+    room: Option<tokio::sync::OwnedSemaphorePermit>,
 ) {
-    let at = Instant::now();
-    let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
-    let Ok(room) = Arc::clone(budget).acquire_many_owned(cost).await else {
-        return;
-    };
-    let _ = to_recorder.send(Seen {
-        side,
-        frame,
-        at,
-        _room: room,
-    });
+    if let Some(room) = room {
+        let _ = to_recorder.send(Seen {
+            side,
+            frame,
+            at,
+            _room: room,
+        });
+    }
 }
 
 /// The recording thread: parses each frame in the order it passed, attributes
@@ -639,7 +652,7 @@ pub async fn replay(
         match matcher.find(&message, Some(&options.redactor)) {
             Ok(interaction) => {
                 summary.hits += 1;
-                let interaction = interaction.clone();
+                let interaction = interaction.into_owned();
                 answer(
                     &mut client_out,
                     &interaction,
