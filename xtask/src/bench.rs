@@ -274,8 +274,7 @@ impl StdioClient {
 
     pub(crate) fn request(&mut self, message: &Value) -> anyhow::Result<Value> {
         let id = message["id"].clone();
-        writeln!(self.stdin, "{message}")?;
-        self.stdin.flush()?;
+        send_line(&mut self.stdin, message)?;
         loop {
             self.line.clear();
             if self.stdout.read_line(&mut self.line)? == 0 {
@@ -303,9 +302,18 @@ impl StdioClient {
     }
 
     pub(crate) fn notify(&mut self, message: &Value) -> anyhow::Result<()> {
-        writeln!(self.stdin, "{message}")?;
-        Ok(self.stdin.flush()?)
+        send_line(&mut self.stdin, message)
     }
+}
+
+/// Writes `message` and its newline in one write, as MCP clients do: formatting
+/// it straight into the unbuffered pipe would make one write per JSON token, and
+/// a server (or proxy) would be timed waking up for each.
+pub(crate) fn send_line(to: &mut impl Write, message: impl std::fmt::Display) -> anyhow::Result<()> {
+    let mut line = message.to_string();
+    line.push('\n');
+    to.write_all(line.as_bytes())?;
+    Ok(to.flush()?)
 }
 
 pub(crate) fn initialize(id: u64) -> Value {

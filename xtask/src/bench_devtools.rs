@@ -7,7 +7,7 @@
 //! - the core's memory across 1M dispatches (`dshkit mcp`'s RSS);
 //! - a snapshot of a booted DSH web profile with the collector.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -105,8 +105,7 @@ struct WakeRuntime {
 
 impl WakeRuntime {
     fn say(&mut self, line: &str) -> anyhow::Result<String> {
-        writeln!(self.stdin, "{line}")?;
-        self.stdin.flush()?;
+        crate::bench::send_line(&mut self.stdin, line)?;
         let mut answer = String::new();
         anyhow::ensure!(self.stdout.read_line(&mut answer)? > 0, "the runtime exited");
         Ok(answer.trim().to_owned())
