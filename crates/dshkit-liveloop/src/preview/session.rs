@@ -466,7 +466,8 @@ impl PreviewSession {
     /// script (the first blank page) counts as settled; one whose document was
     /// replaced meanwhile counts as settled and loading: the caller then waits
     /// for the requests and the load. With `snapshot` (a generation), a page
-    /// that settled and is not loading also returns its snapshot.
+    /// that settled and is not loading also returns its snapshot (none if the
+    /// snapshot script threw: the caller's own snapshot then reports why).
     async fn settle_page(&self, since: u64, budget: Duration, snapshot: Option<u64>) -> Settled {
         if budget.is_zero() {
             return Settled::default();
@@ -475,7 +476,8 @@ impl PreviewSession {
         let expression = format!(
             "(() => {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
              const done = (o) => {{ const loading = document.readyState === 'loading'; \
-             return {{ ...o, loading, snapshot: o.settled && !loading ? {snapshot} : null }}; }}; \
+             let snapshot = null; if (o.settled && !loading) {{ try {{ snapshot = {snapshot}; }} catch {{}} }} \
+             return {{ ...o, loading, snapshot }}; }}; \
              return s ? s.settle({since}, {}).then(done) : done({{ settled: true }}); }})()",
             budget.as_millis()
         );
