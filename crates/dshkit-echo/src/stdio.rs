@@ -430,37 +430,27 @@ pub async fn record(
         .map_err(io("a thread for the recording"))?;
 
     // Both directions run in this one task, so they interleave only where one
-    // awaits. Each frame is forwarded first and queued with no await after its
-    // last byte is written: a peer's answer, read only after that, is always
-    // queued after what it answers.
-    let downstream = async {
-        let mut line = Vec::new();
-        while read_frame(&mut server_out, &mut line, "the server's stdout").await? {
-            let (room, at) = (reserve(&budget, &line).await, Instant::now());
-            client_out
-                .write_all(&line)
-                .await
-                .map_err(io("the client's stdout"))?;
-            queue_frame(&frames, Side::Server, std::mem::take(&mut line), at, room);
-            client_out.flush().await.map_err(io("the client's stdout"))?;
-        }
-        Ok::<(), EchoError>(())
+    // awaits (see `relay`): a peer's answer is always queued after what it answers.
+    let queue = Queue {
+        frames: &frames,
+        budget: &budget,
     };
+    let downstream = relay(
+        &mut server_out,
+        &mut client_out,
+        queue,
+        Side::Server,
+        ("the server's stdout", "the client's stdout"),
+    );
     let upstream = async {
         let mut client_in = client_in;
-        let mut line = Vec::new();
-        let forwarded = async {
-            while read_frame(&mut client_in, &mut line, "the client's stdin").await? {
-                let (room, at) = (reserve(&budget, &line).await, Instant::now());
-                // The server's stdin is an unbuffered pipe: written is delivered.
-                server_in
-                    .write_all(&line)
-                    .await
-                    .map_err(io("the server's stdin"))?;
-                queue_frame(&frames, Side::Client, std::mem::take(&mut line), at, room);
-            }
-            Ok::<(), EchoError>(())
-        }
+        let forwarded = relay(
+            &mut client_in,
+            &mut server_in,
+            queue,
+            Side::Client,
+            ("the client's stdin", "the server's stdin"),
+        )
         .await;
         close_server(child, server_in).await;
         forwarded
@@ -500,32 +490,43 @@ struct Seen {
     _room: tokio::sync::OwnedSemaphorePermit,
 }
 
-/// Waits for room for `frame` in the recorder's queue (before it is forwarded:
-/// a full queue holds the proxy back).
-async fn reserve(
-    budget: &Arc<tokio::sync::Semaphore>,
-    frame: &[u8],
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
-    let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
-    Arc::clone(budget).acquire_many_owned(cost).await.ok()
+/// The recorder's queue, as the proxy's two directions share it.
+#[derive(Clone, Copy)]
+struct Queue<'a> {
+    frames: &'a tokio::sync::mpsc::UnboundedSender<Seen>,
+    /// Bytes the queue may still take ([`RECORD_QUEUE_BYTES`] in all).
+    budget: &'a Arc<tokio::sync::Semaphore>,
 }
 
-/// Hands a forwarded `frame` to the recorder, with its room in the queue.
-fn queue_frame(
-    to_recorder: &tokio::sync::mpsc::UnboundedSender<Seen>,
+/// Forwards every frame of `from` to `to` and queues it for the recorder, until
+/// `from` ends. Room in the queue is reserved before a frame is forwarded (a
+/// full queue holds the proxy back); the frame is queued with no await after
+/// its last byte is written, so an answer the peer reads only after that is
+/// queued after it. `what`: the two streams, named for errors.
+async fn relay(
+    from: &mut (impl AsyncBufRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    queue: Queue<'_>,
     side: Side,
-    frame: Vec<u8>,
-    at: Instant,
-    room: Option<tokio::sync::OwnedSemaphorePermit>,
-) {
-    if let Some(room) = room {
-        let _ = to_recorder.send(Seen {
-            side,
-            frame,
-            at,
-            _room: room,
-        });
+    what: (&'static str, &'static str),
+) -> Result<(), EchoError> {
+    let mut frame = Vec::new();
+    while read_frame(from, &mut frame, what.0).await? {
+        let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
+        let room = Arc::clone(queue.budget).acquire_many_owned(cost).await.ok();
+        let at = Instant::now();
+        to.write_all(&frame).await.map_err(io(what.1))?;
+        if let Some(room) = room {
+            let _ = queue.frames.send(Seen {
+                side,
+                frame: std::mem::take(&mut frame),
+                at,
+                _room: room,
+            });
+        }
+        to.flush().await.map_err(io(what.1))?;
     }
+    Ok(())
 }
 
 /// The recording thread: parses each frame in the order it passed, attributes

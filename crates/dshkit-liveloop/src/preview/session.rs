@@ -440,11 +440,11 @@ impl PreviewSession {
             // snapshot is asked for that would be thrown away.
             let generation = (snapshot && self.observe(|o| o.in_flight_since(mark.requests)) == 0)
                 .then(|| self.next_generation());
-            let mut page = self
+            let (mut page, taken) = self
                 .settle_page(mark.page, deadline.saturating_sub(started.elapsed()), generation)
                 .await;
             if self.observe(|o| o.in_flight_since(mark.requests)) == 0 {
-                if let (Some(value), Some(generation)) = (page.snapshot_taken.take(), generation) {
+                if let (Some(value), Some(generation)) = (taken, generation) {
                     page.snapshot = self.commit_snapshot(value, generation).ok();
                 }
                 return page;
@@ -466,11 +466,16 @@ impl PreviewSession {
     /// script (the first blank page) counts as settled; one whose document was
     /// replaced meanwhile counts as settled and loading: the caller then waits
     /// for the requests and the load. With `snapshot` (a generation), a page
-    /// that settled and is not loading also returns its snapshot (none if the
-    /// snapshot script threw: the caller's own snapshot then reports why).
-    async fn settle_page(&self, since: u64, budget: Duration, snapshot: Option<u64>) -> Settled {
+    /// that settled and is not loading also returns what its snapshot script
+    /// gave (nothing if it threw: the caller's own snapshot then reports why).
+    async fn settle_page(
+        &self,
+        since: u64,
+        budget: Duration,
+        snapshot: Option<u64>,
+    ) -> (Settled, Option<Value>) {
         if budget.is_zero() {
-            return Settled::default();
+            return (Settled::default(), None);
         }
         let snapshot = snapshot.map_or_else(|| "null".to_owned(), snapshot_expression);
         let expression = format!(
@@ -483,18 +488,23 @@ impl PreviewSession {
         );
         // The page's own budget ends the wait; the margin covers a hung renderer.
         match tokio::time::timeout(budget + Duration::from_secs(1), self.evaluate(&expression)).await {
-            Ok(Ok(mut outcome)) => Settled {
-                complete: outcome["settled"].as_bool() == Some(true),
-                loading: outcome["loading"].as_bool() == Some(true),
-                snapshot_taken: Some(outcome["snapshot"].take()).filter(|v| !v.is_null()),
-                snapshot: None,
-            },
-            Ok(Err(_)) => Settled {
-                complete: true,
-                loading: true,
-                ..Settled::default()
-            },
-            Err(_) => Settled::default(),
+            Ok(Ok(mut outcome)) => (
+                Settled {
+                    complete: outcome["settled"].as_bool() == Some(true),
+                    loading: outcome["loading"].as_bool() == Some(true),
+                    snapshot: None,
+                },
+                Some(outcome["snapshot"].take()).filter(|v| !v.is_null()),
+            ),
+            Ok(Err(_)) => (
+                Settled {
+                    complete: true,
+                    loading: true,
+                    snapshot: None,
+                },
+                None,
+            ),
+            Err(_) => (Settled::default(), None),
         }
     }
 
@@ -1114,8 +1124,6 @@ struct Settled {
     complete: bool,
     /// The page's document was still loading (an action started a navigation).
     loading: bool,
-    /// What the snapshot script returned as the page settled (not yet checked).
-    snapshot_taken: Option<Value>,
     /// The snapshot taken as it settled, made the last one.
     snapshot: Option<Snapshot>,
 }
