@@ -188,7 +188,7 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
             }}));
         }
     };
-    if let Some(wait) = recorded_delay(&interaction, state.options.timing) {
+    if let Some(wait) = recorded_delay(interaction.ms, state.options.timing) {
         tokio::time::sleep(wait).await;
     }
     let (notifications, responses) =
@@ -199,7 +199,11 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         // The events go out as the server sent them: each notification the
         // recorded gap (bounded) before what follows it.
         let mut pause = std::time::Duration::ZERO;
-        let gaps = notification_gaps(&interaction, state.options.timing);
+        let gaps = notification_gaps(
+            &interaction.notification_lead_us,
+            interaction.notifications.len(),
+            state.options.timing,
+        );
         let mut events = Vec::new();
         for (index, event) in notifications.iter().chain(&responses).enumerate() {
             events.push((pause, sse_event(event)));

@@ -33,6 +33,8 @@ struct Location {
 pub(crate) struct Facts {
     /// Hash of its match key (see [`key_hash`]).
     pub(crate) key: u64,
+    /// The key's second hash, which confirms a hit (see [`key_check`]).
+    pub(crate) check: u64,
     /// Index into [`CassetteIndex::methods`].
     pub(crate) method: u32,
     /// Index into [`CassetteIndex::tools`] for a `tools/call`.
@@ -61,11 +63,19 @@ pub struct CassetteIndex {
     pub max_ordinal: u64,
 }
 
-/// The hash a match key is pooled by. A hit is confirmed against the recorded
-/// request's own key, so a collision costs a lookup, never a wrong answer.
+/// The hash a match key is pooled by.
 pub(crate) fn key_hash(key: &str) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(key)
+}
+
+/// A second hash of a match key, independent of [`key_hash`] (the key is hashed
+/// behind a salt byte), that confirms a hit: a wrong answer needs both 64-bit
+/// hashes of two keys to collide. A hit thus needs neither the recorded request
+/// nor its key, only the line's answer.
+pub(crate) fn key_check(key: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((0x5a_u8, key))
 }
 
 /// The part of a line the index reads; the rest is checked as JSON and skipped.
@@ -221,9 +231,9 @@ impl CassetteIndex {
                 ..*l
             }));
             index.facts.extend(chunk.facts.iter().map(|f| Facts {
-                key: f.key,
                 method: methods[f.method as usize],
                 tool: f.tool.map(|t| tools[t as usize]),
+                ..*f
             }));
             index.warnings.extend(
                 chunk
@@ -256,17 +266,30 @@ impl CassetteIndex {
 
     /// Reads and parses the interaction at `position` (in file order).
     pub fn interaction(&self, position: usize) -> Result<Interaction, CassetteError> {
+        let mut buffer = Vec::new();
+        self.parse(position, &mut buffer)
+    }
+
+    /// Reads the line of the interaction at `position` into `buffer` and parses
+    /// it as `T`, which may borrow from it (replay reads only a hit's answer).
+    /// The line's `type` tag, like any field `T` does not name, is skipped.
+    pub(crate) fn parse<'b, T: Deserialize<'b>>(
+        &self,
+        position: usize,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<T, CassetteError> {
         let entry = self.locations[position];
-        let mut bytes = vec![0u8; entry.len as usize];
-        dshkit_os::fs::read_exact_at(&self.file, &mut bytes, entry.offset).map_err(|source| {
+        buffer.clear();
+        buffer.resize(entry.len as usize, 0);
+        dshkit_os::fs::read_exact_at(&self.file, buffer, entry.offset).map_err(|source| {
             CassetteError::Io {
                 path: self.path.clone(),
                 action: "read a recorded interaction",
                 source,
             }
         })?;
-        // The line's `type` tag is an unknown field to the struct, and skipped.
-        serde_json::from_slice::<Interaction>(&bytes).map_err(|e| CassetteError::BadRecord {
+        let line: &'b [u8] = buffer;
+        serde_json::from_slice::<T>(line).map_err(|e| CassetteError::BadRecord {
             path: self.path.clone(),
             line: entry.line as usize,
             reason: e.to_string(),
@@ -397,6 +420,7 @@ impl Chunk {
             });
             chunk.facts.push(Facts {
                 key: key_hash(&key),
+                check: key_check(&key),
                 method: intern(&mut chunk.methods, &mut method_ids, &method),
                 tool: tool.map(|name| intern(&mut chunk.tools, &mut tool_ids, &name)),
             });

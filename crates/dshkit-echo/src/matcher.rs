@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use crate::cassette::Interaction;
-use crate::index::{CassetteIndex, Facts, key_hash};
+use crate::index::{CassetteIndex, Facts, key_check, key_hash};
 use crate::redact::Redactor;
 
 /// Methods matched on the method alone.
@@ -263,8 +263,10 @@ impl Matcher {
             .iter()
             .map(|i| {
                 let method = i.request["method"].as_str().unwrap_or("");
+                let key = key(&i.request, &options);
                 Facts {
-                    key: key_hash(&key(&i.request, &options)),
+                    key: key_hash(&key),
+                    check: key_check(&key),
                     method: intern(&mut methods, method),
                     tool: (method == "tools/call")
                         .then(|| intern(&mut tools, i.request["params"]["name"].as_str().unwrap_or(""))),
@@ -344,24 +346,14 @@ impl Matcher {
         }
     }
 
-    /// Takes the first unused interaction of `key` out of its pool. The hash
-    /// found the pool; the recorded request's own key confirms the match. Returns
-    /// its position and, when it had to be read from the cassette to confirm,
-    /// the interaction read (so a hit reads it once).
-    fn take(&mut self, hash: u64, key_text: &str) -> Result<Option<(usize, Option<Interaction>)>, Miss> {
-        let Some(pool) = self.pools.get(&hash).copied() else {
-            return Ok(None);
-        };
+    /// Takes the first unused interaction of a key out of its pool: `hash` finds
+    /// the pool, `check` (the key's second hash) confirms the match.
+    fn take(&mut self, hash: u64, check: u64) -> Option<usize> {
+        let pool = self.pools.get(&hash).copied()?;
         let (mut previous, mut current) = (END, pool.head);
         while current != END {
             let position = current as usize;
-            let loaded = self.load(position)?;
-            let same = key(&loaded.request, &self.options) == key_text;
-            let read = match loaded {
-                Cow::Owned(interaction) => Some(interaction),
-                Cow::Borrowed(_) => None,
-            };
-            if same {
+            if self.meta[position].check == check {
                 let after = self.next[position];
                 let pool = self.pools.get_mut(&hash).expect("found above");
                 if previous == END {
@@ -372,12 +364,12 @@ impl Matcher {
                 if pool.tail == current {
                     pool.tail = previous;
                 }
-                return Ok(Some((position, read)));
+                return Some(position);
             }
             previous = current;
             current = self.next[position];
         }
-        Ok(None)
+        None
     }
 
     /// The recorded answer for a live `request` (redacted with `redactor` first, so
@@ -387,36 +379,64 @@ impl Matcher {
         request: &Value,
         redactor: Option<&Redactor>,
     ) -> Result<Cow<'_, Interaction>, Miss> {
+        let position = self.find_position(request, redactor)?;
+        self.load(position)
+    }
+
+    /// Where the recorded answer for a live `request` is (see [`Self::find`]);
+    /// read it with [`Self::parse`].
+    pub(crate) fn find_position(
+        &mut self,
+        request: &Value,
+        redactor: Option<&Redactor>,
+    ) -> Result<usize, Miss> {
         let mut request = request.clone();
         if let Some(redactor) = redactor {
             redactor.value(&mut request);
         }
         let key_text = key(&request, &self.options);
         let hash = key_hash(&key_text);
-        let method = request["method"].as_str().unwrap_or("").to_owned();
-        if let Some((position, read)) = self.take(hash, &key_text)? {
+        let method = request["method"].as_str().unwrap_or("");
+        if let Some(position) = self.take(hash, key_check(&key_text)) {
             self.used[position] = true;
-            if method_only(&method) {
+            if method_only(method) {
                 self.last_method_only.insert(hash, position);
             }
-            return match read {
-                Some(interaction) => Ok(Cow::Owned(interaction)),
-                None => self.load(position),
-            };
+            return Ok(position);
         }
         if let Some(&position) = self.last_method_only.get(&hash) {
-            return self.load(position);
+            return Ok(position);
         }
-        let method_id = self.methods.iter().position(|m| *m == method);
+        let method_id = self.methods.iter().position(|m| m == method);
         if self.options.sequential_fallback
             && let Some(position) = method_id.and_then(|id| {
                 (0..self.meta.len()).find(|&i| !self.used[i] && self.meta[i].method as usize == id)
             })
         {
             self.used[position] = true;
-            return self.load(position);
+            return Ok(position);
         }
-        Err(self.explain(&request, &key_text, hash, &method))
+        Err(self.explain(&request, &key_text, hash, method))
+    }
+
+    /// The interaction at `position` parsed as `T`, which may borrow from
+    /// `buffer`: read from the cassette's line, or written out of memory first.
+    pub(crate) fn parse<'b, T: serde::Deserialize<'b>>(
+        &self,
+        position: usize,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<T, Miss> {
+        let damaged = |reason: String| Miss::Damaged { reason };
+        match &self.store {
+            Store::Memory(interactions) => {
+                buffer.clear();
+                serde_json::to_writer(&mut *buffer, &interactions[position])
+                    .map_err(|e| damaged(e.to_string()))?;
+                let line: &'b [u8] = buffer;
+                serde_json::from_slice(line).map_err(|e| damaged(e.to_string()))
+            }
+            Store::Indexed(index) => index.parse(position, buffer).map_err(|e| damaged(e.to_string())),
+        }
     }
 
     fn explain(&self, request: &Value, key_text: &str, hash: u64, method: &str) -> Miss {
@@ -515,6 +535,41 @@ pub(crate) mod tests {
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn call(id: u64, tool: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {"progressToken": id}}})
+    }
+
+    #[test]
+    fn a_hit_in_a_pool_is_confirmed_by_the_keys_second_hash() {
+        let options = MatchOptions::default();
+        let (first, second) = (
+            recorded(1, call(1, "echo", json!({"message": "a"}))),
+            recorded(2, call(2, "echo", json!({"message": "b"}))),
+        );
+        // Both pooled under the second's hash, as if the first's key collided with it.
+        let pooled = key_hash(&key(&second.request, &options));
+        let facts = [&first, &second]
+            .map(|i| Facts {
+                key: pooled,
+                check: key_check(&key(&i.request, &options)),
+                method: 0,
+                tool: Some(0),
+            })
+            .to_vec();
+        let mut matcher = Matcher::build(
+            Store::Memory(vec![first, second]),
+            facts,
+            vec!["tools/call".into()],
+            vec!["echo".into()],
+            options,
+        );
+        let live = call(9, "echo", json!({"message": "b"}));
+        assert_eq!(matcher.find(&live, None).map(|i| i.ordinal), Ok(2));
+        assert!(
+            matches!(
+                matcher.find(&live, None),
+                Err(Miss::Exhausted { recorded: 2, .. })
+            ),
+            "the colliding first interaction is never the answer"
+        );
     }
 
     #[test]

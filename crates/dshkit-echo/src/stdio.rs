@@ -8,7 +8,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -636,12 +637,13 @@ pub async fn replay(
     let mut ordinal = next_ordinal;
     let mut frame = Vec::new();
     while read_frame(&mut client_in, &mut frame, "the client's stdin").await? {
-        let text = String::from_utf8_lossy(&frame);
-        let text = text.trim();
-        if text.is_empty() {
+        if frame.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(message) = serde_json::from_str::<Value>(text) else {
+        // Bytes that are not UTF-8 are read as the replacement character.
+        let parsed = serde_json::from_slice::<Value>(&frame)
+            .or_else(|_| serde_json::from_str::<Value>(&String::from_utf8_lossy(&frame)));
+        let Ok(message) = parsed else {
             summary.parse_errors += 1;
             let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
             send(&mut client_out, &error).await?;
@@ -650,19 +652,13 @@ pub async fn replay(
         let (Some(_), Some(id)) = (message.get("method"), message.get("id").cloned()) else {
             continue; // notifications and answers to server requests need no reply
         };
-        match matcher.find(&message, Some(&options.redactor)) {
-            Ok(interaction) => {
+        let hit = matcher
+            .find_position(&message, Some(&options.redactor))
+            .and_then(|position| outgoing(&matcher, position, &message, &id, &options, &cassette_id));
+        match hit {
+            Ok(outgoing) => {
                 summary.hits += 1;
-                let interaction = interaction.into_owned();
-                answer(
-                    &mut client_out,
-                    &interaction,
-                    &message,
-                    &id,
-                    &options,
-                    &cassette_id,
-                )
-                .await?;
+                answer(&mut client_out, outgoing, options.peer).await?;
             }
             Err(miss) => {
                 let OnMiss::Passthrough(argv) = &options.on_miss else {
@@ -719,18 +715,7 @@ pub(crate) fn playback(
     options: &ReplayOptions,
     cassette_id: &str,
 ) -> (Vec<Value>, Vec<Value>) {
-    let token = &message["params"]["_meta"]["progressToken"];
-    let notifications = interaction
-        .notifications
-        .iter()
-        .map(|notification| {
-            let mut notification = notification.clone();
-            if !token.is_null() && !notification["params"]["progressToken"].is_null() {
-                notification["params"]["progressToken"] = token.clone();
-            }
-            notification
-        })
-        .collect();
+    let notifications = with_live_token(interaction.notifications.clone(), message);
     let responses = interaction
         .responses
         .iter()
@@ -753,26 +738,35 @@ pub(crate) fn playback(
     (notifications, responses)
 }
 
-/// The recorded delay of `interaction` under `timing`.
-pub(crate) fn recorded_delay(interaction: &Interaction, timing: Timing) -> Option<Duration> {
+/// Recorded `notifications` with the progress token of the live request `message`.
+fn with_live_token(mut notifications: Vec<Value>, message: &Value) -> Vec<Value> {
+    let token = &message["params"]["_meta"]["progressToken"];
+    if !token.is_null() {
+        for notification in &mut notifications {
+            if !notification["params"]["progressToken"].is_null() {
+                notification["params"]["progressToken"] = token.clone();
+            }
+        }
+    }
+    notifications
+}
+
+/// The recorded delay (`ms` from request to response) under `timing`.
+pub(crate) fn recorded_delay(ms: u64, timing: Timing) -> Option<Duration> {
     match timing {
         Timing::None => None,
-        Timing::Recorded { scale, cap } => Some(
-            Duration::from_millis(interaction.ms)
-                .mul_f64(scale.max(0.0))
-                .min(cap),
-        ),
+        Timing::Recorded { scale, cap } => Some(Duration::from_millis(ms).mul_f64(scale.max(0.0)).min(cap)),
     }
 }
 
-/// How long to wait after each replayed notification: the recorded gap to the
+/// How long to wait after each of `count` replayed notifications: the recorded
+/// gap (from `leads`, each notification's lead on the response in µs) to the
 /// next notification or, after the last one, to the response; scaled like the
 /// rest of the timing and at most [`MAX_NOTIFICATION_GAP`]. Zero for cassettes
 /// recorded without the gaps.
-pub(crate) fn notification_gaps(interaction: &Interaction, timing: Timing) -> Vec<Duration> {
-    let leads = &interaction.notification_lead_us;
-    if leads.len() != interaction.notifications.len() {
-        return vec![Duration::ZERO; interaction.notifications.len()];
+pub(crate) fn notification_gaps(leads: &[u64], count: usize, timing: Timing) -> Vec<Duration> {
+    if leads.len() != count {
+        return vec![Duration::ZERO; count];
     }
     let scale = match timing {
         Timing::None => 1.0,
@@ -790,36 +784,162 @@ pub(crate) fn notification_gaps(interaction: &Interaction, timing: Timing) -> Ve
         .collect()
 }
 
-/// Plays back one recorded interaction on stdio. A notification and the response
-/// that ends its request never reach the client in one read: clients (the
-/// TypeScript SDK among them) handle notifications asynchronously but responses at
-/// once, so a progress notification read together with its response is dropped.
-/// Before the response, replay waits until the client has read the notifications
-/// (bounded by [`DELIVERY_TIMEOUT`]), then keeps the recorded gap.
-async fn answer(
-    client_out: &mut (impl AsyncWrite + Unpin),
-    interaction: &Interaction,
+/// The part of a cassette line a replay hit sends. The request is skipped
+/// unread and each response is kept as its recorded text: a hit builds no JSON
+/// tree but the (usually absent) notifications.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Reply<'a> {
+    #[serde(borrow)]
+    responses: Vec<&'a RawValue>,
+    #[serde(default)]
+    notifications: Vec<Value>,
+    #[serde(default)]
+    notification_lead_us: Vec<u64>,
+    ms: u64,
+}
+
+/// What replay sends for one hit, in order, and the pauses between.
+struct Outgoing {
+    delay: Option<Duration>,
+    notifications: Vec<Value>,
+    /// After each notification.
+    gaps: Vec<Duration>,
+    /// Each response: one JSON line, without its newline.
+    responses: Vec<Vec<u8>>,
+}
+
+/// What replay sends for the live request `message` (id `id`) that hit the
+/// interaction at `position`. Annotated answers are built as JSON trees (their
+/// result gains `_meta`); the others copy the recorded responses' text with the
+/// live id put in.
+fn outgoing(
+    matcher: &Matcher,
+    position: usize,
     message: &Value,
     id: &Value,
     options: &ReplayOptions,
     cassette_id: &str,
+) -> Result<Outgoing, crate::matcher::Miss> {
+    let mut line = Vec::new();
+    if options.annotate {
+        let interaction: Interaction = matcher.parse(position, &mut line)?;
+        let (notifications, responses) = playback(&interaction, message, id, options, cassette_id);
+        return Ok(Outgoing {
+            delay: recorded_delay(interaction.ms, options.timing),
+            gaps: notification_gaps(
+                &interaction.notification_lead_us,
+                notifications.len(),
+                options.timing,
+            ),
+            notifications,
+            responses: responses
+                .iter()
+                .map(|r| serde_json::to_vec(r).expect("JSON serializes"))
+                .collect(),
+        });
+    }
+    let reply: Reply<'_> = matcher.parse(position, &mut line)?;
+    let notifications = with_live_token(reply.notifications, message);
+    Ok(Outgoing {
+        delay: recorded_delay(reply.ms, options.timing),
+        gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
+        notifications,
+        responses: reply.responses.iter().map(|r| with_live_id(r, id)).collect(),
+    })
+}
+
+/// The recorded `response` with the live `id` in place of the recorded one; every
+/// other member is copied as recorded text.
+fn with_live_id(response: &RawValue, id: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(response.get().len() + 16);
+    // Member names with escapes cannot be borrowed: such a response (and anything
+    // but an object) takes the slower way through a JSON tree.
+    let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(response.get()) else {
+        let mut response: Value = serde_json::from_str(response.get()).expect("a RawValue is JSON");
+        if let Some(object) = response.as_object_mut() {
+            object.insert("id".into(), id.clone());
+        }
+        serde_json::to_writer(&mut out, &response).expect("JSON serializes");
+        return out;
+    };
+    out.push(b'{');
+    let mut had_id = false;
+    for (name, value) in members {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        if name == "id" {
+            had_id = true;
+            serde_json::to_writer(&mut out, id).expect("JSON serializes");
+        } else {
+            out.extend_from_slice(value.get().as_bytes());
+        }
+    }
+    if !had_id {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"id\":");
+        serde_json::to_writer(&mut out, id).expect("JSON serializes");
+    }
+    out.push(b'}');
+    out
+}
+
+/// The top-level members of a JSON object, in order, each value as its text.
+struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some(member) = map.next_entry::<&'de str, &'de RawValue>()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Plays back one hit on stdio. A notification and the response that ends its
+/// request never reach the client in one read: clients (the TypeScript SDK among
+/// them) handle notifications asynchronously but responses at once, so a
+/// progress notification read together with its response is dropped. Before the
+/// response, replay waits until the client has read the notifications (bounded
+/// by [`DELIVERY_TIMEOUT`]), then keeps the recorded gap.
+async fn answer(
+    client_out: &mut (impl AsyncWrite + Unpin),
+    outgoing: Outgoing,
+    peer: Peer,
 ) -> Result<(), EchoError> {
-    if let Some(wait) = recorded_delay(interaction, options.timing) {
+    if let Some(wait) = outgoing.delay {
         tokio::time::sleep(wait).await;
     }
-    let (notifications, responses) = playback(interaction, message, id, options, cassette_id);
-    let gaps = notification_gaps(interaction, options.timing);
-    for (index, notification) in notifications.iter().enumerate() {
+    let count = outgoing.notifications.len();
+    for (index, notification) in outgoing.notifications.iter().enumerate() {
         send(client_out, notification).await?;
-        if index + 1 == notifications.len() {
-            until_read(options.peer).await;
+        if index + 1 == count {
+            until_read(peer).await;
         }
-        if !gaps[index].is_zero() {
-            tokio::time::sleep(gaps[index]).await;
+        if !outgoing.gaps[index].is_zero() {
+            tokio::time::sleep(outgoing.gaps[index]).await;
         }
     }
-    for response in &responses {
-        send(client_out, response).await?;
+    for mut response in outgoing.responses {
+        response.push(b'\n');
+        write_line(client_out, &response).await?;
     }
     Ok(())
 }
@@ -841,11 +961,14 @@ async fn until_read(peer: Peer) {
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), message: &Value) -> Result<(), EchoError> {
-    let mut text = serde_json::to_string(message).expect("JSON serializes");
-    text.push('\n');
-    out.write_all(text.as_bytes())
-        .await
-        .map_err(io("the client's stdout"))?;
+    let mut line = serde_json::to_vec(message).expect("JSON serializes");
+    line.push(b'\n');
+    write_line(out, &line).await
+}
+
+/// Writes one whole line (its newline included) to the client and flushes it.
+async fn write_line(out: &mut (impl AsyncWrite + Unpin), line: &[u8]) -> Result<(), EchoError> {
+    out.write_all(line).await.map_err(io("the client's stdout"))?;
     out.flush().await.map_err(io("the client's stdout"))
 }
 
@@ -996,27 +1119,14 @@ pub(crate) async fn pass_through(
 mod tests {
     use super::*;
 
-    fn with_notifications(leads: Vec<u64>, count: usize) -> Interaction {
-        Interaction {
-            ordinal: 1,
-            request: json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}),
-            responses: vec![json!({"jsonrpc": "2.0", "id": 1, "result": {}})],
-            notifications: vec![json!({"jsonrpc": "2.0", "method": "notifications/progress"}); count],
-            notification_lead_us: leads,
-            server_requests: Vec::new(),
-            status: None,
-            ms: 1000,
-            origin: "recorded".into(),
-        }
-    }
-
     #[test]
     fn notifications_keep_their_recorded_distance_to_what_follows_them() {
         // Two progress notifications, 1 s and 300 µs before the response.
-        let gaps = notification_gaps(&with_notifications(vec![1_000_000, 300], 2), Timing::None);
+        let gaps = notification_gaps(&[1_000_000, 300], 2, Timing::None);
         assert_eq!(gaps, [MAX_NOTIFICATION_GAP, Duration::from_micros(300)]);
         let halved = notification_gaps(
-            &with_notifications(vec![100_000, 300], 2),
+            &[100_000, 300],
+            2,
             Timing::Recorded {
                 scale: 0.5,
                 cap: Duration::from_secs(10),
@@ -1029,8 +1139,33 @@ mod tests {
     }
 
     #[test]
+    fn a_replayed_response_is_its_recorded_text_with_the_live_id() {
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+        assert_eq!(
+            String::from_utf8(with_live_id(
+                &raw(r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":3}"#),
+                &json!("live-7")
+            ))
+            .unwrap(),
+            r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":"live-7"}"#,
+            "members keep their order and their recorded text"
+        );
+        assert_eq!(
+            String::from_utf8(with_live_id(&raw(r#"{"jsonrpc":"2.0","error":{}}"#), &json!(9))).unwrap(),
+            r#"{"jsonrpc":"2.0","error":{},"id":9}"#,
+            "a response without an id gets the live one"
+        );
+        let escaped = with_live_id(&raw(r#"{"res\u0075lt":{},"id":1}"#), &json!(2));
+        assert_eq!(
+            serde_json::from_slice::<Value>(&escaped).unwrap(),
+            json!({"result": {}, "id": 2}),
+            "an escaped member name takes the way through a JSON tree"
+        );
+    }
+
+    #[test]
     fn a_cassette_without_recorded_gaps_replays_without_pauses() {
-        let gaps = notification_gaps(&with_notifications(Vec::new(), 2), Timing::None);
+        let gaps = notification_gaps(&[], 2, Timing::None);
         assert_eq!(gaps, [Duration::ZERO, Duration::ZERO]);
     }
 
