@@ -1,9 +1,11 @@
 //! `cargo xtask bench echo`: Echo against the live server in one run, with one raw
 //! JSON-RPC client: direct calls to server-everything over stdio, the same calls
-//! through `dshkit echo record` (record overhead), and through `dshkit echo replay`
-//! of the cassette just recorded; then a 100 000-interaction cassette loaded.
+//! through `dshkit echo record` (record overhead) and through a bare relay (the
+//! floor of any proxy), and through `dshkit echo replay` of the cassette just
+//! recorded; then a 100 000-interaction cassette loaded.
 
-use std::process::Command;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -76,38 +78,67 @@ pub(crate) fn run() -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let cassette = work.join("everything.jsonl");
     println!(
-        "Echo over stdio: {CALLS} timed tools/call echo round trips after {WARMUP} warm-up, one raw JSON-RPC client; direct, recorded and the null server take turns call by call"
+        "Echo over stdio: {CALLS} timed tools/call echo round trips after {WARMUP} warm-up, one raw JSON-RPC client; direct, relayed, recorded and the null server take turns call by call"
     );
+    stdio_round_trips(&dshkit, &peers, &everything, &cassette, &work)?;
+    redaction_throughput(&dshkit, Some(&cassette), &work)?;
+    large_cassette(&dshkit, &work)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(versus_mcp_recorder(&dshkit, &peers, &work, &cassette))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
 
-    // The floor of any stdio server: a process that sends each line back.
+/// Record and replay over stdio against the live server and the floors, each
+/// pair of figures from calls that took turns; records `cassette` on the way.
+fn stdio_round_trips(
+    dshkit: &std::path::Path,
+    peers: &crate::setup::Peers,
+    everything: &std::path::Path,
+    cassette: &std::path::Path,
+    work: &std::path::Path,
+) -> anyhow::Result<()> {
+    // The floor of any stdio server: a process that sends each line back. The
+    // floor of any proxy: a process that copies bytes both ways, nothing else.
     let mut samples = sample_interleaved(vec![
-        (Command::new(peers.node()).arg(&everything).arg("stdio"), true),
+        (Command::new(peers.node()).arg(everything).arg("stdio"), true),
         (
-            Command::new(&dshkit)
+            Command::new(std::env::current_exe()?)
+                .args(["bare-relay", "--"])
+                .arg(peers.node())
+                .arg(everything)
+                .arg("stdio"),
+            true,
+        ),
+        (
+            Command::new(dshkit)
                 .args(["echo", "record", "-o"])
-                .arg(&cassette)
+                .arg(cassette)
                 .arg("--")
                 .arg(peers.node())
-                .arg(&everything)
+                .arg(everything)
                 .arg("stdio")
-                .env("HOME", &work),
+                .env("HOME", work),
             true,
         ),
         (&mut Command::new("cat"), false),
     ])?
     .into_iter();
-    let (mut direct, mut recorded, mut floor) = (
+    let (mut direct, mut bare, mut recorded, mut floor) = (
         samples.next().context("direct")?,
+        samples.next().context("bare relay")?,
         samples.next().context("recorded")?,
         samples.next().context("null server")?,
     );
     // Replay needs the finished cassette: it takes turns with a second null server.
     let mut samples = sample_interleaved(vec![
         (
-            Command::new(&dshkit)
+            Command::new(dshkit)
                 .args(["echo", "replay"])
-                .arg(&cassette)
-                .env("HOME", &work),
+                .arg(cassette)
+                .env("HOME", work),
             true,
         ),
         (&mut Command::new("cat"), false),
@@ -117,8 +148,9 @@ pub(crate) fn run() -> anyhow::Result<()> {
         samples.next().context("replayed")?,
         samples.next().context("null server")?,
     );
-    let (d50, r50, p50, f50) = (
+    let (d50, b50, r50, p50, f50) = (
         percentile(&mut direct, 0.5),
+        percentile(&mut bare, 0.5),
         percentile(&mut recorded, 0.5),
         percentile(&mut replayed, 0.5),
         percentile(&mut replay_floor, 0.5),
@@ -126,6 +158,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     println!("{:<28} {:>12} {:>12}", "", "p50", "p99");
     for (label, values) in [
         ("live server, direct", &mut direct),
+        ("through a bare relay", &mut bare),
         ("through echo record", &mut recorded),
         ("null server (cat)", &mut floor),
         ("echo replay (no server)", &mut replayed),
@@ -145,20 +178,61 @@ pub(crate) fn run() -> anyhow::Result<()> {
         overhead.as_secs_f64() / percentile(&mut floor, 0.5).as_secs_f64()
     );
     println!(
+        "a bare relay (two threads copying bytes, no framing or recording) adds {} per call at p50; record costs {} more than it",
+        micros(b50.saturating_sub(d50)),
+        signed_micros(r50.as_secs_f64() - b50.as_secs_f64())
+    );
+    println!(
         "replay answers in {} at p50, {:.1}x faster than the live server, {:.2}x the null server's round trip (goal <= 1.3x)",
         micros(p50),
         d50.as_secs_f64() / p50.as_secs_f64(),
         p50.as_secs_f64() / f50.as_secs_f64()
     );
-
-    redaction_throughput(&dshkit, Some(&cassette), &work)?;
-    large_cassette(&dshkit, &work)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(versus_mcp_recorder(&dshkit, &peers, &work, &cassette))?;
-    let _ = std::fs::remove_dir_all(&work);
     Ok(())
+}
+
+/// A signed difference in seconds, as microseconds.
+fn signed_micros(seconds: f64) -> String {
+    format!("{:+.1} µs", seconds * 1e6)
+}
+
+/// `cargo xtask bare-relay -- ARGV…`: the floor any stdio proxy is measured
+/// against. Starts ARGV and copies bytes both ways, each direction on a thread of
+/// its own blocked in `read`: no framing, parsing or queue, only the wake-ups a
+/// process in the middle costs.
+pub(crate) fn bare_relay(command: &[String]) -> anyhow::Result<()> {
+    let argv = command.strip_prefix(&["--".to_owned()]).unwrap_or(command);
+    let (program, rest) = argv.split_first().context("bare-relay needs a command")?;
+    let mut child = Command::new(program)
+        .args(rest)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {program}"))?;
+    let mut to_child = child.stdin.take().context("the child's stdin")?;
+    let mut from_child = child.stdout.take().context("the child's stdout")?;
+    // Dropping `to_child` when the client's input ends closes the child's.
+    let upstream = std::thread::spawn(move || copy_flushed(&mut std::io::stdin().lock(), &mut to_child));
+    let downstream = copy_flushed(&mut from_child, &mut std::io::stdout().lock());
+    upstream
+        .join()
+        .map_err(|_| anyhow::anyhow!("the upstream copy panicked"))??;
+    downstream?;
+    child.wait()?;
+    Ok(())
+}
+
+/// Copies `from` to `to` read by read, each read written and flushed at once.
+fn copy_flushed(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<()> {
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = from.read(&mut buffer)?;
+        if read == 0 {
+            return Ok(());
+        }
+        to.write_all(&buffer[..read])?;
+        to.flush()?;
+    }
 }
 
 /// `cargo xtask bench redact`: the redaction figure alone, on synthetic traffic.

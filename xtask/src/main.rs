@@ -40,6 +40,8 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
         Some("test-windows") => windows::test(),
+        // The floor `bench echo` measures record against; not for people.
+        Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <setup | demo | test [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
