@@ -127,7 +127,7 @@ fn write_canonical(value: &Value, skip: &[&str], out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::from(k.as_str()).to_string());
+                write_json_string(k, out);
                 out.push(':');
                 write_canonical(v, &[], out);
             }
@@ -143,7 +143,19 @@ fn write_canonical(value: &Value, skip: &[&str], out: &mut String) {
             }
             out.push(']');
         }
+        Value::String(text) => write_json_string(text, out),
         scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Writes `text` as a JSON string, as `serde_json` would.
+fn write_json_string(text: &str, out: &mut String) {
+    if text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push_str(&Value::from(text).to_string());
+    } else {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
     }
 }
 
@@ -390,11 +402,18 @@ impl Matcher {
         request: &Value,
         redactor: Option<&Redactor>,
     ) -> Result<usize, Miss> {
-        let mut request = request.clone();
-        if let Some(redactor) = redactor {
-            redactor.value(&mut request);
-        }
-        let key_text = key(&request, &self.options);
+        // Most requests hold no secret: those are keyed as they came, uncopied.
+        let redacted;
+        let request = match redactor {
+            Some(redactor) if redactor.touches(request) => {
+                let mut copy = request.clone();
+                redactor.value(&mut copy);
+                redacted = copy;
+                &redacted
+            }
+            _ => request,
+        };
+        let key_text = key(request, &self.options);
         let hash = key_hash(&key_text);
         let method = request["method"].as_str().unwrap_or("");
         if let Some(position) = self.take(hash, key_check(&key_text)) {
@@ -416,7 +435,7 @@ impl Matcher {
             self.used[position] = true;
             return Ok(position);
         }
-        Err(self.explain(&request, &key_text, hash, method))
+        Err(self.explain(request, &key_text, hash, method))
     }
 
     /// The interaction at `position` parsed as `T`, which may borrow from

@@ -449,6 +449,25 @@ impl Redactor {
         hit
     }
 
+    /// Whether [`Self::value`] would change `value`; it only reads.
+    pub fn touches(&self, value: &Value) -> bool {
+        match value {
+            Value::String(s) => matches!(self.redact(s), Cow::Owned(redacted) if redacted != *s),
+            Value::Array(items) => items.iter().any(|v| self.touches(v)),
+            Value::Object(map) => map.iter().any(|(key, v)| match v {
+                Value::String(s) if self.hides_under_key(key, s) => true,
+                _ => self.touches(v),
+            }),
+            _ => false,
+        }
+    }
+
+    /// Whether the string `value` under `key` is replaced whole: `key` names a
+    /// secret and `value` is neither empty, a placeholder nor a reference.
+    fn hides_under_key(&self, key: &str, value: &str) -> bool {
+        self.is_secret_key(key) && !value.is_empty() && !is_redacted(value) && !is_reference(value)
+    }
+
     /// Whether a JSON key names a secret (`token`, `password`, `api_key`, …).
     fn is_secret_key(&self, key: &str) -> bool {
         key.eq_ignore_ascii_case("auth")
@@ -530,12 +549,7 @@ impl Redactor {
                 let mut changed = false;
                 for (key, v) in map.iter_mut() {
                     match v {
-                        Value::String(s)
-                            if self.is_secret_key(key)
-                                && !s.is_empty()
-                                && !is_redacted(s)
-                                && !is_reference(s) =>
-                        {
+                        Value::String(s) if self.hides_under_key(key, s) => {
                             *s = placeholder("secret-key", s);
                             changed = true;
                         }
@@ -604,12 +618,7 @@ impl Redactor {
             Value::Object(map) => {
                 for (key, v) in map {
                     match v {
-                        Value::String(s)
-                            if self.is_secret_key(key)
-                                && !s.is_empty()
-                                && !is_redacted(s)
-                                && !is_reference(s) =>
-                        {
+                        Value::String(s) if self.hides_under_key(key, s) => {
                             found.push(Finding {
                                 rule: format!("secret-key {key}"),
                                 line,
@@ -717,7 +726,9 @@ mod tests {
             "nested": [{"password": "p4ss"}, {"note": "call tenant-123456 now"}],
             "count": 3
         });
-        redactor.value(&mut value);
+        assert!(redactor.touches(&value));
+        assert!(redactor.value(&mut value));
+        assert!(!redactor.touches(&value), "a redacted value stays as it is");
         let text = value.to_string();
         for gone in ["plain-value-123", "sid=abc", "p4ss", "tenant-123456"] {
             assert!(!text.contains(gone), "{gone} in {text}");
@@ -747,7 +758,13 @@ mod corpus_tests {
                 }
                 // Inside JSON (a cassette line), too.
                 let mut value = serde_json::json!({"params": {"arguments": {"message": sample.line}}});
-                redactor.value(&mut value);
+                let touched = redactor.touches(&value);
+                if touched != redactor.value(&mut value) {
+                    missed.push(format!(
+                        "{}: `touches` said {touched}, `value` did otherwise",
+                        sample.family
+                    ));
+                }
                 if value.to_string().contains(&sample.secret) {
                     missed.push(format!("{} in JSON", sample.family));
                 }
@@ -763,6 +780,10 @@ mod corpus_tests {
         for _ in 0..20 {
             for clean in lookalikes(&mut rng) {
                 assert_eq!(redactor.text(&clean), clean);
+                assert!(
+                    !redactor.touches(&serde_json::json!({"message": clean})),
+                    "{clean}"
+                );
                 assert!(
                     redactor.scan(&clean).is_empty(),
                     "{clean}: {:?}",
