@@ -252,6 +252,11 @@ impl<R: std::io::BufRead> Records<R> {
         &self.header
     }
 
+    /// The line of the record last returned, as it was read (without its newline).
+    pub fn line(&self) -> &[u8] {
+        &self.line
+    }
+
     /// What the reader forgave so far.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -399,23 +404,69 @@ fn fast_record(line: &[u8]) -> Option<Record> {
 
 /// Writes a whole cassette atomically: a temporary file beside it, then a rename.
 pub fn write_atomic(path: &Path, cassette: &Cassette) -> Result<(), CassetteError> {
-    let io = |action, source| CassetteError::Io {
-        path: path.to_owned(),
-        action,
-        source,
-    };
-    let mut text = serde_json::to_string(&cassette.header).expect("a header serializes");
-    text.push('\n');
+    let mut rewrite = Rewrite::create(path)?;
+    rewrite.line(&serde_json::to_vec(&cassette.header).expect("a header serializes"))?;
     for record in &cassette.records {
-        text.push_str(&serde_json::to_string(record).expect("a record serializes"));
-        text.push('\n');
+        rewrite.line(&serde_json::to_vec(record).expect("a record serializes"))?;
     }
-    let temp = temp_path(path);
-    std::fs::write(&temp, text).map_err(|e| io("write a temporary file", e))?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        io("rename into place", e)
-    })
+    rewrite.commit()
+}
+
+/// A new version of a file, written line by line beside it and renamed over it
+/// by [`Rewrite::commit`]: readers see the old file or the new one, never a
+/// part. Dropped uncommitted (an error on the way), it removes what it wrote.
+#[derive(Debug)]
+pub struct Rewrite {
+    path: PathBuf,
+    temp: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl Rewrite {
+    /// Starts the new version of `path`.
+    pub fn create(path: &Path) -> Result<Self, CassetteError> {
+        let temp = temp_path(path);
+        let file = std::fs::File::create(&temp).map_err(|source| CassetteError::Io {
+            path: path.to_owned(),
+            action: "write a temporary file",
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            temp,
+            out: Some(std::io::BufWriter::with_capacity(256 * 1024, file)),
+        })
+    }
+
+    fn io(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> CassetteError + use<> {
+        let path = self.path.clone();
+        move |source| CassetteError::Io { path, action, source }
+    }
+
+    /// Appends `line` and a newline.
+    pub fn line(&mut self, line: &[u8]) -> Result<(), CassetteError> {
+        let error = self.io("write a temporary file");
+        let out = self.out.as_mut().expect("open until committed");
+        out.write_all(line)
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(error)
+    }
+
+    /// Puts the new version in place of the old.
+    pub fn commit(mut self) -> Result<(), CassetteError> {
+        let out = self.out.take().expect("open until committed");
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .map_err(self.io("write a temporary file"))?;
+        std::fs::rename(&self.temp, &self.path).map_err(self.io("rename into place"))
+    }
+}
+
+impl Drop for Rewrite {
+    fn drop(&mut self) {
+        // Renamed away when committed; otherwise it is a part, and goes.
+        let _ = std::fs::remove_file(&self.temp);
+    }
 }
 
 fn temp_path(path: &Path) -> PathBuf {

@@ -620,13 +620,28 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
             exit::PROBLEM_FOUND
         });
     }
-    let mut loaded = cassette::read(path).map_err(Failure::refused)?;
+    // Record by record, in memory bounded by the longest line: a record without
+    // secrets keeps its bytes; the file is replaced whole once all are written.
+    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
+    let mut header = records.header().clone();
+    header.redacted = true;
+    let mut rewrite = cassette::Rewrite::create(path).map_err(Failure::runtime)?;
+    rewrite
+        .line(&serde_json::to_vec(&header).expect("a header serializes"))
+        .map_err(Failure::runtime)?;
     let mut changed = false;
-    for record in &mut loaded.cassette.records {
-        changed |= dshkit_echo::stdio::redact_record(redactor, record);
+    loop {
+        let Some(record) = records.next() else { break };
+        let mut record = record.map_err(Failure::refused)?;
+        let written = if dshkit_echo::stdio::redact_record(redactor, &mut record) {
+            changed = true;
+            rewrite.line(&serde_json::to_vec(&record).expect("a record serializes"))
+        } else {
+            rewrite.line(records.line())
+        };
+        written.map_err(Failure::runtime)?;
     }
-    loaded.cassette.header.redacted = true;
-    cassette::write_atomic(path, &loaded.cassette).map_err(Failure::runtime)?;
+    rewrite.commit().map_err(Failure::runtime)?;
     out.write(&format!(
         "{}: {}\n",
         path.display(),

@@ -1176,6 +1176,52 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
 }
 
 #[test]
+fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let header = r#"{"type":"header","formatVersion":1,"recorder":"dshkit","transport":"stdio","era":"2025","redacted":false,"createdAt":1}"#;
+    // Spaced as a hand edit leaves it: a record without secrets keeps its bytes.
+    let clean = r#"{"type": "interaction", "ordinal": 1, "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}], "ms": 1}"#;
+    let secret = json!({"type": "interaction", "ordinal": 2,
+        "request": call(2, "login", json!({"password": "correct-horse-battery"})),
+        "responses": [{"jsonrpc": "2.0", "id": 2, "result": {"content": []}}], "ms": 1})
+    .to_string();
+    std::fs::write(&cassette, format!("{header}\n{clean}\n{secret}\n")).unwrap();
+    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    assert!(
+        redact.status.success(),
+        "{}",
+        String::from_utf8_lossy(&redact.stderr)
+    );
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(serde_json::from_str::<Value>(lines[0]).unwrap()["redacted"], true);
+    assert_eq!(lines[1], clean, "the record without secrets is copied as it was");
+    assert!(!lines[2].contains("correct-horse-battery"), "{}", lines[2]);
+    assert!(lines[2].contains("[REDACTED:"), "{}", lines[2]);
+
+    // A damaged line in the middle: refused, and the file is left as it was,
+    // with nothing left beside it.
+    let damaged = format!("{header}\n{secret}\n{{\"type\": \"interaction\", \n{clean}\n");
+    std::fs::write(&cassette, &damaged).unwrap();
+    let refused = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&cassette).unwrap(), damaged);
+    let files: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(files, [std::ffi::OsString::from("c.jsonl")]);
+}
+
+#[test]
 fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
     use dshkit_test::secrets::{Rng, secret_corpus};
     let peers = Peers::get();
