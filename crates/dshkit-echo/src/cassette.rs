@@ -458,6 +458,11 @@ impl Rewrite {
         out.into_inner()
             .map_err(std::io::IntoInnerError::into_error)
             .map_err(self.io("write a temporary file"))?;
+        // The new version keeps the old one's permissions (a private cassette stays so).
+        if let Ok(old) = std::fs::metadata(&self.path) {
+            std::fs::set_permissions(&self.temp, old.permissions())
+                .map_err(self.io("keep the permissions"))?;
+        }
         std::fs::rename(&self.temp, &self.path).map_err(self.io("rename into place"))
     }
 }
@@ -683,6 +688,50 @@ mod tests {
                 .unwrap()
                 .contains("4.044444444444445e"),
             "the digits are kept"
+        );
+    }
+
+    #[test]
+    fn a_rewrite_replaces_the_file_only_when_committed_and_keeps_its_permissions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "old\n").unwrap();
+        #[cfg(unix)]
+        dshkit_os::fs::set_mode(&path, 0o600).unwrap();
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+
+        let mut abandoned = Rewrite::create(&path).unwrap();
+        abandoned.line(b"half").unwrap();
+        drop(abandoned);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+        assert_eq!(
+            listing(),
+            ["c.jsonl"],
+            "an abandoned rewrite leaves nothing behind"
+        );
+
+        let mut rewrite = Rewrite::create(&path).unwrap();
+        rewrite.line(b"new").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "old\n",
+            "not before the commit"
+        );
+        rewrite.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+        assert_eq!(listing(), ["c.jsonl"]);
+        #[cfg(unix)]
+        assert_eq!(
+            dshkit_os::fs::mode(&std::fs::metadata(&path).unwrap()),
+            Some(0o600)
         );
     }
 
