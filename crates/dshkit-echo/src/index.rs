@@ -46,6 +46,9 @@ pub(crate) struct Facts {
 pub struct CassetteIndex {
     path: PathBuf,
     file: std::fs::File,
+    /// The whole file, when it is at most [`IN_MEMORY_BYTES`]: hits are parsed
+    /// from here instead of read from `file`.
+    bytes: Option<Vec<u8>>,
     pub header: Header,
     /// What the reader had to forgive (a cut last line, unknown record types).
     pub warnings: Vec<String>,
@@ -166,6 +169,13 @@ impl CassetteIndex {
         };
         let file = std::fs::File::open(path).map_err(io("open"))?;
         let size = file.metadata().map_err(io("read"))?.len();
+        if size <= IN_MEMORY_BYTES && size < min_chunk {
+            // Read once, indexed and answered from memory.
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            (&file).read_to_end(&mut bytes).map_err(io("read"))?;
+            let chunk = Chunk::scan(path, &bytes[..], 0, true, options);
+            return Self::join(path, file, Some(bytes), vec![chunk]);
+        }
         let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let wanted = usize::try_from(size / min_chunk.max(1)).unwrap_or(usize::MAX);
         let mut bounds = vec![0];
@@ -186,7 +196,7 @@ impl CassetteIndex {
                 .enumerate()
                 .map(|(i, span)| {
                     let (start, end) = (span[0], span[1]);
-                    scope.spawn(move || Chunk::scan(path, start, end, i == 0, options))
+                    scope.spawn(move || Chunk::scan_file(path, start, end, i == 0, options))
                 })
                 .collect();
             handles
@@ -194,9 +204,20 @@ impl CassetteIndex {
                 .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
                 .collect()
         });
+        Self::join(path, file, None, chunks)
+    }
+
+    /// The index of the file at `path` from its stretches, `chunks`, in order.
+    fn join(
+        path: &Path,
+        file: std::fs::File,
+        bytes: Option<Vec<u8>>,
+        chunks: Vec<Result<Chunk, CassetteError>>,
+    ) -> Result<Self, CassetteError> {
         let mut index = Self {
             path: path.to_owned(),
             file,
+            bytes,
             header: Header::new("stdio"),
             warnings: Vec::new(),
             locations: Vec::new(),
@@ -274,21 +295,29 @@ impl CassetteIndex {
     /// it as `T`, which may borrow from it (replay reads only a hit's answer).
     /// The line's `type` tag, like any field `T` does not name, is skipped.
     pub(crate) fn parse<'b, T: Deserialize<'b>>(
-        &self,
+        &'b self,
         position: usize,
         buffer: &'b mut Vec<u8>,
     ) -> Result<T, CassetteError> {
         let entry = self.locations[position];
-        buffer.clear();
-        buffer.resize(entry.len as usize, 0);
-        dshkit_os::fs::read_exact_at(&self.file, buffer, entry.offset).map_err(|source| {
-            CassetteError::Io {
-                path: self.path.clone(),
-                action: "read a recorded interaction",
-                source,
+        let line: &'b [u8] = match &self.bytes {
+            Some(bytes) => usize::try_from(entry.offset)
+                .ok()
+                .and_then(|start| bytes.get(start..start + entry.len as usize))
+                .expect("indexed lines lie inside the bytes they were found in"),
+            None => {
+                buffer.clear();
+                buffer.resize(entry.len as usize, 0);
+                dshkit_os::fs::read_exact_at(&self.file, buffer, entry.offset).map_err(|source| {
+                    CassetteError::Io {
+                        path: self.path.clone(),
+                        action: "read a recorded interaction",
+                        source,
+                    }
+                })?;
+                buffer
             }
-        })?;
-        let line: &'b [u8] = buffer;
+        };
         serde_json::from_slice::<T>(line).map_err(|e| CassetteError::BadRecord {
             path: self.path.clone(),
             line: entry.line as usize,
@@ -296,6 +325,10 @@ impl CassetteIndex {
         })
     }
 }
+
+/// A cassette up to this size is kept in memory once indexed (its bytes, read
+/// once): a hit is parsed from there, with no read from the file.
+pub const IN_MEMORY_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The smallest stretch of a file indexed on a thread of its own. Below it a
 /// second thread costs more than it gains: on two loaded cores, a 29 MB cassette
@@ -323,7 +356,7 @@ struct Chunk {
 impl Chunk {
     /// Indexes the lines in `start..end` of `path`; the first stretch begins
     /// with the header.
-    fn scan(
+    fn scan_file(
         path: &Path,
         start: u64,
         end: u64,
@@ -337,7 +370,23 @@ impl Chunk {
         };
         let mut file = std::fs::File::open(path).map_err(io("open"))?;
         file.seek(std::io::SeekFrom::Start(start)).map_err(io("read"))?;
-        let mut reader = BufReader::with_capacity(1 << 16, file.take(end - start));
+        let reader = BufReader::with_capacity(1 << 16, file.take(end - start));
+        Self::scan(path, reader, start, first, options)
+    }
+
+    /// Indexes the lines `reader` gives, the first of them at byte `start` of
+    /// the file at `path`; the first stretch begins with the header.
+    fn scan(
+        path: &Path,
+        mut reader: impl BufRead,
+        start: u64,
+        first: bool,
+        options: &MatchOptions,
+    ) -> Result<Self, CassetteError> {
+        let io = |action: &'static str| {
+            let path = path.to_owned();
+            move |source| CassetteError::Io { path, action, source }
+        };
         let mut chunk = Self {
             header: None,
             locations: Vec::new(),

@@ -438,10 +438,11 @@ impl Matcher {
         Err(self.explain(request, &key_text, hash, method))
     }
 
-    /// The interaction at `position` parsed as `T`, which may borrow from
-    /// `buffer`: read from the cassette's line, or written out of memory first.
+    /// The interaction at `position` parsed as `T`, which may borrow from its
+    /// line: in the cassette's bytes kept in memory, or read (or, for parsed
+    /// interactions, written) into `buffer`.
     pub(crate) fn parse<'b, T: serde::Deserialize<'b>>(
-        &self,
+        &'b self,
         position: usize,
         buffer: &'b mut Vec<u8>,
     ) -> Result<T, Miss> {
