@@ -33,8 +33,9 @@ struct Location {
 pub(crate) struct Facts {
     /// Hash of its match key (see [`key_hash`]).
     pub(crate) key: u64,
-    /// The key's second hash, which confirms a hit (see [`key_check`]).
-    pub(crate) check: u64,
+    /// The key's second hash, which confirms a hit (see [`key_check`]). With
+    /// 32 bits the facts stay 24 bytes, as they were with one hash.
+    pub(crate) check: u32,
     /// Index into [`CassetteIndex::methods`].
     pub(crate) method: u32,
     /// Index into [`CassetteIndex::tools`] for a `tools/call`.
@@ -73,12 +74,14 @@ pub(crate) fn key_hash(key: &str) -> u64 {
 }
 
 /// A second hash of a match key, independent of [`key_hash`] (the key is hashed
-/// behind a salt byte), that confirms a hit: a wrong answer needs both 64-bit
-/// hashes of two keys to collide. A hit thus needs neither the recorded request
-/// nor its key, only the line's answer.
-pub(crate) fn key_check(key: &str) -> u64 {
+/// behind a salt byte), that confirms a hit: a wrong answer needs two keys to
+/// collide in both, 96 bits in all. A hit thus needs neither the recorded
+/// request nor its key, only the line's answer.
+pub(crate) fn key_check(key: &str) -> u32 {
     use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((0x5a_u8, key))
+    let hash =
+        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((0x5a_u8, key));
+    u32::try_from(hash >> 32).expect("the high 32 bits")
 }
 
 /// The part of a line the index reads; the rest is checked as JSON and skipped.

@@ -360,7 +360,7 @@ impl Matcher {
 
     /// Takes the first unused interaction of a key out of its pool: `hash` finds
     /// the pool, `check` (the key's second hash) confirms the match.
-    fn take(&mut self, hash: u64, check: u64) -> Option<usize> {
+    fn take(&mut self, hash: u64, check: u32) -> Option<usize> {
         let pool = self.pools.get(&hash).copied()?;
         let (mut previous, mut current) = (END, pool.head);
         while current != END {
