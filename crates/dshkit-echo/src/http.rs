@@ -16,10 +16,7 @@ use serde_json::{Value, json};
 use crate::cassette;
 use crate::index::CassetteIndex;
 use crate::matcher::Matcher;
-use crate::stdio::{
-    EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, notification_gaps, pass_through, playback,
-    recorded_delay, start_live,
-};
+use crate::stdio::{EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, outgoing, pass_through, start_live};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -140,14 +137,20 @@ async fn end_session(State(state): State<Arc<Replay>>, headers: HeaderMap) -> Re
 
 /// One message as an SSE event.
 fn sse_event(message: &Value) -> String {
-    format!(
-        "event: message\ndata: {}\n\n",
-        serde_json::to_string(message).expect("JSON")
-    )
+    sse_text(&serde_json::to_string(message).expect("JSON"))
+}
+
+/// One SSE event carrying the JSON text `json` (one line).
+fn sse_text(json: &str) -> String {
+    format!("event: message\ndata: {json}\n\n")
 }
 
 fn json_response(value: &Value) -> Response<Body> {
-    let mut response = Response::new(Body::from(serde_json::to_vec(value).expect("JSON")));
+    json_text_response(serde_json::to_vec(value).expect("JSON"))
+}
+
+fn json_text_response(json: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Body::from(json));
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, "application/json".parse().expect("valid"));
@@ -171,14 +174,23 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     ) else {
         return status(StatusCode::ACCEPTED, ""); // a notification or an answer
     };
-    let found = state
-        .matcher
-        .lock()
-        .expect("lock")
-        .find(&message, Some(&state.options.redactor))
-        .map(std::borrow::Cow::into_owned);
-    let interaction = match found {
-        Ok(interaction) => interaction,
+    let found = {
+        let mut matcher = state.matcher.lock().expect("lock");
+        matcher
+            .find_position(&message, Some(&state.options.redactor))
+            .and_then(|position| {
+                outgoing(
+                    &matcher,
+                    position,
+                    &message,
+                    &id,
+                    &state.options,
+                    &state.cassette_id,
+                )
+            })
+    };
+    let hit = match found {
+        Ok(hit) => hit,
         Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {
             return passthrough(&state, &message, &id).await;
         }
@@ -188,26 +200,24 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
             }}));
         }
     };
-    if let Some(wait) = recorded_delay(interaction.ms, state.options.timing) {
+    if let Some(wait) = hit.delay {
         tokio::time::sleep(wait).await;
     }
-    let (notifications, responses) =
-        playback(&interaction, &message, &id, &state.options, &state.cassette_id);
-    let mut response = if notifications.is_empty() && responses.len() == 1 {
-        json_response(&responses[0])
+    let mut response = if hit.notifications.is_empty() && hit.responses.len() == 1 {
+        json_text_response(hit.responses.into_iter().next().expect("one response"))
     } else {
         // The events go out as the server sent them: each notification the
         // recorded gap (bounded) before what follows it.
         let mut pause = std::time::Duration::ZERO;
-        let gaps = notification_gaps(
-            &interaction.notification_lead_us,
-            interaction.notifications.len(),
-            state.options.timing,
+        let texts = hit.notifications.iter().map(sse_event).chain(
+            hit.responses
+                .iter()
+                .map(|response| sse_text(std::str::from_utf8(response).expect("JSON text is UTF-8"))),
         );
         let mut events = Vec::new();
-        for (index, event) in notifications.iter().chain(&responses).enumerate() {
-            events.push((pause, sse_event(event)));
-            pause = gaps.get(index).copied().unwrap_or_default();
+        for (index, text) in texts.enumerate() {
+            events.push((pause, text));
+            pause = hit.gaps.get(index).copied().unwrap_or_default();
         }
         let stream = futures::stream::iter(events).then(|(pause, text)| async move {
             if !pause.is_zero() {

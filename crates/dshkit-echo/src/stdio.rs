@@ -708,7 +708,7 @@ impl Live {
 /// What replaying `interaction` for the live request `message` (id `id`) sends:
 /// its notifications (progress tokens rewritten to the live request's), then its
 /// response(s) with the live id, annotated when asked.
-pub(crate) fn playback(
+fn playback(
     interaction: &Interaction,
     message: &Value,
     id: &Value,
@@ -752,7 +752,7 @@ fn with_live_token(mut notifications: Vec<Value>, message: &Value) -> Vec<Value>
 }
 
 /// The recorded delay (`ms` from request to response) under `timing`.
-pub(crate) fn recorded_delay(ms: u64, timing: Timing) -> Option<Duration> {
+fn recorded_delay(ms: u64, timing: Timing) -> Option<Duration> {
     match timing {
         Timing::None => None,
         Timing::Recorded { scale, cap } => Some(Duration::from_millis(ms).mul_f64(scale.max(0.0)).min(cap)),
@@ -764,7 +764,7 @@ pub(crate) fn recorded_delay(ms: u64, timing: Timing) -> Option<Duration> {
 /// next notification or, after the last one, to the response; scaled like the
 /// rest of the timing and at most [`MAX_NOTIFICATION_GAP`]. Zero for cassettes
 /// recorded without the gaps.
-pub(crate) fn notification_gaps(leads: &[u64], count: usize, timing: Timing) -> Vec<Duration> {
+fn notification_gaps(leads: &[u64], count: usize, timing: Timing) -> Vec<Duration> {
     if leads.len() != count {
         return vec![Duration::ZERO; count];
     }
@@ -800,20 +800,21 @@ struct Reply<'a> {
 }
 
 /// What replay sends for one hit, in order, and the pauses between.
-struct Outgoing {
-    delay: Option<Duration>,
-    notifications: Vec<Value>,
+pub(crate) struct Outgoing {
+    /// Before anything (the recorded time to the response, under `--timing`).
+    pub(crate) delay: Option<Duration>,
+    pub(crate) notifications: Vec<Value>,
     /// After each notification.
-    gaps: Vec<Duration>,
+    pub(crate) gaps: Vec<Duration>,
     /// Each response: one JSON line, without its newline.
-    responses: Vec<Vec<u8>>,
+    pub(crate) responses: Vec<Vec<u8>>,
 }
 
-/// What replay sends for the live request `message` (id `id`) that hit the
-/// interaction at `position`. Annotated answers are built as JSON trees (their
-/// result gains `_meta`); the others copy the recorded responses' text with the
-/// live id put in.
-fn outgoing(
+/// What replay (over stdio or HTTP) sends for the live request `message` (id
+/// `id`) that hit the interaction at `position`. Annotated answers are built as
+/// JSON trees (their result gains `_meta`); the others copy the recorded
+/// responses' text with the live id put in.
+pub(crate) fn outgoing(
     matcher: &Matcher,
     position: usize,
     message: &Value,
