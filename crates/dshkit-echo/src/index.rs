@@ -166,10 +166,7 @@ impl CassetteIndex {
     }
 
     fn open_in_stretches(path: &Path, options: &MatchOptions, min_chunk: u64) -> Result<Self, CassetteError> {
-        let io = |action: &'static str| {
-            let path = path.to_owned();
-            move |source| CassetteError::Io { path, action, source }
-        };
+        let io = |action| io_error(path, action);
         let file = std::fs::File::open(path).map_err(io("open"))?;
         let size = file.metadata().map_err(io("read"))?.len();
         if size <= IN_MEMORY_BYTES && size < min_chunk {
@@ -367,10 +364,7 @@ impl Chunk {
         options: &MatchOptions,
     ) -> Result<Self, CassetteError> {
         use std::io::Seek;
-        let io = |action: &'static str| {
-            let path = path.to_owned();
-            move |source| CassetteError::Io { path, action, source }
-        };
+        let io = |action| io_error(path, action);
         let mut file = std::fs::File::open(path).map_err(io("open"))?;
         file.seek(std::io::SeekFrom::Start(start)).map_err(io("read"))?;
         let reader = BufReader::with_capacity(1 << 16, file.take(end - start));
@@ -386,10 +380,7 @@ impl Chunk {
         first: bool,
         options: &MatchOptions,
     ) -> Result<Self, CassetteError> {
-        let io = |action: &'static str| {
-            let path = path.to_owned();
-            move |source| CassetteError::Io { path, action, source }
-        };
+        let io = |action| io_error(path, action);
         let mut chunk = Self {
             header: None,
             locations: Vec::new(),
@@ -480,6 +471,12 @@ impl Chunk {
         }
         Ok(chunk)
     }
+}
+
+/// Turns an I/O error while doing `action` to the cassette at `path` into its error.
+fn io_error(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> CassetteError + use<> {
+    let path = path.to_owned();
+    move |source| CassetteError::Io { path, action, source }
 }
 
 /// The offset of the first line that starts after `at`, or the file's end.
