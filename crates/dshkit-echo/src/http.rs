@@ -174,21 +174,13 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     ) else {
         return status(StatusCode::ACCEPTED, ""); // a notification or an answer
     };
-    let found = {
-        let mut matcher = state.matcher.lock().expect("lock");
-        matcher
-            .find_position(&message, Some(&state.options.redactor))
-            .and_then(|position| {
-                outgoing(
-                    &matcher,
-                    position,
-                    &message,
-                    &id,
-                    &state.options,
-                    &state.cassette_id,
-                )
-            })
-    };
+    let found = outgoing(
+        &mut state.matcher.lock().expect("lock"),
+        &message,
+        &id,
+        &state.options,
+        &state.cassette_id,
+    );
     let hit = match found {
         Ok(hit) => hit,
         Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {

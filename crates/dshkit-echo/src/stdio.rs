@@ -652,10 +652,7 @@ pub async fn replay(
         let (Some(_), Some(id)) = (message.get("method"), message.get("id").cloned()) else {
             continue; // notifications and answers to server requests need no reply
         };
-        let hit = matcher
-            .find_position(&message, Some(&options.redactor))
-            .and_then(|position| outgoing(&matcher, position, &message, &id, &options, &cassette_id));
-        match hit {
+        match outgoing(&mut matcher, &message, &id, &options, &cassette_id) {
             Ok(outgoing) => {
                 summary.hits += 1;
                 answer(&mut client_out, outgoing, options.peer).await?;
@@ -811,17 +808,18 @@ pub(crate) struct Outgoing {
 }
 
 /// What replay (over stdio or HTTP) sends for the live request `message` (id
-/// `id`) that hit the interaction at `position`. Annotated answers are built as
-/// JSON trees (their result gains `_meta`); the others copy the recorded
-/// responses' text with the live id put in.
+/// `id`): the recorded answer `matcher` finds for it, or why there is none.
+/// Annotated answers are built as JSON trees (their result gains `_meta`); the
+/// others copy the recorded responses' text with the live id put in.
 pub(crate) fn outgoing(
-    matcher: &Matcher,
-    position: usize,
+    matcher: &mut Matcher,
     message: &Value,
     id: &Value,
     options: &ReplayOptions,
     cassette_id: &str,
 ) -> Result<Outgoing, crate::matcher::Miss> {
+    let position = matcher.find_position(message, Some(&options.redactor))?;
+    let matcher = &*matcher;
     let mut line = Vec::new();
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
