@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -240,18 +241,18 @@ impl Recorder {
     }
 
     pub(crate) fn on_client(&mut self, message: &Value) {
-        self.on_client_at(message, Instant::now());
+        self.on_client_at(message.clone(), Instant::now());
     }
 
     /// A client message that passed the proxy at `at`.
-    pub(crate) fn on_client_at(&mut self, message: &Value, at: Instant) {
+    pub(crate) fn on_client_at(&mut self, message: Value, at: Instant) {
         let has_method = message.get("method").is_some();
         match (has_method, message.get("id")) {
             (true, Some(id)) => {
                 self.pending.insert(
                     id_key(id),
                     Pending {
-                        request: message.clone(),
+                        request: message,
                         started: at,
                         notifications: Vec::new(),
                         notified_at: Vec::new(),
@@ -266,13 +267,13 @@ impl Recorder {
                     Some(pending) => pending.server_requests.push(json!({ "response": message })),
                     None => self.write(Record::Message {
                         from: "client".into(),
-                        message: message.clone(),
+                        message,
                     }),
                 }
             }
             _ => self.write(Record::Message {
                 from: "client".into(),
-                message: message.clone(),
+                message,
             }),
         }
     }
@@ -420,21 +421,31 @@ pub async fn record(
         return Err(CassetteError::Exists(options.cassette.clone()).into());
     }
     let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
-    // The proxy only forwards; the parsing, redaction and writing happen on a
-    // thread of their own, fed in order through a queue bounded in bytes. A full
-    // queue holds the forwarding back: a frame is never dropped.
+    // The proxy forwards each frame before it records it. A small frame is
+    // recorded on the spot when nothing waits before it; a large one (or any
+    // frame behind it) goes to a thread of its own, fed in order through a queue
+    // bounded in bytes, so forwarding never waits for a large frame's redaction.
+    // A full queue holds the forwarding back: a frame is never dropped.
     let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Seen>();
     let budget = Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES));
-    let recording = std::thread::Builder::new()
-        .name("echo-recorder".into())
-        .spawn(move || record_frames(queue, Recorder::new(options, "stdio")))
-        .map_err(io("a thread for the recording"))?;
+    let shared = Arc::new(SharedRecorder {
+        recorder: std::sync::Mutex::new(Recorder::new(options, "stdio")),
+        queued: AtomicUsize::new(0),
+    });
+    let recording = {
+        let shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("echo-recorder".into())
+            .spawn(move || record_frames(queue, &shared))
+            .map_err(io("a thread for the recording"))?
+    };
 
     // Both directions run in this one task, so they interleave only where one
-    // awaits (see `relay`): a peer's answer is always queued after what it answers.
+    // awaits (see `relay`): a peer's answer is always recorded after what it answers.
     let queue = Queue {
         frames: &frames,
         budget: &budget,
+        shared: &shared,
     };
     let downstream = relay(
         &mut server_out,
@@ -458,15 +469,16 @@ pub async fn record(
     };
     let (upstream, downstream) = tokio::join!(upstream, downstream);
     drop(frames);
-    let mut recorder = tokio::task::spawn_blocking(move || recording.join())
+    let panicked = || EchoError::Io {
+        what: "the recording thread",
+        error: "it panicked".into(),
+    };
+    tokio::task::spawn_blocking(move || recording.join())
         .await
         .ok()
         .and_then(Result::ok)
-        .ok_or(EchoError::Io {
-            what: "the recording thread",
-            error: "it panicked".into(),
-        })?;
-    let summary = recorder.finish()?;
+        .ok_or_else(panicked)?;
+    let summary = shared.recorder.lock().map_err(|_| panicked())?.finish()?;
     upstream?;
     downstream?;
     Ok(summary)
@@ -474,6 +486,10 @@ pub async fn record(
 
 /// Bytes of frames forwarded but not yet recorded, at most.
 pub const RECORD_QUEUE_BYTES: usize = 64 * 1024 * 1024;
+/// Longest frame the proxy records on its own thread (when nothing is queued
+/// before it); longer ones go to the recording thread. Recording a frame this
+/// long takes well under a millisecond.
+pub const INLINE_RECORD_BYTES: usize = 16 * 1024;
 
 /// Which way a frame went through the proxy.
 #[derive(Debug, Clone, Copy)]
@@ -488,7 +504,7 @@ struct Seen {
     side: Side,
     frame: Vec<u8>,
     at: Instant,
-    _room: tokio::sync::OwnedSemaphorePermit,
+    _room: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// The recorder's queue, as the proxy's two directions share it.
@@ -497,13 +513,47 @@ struct Queue<'a> {
     frames: &'a tokio::sync::mpsc::UnboundedSender<Seen>,
     /// Bytes the queue may still take ([`RECORD_QUEUE_BYTES`] in all).
     budget: &'a Arc<tokio::sync::Semaphore>,
+    shared: &'a SharedRecorder,
 }
 
-/// Forwards every frame of `from` to `to` and queues it for the recorder, until
-/// `from` ends. Room in the queue is reserved before a frame is forwarded (a
-/// full queue holds the proxy back); the frame is queued with no await after
-/// its last byte is written, so an answer the peer reads only after that is
-/// queued after it. `what`: the two streams, named for errors.
+/// The recorder, used by the proxy for small frames and by the recording
+/// thread for queued ones.
+struct SharedRecorder {
+    recorder: std::sync::Mutex<Recorder>,
+    /// Frames queued and not yet recorded. Only the proxy adds to it, and the
+    /// thread takes one off after it let go of the recorder, so the proxy that
+    /// reads 0 records in order and finds the recorder free.
+    queued: AtomicUsize,
+}
+
+impl Queue<'_> {
+    /// Whether a frame of `len` bytes can be recorded on the spot now: it is
+    /// small and nothing waits before it.
+    fn takes_inline(&self, len: usize) -> bool {
+        len <= INLINE_RECORD_BYTES && self.shared.queued.load(Ordering::Acquire) == 0
+    }
+
+    /// Records `frame` on the spot if [`Self::takes_inline`]; `false` if it must
+    /// be queued.
+    fn record_inline(&self, side: Side, frame: &[u8], at: Instant) -> bool {
+        if !self.takes_inline(frame.len()) {
+            return false;
+        }
+        // A recorder left poisoned by a panic is reported when the recording ends.
+        if let Ok(mut recorder) = self.shared.recorder.lock() {
+            record_frame(&mut recorder, side, frame, at);
+        }
+        true
+    }
+}
+
+/// Forwards every frame of `from` to `to` and records it (see
+/// [`Queue::record_inline`]) or queues it for the recording thread, until `from`
+/// ends. Room in the queue is reserved before a frame that will be queued is
+/// forwarded (a full queue holds the proxy back); the frame is recorded or
+/// queued with no await after its last byte is written, so an answer the peer
+/// reads only after that is recorded after it. `what`: the two streams, named
+/// for errors.
 async fn relay(
     from: &mut (impl AsyncBufRead + Unpin),
     to: &mut (impl AsyncWrite + Unpin),
@@ -514,10 +564,20 @@ async fn relay(
     let mut frame = Vec::new();
     while read_frame(from, &mut frame, what.0).await? {
         let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
-        let room = Arc::clone(queue.budget).acquire_many_owned(cost).await.ok();
+        let room = if queue.takes_inline(frame.len()) {
+            None
+        } else {
+            Arc::clone(queue.budget).acquire_many_owned(cost).await.ok()
+        };
         let at = Instant::now();
         to.write_all(&frame).await.map_err(io(what.1))?;
-        if let Some(room) = room {
+        if !queue.record_inline(side, &frame, at) {
+            // Without room only if the other direction queued a frame while this
+            // small one was written (no await may come between the write and the
+            // queue): at most one such frame per queued one, and it takes room
+            // if there is any.
+            let room = room.or_else(|| Arc::clone(queue.budget).try_acquire_many_owned(cost).ok());
+            queue.shared.queued.fetch_add(1, Ordering::AcqRel);
             let _ = queue.frames.send(Seen {
                 side,
                 frame: std::mem::take(&mut frame),
@@ -530,23 +590,32 @@ async fn relay(
     Ok(())
 }
 
-/// The recording thread: parses each frame in the order it passed, attributes
-/// it and writes the cassette; returns the recorder when the queue closes.
-fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, mut recorder: Recorder) -> Recorder {
+/// The recording thread: records each queued frame in the order it passed,
+/// until the queue closes.
+fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, shared: &SharedRecorder) {
     while let Some(seen) = queue.blocking_recv() {
-        let text = String::from_utf8_lossy(&seen.frame);
-        let text = text.trim_end_matches(['\n', '\r']);
-        let message = serde_json::from_str::<Value>(text).ok().filter(Value::is_object);
-        match (seen.side, message) {
-            (Side::Client, Some(message)) => recorder.on_client_at(&message, seen.at),
-            (Side::Server, Some(message)) => recorder.on_server_at(message, seen.at),
-            (Side::Server, None) if !text.is_empty() => recorder.write(Record::Raw {
-                line: text.to_owned(),
-            }),
-            _ => {}
+        if let Ok(mut recorder) = shared.recorder.lock() {
+            record_frame(&mut recorder, seen.side, &seen.frame, seen.at);
         }
+        drop(seen); // its room in the queue
+        shared.queued.fetch_sub(1, Ordering::AcqRel);
     }
-    recorder
+}
+
+/// Parses one frame that passed the proxy at `at`, attributes it and writes
+/// what it completes.
+fn record_frame(recorder: &mut Recorder, side: Side, frame: &[u8], at: Instant) {
+    let text = String::from_utf8_lossy(frame);
+    let text = text.trim_end_matches(['\n', '\r']);
+    let message = serde_json::from_str::<Value>(text).ok().filter(Value::is_object);
+    match (side, message) {
+        (Side::Client, Some(message)) => recorder.on_client_at(message, at),
+        (Side::Server, Some(message)) => recorder.on_server_at(message, at),
+        (Side::Server, None) if !text.is_empty() => recorder.write(Record::Raw {
+            line: text.to_owned(),
+        }),
+        _ => {}
+    }
 }
 
 // ---------------------------------------------------------------------------

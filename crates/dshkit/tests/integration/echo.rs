@@ -190,6 +190,64 @@ fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
     (cassette, live)
 }
 
+/// Small frames are recorded on the proxy's thread, large ones on the
+/// recording thread; small frames that pass while a large one is still being
+/// recorded wait behind it, so the cassette keeps the order the frames passed.
+#[test]
+fn small_frames_behind_a_large_one_are_recorded_in_the_order_they_passed() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let large = "x".repeat(4 * 1024 * 1024);
+    let mut requests = handshake();
+    requests.push(call(2, "echo", json!({"message": "before"})));
+    requests.push(call(3, "echo", json!({"message": large})));
+    for id in 4..=12 {
+        requests.push(call(id, "echo", json!({"message": format!("after {id}")})));
+    }
+    let (node, server) = (
+        peers.node().display().to_string(),
+        everything(&peers).display().to_string(),
+    );
+    let args = [
+        "echo",
+        "record",
+        "-o",
+        cassette.to_str().unwrap(),
+        "--",
+        &node,
+        &server,
+        "stdio",
+    ];
+    let (replies, stderr) = exchange(dir.path(), &[], &args, &requests);
+    assert_eq!(replies.len(), 12, "{stderr}");
+    let answered: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+
+    let text = std::fs::read_to_string(&cassette).unwrap();
+    let interactions: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["type"] == "interaction")
+        .collect();
+    let recorded: Vec<&Value> = interactions.iter().map(|i| &i["request"]["id"]).collect();
+    assert_eq!(recorded, answered, "recorded in the order the answers passed");
+    for interaction in &interactions[1..] {
+        let message = interaction["request"]["params"]["arguments"]["message"]
+            .as_str()
+            .unwrap();
+        assert_eq!(
+            interaction["responses"][0]["result"]["content"][0]["text"],
+            format!("Echo: {message}"),
+            "each answer is recorded with its own request"
+        );
+    }
+    let ordinals: Vec<u64> = interactions
+        .iter()
+        .map(|i| i["ordinal"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ordinals, (1..=12).collect::<Vec<_>>());
+}
+
 #[test]
 fn misses_explain_themselves_and_passthrough_appends_live_answers() {
     let peers = Peers::get();
