@@ -80,7 +80,16 @@ pub(crate) fn run() -> anyhow::Result<()> {
     println!(
         "Echo over stdio: {CALLS} timed tools/call echo round trips after {WARMUP} warm-up, one raw JSON-RPC client; direct, relayed, recorded and the null server take turns call by call"
     );
+    println!("\n1. wherever the scheduler puts each process");
     stdio_round_trips(&dshkit, &peers, &everything, &cassette, &work)?;
+    // Across CPUs, a round trip's cost depends on where the scheduler placed the
+    // two ends (two identical `cat`s above can differ fourfold). On one CPU every
+    // variant pays only for its own work.
+    let again = work.join("everything-one-cpu.jsonl");
+    match on_one_cpu(|| stdio_round_trips(&dshkit, &peers, &everything, &again, &work)) {
+        Some(result) => result?,
+        None => println!("\n2. on one CPU: not measured (no CPU affinity on this system)"),
+    }
     redaction_throughput(&dshkit, Some(&cassette), &work)?;
     large_cassette(&dshkit, &work)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -132,7 +141,8 @@ fn stdio_round_trips(
         samples.next().context("recorded")?,
         samples.next().context("null server")?,
     );
-    // Replay needs the finished cassette: it takes turns with a second null server.
+    // Replay needs the finished cassette: it takes turns with two more null
+    // servers. Two identical processes show what placement alone does.
     let mut samples = sample_interleaved(vec![
         (
             Command::new(dshkit)
@@ -142,11 +152,13 @@ fn stdio_round_trips(
             true,
         ),
         (&mut Command::new("cat"), false),
+        (&mut Command::new("cat"), false),
     ])?
     .into_iter();
-    let (mut replayed, mut replay_floor) = (
+    let (mut replayed, mut replay_floor, mut control) = (
         samples.next().context("replayed")?,
         samples.next().context("null server")?,
+        samples.next().context("second null server")?,
     );
     let (d50, b50, r50, p50, f50) = (
         percentile(&mut direct, 0.5),
@@ -163,6 +175,7 @@ fn stdio_round_trips(
         ("null server (cat)", &mut floor),
         ("echo replay (no server)", &mut replayed),
         ("null server, beside replay", &mut replay_floor),
+        ("a second null server", &mut control),
     ] {
         println!(
             "{label:<28} {:>12} {:>12}",
@@ -188,7 +201,37 @@ fn stdio_round_trips(
         d50.as_secs_f64() / p50.as_secs_f64(),
         p50.as_secs_f64() / f50.as_secs_f64()
     );
+    let c50 = percentile(&mut control, 0.5);
+    println!(
+        "placement: two identical null servers took {} and {} at p50 ({:.2}x)",
+        micros(f50),
+        micros(c50),
+        f50.max(c50).as_secs_f64() / f50.min(c50).as_secs_f64()
+    );
     Ok(())
+}
+
+/// Runs `measure` with this thread, and every process it starts, held to the
+/// CPU it is on now; `None` where CPU affinity cannot be set.
+#[cfg(target_os = "linux")]
+fn on_one_cpu<T>(measure: impl FnOnce() -> T) -> Option<T> {
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
+    let before = sched_getaffinity(None).ok()?;
+    let cpu = sched_getcpu();
+    let mut one = CpuSet::new();
+    one.set(cpu);
+    sched_setaffinity(None, &one).ok()?;
+    println!("\n2. the client and every process it starts on CPU {cpu} alone");
+    let result = measure();
+    if let Err(e) = sched_setaffinity(None, &before) {
+        eprintln!("could not restore the CPU affinity: {e}");
+    }
+    Some(result)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_one_cpu<T>(_measure: impl FnOnce() -> T) -> Option<T> {
+    None
 }
 
 /// A signed difference in seconds, as microseconds.
