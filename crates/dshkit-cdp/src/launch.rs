@@ -43,9 +43,10 @@ pub const BASE_FLAGS: &[&str] = &[
     "--hide-scrollbars",
     // Browser-side services that phone home through a context's proxy (form
     // autofill fetches field types when a page has a form; Chromium 148 opens a
-    // connection to its default search engine in every new context) and would
+    // connection to its default search engine in every new context, and asks
+    // www.google.com/async/folae whether its AI mode is available) and would
     // show up as blocked requests of the page.
-    "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,PreconnectToSearch,SearchEnginePreconnect2",
+    "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,PreconnectToSearch,SearchEnginePreconnect2,AimEnabled",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
