@@ -498,8 +498,9 @@ enum Side {
     Server,
 }
 
-/// A forwarded frame on its way to the recorder, with when it passed and its
-/// share of the queue's byte budget (returned once it is recorded).
+/// A forwarded frame on its way to the recording thread, with when it passed
+/// and its share of the queue's byte budget, returned once it is recorded (none
+/// only for the small frame that [`relay`] describes).
 struct Seen {
     side: Side,
     frame: Vec<u8>,
