@@ -606,17 +606,26 @@ fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, shared: 
 /// Parses one frame that passed the proxy at `at`, attributes it and writes
 /// what it completes.
 fn record_frame(recorder: &mut Recorder, side: Side, frame: &[u8], at: Instant) {
-    let text = String::from_utf8_lossy(frame);
-    let text = text.trim_end_matches(['\n', '\r']);
-    let message = serde_json::from_str::<Value>(text).ok().filter(Value::is_object);
-    match (side, message) {
+    match (side, parse_frame(frame).ok().filter(Value::is_object)) {
         (Side::Client, Some(message)) => recorder.on_client_at(message, at),
         (Side::Server, Some(message)) => recorder.on_server_at(message, at),
-        (Side::Server, None) if !text.is_empty() => recorder.write(Record::Raw {
-            line: text.to_owned(),
-        }),
-        _ => {}
+        (Side::Server, None) => {
+            let text = String::from_utf8_lossy(frame);
+            let text = text.trim_end_matches(['\n', '\r']);
+            if !text.is_empty() {
+                recorder.write(Record::Raw {
+                    line: text.to_owned(),
+                });
+            }
+        }
+        (Side::Client, None) => {}
     }
+}
+
+/// Parses one JSON-RPC frame as bytes; only a frame that is not UTF-8 takes a
+/// second, lossy pass (its bad bytes read as the replacement character).
+fn parse_frame(frame: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice(frame).or_else(|_| serde_json::from_str(&String::from_utf8_lossy(frame)))
 }
 
 // ---------------------------------------------------------------------------
@@ -710,10 +719,7 @@ pub async fn replay(
         if frame.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        // Bytes that are not UTF-8 are read as the replacement character.
-        let parsed = serde_json::from_slice::<Value>(&frame)
-            .or_else(|_| serde_json::from_str::<Value>(&String::from_utf8_lossy(&frame)));
-        let Ok(message) = parsed else {
+        let Ok(message) = parse_frame(&frame) else {
             summary.parse_errors += 1;
             let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
             send(&mut client_out, &error).await?;
