@@ -481,12 +481,17 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
+/// Longest line buffer an [`Appender`] keeps between records.
+const KEPT_LINE_BYTES: usize = 64 * 1024;
+
 /// Appends records one whole line at a time, so a crash loses at most the line
 /// being written (which the reader then drops).
 #[derive(Debug)]
 pub struct Appender {
     file: std::fs::File,
     path: PathBuf,
+    /// The line being written, kept to spare an allocation per record.
+    line: Vec<u8>,
     /// Where the finished cassette goes when this appender writes a temporary file.
     finish_to: Option<PathBuf>,
 }
@@ -534,9 +539,10 @@ impl Appender {
         let mut appender = Self {
             file,
             path: target,
+            line: Vec::new(),
             finish_to,
         };
-        appender.line(&serde_json::to_value(header).expect("a header serializes"))?;
+        appender.write_line(header)?;
         Ok(appender)
     }
 
@@ -553,25 +559,34 @@ impl Appender {
         Ok(Self {
             file,
             path: path.to_owned(),
+            line: Vec::new(),
             finish_to: None,
         })
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), CassetteError> {
-        self.line(&serde_json::to_value(record).expect("a record serializes"))
+        self.write_line(record)
     }
 
-    fn line(&mut self, value: &Value) -> Result<(), CassetteError> {
-        let mut text = serde_json::to_string(value).expect("JSON serializes");
-        text.push('\n');
-        self.file
-            .write_all(text.as_bytes())
-            .and_then(|()| self.file.flush())
-            .map_err(|source| CassetteError::Io {
-                path: self.path.clone(),
-                action: "append",
-                source,
-            })
+    /// Appends `item` as one line, in one write: a reader (or a crash) never
+    /// sees part of a record.
+    pub(crate) fn append_line(&mut self, item: &impl Serialize) -> Result<(), CassetteError> {
+        self.write_line(item)
+    }
+
+    fn write_line(&mut self, item: &impl Serialize) -> Result<(), CassetteError> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, item).expect("a record serializes");
+        self.line.push(b'\n');
+        let written = self.file.write_all(&self.line).and_then(|()| self.file.flush());
+        if self.line.capacity() > KEPT_LINE_BYTES {
+            self.line = Vec::new(); // a rare large record does not stay in memory
+        }
+        written.map_err(|source| CassetteError::Io {
+            path: self.path.clone(),
+            action: "append",
+            source,
+        })
     }
 
     /// Finishes the cassette: syncs it and, in mode `all`, renames it into place.

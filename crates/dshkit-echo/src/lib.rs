@@ -5,6 +5,7 @@
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
 //! - [`index`]: a cassette indexed for replay, each answer parsed when hit;
 //! - [`matcher`]: request keys, ordered pools and near-miss explanations;
+//! - `recorder`: what both recording proxies share, each message kept as its text;
 //! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
 //! - [`http`]: the replaying server over Streamable HTTP;
 //! - [`lint`]: cassette checks and the readable timeline.
@@ -15,6 +16,7 @@ pub mod http;
 pub mod index;
 pub mod lint;
 pub mod matcher;
+mod recorder;
 pub mod redact;
 mod server_process;
 pub mod stdio;

@@ -462,6 +462,20 @@ impl Redactor {
         }
     }
 
+    /// Whether [`Self::value`] would change the JSON `text`, read without
+    /// building its tree (text that is not JSON counts as changed).
+    pub fn touches_json(&self, text: &str) -> bool {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        serde::de::DeserializeSeed::deserialize(
+            Touches {
+                redactor: self,
+                key: None,
+            },
+            &mut reader,
+        )
+        .unwrap_or(true)
+    }
+
     /// Whether the string `value` under `key` is replaced whole: `key` names a
     /// secret and `value` is neither empty, a placeholder nor a reference.
     fn hides_under_key(&self, key: &str, value: &str) -> bool {
@@ -662,6 +676,105 @@ fn hint(secret: &str) -> String {
     match PUBLIC_PREFIXES.iter().find(|p| secret.starts_with(**p)) {
         Some(prefix) => format!("{prefix}… ({length} chars)"),
         None => format!("({length} chars)"),
+    }
+}
+
+/// Reads one JSON value for [`Redactor::touches_json`]: whether a string in
+/// it would be redacted, `key` being the member it is the value of.
+struct Touches<'r, 'k> {
+    redactor: &'r Redactor,
+    key: Option<&'k str>,
+}
+
+impl Touches<'_, '_> {
+    fn string(&self, value: &str) -> bool {
+        self.key
+            .is_some_and(|key| self.redactor.hides_under_key(key, value))
+            || matches!(self.redactor.redact(value), Cow::Owned(redacted) if redacted != value)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Touches<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Touches<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<bool, E> {
+        Ok(self.string(value))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<bool, A::Error> {
+        let mut touched = false;
+        while let Some(item) = items.next_element_seed(Touches {
+            redactor: self.redactor,
+            key: None,
+        })? {
+            touched |= item;
+        }
+        Ok(touched)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut members: A) -> Result<bool, A::Error> {
+        let mut touched = false;
+        while let Some(MemberName(key)) = members.next_key()? {
+            touched |= members.next_value_seed(Touches {
+                redactor: self.redactor,
+                key: Some(&key),
+            })?;
+        }
+        Ok(touched)
+    }
+}
+
+/// A member name, borrowed from the text unless it holds an escape.
+struct MemberName<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for MemberName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl<'de> serde::de::Visitor<'de> for Name {
+            type Value = MemberName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, name: &'de str) -> Result<MemberName<'de>, E> {
+                Ok(MemberName(Cow::Borrowed(name)))
+            }
+            fn visit_str<E>(self, name: &str) -> Result<MemberName<'de>, E> {
+                Ok(MemberName(Cow::Owned(name.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Name)
     }
 }
 

@@ -2,7 +2,6 @@
 //! latency) and the replaying server (the real server is never started unless
 //! passthrough is explicitly asked for).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -18,9 +17,11 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 
 use crate::server_process::ServerProcess;
 
-use crate::cassette::{Appender, CassetteError, Header, Interaction, Record, RecordMode};
+use crate::cassette::{Appender, CassetteError, Interaction, Record, RecordMode};
 use crate::index::CassetteIndex;
 use crate::matcher::{MatchOptions, Matcher};
+pub(crate) use crate::recorder::Recorder;
+use crate::recorder::{Message, leads_us};
 use crate::redact::Redactor;
 
 /// Longest JSON-RPC line accepted from either side (16 MiB).
@@ -107,10 +108,6 @@ async fn close_server(mut child: ServerProcess, stdin: ChildStdin) {
     }
 }
 
-fn id_key(id: &Value) -> String {
-    id.to_string()
-}
-
 // ---------------------------------------------------------------------------
 // Recording
 // ---------------------------------------------------------------------------
@@ -132,255 +129,6 @@ pub struct RecordSummary {
     pub messages: u64,
     pub raw_lines: u64,
     pub cassette: Option<PathBuf>,
-}
-
-struct Pending {
-    request: Value,
-    started: Instant,
-    notifications: Vec<Value>,
-    /// When each notification arrived.
-    notified_at: Vec<Instant>,
-    server_requests: Vec<Value>,
-}
-
-/// Microseconds from each instant in `arrivals` to `end`.
-fn leads_us(arrivals: &[Instant], end: Instant) -> Vec<u64> {
-    arrivals
-        .iter()
-        .map(|at| u64::try_from(end.saturating_duration_since(*at).as_micros()).unwrap_or(u64::MAX))
-        .collect()
-}
-
-/// Attributes messages to requests and writes the cassette; shared by the stdio
-/// and the HTTP recorders.
-pub(crate) struct Recorder {
-    header: Header,
-    appender: Option<Appender>,
-    /// Records completed before the header could be written.
-    waiting: Vec<Record>,
-    pending: HashMap<String, Pending>,
-    /// Server-initiated requests by id, and the client request they came under.
-    server_requests: HashMap<String, Option<String>>,
-    ordinal: u64,
-    summary: RecordSummary,
-    options: RecordOptions,
-    error: Option<CassetteError>,
-}
-
-impl Recorder {
-    pub(crate) fn new(options: RecordOptions, transport: &str) -> Self {
-        Self {
-            header: Header::new(transport),
-            appender: None,
-            waiting: Vec::new(),
-            pending: HashMap::new(),
-            server_requests: HashMap::new(),
-            ordinal: 0,
-            summary: RecordSummary::default(),
-            options,
-            error: None,
-        }
-    }
-
-    /// Writes what is left and closes the cassette.
-    pub(crate) fn finish(&mut self) -> Result<RecordSummary, EchoError> {
-        // A cassette that never saw an initialize still gets its header and records.
-        self.open();
-        if let Some(error) = self.error.take() {
-            return Err(error.into());
-        }
-        let cassette = match self.appender.take() {
-            Some(appender) => Some(appender.finish()?),
-            None => None,
-        };
-        let mut summary = self.summary.clone();
-        summary.cassette = cassette;
-        Ok(summary)
-    }
-
-    pub(crate) fn write(&mut self, mut record: Record) {
-        let _ = redact_record(&self.options.redactor, &mut record);
-        match &record {
-            Record::Interaction(_) => self.summary.interactions += 1,
-            Record::Message { .. } => self.summary.messages += 1,
-            Record::Raw { .. } => self.summary.raw_lines += 1,
-        }
-        if self.appender.is_none() {
-            self.waiting.push(record);
-            return;
-        }
-        self.append(&record);
-    }
-
-    fn append(&mut self, record: &Record) {
-        if let Some(appender) = self.appender.as_mut()
-            && let Err(e) = appender.append(record)
-        {
-            tracing::error!(%e, "recording failed");
-            self.error.get_or_insert(e);
-        }
-    }
-
-    /// Writes the header (once the server said who it is) and what waited for it.
-    fn open(&mut self) {
-        if self.appender.is_some() {
-            return;
-        }
-        match Appender::create(&self.options.cassette, &self.header, self.options.mode) {
-            Ok(appender) => {
-                self.appender = Some(appender);
-                for record in std::mem::take(&mut self.waiting) {
-                    self.append(&record);
-                }
-            }
-            Err(e) => {
-                tracing::error!(%e, "cannot create the cassette");
-                self.error.get_or_insert(e);
-            }
-        }
-    }
-
-    pub(crate) fn on_client(&mut self, message: &Value) {
-        self.on_client_at(message.clone(), Instant::now());
-    }
-
-    /// A client message that passed the proxy at `at`.
-    pub(crate) fn on_client_at(&mut self, message: Value, at: Instant) {
-        let has_method = message.get("method").is_some();
-        match (has_method, message.get("id")) {
-            (true, Some(id)) => {
-                self.pending.insert(
-                    id_key(id),
-                    Pending {
-                        request: message,
-                        started: at,
-                        notifications: Vec::new(),
-                        notified_at: Vec::new(),
-                        server_requests: Vec::new(),
-                    },
-                );
-            }
-            (false, Some(id)) => {
-                // The client's answer to a server-initiated request.
-                let under = self.server_requests.remove(&id_key(id)).flatten();
-                match under.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(json!({ "response": message })),
-                    None => self.write(Record::Message {
-                        from: "client".into(),
-                        message,
-                    }),
-                }
-            }
-            _ => self.write(Record::Message {
-                from: "client".into(),
-                message,
-            }),
-        }
-    }
-
-    /// The pending request a server message belongs to: the one whose progress
-    /// token it carries, else the only one in flight.
-    fn owner_of(&self, message: &Value) -> Option<String> {
-        let token = &message["params"]["progressToken"];
-        if !token.is_null()
-            && let Some((key, _)) = self
-                .pending
-                .iter()
-                .find(|(_, p)| p.request["params"]["_meta"]["progressToken"] == *token)
-        {
-            return Some(key.clone());
-        }
-        (self.pending.len() == 1)
-            .then(|| self.pending.keys().next().cloned())
-            .flatten()
-    }
-
-    pub(crate) fn on_server(&mut self, message: Value) {
-        self.on_server_at(message, Instant::now());
-    }
-
-    /// A server message that passed the proxy at `at`.
-    pub(crate) fn on_server_at(&mut self, message: Value, at: Instant) {
-        let has_method = message.get("method").is_some();
-        match (has_method, message.get("id").cloned()) {
-            (false, Some(id)) => {
-                let Some(pending) = self.pending.remove(&id_key(&id)) else {
-                    self.write(Record::Message {
-                        from: "server".into(),
-                        message,
-                    });
-                    return;
-                };
-                self.learn_header(&pending.request, &message);
-                self.ordinal += 1;
-                let answered = at;
-                let interaction = Interaction {
-                    ordinal: self.ordinal,
-                    request: pending.request,
-                    responses: vec![message],
-                    notifications: pending.notifications,
-                    notification_lead_us: leads_us(&pending.notified_at, answered),
-                    server_requests: pending.server_requests,
-                    status: None,
-                    ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
-                        .unwrap_or(u64::MAX),
-                    origin: "recorded".into(),
-                };
-                self.open();
-                self.write(Record::Interaction(interaction));
-            }
-            (true, Some(id)) => {
-                let owner = self.owner_of(&message);
-                self.server_requests.insert(id_key(&id), owner.clone());
-                match owner.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(json!({ "request": message })),
-                    None => self.write(Record::Message {
-                        from: "server".into(),
-                        message,
-                    }),
-                }
-            }
-            _ => match self.owner_of(&message).and_then(|k| self.pending.get_mut(&k)) {
-                Some(pending) => {
-                    pending.notifications.push(message);
-                    pending.notified_at.push(at);
-                }
-                None => self.write(Record::Message {
-                    from: "server".into(),
-                    message,
-                }),
-            },
-        }
-    }
-
-    fn learn_header(&mut self, request: &Value, response: &Value) {
-        if self.appender.is_some() {
-            return;
-        }
-        let result = &response["result"];
-        match request["method"].as_str() {
-            Some("initialize") => {
-                self.header.era = "2025".into();
-                self.header.protocol_version = result["protocolVersion"].as_str().map(str::to_owned);
-                self.header.server_info = result.get("serverInfo").cloned();
-            }
-            Some("server/discover") => {
-                // 2026-07-28: the version is the client's per-request choice (in
-                // `_meta`), the server's identity is in the result's `_meta`.
-                self.header.era = "2026".into();
-                self.header.protocol_version =
-                    request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-                        .as_str()
-                        .or_else(|| result["supportedVersions"].as_array()?.last()?.as_str())
-                        .map(str::to_owned);
-                self.header.server_info = result["_meta"]
-                    .get("io.modelcontextprotocol/serverInfo")
-                    .or_else(|| result.get("serverInfo"))
-                    .cloned();
-            }
-            _ => {}
-        }
-    }
 }
 
 /// Redacts every message of `record` in place; returns whether anything changed.
@@ -606,16 +354,14 @@ fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, shared: 
 /// Parses one frame that passed the proxy at `at`, attributes it and writes
 /// what it completes.
 fn record_frame(recorder: &mut Recorder, side: Side, frame: &[u8], at: Instant) {
-    match (side, parse_frame(frame).ok().filter(Value::is_object)) {
+    let text = String::from_utf8_lossy(frame);
+    match (side, Message::parse(&text, recorder.redactor())) {
         (Side::Client, Some(message)) => recorder.on_client_at(message, at),
         (Side::Server, Some(message)) => recorder.on_server_at(message, at),
         (Side::Server, None) => {
-            let text = String::from_utf8_lossy(frame);
             let text = text.trim_end_matches(['\n', '\r']);
             if !text.is_empty() {
-                recorder.write(Record::Raw {
-                    line: text.to_owned(),
-                });
+                recorder.raw_line(text);
             }
         }
         (Side::Client, None) => {}
