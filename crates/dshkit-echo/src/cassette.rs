@@ -542,7 +542,7 @@ impl Appender {
             line: Vec::new(),
             finish_to,
         };
-        appender.write_line(header)?;
+        appender.append_line(header)?;
         Ok(appender)
     }
 
@@ -565,16 +565,12 @@ impl Appender {
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), CassetteError> {
-        self.write_line(record)
+        self.append_line(record)
     }
 
-    /// Appends `item` as one line, in one write: a reader (or a crash) never
-    /// sees part of a record.
+    /// Appends `item` (a header or anything that serializes as a record) as
+    /// one line, written from one buffer.
     pub(crate) fn append_line(&mut self, item: &impl Serialize) -> Result<(), CassetteError> {
-        self.write_line(item)
-    }
-
-    fn write_line(&mut self, item: &impl Serialize) -> Result<(), CassetteError> {
         self.line.clear();
         serde_json::to_writer(&mut self.line, item).expect("a record serializes");
         self.line.push(b'\n');

@@ -330,7 +330,7 @@ impl SseParser {
 struct Proxy {
     upstream: String,
     client: reqwest::Client,
-    recorder: Mutex<crate::stdio::Recorder>,
+    recorder: Mutex<crate::recorder::Recorder>,
     port: u16,
 }
 
@@ -376,7 +376,7 @@ pub async fn bind_recorder(
     let proxy = Arc::new(Proxy {
         upstream: upstream.to_owned(),
         client: reqwest::Client::new(),
-        recorder: Mutex::new(crate::stdio::Recorder::new(options, "http")),
+        recorder: Mutex::new(crate::recorder::Recorder::new(options, "http")),
         port: address.port(),
     });
     let app = axum::Router::new()

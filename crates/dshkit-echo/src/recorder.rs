@@ -106,9 +106,7 @@ impl Message {
             return Self::from_value(serde_json::from_str(text).ok()?, redactor);
         };
         let params = Params::of(head.params);
-        let meta = params
-            .as_ref()
-            .and_then(|params| Params::of(Present(params.meta.0)));
+        let meta = params.as_ref().and_then(|params| Params::of(params.meta));
         let text = if redactor.touches_json(text) {
             let mut value: Value = serde_json::from_str(text).ok()?;
             redactor.value(&mut value);

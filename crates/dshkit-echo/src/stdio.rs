@@ -20,8 +20,7 @@ use crate::server_process::ServerProcess;
 use crate::cassette::{Appender, CassetteError, Interaction, Record, RecordMode};
 use crate::index::CassetteIndex;
 use crate::matcher::{MatchOptions, Matcher};
-pub(crate) use crate::recorder::Recorder;
-use crate::recorder::{Message, leads_us};
+use crate::recorder::{Message, Recorder, leads_us};
 use crate::redact::Redactor;
 
 /// Longest JSON-RPC line accepted from either side (16 MiB).
