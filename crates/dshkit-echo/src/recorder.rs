@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use crate::cassette::{Appender, CassetteError, Header};
 use crate::redact::Redactor;
-use crate::stdio::{EchoError, RecordOptions, RecordSummary};
+use crate::stdio::{EchoError, MAX_PENDING_REQUESTS, RecordOptions, RecordSummary};
 
 /// One JSON-RPC message as it will be written (redacted), with the members
 /// that attribute it.
@@ -151,12 +151,16 @@ impl Message {
 
 /// A client request waiting for its answer.
 struct Pending {
+    /// Its place among the requests recorded (the oldest is the lowest).
+    seq: u64,
     request: Message,
     started: Instant,
     notifications: Vec<Box<RawValue>>,
     /// When each notification arrived.
     notified_at: Vec<Instant>,
-    server_requests: Vec<Box<RawValue>>,
+    /// Requests the server made under it (`"request"`), and the client's
+    /// answers (`"response"`), in order.
+    server_requests: Vec<(&'static str, Box<RawValue>)>,
 }
 
 /// Microseconds from each instant in `arrivals` to `end`.
@@ -229,8 +233,12 @@ pub(crate) struct Recorder {
     appender: Option<Appender>,
     /// Records completed before the header could be written.
     waiting: Vec<Written>,
+    /// At most [`MAX_PENDING_REQUESTS`].
     pending: HashMap<String, Pending>,
-    /// Server-initiated requests by id, and the client request they came under.
+    /// The `seq` of the next pending request.
+    next_seq: u64,
+    /// Server-initiated requests by id, and the client request they came under
+    /// (at most [`MAX_PENDING_REQUESTS`]).
     server_requests: HashMap<String, Option<String>>,
     ordinal: u64,
     summary: RecordSummary,
@@ -245,6 +253,7 @@ impl Recorder {
             appender: None,
             waiting: Vec::new(),
             pending: HashMap::new(),
+            next_seq: 0,
             server_requests: HashMap::new(),
             ordinal: 0,
             summary: RecordSummary::default(),
@@ -255,6 +264,11 @@ impl Recorder {
 
     /// Writes what is left and closes the cassette.
     pub(crate) fn finish(&mut self) -> Result<RecordSummary, EchoError> {
+        let mut unanswered: Vec<Pending> = self.pending.drain().map(|(_, pending)| pending).collect();
+        unanswered.sort_by_key(|pending| pending.seq);
+        for pending in unanswered {
+            self.unanswered(pending);
+        }
         // A cassette that never saw an initialize still gets its header and records.
         self.open();
         if let Some(error) = self.error.take() {
@@ -338,24 +352,36 @@ impl Recorder {
 
     /// A client message that passed the proxy at `at`.
     pub(crate) fn on_client_at(&mut self, message: Message, at: Instant) {
-        match (message.has_method, &message.id) {
+        match (message.has_method, message.id.clone()) {
             (true, Some(id)) => {
-                self.pending.insert(
-                    id.clone(),
-                    Pending {
-                        request: message,
-                        started: at,
-                        notifications: Vec::new(),
-                        notified_at: Vec::new(),
-                        server_requests: Vec::new(),
-                    },
-                );
+                self.next_seq += 1;
+                let pending = Pending {
+                    seq: self.next_seq,
+                    request: message,
+                    started: at,
+                    notifications: Vec::new(),
+                    notified_at: Vec::new(),
+                    server_requests: Vec::new(),
+                };
+                if let Some(displaced) = self.pending.insert(id, pending) {
+                    self.unanswered(displaced); // its id was used again
+                }
+                if self.pending.len() > MAX_PENDING_REQUESTS
+                    && let Some(oldest) = self
+                        .pending
+                        .iter()
+                        .min_by_key(|(_, p)| p.seq)
+                        .map(|(k, _)| k.clone())
+                    && let Some(oldest) = self.pending.remove(&oldest)
+                {
+                    self.unanswered(oldest);
+                }
             }
             (false, Some(id)) => {
                 // The client's answer to a server-initiated request.
-                let under_request = self.server_requests.remove(id).flatten();
+                let under_request = self.server_requests.remove(&id).flatten();
                 match under_request.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(under("response", &message.text)),
+                    Some(pending) => pending.server_requests.push(("response", message.text)),
                     None => self.write(Written::Message {
                         from: "client",
                         message: message.text,
@@ -366,6 +392,25 @@ impl Recorder {
                 from: "client",
                 message: message.text,
             }),
+        }
+    }
+
+    /// Writes a request that got no answer (the recording ended first, too many
+    /// were waiting, or its id was used again) as the messages it gathered.
+    fn unanswered(&mut self, pending: Pending) {
+        self.write(Written::Message {
+            from: "client",
+            message: pending.request.text,
+        });
+        for message in pending.notifications {
+            self.write(Written::Message {
+                from: "server",
+                message,
+            });
+        }
+        for (side, message) in pending.server_requests {
+            let from = if side == "request" { "server" } else { "client" };
+            self.write(Written::Message { from, message });
         }
     }
 
@@ -413,7 +458,11 @@ impl Recorder {
                     responses: vec![message.text],
                     notification_lead_us: leads_us(&pending.notified_at, at),
                     notifications: pending.notifications,
-                    server_requests: pending.server_requests,
+                    server_requests: pending
+                        .server_requests
+                        .iter()
+                        .map(|(side, message)| under(side, message))
+                        .collect(),
                     ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
                         .unwrap_or(u64::MAX),
                     origin: "recorded",
@@ -423,9 +472,14 @@ impl Recorder {
             }
             (true, Some(id)) => {
                 let owner = self.owner_of(&message);
+                if self.server_requests.len() >= MAX_PENDING_REQUESTS {
+                    // Only a hint for attributing the client's answer: an
+                    // answer that finds none is recorded on its own.
+                    self.server_requests.clear();
+                }
                 self.server_requests.insert(id, owner.clone());
                 match owner.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(under("request", &message.text)),
+                    Some(pending) => pending.server_requests.push(("request", message.text)),
                     None => self.write(Written::Message {
                         from: "server",
                         message: message.text,
@@ -559,7 +613,11 @@ mod tests {
         recorder.on_server_at(Message::parse(progress, &redactor).unwrap(), now);
         recorder.on_server_at(Message::parse(answer, &redactor).unwrap(), now);
         let summary = recorder.finish().unwrap();
-        assert_eq!((summary.interactions, summary.messages), (1, 0));
+        assert_eq!(
+            (summary.interactions, summary.messages),
+            (1, 1),
+            "the ping, never answered, is kept as a message"
+        );
         let loaded = crate::cassette::read(&cassette).unwrap();
         let interaction = &loaded.cassette.into_interactions()[0];
         assert_eq!(interaction.request["id"], json!("réq"));
@@ -568,5 +626,57 @@ mod tests {
             [serde_json::from_str::<Value>(answer).unwrap()]
         );
         assert_eq!(interaction.notifications.len(), 1);
+    }
+
+    #[test]
+    fn requests_left_unanswered_are_kept_as_messages_and_only_so_many_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let options = RecordOptions {
+            argv: Vec::new(),
+            cassette: cassette.clone(),
+            mode: crate::cassette::RecordMode::Once,
+            redactor: Redactor::new(&[], &[]).unwrap(),
+        };
+        let mut recorder = Recorder::new(options, "stdio");
+        let request = |id: usize| {
+            let text =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow"}}}}"#);
+            Message::parse(&text, &redactor).unwrap()
+        };
+        let now = Instant::now();
+        for id in 0..=MAX_PENDING_REQUESTS {
+            recorder.on_client_at(request(id), now);
+        }
+        assert_eq!(recorder.pending.len(), MAX_PENDING_REQUESTS);
+        assert!(!recorder.pending.contains_key("0"), "the oldest made room");
+        // The id of a request still waiting, used again: the first is kept too.
+        recorder.on_client_at(request(7), now);
+        let answer = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        recorder.on_server_at(Message::parse(answer, &redactor).unwrap(), now);
+        let summary = recorder.finish().unwrap();
+        assert_eq!(
+            (summary.interactions, summary.messages),
+            (1, MAX_PENDING_REQUESTS as u64 + 1)
+        );
+        let loaded = crate::cassette::read(&cassette).unwrap();
+        let ids: Vec<Value> = loaded
+            .cassette
+            .records
+            .iter()
+            .filter_map(|record| match record {
+                crate::cassette::Record::Message { from, message } if from == "client" => {
+                    Some(message["id"].clone())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ids[..3],
+            [json!(0), json!(7), json!(1)],
+            "in the order they were given up"
+        );
+        assert_eq!(ids.len(), MAX_PENDING_REQUESTS + 1);
     }
 }

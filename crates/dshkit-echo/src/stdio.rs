@@ -231,6 +231,9 @@ pub async fn record(
     Ok(summary)
 }
 
+/// Client requests waiting for their answer, at most, while recording; past it
+/// the oldest is recorded as an unanswered message.
+pub const MAX_PENDING_REQUESTS: usize = 4096;
 /// Bytes of frames forwarded but not yet recorded, at most.
 pub const RECORD_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// Longest frame the proxy records on its own thread (when nothing is queued
