@@ -158,9 +158,37 @@ struct Pending {
     notifications: Vec<Box<RawValue>>,
     /// When each notification arrived.
     notified_at: Vec<Instant>,
-    /// Requests the server made under it (`"request"`), and the client's
-    /// answers (`"response"`), in order.
-    server_requests: Vec<(&'static str, Box<RawValue>)>,
+    /// Requests the server made under it and the client's answers, in order.
+    server_requests: Vec<Exchange>,
+}
+
+/// A message of a server-initiated request made while a client request waited.
+enum Exchange {
+    /// The server's request.
+    Request(Box<RawValue>),
+    /// The client's answer to it.
+    Response(Box<RawValue>),
+}
+
+impl Exchange {
+    /// `{"request": …}` or `{"response": …}`, as an interaction's
+    /// `serverRequests` holds them.
+    fn recorded(&self) -> Box<RawValue> {
+        let (member, message) = match self {
+            Self::Request(message) => ("request", message),
+            Self::Response(message) => ("response", message),
+        };
+        let text = format!("{{\"{member}\":{}}}", message.get());
+        RawValue::from_string(text).expect("an object of JSON is JSON")
+    }
+
+    /// Who sent it, and the message.
+    fn into_message(self) -> (&'static str, Box<RawValue>) {
+        match self {
+            Self::Request(message) => ("server", message),
+            Self::Response(message) => ("client", message),
+        }
+    }
 }
 
 /// Microseconds from each instant in `arrivals` to `end`.
@@ -217,13 +245,6 @@ struct WrittenRaw<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     line: &'a str,
-}
-
-/// `{"<side>": message}`: a server request or the client's answer to it, as
-/// an interaction's `serverRequests` holds them.
-fn under(side: &str, message: &RawValue) -> Box<RawValue> {
-    let text = format!("{{\"{side}\":{}}}", message.get());
-    RawValue::from_string(text).expect("an object of JSON is JSON")
 }
 
 /// Attributes messages to requests and writes the cassette; shared by the stdio
@@ -381,7 +402,7 @@ impl Recorder {
                 // The client's answer to a server-initiated request.
                 let under_request = self.server_requests.remove(&id).flatten();
                 match under_request.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(("response", message.text)),
+                    Some(pending) => pending.server_requests.push(Exchange::Response(message.text)),
                     None => self.write(Written::Message {
                         from: "client",
                         message: message.text,
@@ -408,8 +429,8 @@ impl Recorder {
                 message,
             });
         }
-        for (side, message) in pending.server_requests {
-            let from = if side == "request" { "server" } else { "client" };
+        for exchange in pending.server_requests {
+            let (from, message) = exchange.into_message();
             self.write(Written::Message { from, message });
         }
     }
@@ -458,11 +479,7 @@ impl Recorder {
                     responses: vec![message.text],
                     notification_lead_us: leads_us(&pending.notified_at, at),
                     notifications: pending.notifications,
-                    server_requests: pending
-                        .server_requests
-                        .iter()
-                        .map(|(side, message)| under(side, message))
-                        .collect(),
+                    server_requests: pending.server_requests.iter().map(Exchange::recorded).collect(),
                     ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
                         .unwrap_or(u64::MAX),
                     origin: "recorded",
@@ -479,7 +496,7 @@ impl Recorder {
                 }
                 self.server_requests.insert(id, owner.clone());
                 match owner.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(("request", message.text)),
+                    Some(pending) => pending.server_requests.push(Exchange::Request(message.text)),
                     None => self.write(Written::Message {
                         from: "server",
                         message: message.text,
@@ -678,5 +695,59 @@ mod tests {
             "in the order they were given up"
         );
         assert_eq!(ids.len(), MAX_PENDING_REQUESTS + 1);
+    }
+
+    #[test]
+    fn a_server_request_is_kept_with_the_request_it_came_under_answered_or_not() {
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let parse = |text: &str| Message::parse(text, &redactor).unwrap();
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sampleLLM"}}"#;
+        let sampling = r#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#;
+        let sampled = r#"{"jsonrpc":"2.0","id":"s1","result":{"content":{"type":"text","text":"hi"}}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+        for answered in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let cassette = dir.path().join("c.jsonl");
+            let options = RecordOptions {
+                argv: Vec::new(),
+                cassette: cassette.clone(),
+                mode: crate::cassette::RecordMode::Once,
+                redactor: Redactor::new(&[], &[]).unwrap(),
+            };
+            let mut recorder = Recorder::new(options, "stdio");
+            let now = Instant::now();
+            recorder.on_client_at(parse(call), now);
+            recorder.on_server_at(parse(sampling), now);
+            recorder.on_client_at(parse(sampled), now);
+            if answered {
+                recorder.on_server_at(parse(answer), now);
+            }
+            recorder.finish().unwrap();
+            let records = crate::cassette::read(&cassette).unwrap().cassette.records;
+            if answered {
+                let [crate::cassette::Record::Interaction(interaction)] = &records[..] else {
+                    panic!("one interaction: {records:?}");
+                };
+                assert_eq!(
+                    interaction.server_requests,
+                    [
+                        json!({"request": tree(sampling)}),
+                        json!({"response": tree(sampled)})
+                    ]
+                );
+            } else {
+                let messages: Vec<(String, Value)> = records
+                    .into_iter()
+                    .filter_map(|record| match record {
+                        crate::cassette::Record::Message { from, message } => Some((from, message)),
+                        _ => None,
+                    })
+                    .collect();
+                let expected = [("client", call), ("server", sampling), ("client", sampled)]
+                    .map(|(from, text)| (from.to_owned(), tree(text)));
+                assert_eq!(messages, expected);
+            }
+        }
     }
 }
