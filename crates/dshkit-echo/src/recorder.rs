@@ -549,6 +549,18 @@ mod tests {
 
     use super::*;
 
+    /// A stdio recorder writing `c.jsonl` in `dir`, with the default rules.
+    fn recorder_in(dir: &tempfile::TempDir) -> (Recorder, std::path::PathBuf) {
+        let cassette = dir.path().join("c.jsonl");
+        let options = RecordOptions {
+            argv: Vec::new(),
+            cassette: cassette.clone(),
+            mode: crate::cassette::RecordMode::Once,
+            redactor: Redactor::new(&[], &[]).unwrap(),
+        };
+        (Recorder::new(options, "stdio"), cassette)
+    }
+
     /// Messages that take every way through [`Message::parse`].
     fn messages() -> Vec<String> {
         let bearer = format!("Bearer {}", "a1B2".repeat(6));
@@ -610,15 +622,8 @@ mod tests {
     #[test]
     fn an_answer_is_attributed_to_its_request_when_the_server_writes_the_id_otherwise() {
         let dir = tempfile::tempdir().unwrap();
-        let cassette = dir.path().join("c.jsonl");
+        let (mut recorder, cassette) = recorder_in(&dir);
         let redactor = Redactor::new(&[], &[]).unwrap();
-        let options = RecordOptions {
-            argv: Vec::new(),
-            cassette: cassette.clone(),
-            mode: crate::cassette::RecordMode::Once,
-            redactor: Redactor::new(&[], &[]).unwrap(),
-        };
-        let mut recorder = Recorder::new(options, "stdio");
         let request = r#"{"jsonrpc":"2.0","id":"r\u00e9q","method":"tools/list","params":{"_meta":{"progressToken":1e0}}}"#;
         let progress = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.0,"progress":1}}"#;
         let answer = r#"{"jsonrpc":"2.0","id":"réq","result":{"tools":[]}}"#;
@@ -648,15 +653,8 @@ mod tests {
     #[test]
     fn requests_left_unanswered_are_kept_as_messages_and_only_so_many_wait() {
         let dir = tempfile::tempdir().unwrap();
-        let cassette = dir.path().join("c.jsonl");
+        let (mut recorder, cassette) = recorder_in(&dir);
         let redactor = Redactor::new(&[], &[]).unwrap();
-        let options = RecordOptions {
-            argv: Vec::new(),
-            cassette: cassette.clone(),
-            mode: crate::cassette::RecordMode::Once,
-            redactor: Redactor::new(&[], &[]).unwrap(),
-        };
-        let mut recorder = Recorder::new(options, "stdio");
         let request = |id: usize| {
             let text =
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow"}}}}"#);
@@ -708,14 +706,7 @@ mod tests {
         let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
         for answered in [true, false] {
             let dir = tempfile::tempdir().unwrap();
-            let cassette = dir.path().join("c.jsonl");
-            let options = RecordOptions {
-                argv: Vec::new(),
-                cassette: cassette.clone(),
-                mode: crate::cassette::RecordMode::Once,
-                redactor: Redactor::new(&[], &[]).unwrap(),
-            };
-            let mut recorder = Recorder::new(options, "stdio");
+            let (mut recorder, cassette) = recorder_in(&dir);
             let now = Instant::now();
             recorder.on_client_at(parse(call), now);
             recorder.on_server_at(parse(sampling), now);
