@@ -8,7 +8,8 @@ use dshkit_os::process::{Group, Identity};
 use std::time::Duration;
 
 /// A child in its own process group. Dropping the guard kills the group (the child
-/// and everything it started) and reaps the child.
+/// and everything it started) and reaps the child. The group is bound to the test
+/// process too: a test killed outright (a timeout, a cancelled run) takes it along.
 #[derive(Debug)]
 pub struct ChildGuard {
     pub child: Child,
@@ -45,6 +46,7 @@ impl Drop for ChildGuard {
         self.group.kill();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.group.release(); // stopped: the binding has nothing left to do
     }
 }
 
@@ -58,7 +60,10 @@ pub fn spawn_guarded(command: &mut Command) -> ChildGuard {
     let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("failed to spawn {command:?}: {e}"));
-    let group = Group::adopt(child.id()).unwrap_or_else(|e| panic!("failed to group {command:?}: {e}"));
+    let mut group = Group::adopt(child.id()).unwrap_or_else(|e| panic!("failed to group {command:?}: {e}"));
+    group
+        .bind_to_dshkit()
+        .unwrap_or_else(|e| panic!("failed to bind {command:?} to this test: {e}"));
     ChildGuard { child, group }
 }
 
@@ -96,5 +101,48 @@ pub fn read_ready_line(guard: &mut ChildGuard, prefix: &str, timeout: Duration) 
                 "no line starting with {prefix:?} within {timeout:?}: stdout so far {other:?}; stderr: {stderr}"
             );
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// Set in the copy of this test binary that holds a guarded child.
+    const HOLDER: &str = "DSHKIT_TEST_GUARD_HOLDER";
+
+    #[test]
+    fn a_guarded_child_dies_with_a_test_process_killed_outright() {
+        if std::env::var_os(HOLDER).is_some() {
+            // The holder: guard a long sleep, say its pid, then wait to be killed.
+            let guard = spawn_guarded(Command::new("sleep").arg("600"));
+            let mut out = std::io::stdout();
+            writeln!(out, "child {}", guard.pid()).unwrap();
+            out.flush().unwrap();
+            std::thread::sleep(Duration::from_mins(10));
+            return;
+        }
+        let mut holder = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child::tests::a_guarded_child_dies_with_a_test_process_killed_outright",
+                "--nocapture",
+            ])
+            .env(HOLDER, "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+        let child: u32 = lines
+            .find_map(|line| line.ok()?.strip_prefix("child ")?.parse().ok())
+            .expect("the holder names its child");
+        let child = Identity::of(child).expect("the guarded child runs");
+        holder.kill().unwrap(); // SIGKILL: no destructor runs in the holder
+        holder.wait().unwrap();
+        let left = dshkit_os::process::wait_gone(vec![child], Duration::from_secs(30));
+        assert!(left.is_empty(), "the guarded child outlived its test process");
     }
 }
