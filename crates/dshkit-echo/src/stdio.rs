@@ -23,6 +23,11 @@ use crate::matcher::{MatchOptions, Matcher};
 use crate::recorder::{Message, Recorder, leads_us};
 use crate::redact::Redactor;
 
+#[cfg(unix)]
+mod poll_relay;
+#[cfg(unix)]
+use std::os::fd::AsFd;
+
 /// Longest JSON-RPC line accepted from either side (16 MiB).
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// How long the server may take to exit once its stdin is closed.
@@ -99,9 +104,14 @@ fn spawn_server(argv: &[String]) -> Result<(ServerProcess, ChildStdin, BufReader
     Ok((child, stdin, BufReader::new(stdout)))
 }
 
-async fn close_server(mut child: ServerProcess, stdin: ChildStdin) {
+async fn close_server(child: ServerProcess, stdin: ChildStdin) {
     drop(stdin);
-    if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+    reap_server(child, EXIT_GRACE).await;
+}
+
+/// Waits up to `grace` for the server to exit, then kills it.
+async fn reap_server(mut child: ServerProcess, grace: Duration) {
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
@@ -164,36 +174,12 @@ pub async fn record(
     mut client_out: impl AsyncWrite + Unpin + Send + 'static,
     options: RecordOptions,
 ) -> Result<RecordSummary, EchoError> {
-    if options.mode == RecordMode::Once && options.cassette.exists() {
-        return Err(CassetteError::Exists(options.cassette.clone()).into());
-    }
+    refuse_to_overwrite(&options)?;
     let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
-    // The proxy forwards each frame before it records it. A small frame is
-    // recorded on the spot when nothing waits before it; a large one (or any
-    // frame behind it) goes to a thread of its own, fed in order through a queue
-    // bounded in bytes, so forwarding never waits for a large frame's redaction.
-    // A full queue holds the forwarding back: a frame is never dropped.
-    let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Seen>();
-    let budget = Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES));
-    let shared = Arc::new(SharedRecorder {
-        recorder: std::sync::Mutex::new(Recorder::new(options, "stdio")),
-        queued: AtomicUsize::new(0),
-    });
-    let recording = {
-        let shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("echo-recorder".into())
-            .spawn(move || record_frames(queue, &shared))
-            .map_err(io("a thread for the recording"))?
-    };
-
+    let recording = Recording::start(options)?;
     // Both directions run in this one task, so they interleave only where one
     // awaits (see `relay`): a peer's answer is always recorded after what it answers.
-    let queue = Queue {
-        frames: &frames,
-        budget: &budget,
-        shared: &shared,
-    };
+    let queue = recording.queue();
     let downstream = relay(
         &mut server_out,
         &mut client_out,
@@ -215,20 +201,154 @@ pub async fn record(
         forwarded
     };
     let (upstream, downstream) = tokio::join!(upstream, downstream);
-    drop(frames);
-    let panicked = || EchoError::Io {
-        what: "the recording thread",
-        error: "it panicked".into(),
-    };
-    tokio::task::spawn_blocking(move || recording.join())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .ok_or_else(panicked)?;
-    let summary = shared.recorder.lock().map_err(|_| panicked())?.finish()?;
+    let summary = recording.finish().await?;
     upstream?;
     downstream?;
     Ok(summary)
+}
+
+/// Like [`record`], with this process's stdin and stdout as the client. Where
+/// they are pipes or sockets that [`poll_relay`] serves (Unix), the frames pass
+/// through its poll(2) loop on a thread of its own; elsewhere through [`record`]
+/// over the streams `streams` makes.
+pub async fn record_stdio<R, W>(
+    streams: impl FnOnce() -> (R, W),
+    options: RecordOptions,
+) -> Result<RecordSummary, EchoError>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    #[cfg(unix)]
+    if let Some(client) = poll_relay::ClientFds::of_this_process() {
+        return record_polled(client, options).await;
+    }
+    let (client_in, client_out) = streams();
+    record(client_in, client_out, options).await
+}
+
+/// [`record`] through the poll relay. Dropping this future (on a signal) closes
+/// the relay's stop pipe: its thread returns at once, and the server is killed
+/// with its [`ServerProcess`].
+#[cfg(unix)]
+async fn record_polled(
+    client: poll_relay::ClientFds<'static>,
+    options: RecordOptions,
+) -> Result<RecordSummary, EchoError> {
+    refuse_to_overwrite(&options)?;
+    let (child, server_in, server_out) = spawn_server(&options.argv)?;
+    let server_in = server_in.into_owned_fd().map_err(io("the server's stdin"))?;
+    let server_out = server_out
+        .into_inner()
+        .into_owned_fd()
+        .map_err(io("the server's stdout"))?;
+    let recording = Recording::start(options)?;
+    // Closing `stopper` (when this future is dropped) ends the relay.
+    let (stop, stopper) = std::io::pipe().map_err(io("a stop pipe"))?;
+    let (frames, budget, shared) = (
+        recording.frames.clone(),
+        Arc::clone(&recording.budget),
+        Arc::clone(&recording.shared),
+    );
+    let relayed = tokio::task::spawn_blocking(move || {
+        let queue = Queue {
+            frames: &frames,
+            budget: &budget,
+            shared: &shared,
+        };
+        poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, queue)
+    })
+    .await
+    .unwrap_or_else(|_| {
+        Err(EchoError::Io {
+            what: "the relay thread",
+            error: "it panicked".into(),
+        })
+    });
+    drop(stopper);
+    // The relay closed the server's stdin when the client's input ended.
+    let grace = match relayed {
+        Ok(poll_relay::Ended::Finished) => EXIT_GRACE,
+        _ => Duration::ZERO,
+    };
+    reap_server(child, grace).await;
+    let summary = recording.finish().await?;
+    relayed?;
+    Ok(summary)
+}
+
+fn refuse_to_overwrite(options: &RecordOptions) -> Result<(), EchoError> {
+    if options.mode == RecordMode::Once && options.cassette.exists() {
+        return Err(CassetteError::Exists(options.cassette.clone()).into());
+    }
+    Ok(())
+}
+
+/// The recorder and its thread, as a recording proxy shares them between its
+/// relay and the thread (see [`Queue`]).
+struct Recording {
+    frames: tokio::sync::mpsc::UnboundedSender<Seen>,
+    budget: Arc<tokio::sync::Semaphore>,
+    shared: Arc<SharedRecorder>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Recording {
+    fn start(options: RecordOptions) -> Result<Self, EchoError> {
+        // The proxy forwards each frame before it records it. A small frame is
+        // recorded on the spot when nothing waits before it; a large one (or any
+        // frame behind it) goes to a thread of its own, fed in order through a
+        // queue bounded in bytes, so forwarding never waits for a large frame's
+        // redaction. A full queue holds the forwarding back: a frame is never
+        // dropped.
+        let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Seen>();
+        let shared = Arc::new(SharedRecorder {
+            recorder: std::sync::Mutex::new(Recorder::new(options, "stdio")),
+            queued: AtomicUsize::new(0),
+        });
+        let thread = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("echo-recorder".into())
+                .spawn(move || record_frames(queue, &shared))
+                .map_err(io("a thread for the recording"))?
+        };
+        Ok(Self {
+            frames,
+            budget: Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES)),
+            shared,
+            thread,
+        })
+    }
+
+    fn queue(&self) -> Queue<'_> {
+        Queue {
+            frames: &self.frames,
+            budget: &self.budget,
+            shared: &self.shared,
+        }
+    }
+
+    /// Lets the thread record what is queued, then writes what is left.
+    async fn finish(self) -> Result<RecordSummary, EchoError> {
+        let Self {
+            frames,
+            shared,
+            thread,
+            ..
+        } = self;
+        drop(frames);
+        let panicked = || EchoError::Io {
+            what: "the recording thread",
+            error: "it panicked".into(),
+        };
+        tokio::task::spawn_blocking(move || thread.join())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(panicked)?;
+        shared.recorder.lock().map_err(|_| panicked())?.finish()
+    }
 }
 
 /// Client requests waiting for their answer, at most, while recording; past it
@@ -284,8 +404,23 @@ impl Queue<'_> {
         len <= INLINE_RECORD_BYTES && self.shared.queued.load(Ordering::Acquire) == 0
     }
 
-    /// Records `frame` on the spot if [`Self::takes_inline`]; `false` if it must
-    /// be queued.
+    /// The share of the queue's budget a frame of `len` bytes must reserve
+    /// before it is forwarded; `None` if it will be recorded on the spot.
+    fn room_needed(&self, len: usize) -> Option<u32> {
+        (!self.takes_inline(len)).then(|| queue_cost(len))
+    }
+
+    /// [`Self::room_needed`], waited for on a thread that may block.
+    #[cfg(unix)]
+    fn reserve_blocking(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let cost = self.room_needed(len)?;
+        futures::executor::block_on(Arc::clone(self.budget).acquire_many_owned(cost)).ok()
+    }
+
+    /// Records `frame`, forwarded at `at`, on the spot if [`Self::takes_inline`];
+    /// `false` if it must be [queued](Self::enqueue). Comes right after the
+    /// frame's write, with nothing read in between, so that an answer to it is
+    /// recorded after it.
     fn record_inline(&self, side: Side, frame: &[u8], at: Instant) -> bool {
         if !self.takes_inline(frame.len()) {
             return false;
@@ -296,6 +431,37 @@ impl Queue<'_> {
         }
         true
     }
+
+    /// Queues for the recording thread a frame that [`Self::record_inline`]
+    /// refused, with the `room` reserved for it.
+    fn enqueue(
+        &self,
+        side: Side,
+        frame: Vec<u8>,
+        at: Instant,
+        room: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
+        // Without room only if the other direction queued a frame while this
+        // small one was written: at most one such frame per queued one, and it
+        // takes room if there is any.
+        let room = room.or_else(|| {
+            Arc::clone(self.budget)
+                .try_acquire_many_owned(queue_cost(frame.len()))
+                .ok()
+        });
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        let _ = self.frames.send(Seen {
+            side,
+            frame,
+            at,
+            _room: room,
+        });
+    }
+}
+
+/// A frame's share of the queue's byte budget.
+fn queue_cost(len: usize) -> u32 {
+    u32::try_from(len.clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX)
 }
 
 /// Forwards every frame of `from` to `to` and records it (see
@@ -314,27 +480,15 @@ async fn relay(
 ) -> Result<(), EchoError> {
     let mut frame = Vec::new();
     while read_frame(from, &mut frame, what.0).await? {
-        let cost = u32::try_from(frame.len().clamp(1, RECORD_QUEUE_BYTES)).unwrap_or(u32::MAX);
-        let room = if queue.takes_inline(frame.len()) {
-            None
-        } else {
-            Arc::clone(queue.budget).acquire_many_owned(cost).await.ok()
+        let room = match queue.room_needed(frame.len()) {
+            Some(cost) => Arc::clone(queue.budget).acquire_many_owned(cost).await.ok(),
+            None => None,
         };
         let at = Instant::now();
         to.write_all(&frame).await.map_err(io(what.1))?;
+        // No await between the write and this.
         if !queue.record_inline(side, &frame, at) {
-            // Without room only if the other direction queued a frame while this
-            // small one was written (no await may come between the write and the
-            // queue): at most one such frame per queued one, and it takes room
-            // if there is any.
-            let room = room.or_else(|| Arc::clone(queue.budget).try_acquire_many_owned(cost).ok());
-            queue.shared.queued.fetch_add(1, Ordering::AcqRel);
-            let _ = queue.frames.send(Seen {
-                side,
-                frame: std::mem::take(&mut frame),
-                at,
-                _room: room,
-            });
+            queue.enqueue(side, std::mem::take(&mut frame), at, room);
         }
         to.flush().await.map_err(io(what.1))?;
     }
@@ -1016,5 +1170,106 @@ mod tests {
             "{:?}",
             interaction.notification_lead_us
         );
+    }
+
+    /// A server for the poll relay's tests: it answers each request with an
+    /// empty result, `big` with a 4 MiB one, and on `mark` it also creates
+    /// the file its argument names.
+    #[cfg(unix)]
+    const ANSWERING_SERVER: &str = r#"
+        const fs = require("fs");
+        require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+            const m = JSON.parse(line);
+            if (m.id === undefined) return;
+            const result = m.method === "big" ? { text: "x".repeat(4 << 20) } : {};
+            process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) + "\n");
+            if (m.method === "mark") fs.writeFileSync(process.argv[1], "marked");
+        });
+    "#;
+
+    /// The client on a socket leaves a 4 MiB answer unread. The relay must go
+    /// on forwarding what the client sends meanwhile: a relay whose write to
+    /// the client blocks would never pass the `mark` request on.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_poll_relay_forwards_requests_while_the_client_leaves_an_answer_unread() {
+        use std::io::{BufRead, Write};
+        use std::os::fd::AsFd;
+        use std::os::unix::net::UnixStream;
+
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("marked");
+        let argv: Vec<String> = vec![
+            dshkit_test::Peers::get().node().display().to_string(),
+            "-e".into(),
+            ANSWERING_SERVER.into(),
+            marker.display().to_string(),
+        ];
+        let (child, server_in, server_out) = spawn_server(&argv).unwrap();
+        let server_in = server_in.into_owned_fd().unwrap();
+        let server_out = server_out.into_inner().into_owned_fd().unwrap();
+        let recording = Recording::start(RecordOptions {
+            argv,
+            cassette: dir.path().join("c.jsonl"),
+            mode: RecordMode::Once,
+            redactor: Redactor::new(&[], &[]).unwrap(),
+        })
+        .unwrap();
+        let (mut ours, theirs) = UnixStream::pair().unwrap();
+        let (stop, stopper) = std::io::pipe().unwrap();
+        let (frames, budget, shared) = (
+            recording.frames.clone(),
+            Arc::clone(&recording.budget),
+            Arc::clone(&recording.shared),
+        );
+        let relay = std::thread::spawn(move || {
+            let queue = Queue {
+                frames: &frames,
+                budget: &budget,
+                shared: &shared,
+            };
+            let client = poll_relay::ClientFds::socket(theirs.as_fd(), theirs.as_fd());
+            poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, queue)
+        });
+
+        let deadline = Instant::now() + Duration::from_mins(1);
+        let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+            while !done() {
+                assert!(Instant::now() < deadline, "gave up waiting for {what}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"big\"}\n")
+            .unwrap();
+        // The relay has filled the socket: what it holds of the answer waits.
+        wait_for("the answer to fill the socket", &|| {
+            rustix::io::ioctl_fionread(&ours).unwrap() >= 64 * 1024
+        });
+        // One request in two writes, a notification, then a last line without
+        // its newline.
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,").unwrap();
+        ours.write_all(
+            b"\"method\":\"mark\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        )
+        .unwrap();
+        wait_for("the mark request to reach the server", &|| marker.exists());
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"last\"}")
+            .unwrap();
+        ours.shutdown(std::net::Shutdown::Write).unwrap();
+
+        let answers: Vec<Value> = std::io::BufReader::new(&ours)
+            .lines()
+            .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+            .collect();
+        let ended = relay.join().unwrap().unwrap();
+        drop(stopper);
+        reap_server(child, EXIT_GRACE).await;
+        let summary = recording.finish().await.unwrap();
+
+        assert_eq!(ended, poll_relay::Ended::Finished);
+        let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [1, 2, 3], "every answer, in order");
+        assert_eq!(answers[0]["result"]["text"].as_str().map(str::len), Some(4 << 20));
+        assert_eq!((summary.interactions, summary.messages), (3, 1), "{summary:?}");
     }
 }

@@ -8,7 +8,7 @@ use dshkit_echo::cassette::{self, RecordMode};
 use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::matcher::MatchOptions;
 use dshkit_echo::redact::Redactor;
-use dshkit_echo::stdio::{OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record, replay};
+use dshkit_echo::stdio::{OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record_stdio, replay};
 use tokio::io::BufReader;
 
 use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
@@ -242,11 +242,9 @@ async fn record_command(
         ));
         return Ok(exit::SUCCESS);
     }
-    let (client_in, client_out) = client_streams();
     let work = async {
-        record(
-            client_in,
-            client_out,
+        record_stdio(
+            client_streams,
             RecordOptions {
                 argv,
                 cassette: output,

@@ -1,0 +1,342 @@
+//! The recording proxy's relay for this process's own stdin and stdout, where
+//! they are pipes (Linux) or sockets (Unix): one poll(2) loop on a thread of its
+//! own. A call through it costs a few µs of the proxy's CPU; through the event
+//! loop of [`super::record`], 20-40 µs more, most of it the event loop's code and
+//! data coming back into cold caches at every wake-up (docs/echo.md).
+//!
+//! Each frame is forwarded first, then recorded (or queued for the recording
+//! thread, see [`Queue`]) before anything more is read, so an answer is always
+//! recorded after what it answers. Writes never block: what a side cannot take
+//! yet waits in its direction's buffer, that direction reads nothing more until
+//! the buffer is gone, and the other direction goes on.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::fs::FileType;
+use rustix::io::Errno;
+
+use super::{EchoError, MAX_FRAME_BYTES, Queue, Side, io};
+
+/// Bytes read from a side at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The client's ends, as the relay uses them.
+pub(crate) struct ClientFds<'a> {
+    input: BorrowedFd<'a>,
+    output: Sink<'a>,
+}
+
+impl ClientFds<'static> {
+    /// This process's stdin and stdout, if the relay can serve them: stdin a
+    /// pipe or a socket, stdout a socket or (on Linux) a pipe. `None` leaves
+    /// them to the event loop.
+    pub(crate) fn of_this_process() -> Option<Self> {
+        let kind = |fd| {
+            rustix::fs::fstat(fd)
+                .ok()
+                .map(|stat| FileType::from_raw_mode(stat.st_mode))
+        };
+        let (input, output) = (rustix::stdio::stdin(), rustix::stdio::stdout());
+        if !matches!(kind(input)?, FileType::Fifo | FileType::Socket) {
+            return None;
+        }
+        let output = match kind(output)? {
+            FileType::Socket => Sink::Socket(output),
+            #[cfg(target_os = "linux")]
+            FileType::Fifo => Sink::Pipe(private_nonblocking(output)?),
+            _ => return None,
+        };
+        Some(Self { input, output })
+    }
+}
+
+#[cfg(test)]
+impl<'a> ClientFds<'a> {
+    /// The client on the two ends of a socket.
+    pub(crate) fn socket(input: BorrowedFd<'a>, output: BorrowedFd<'a>) -> Self {
+        Self {
+            input,
+            output: Sink::Socket(output),
+        }
+    }
+}
+
+/// The pipe `fd` opened again through /proc: non-blocking writes without
+/// touching the open file description that others (a shell, the server's
+/// inherited stderr) may share.
+#[cfg(target_os = "linux")]
+fn private_nonblocking(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let reopened = rustix::fs::open(
+        path,
+        OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let stat = rustix::fs::fstat(&reopened).ok()?;
+    (FileType::from_raw_mode(stat.st_mode) == FileType::Fifo).then_some(reopened)
+}
+
+/// Where a direction writes, without ever blocking.
+enum Sink<'a> {
+    /// A pipe whose open file description is non-blocking.
+    Pipe(OwnedFd),
+    /// A socket: each send is non-blocking on its own.
+    Socket(BorrowedFd<'a>),
+}
+
+impl Sink<'_> {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Sink::Pipe(fd) => fd.as_fd(),
+            Sink::Socket(fd) => *fd,
+        }
+    }
+
+    /// Writes what the other end takes now: 0 bytes if it takes nothing.
+    fn write(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = match self {
+            Sink::Pipe(fd) => rustix::io::write(fd, bytes),
+            Sink::Socket(fd) => rustix::net::send(fd, bytes, rustix::net::SendFlags::DONTWAIT),
+        };
+        match written {
+            Err(Errno::AGAIN | Errno::INTR) => Ok(0),
+            other => other.map_err(Into::into),
+        }
+    }
+}
+
+/// How the relay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// Both sides ended: the client's input (the server's stdin was then
+    /// closed) and the server's output, and the client took all of it.
+    Finished,
+    /// The server still had its stdout open `grace` after its stdin was closed.
+    Lingered,
+    /// The stop pipe was closed.
+    Stopped,
+}
+
+/// Relays frames between `client` and the server's pipes (both non-blocking),
+/// recording each through `queue`, until both sides end ([`Ended`]). The
+/// server's stdin is closed once the client's input ended and all of it was
+/// written. `stop`: the read end of a pipe whose closing ends the relay.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the relay owns its ends: they close when it returns"
+)]
+pub(crate) fn relay(
+    client: ClientFds<'_>,
+    server_in: OwnedFd,
+    server_out: OwnedFd,
+    stop: BorrowedFd<'_>,
+    grace: Duration,
+    queue: Queue<'_>,
+) -> Result<Ended, EchoError> {
+    let mut up = Direction::new(Side::Client, ("the client's stdin", "the server's stdin"));
+    let mut down = Direction::new(Side::Server, ("the server's stdout", "the client's stdout"));
+    let mut server_in = Some(Sink::Pipe(server_in));
+    let mut chunk = vec![0; READ_CHUNK];
+    let mut deadline = None;
+    loop {
+        if server_in.is_some() && !up.open && up.drained() {
+            server_in = None;
+            deadline = Some(Instant::now() + grace);
+        }
+        if server_in.is_none() && !down.open && down.drained() {
+            return Ok(Ended::Finished);
+        }
+        // The grace is for the server to close its stdout; after that, the
+        // client may take its time to read the rest.
+        let timeout = match deadline.filter(|_| down.open) {
+            Some(deadline) => {
+                let left: Duration = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(Ended::Lingered);
+                }
+                Some(Timespec::try_from(left).unwrap_or(Timespec {
+                    tv_sec: i64::MAX,
+                    tv_nsec: 0,
+                }))
+            }
+            None => None,
+        };
+
+        let mut fds = Vec::with_capacity(5);
+        let stopping = watch(&mut fds, stop, PollFlags::IN, true);
+        let client_in = watch(&mut fds, client.input, PollFlags::IN, up.wants_input());
+        let server_out_fd = server_out.as_fd();
+        let server_out_in = watch(&mut fds, server_out_fd, PollFlags::IN, down.wants_input());
+        let client_out = watch(&mut fds, client.output.fd(), PollFlags::OUT, !down.drained());
+        let server_in_out = match &server_in {
+            Some(sink) => watch(&mut fds, sink.fd(), PollFlags::OUT, !up.drained()),
+            None => None,
+        };
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) => {}
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(io("poll")(e.into())),
+        }
+        let ready = |at: Option<usize>| at.is_some_and(|at| !fds[at].revents().is_empty());
+        let (stopping, client_in, server_out_in, client_out, server_in_out) = (
+            ready(stopping),
+            ready(client_in),
+            ready(server_out_in),
+            ready(client_out),
+            ready(server_in_out),
+        );
+        drop(fds);
+
+        if stopping {
+            return Ok(Ended::Stopped);
+        }
+        if client_out {
+            down.flush(&client.output)?;
+        }
+        if let Some(sink) = server_in.as_ref() {
+            if server_in_out {
+                up.flush(sink)?;
+            }
+            if client_in {
+                up.read(client.input, sink, &mut chunk, queue)?;
+            }
+        }
+        if server_out_in {
+            down.read(server_out.as_fd(), &client.output, &mut chunk, queue)?;
+        }
+    }
+}
+
+/// Adds `fd` to the poll set if `wanted`; returns where it is.
+fn watch<'fd>(
+    fds: &mut Vec<PollFd<'fd>>,
+    fd: BorrowedFd<'fd>,
+    flags: PollFlags,
+    wanted: bool,
+) -> Option<usize> {
+    wanted.then(|| {
+        fds.push(PollFd::from_borrowed_fd(fd, flags));
+        fds.len() - 1
+    })
+}
+
+/// One way through the proxy.
+struct Direction {
+    side: Side,
+    /// The stream it reads and the one it writes, named for errors.
+    what: (&'static str, &'static str),
+    /// Its input has not ended.
+    open: bool,
+    /// The start of a frame whose newline has not been read yet.
+    partial: Vec<u8>,
+    /// Forwarded bytes the other side has not taken yet, from `sent` on.
+    unsent: Vec<u8>,
+    sent: usize,
+}
+
+impl Direction {
+    fn new(side: Side, what: (&'static str, &'static str)) -> Self {
+        Self {
+            side,
+            what,
+            open: true,
+            partial: Vec::new(),
+            unsent: Vec::new(),
+            sent: 0,
+        }
+    }
+
+    /// The other side took everything forwarded so far.
+    fn drained(&self) -> bool {
+        self.unsent.is_empty()
+    }
+
+    fn wants_input(&self) -> bool {
+        self.open && self.drained()
+    }
+
+    /// Reads what `from` has and passes on each frame it completes; at the end
+    /// of `from`, also a last frame without its newline.
+    fn read(
+        &mut self,
+        from: BorrowedFd<'_>,
+        to: &Sink<'_>,
+        chunk: &mut [u8],
+        queue: Queue<'_>,
+    ) -> Result<(), EchoError> {
+        let read = match rustix::io::read(from, &mut *chunk) {
+            Ok(read) => read,
+            Err(Errno::AGAIN | Errno::INTR) => return Ok(()),
+            Err(e) => return Err(io(self.what.0)(e.into())),
+        };
+        if read == 0 {
+            self.open = false;
+            if !self.partial.is_empty() {
+                let last = std::mem::take(&mut self.partial);
+                self.pass(&last, to, queue)?;
+            }
+            return Ok(());
+        }
+        let mut rest = &chunk[..read];
+        while let Some(newline) = rest.iter().position(|&b| b == b'\n') {
+            let (line, after) = rest.split_at(newline + 1);
+            rest = after;
+            if self.partial.is_empty() {
+                self.pass(line, to, queue)?;
+                continue;
+            }
+            self.partial.extend_from_slice(line);
+            if self.partial.len() > MAX_FRAME_BYTES {
+                return Err(EchoError::FrameTooLong(self.what.0));
+            }
+            let frame = std::mem::take(&mut self.partial);
+            self.pass(&frame, to, queue)?;
+            // Keep a small buffer for the next partial frame, not a large one.
+            if frame.capacity() <= READ_CHUNK {
+                self.partial = frame;
+                self.partial.clear();
+            }
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > MAX_FRAME_BYTES {
+            return Err(EchoError::FrameTooLong(self.what.0));
+        }
+        Ok(())
+    }
+
+    /// Forwards `frame` (what `to` does not take now waits in `unsent`), then
+    /// records it.
+    fn pass(&mut self, frame: &[u8], to: &Sink<'_>, queue: Queue<'_>) -> Result<(), EchoError> {
+        let room = queue.reserve_blocking(frame.len());
+        let at = Instant::now();
+        if self.drained() {
+            let written = to.write(frame).map_err(io(self.what.1))?;
+            self.unsent.extend_from_slice(&frame[written..]);
+        } else {
+            self.unsent.extend_from_slice(frame);
+        }
+        if !queue.record_inline(self.side, frame, at) {
+            queue.enqueue(self.side, frame.to_vec(), at, room);
+        }
+        Ok(())
+    }
+
+    /// Writes what `to` takes of what waits for it.
+    fn flush(&mut self, to: &Sink<'_>) -> Result<(), EchoError> {
+        self.sent += to.write(&self.unsent[self.sent..]).map_err(io(self.what.1))?;
+        if self.sent == self.unsent.len() {
+            self.sent = 0;
+            if self.unsent.capacity() > READ_CHUNK {
+                self.unsent = Vec::new();
+            } else {
+                self.unsent.clear();
+            }
+        }
+        Ok(())
+    }
+}
