@@ -190,6 +190,53 @@ fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
     (cassette, live)
 }
 
+/// A server that neither exits nor closes its stdout once its stdin closes is
+/// killed after the grace; what it answered before is in the cassette.
+#[test]
+fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let pid_file = dir.path().join("server.pid");
+    let server = r#"
+        require("fs").writeFileSync(process.argv[1], String(process.pid));
+        require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+            let m;
+            try { m = JSON.parse(line); } catch { return; }
+            if (m.id !== undefined) process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) + "\n");
+        });
+        setInterval(() => {}, 1000);
+    "#;
+    let node = peers.node().display().to_string();
+    let args = [
+        "echo",
+        "record",
+        "-o",
+        cassette.to_str().unwrap(),
+        "--",
+        &node,
+        "-e",
+        server,
+        pid_file.to_str().unwrap(),
+    ];
+    let mut requests = handshake();
+    requests.push(call(2, "echo", json!({"message": "one"})));
+    let (replies, stderr) = exchange(dir.path(), &[], &args, &requests);
+    assert_eq!(replies.len(), 2, "{stderr}");
+
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the server outlived the recording"
+    );
+    let interactions = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .lines()
+        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["type"] == "interaction")
+        .count();
+    assert_eq!(interactions, 2, "{stderr}");
+}
+
 /// Small frames are recorded on the proxy's thread, large ones on the
 /// recording thread; small frames that pass while a large one is still being
 /// recorded wait behind it, so the cassette keeps the order the frames passed.
