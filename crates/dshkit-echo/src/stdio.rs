@@ -179,7 +179,7 @@ pub async fn record(
     let recording = Recording::start(options)?;
     // Both directions run in this one task, so they interleave only where one
     // awaits (see `relay`): a peer's answer is always recorded after what it answers.
-    let queue = recording.queue();
+    let queue = &recording.queue;
     let downstream = relay(
         &mut server_out,
         &mut client_out,
@@ -245,18 +245,9 @@ async fn record_polled(
     let recording = Recording::start(options)?;
     // Closing `stopper` (when this future is dropped) ends the relay.
     let (stop, stopper) = std::io::pipe().map_err(io("a stop pipe"))?;
-    let (frames, budget, shared) = (
-        recording.frames.clone(),
-        Arc::clone(&recording.budget),
-        Arc::clone(&recording.shared),
-    );
+    let queue = recording.queue.clone();
     let relayed = tokio::task::spawn_blocking(move || {
-        let queue = Queue {
-            frames: &frames,
-            budget: &budget,
-            shared: &shared,
-        };
-        poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, queue)
+        poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
     })
     .await
     .unwrap_or_else(|_| {
@@ -287,9 +278,7 @@ fn refuse_to_overwrite(options: &RecordOptions) -> Result<(), EchoError> {
 /// The recorder and its thread, as a recording proxy shares them between its
 /// relay and the thread (see [`Queue`]).
 struct Recording {
-    frames: tokio::sync::mpsc::UnboundedSender<Seen>,
-    budget: Arc<tokio::sync::Semaphore>,
-    shared: Arc<SharedRecorder>,
+    queue: Queue,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -314,29 +303,19 @@ impl Recording {
                 .map_err(io("a thread for the recording"))?
         };
         Ok(Self {
-            frames,
-            budget: Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES)),
-            shared,
+            queue: Queue {
+                frames,
+                budget: Arc::new(tokio::sync::Semaphore::new(RECORD_QUEUE_BYTES)),
+                shared,
+            },
             thread,
         })
     }
 
-    fn queue(&self) -> Queue<'_> {
-        Queue {
-            frames: &self.frames,
-            budget: &self.budget,
-            shared: &self.shared,
-        }
-    }
-
     /// Lets the thread record what is queued, then writes what is left.
     async fn finish(self) -> Result<RecordSummary, EchoError> {
-        let Self {
-            frames,
-            shared,
-            thread,
-            ..
-        } = self;
+        let Self { queue, thread } = self;
+        let Queue { frames, shared, .. } = queue;
         drop(frames);
         let panicked = || EchoError::Io {
             what: "the recording thread",
@@ -378,13 +357,14 @@ struct Seen {
     _room: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
-/// The recorder's queue, as the proxy's two directions share it.
-#[derive(Clone, Copy)]
-struct Queue<'a> {
-    frames: &'a tokio::sync::mpsc::UnboundedSender<Seen>,
+/// The recorder's queue, as the proxy's two directions share it. The
+/// recording thread ends once every clone of it is dropped.
+#[derive(Clone)]
+struct Queue {
+    frames: tokio::sync::mpsc::UnboundedSender<Seen>,
     /// Bytes the queue may still take ([`RECORD_QUEUE_BYTES`] in all).
-    budget: &'a Arc<tokio::sync::Semaphore>,
-    shared: &'a SharedRecorder,
+    budget: Arc<tokio::sync::Semaphore>,
+    shared: Arc<SharedRecorder>,
 }
 
 /// The recorder, used by the proxy for small frames and by the recording
@@ -397,7 +377,7 @@ struct SharedRecorder {
     queued: AtomicUsize,
 }
 
-impl Queue<'_> {
+impl Queue {
     /// Whether a frame of `len` bytes can be recorded on the spot now: it is
     /// small and nothing waits before it.
     fn takes_inline(&self, len: usize) -> bool {
@@ -414,7 +394,7 @@ impl Queue<'_> {
     #[cfg(unix)]
     fn reserve_blocking(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let cost = self.room_needed(len)?;
-        futures::executor::block_on(Arc::clone(self.budget).acquire_many_owned(cost)).ok()
+        futures::executor::block_on(Arc::clone(&self.budget).acquire_many_owned(cost)).ok()
     }
 
     /// Records `frame`, forwarded at `at`, on the spot if [`Self::takes_inline`];
@@ -445,7 +425,7 @@ impl Queue<'_> {
         // small one was written: at most one such frame per queued one, and it
         // takes room if there is any.
         let room = room.or_else(|| {
-            Arc::clone(self.budget)
+            Arc::clone(&self.budget)
                 .try_acquire_many_owned(queue_cost(frame.len()))
                 .ok()
         });
@@ -474,14 +454,14 @@ fn queue_cost(len: usize) -> u32 {
 async fn relay(
     from: &mut (impl AsyncBufRead + Unpin),
     to: &mut (impl AsyncWrite + Unpin),
-    queue: Queue<'_>,
+    queue: &Queue,
     side: Side,
     what: (&'static str, &'static str),
 ) -> Result<(), EchoError> {
     let mut frame = Vec::new();
     while read_frame(from, &mut frame, what.0).await? {
         let room = match queue.room_needed(frame.len()) {
-            Some(cost) => Arc::clone(queue.budget).acquire_many_owned(cost).await.ok(),
+            Some(cost) => Arc::clone(&queue.budget).acquire_many_owned(cost).await.ok(),
             None => None,
         };
         let at = Instant::now();
@@ -1217,19 +1197,10 @@ mod tests {
         .unwrap();
         let (mut ours, theirs) = UnixStream::pair().unwrap();
         let (stop, stopper) = std::io::pipe().unwrap();
-        let (frames, budget, shared) = (
-            recording.frames.clone(),
-            Arc::clone(&recording.budget),
-            Arc::clone(&recording.shared),
-        );
+        let queue = recording.queue.clone();
         let relay = std::thread::spawn(move || {
-            let queue = Queue {
-                frames: &frames,
-                budget: &budget,
-                shared: &shared,
-            };
             let client = poll_relay::ClientFds::socket(theirs.as_fd(), theirs.as_fd());
-            poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, queue)
+            poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
         });
 
         let deadline = Instant::now() + Duration::from_mins(1);

@@ -136,7 +136,7 @@ pub(crate) fn relay(
     server_out: OwnedFd,
     stop: BorrowedFd<'_>,
     grace: Duration,
-    queue: Queue<'_>,
+    queue: &Queue,
 ) -> Result<Ended, EchoError> {
     let mut up = Direction::new(Side::Client, ("the client's stdin", "the server's stdin"));
     let mut down = Direction::new(Side::Server, ("the server's stdout", "the client's stdout"));
@@ -267,7 +267,7 @@ impl Direction {
         from: BorrowedFd<'_>,
         to: &Sink<'_>,
         chunk: &mut [u8],
-        queue: Queue<'_>,
+        queue: &Queue,
     ) -> Result<(), EchoError> {
         let read = match rustix::io::read(from, &mut *chunk) {
             Ok(read) => read,
@@ -311,7 +311,7 @@ impl Direction {
 
     /// Forwards `frame` (what `to` does not take now waits in `unsent`), then
     /// records it.
-    fn pass(&mut self, frame: &[u8], to: &Sink<'_>, queue: Queue<'_>) -> Result<(), EchoError> {
+    fn pass(&mut self, frame: &[u8], to: &Sink<'_>, queue: &Queue) -> Result<(), EchoError> {
         let room = queue.reserve_blocking(frame.len());
         let at = Instant::now();
         if self.drained() {

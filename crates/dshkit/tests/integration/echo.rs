@@ -190,6 +190,49 @@ fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
     (cassette, live)
 }
 
+/// A node server that answers every request with an empty result and ignores
+/// lines that are not JSON.
+const EMPTY_RESULT_SERVER: &str = r#"
+    require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+        let m;
+        try { m = JSON.parse(line); } catch { return; }
+        if (m.id !== undefined) process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) + "\n");
+    });
+"#;
+
+/// A client whose stdin is a file cannot be polled: the proxy relays it on the
+/// event loop instead, and records the same.
+#[test]
+fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let requests = dir.path().join("requests.jsonl");
+    let mut lines = handshake();
+    lines.push(call(2, "echo", json!({"message": "one"})));
+    let text = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n") + "\n";
+    std::fs::write(&requests, text).unwrap();
+    let recorded = output(
+        dshkit_command(dir.path())
+            .args(["echo", "record", "-o", cassette.to_str().unwrap(), "--"])
+            .arg(peers.node())
+            .args(["-e", EMPTY_RESULT_SERVER])
+            .stdin(std::fs::File::open(&requests).unwrap()),
+    );
+    assert!(recorded.status.success(), "{recorded:?}");
+    let answered: Vec<Value> = String::from_utf8_lossy(&recorded.stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(answered, [json!(1), json!(2)]);
+    let interactions = std::fs::read_to_string(&cassette)
+        .unwrap()
+        .lines()
+        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["type"] == "interaction")
+        .count();
+    assert_eq!(interactions, 2);
+}
+
 /// A server that neither exits nor closes its stdout once its stdin closes is
 /// killed after the grace; what it answered before is in the cassette.
 #[test]
@@ -200,13 +243,9 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
     let pid_file = dir.path().join("server.pid");
     let server = r#"
         require("fs").writeFileSync(process.argv[1], String(process.pid));
-        require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
-            let m;
-            try { m = JSON.parse(line); } catch { return; }
-            if (m.id !== undefined) process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result: {} }) + "\n");
-        });
         setInterval(() => {}, 1000);
     "#;
+    let server = format!("{EMPTY_RESULT_SERVER}{server}");
     let node = peers.node().display().to_string();
     let args = [
         "echo",
@@ -216,7 +255,7 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
         "--",
         &node,
         "-e",
-        server,
+        &server,
         pid_file.to_str().unwrap(),
     ];
     let mut requests = handshake();
