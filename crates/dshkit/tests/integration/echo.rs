@@ -190,6 +190,15 @@ fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
     (cassette, live)
 }
 
+/// How many interactions `cassette` holds.
+fn interaction_count(cassette: &Path) -> usize {
+    std::fs::read_to_string(cassette)
+        .unwrap()
+        .lines()
+        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["type"] == "interaction")
+        .count()
+}
+
 /// A node server that answers every request with an empty result and ignores
 /// lines that are not JSON.
 const EMPTY_RESULT_SERVER: &str = r#"
@@ -225,12 +234,7 @@ fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
         .map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone())
         .collect();
     assert_eq!(answered, [json!(1), json!(2)]);
-    let interactions = std::fs::read_to_string(&cassette)
-        .unwrap()
-        .lines()
-        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["type"] == "interaction")
-        .count();
-    assert_eq!(interactions, 2);
+    assert_eq!(interaction_count(&cassette), 2);
 }
 
 /// A server that neither exits nor closes its stdout once its stdin closes is
@@ -268,12 +272,7 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
         !Path::new(&format!("/proc/{pid}")).exists(),
         "the server outlived the recording"
     );
-    let interactions = std::fs::read_to_string(&cassette)
-        .unwrap()
-        .lines()
-        .filter(|line| serde_json::from_str::<Value>(line).unwrap()["type"] == "interaction")
-        .count();
-    assert_eq!(interactions, 2, "{stderr}");
+    assert_eq!(interaction_count(&cassette), 2, "{stderr}");
 }
 
 /// Small frames are recorded on the proxy's thread, large ones on the
