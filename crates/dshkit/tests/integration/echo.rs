@@ -237,6 +237,44 @@ fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
     assert_eq!(interaction_count(&cassette), 2);
 }
 
+/// A line longer than the frame limit ends the recording with an error that
+/// names the stream; what was recorded before it stays in the cassette.
+#[test]
+fn a_frame_over_the_limit_ends_the_recording_with_a_clear_error() {
+    use std::io::BufRead;
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let mut child = dshkit_command(dir.path())
+        .args(["echo", "record", "-o", cassette.to_str().unwrap(), "--"])
+        .arg(peers.node())
+        .args(["-e", EMPTY_RESULT_SERVER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", handshake()[0]).unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+    // 16 MiB and then some, without a newline; dshkit stops reading partway.
+    let huge = vec![b'x'; 17 * 1024 * 1024];
+    let _ = stdin.write_all(&huge);
+    drop(stdin);
+    let finished = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert_eq!(finished.status.code(), Some(4), "a runtime failure: {stderr}");
+    assert!(
+        stderr.contains("a frame longer than 16777216 bytes on the client's stdin"),
+        "{stderr}"
+    );
+    assert_eq!(interaction_count(&cassette), 1, "{stderr}");
+}
+
 /// A server that neither exits nor closes its stdout once its stdin closes is
 /// killed after the grace; what it answered before is in the cassette.
 #[test]
