@@ -172,6 +172,13 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
 
+/// `dshkit echo record -o <cassette> -- <server>`, as arguments.
+fn record_args<'a>(cassette: &'a Path, server: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["echo", "record", "-o", cassette.to_str().unwrap(), "--"];
+    args.extend_from_slice(server);
+    args
+}
+
 /// Records the handshake and one `echo` of server-everything over stdio into
 /// `dir/c.jsonl`; returns the cassette and the server's argv.
 fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
@@ -183,9 +190,8 @@ fn record_one_echo(peers: &Peers, dir: &Path) -> (PathBuf, Vec<String>) {
     ];
     let mut requests = handshake();
     requests.push(call(2, "echo", json!({"message": "one"})));
-    let mut record = vec!["echo", "record", "-o", cassette.to_str().unwrap(), "--"];
-    record.extend(live.iter().map(String::as_str));
-    let (recorded, _) = exchange(dir, &[], &record, &requests);
+    let live_args: Vec<&str> = live.iter().map(String::as_str).collect();
+    let (recorded, _) = exchange(dir, &[], &record_args(&cassette, &live_args), &requests);
     assert_eq!(recorded.len(), 2, "{recorded:?}");
     (cassette, live)
 }
@@ -289,17 +295,7 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
     "#;
     let server = format!("{EMPTY_RESULT_SERVER}{server}");
     let node = peers.node().display().to_string();
-    let args = [
-        "echo",
-        "record",
-        "-o",
-        cassette.to_str().unwrap(),
-        "--",
-        &node,
-        "-e",
-        &server,
-        pid_file.to_str().unwrap(),
-    ];
+    let args = record_args(&cassette, &[&node, "-e", &server, pid_file.to_str().unwrap()]);
     let mut requests = handshake();
     requests.push(call(2, "echo", json!({"message": "one"})));
     let (replies, stderr) = exchange(dir.path(), &[], &args, &requests);
@@ -332,16 +328,7 @@ fn small_frames_behind_a_large_one_are_recorded_in_the_order_they_passed() {
         peers.node().display().to_string(),
         everything(&peers).display().to_string(),
     );
-    let args = [
-        "echo",
-        "record",
-        "-o",
-        cassette.to_str().unwrap(),
-        "--",
-        &node,
-        &server,
-        "stdio",
-    ];
+    let args = record_args(&cassette, &[&node, &server, "stdio"]);
     let (replies, stderr) = exchange(dir.path(), &[], &args, &requests);
     assert_eq!(replies.len(), 12, "{stderr}");
     let answered: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
