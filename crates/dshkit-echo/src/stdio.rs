@@ -24,6 +24,8 @@ use crate::recorder::{Message, Recorder, leads_us};
 use crate::redact::Redactor;
 
 #[cfg(unix)]
+mod blocking_client;
+#[cfg(unix)]
 mod poll_relay;
 #[cfg(unix)]
 use std::os::fd::AsFd;
@@ -641,6 +643,58 @@ pub async fn replay(
         server.finish().await?;
     }
     Ok(summary)
+}
+
+/// Like [`replay`], with this process's stdin and stdout as the client. Without
+/// passthrough (on Unix), replay runs on a thread of its own that blocks in
+/// `read` between requests ([`blocking_client`]); with it, or elsewhere, on the
+/// event loop over the streams `streams` makes. Dropping this future (on a
+/// signal) leaves that thread in `read` until the process exits: it holds
+/// nothing to close or flush, as a hit writes nothing but the answer.
+pub async fn replay_stdio<R, W>(
+    streams: impl FnOnce() -> (R, W),
+    options: ReplayOptions,
+) -> Result<ReplaySummary, EchoError>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    #[cfg(unix)]
+    if !matches!(options.on_miss, OnMiss::Passthrough(_))
+        && let Some((input, output)) = blocking_client::of_this_process()
+    {
+        return replay_on_thread(input, output, options).await;
+    }
+    let (client_in, client_out) = streams();
+    replay(client_in, client_out, options).await
+}
+
+/// [`replay`] over blocking streams, on a thread with a runtime of its own (for
+/// the recorded delays).
+#[cfg(unix)]
+async fn replay_on_thread(
+    input: blocking_client::Blocking,
+    output: blocking_client::Blocking,
+    options: ReplayOptions,
+) -> Result<ReplaySummary, EchoError> {
+    let (done, replayed) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("echo-replay".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .map_err(io("the replay thread's runtime"))
+                .and_then(|runtime| runtime.block_on(replay(BufReader::new(input), output, options)));
+            let _ = done.send(result);
+        })
+        .map_err(io("the replay thread"))?;
+    replayed.await.unwrap_or_else(|_| {
+        Err(EchoError::Io {
+            what: "the replay thread",
+            error: "it ended without a result".into(),
+        })
+    })
 }
 
 impl Live {

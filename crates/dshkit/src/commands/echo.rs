@@ -8,7 +8,9 @@ use dshkit_echo::cassette::{self, RecordMode};
 use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::matcher::MatchOptions;
 use dshkit_echo::redact::Redactor;
-use dshkit_echo::stdio::{OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record_stdio, replay};
+use dshkit_echo::stdio::{
+    OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record_stdio, replay, replay_stdio,
+};
 use tokio::io::BufReader;
 
 use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
@@ -321,8 +323,7 @@ async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> 
 }
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
-    let (input, output) = client_streams();
-    let work = async { replay(input, output, options).await.map_err(echo_failure) };
+    let work = async { replay_stdio(client_streams, options).await.map_err(echo_failure) };
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };

@@ -281,6 +281,37 @@ fn a_frame_over_the_limit_ends_the_recording_with_a_clear_error() {
     assert_eq!(interaction_count(&cassette), 1, "{stderr}");
 }
 
+/// Replay waits for the next request in a blocking read on a thread of its
+/// own; SIGTERM still ends it at once, with a clean exit.
+#[cfg(unix)]
+#[test]
+fn a_replay_waiting_for_the_next_request_ends_on_sigterm() {
+    use std::io::BufRead;
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let (cassette, _) = record_one_echo(&peers, dir.path());
+    let mut replay = dshkit_test::spawn_guarded(dshkit_command(dir.path()).args([
+        "echo",
+        "replay",
+        cassette.to_str().unwrap(),
+    ]));
+    let mut stdin = replay.child.stdin.take().unwrap();
+    writeln!(stdin, "{}", handshake()[0]).unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(replay.child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains(r#""id":1"#), "{answer}");
+
+    let status = replay.terminate(std::time::Duration::from_mins(1));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "replay did not end cleanly on SIGTERM while its stdin stayed open"
+    );
+    drop(stdin);
+}
+
 /// A server that neither exits nor closes its stdout once its stdin closes is
 /// killed after the grace; what it answered before is in the cassette.
 #[test]
