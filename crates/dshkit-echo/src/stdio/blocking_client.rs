@@ -4,8 +4,8 @@
 //! Replay answers one request at a time, so nothing else is waiting while it
 //! waits for the next line. A blocking `read` wakes the thread straight from the
 //! kernel. A non-blocking descriptor under the event loop costs a `read` that
-//! finds nothing, an `epoll_wait` and the loop's wake-up on every request, and
-//! that was a third of replay's time over a null server on one CPU.
+//! finds nothing, an `epoll_wait` and the loop's wake-up on every request: on
+//! one CPU, 4.7 of the 16.7 µs of CPU replay spent per request.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
