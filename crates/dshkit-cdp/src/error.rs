@@ -13,8 +13,20 @@ pub enum CdpError {
         #[source]
         source: std::io::Error,
     },
-    #[error("Chromium exited before it was ready; its last output:\n{0}")]
-    EarlyExit(String),
+    #[error(
+        "Chromium exited before it was ready ({status}{}); its last output:\n{output}",
+        if *starts > 1 { format!(", on start {starts} after {} crashed", starts - 1) } else { String::new() }
+    )]
+    EarlyExit {
+        /// How it ended: an exit code or a signal.
+        status: String,
+        /// Whether it crashed (a signal; an NTSTATUS error on Windows), which a
+        /// fresh start may not repeat.
+        crashed: bool,
+        /// How many starts were made, the crashed ones retried included.
+        starts: u32,
+        output: String,
+    },
     #[error("Chromium did not print its DevTools endpoint within {0:?}")]
     LaunchTimeout(Duration),
     #[error("failed to connect to the DevTools endpoint {url}: {reason}")]

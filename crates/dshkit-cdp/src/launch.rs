@@ -94,6 +94,23 @@ impl BrowserProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// How the browser ended, waiting for it up to `limit` (blocking); `None` if
+    /// it still runs then. Dropping the process afterwards kills what is left.
+    fn exit_status(mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// The last lines Chromium printed on stderr.
     pub fn stderr_tail(&self) -> String {
         self.stderr_tail
@@ -193,9 +210,51 @@ pub const PROFILE_TEMP: &str = "tmp";
 /// How long removing a closed browser's profile is retried.
 const PROFILE_REMOVAL: Duration = Duration::from_secs(2);
 
-/// Starts Chromium and waits for its DevTools endpoint.
+/// How many times a browser that crashed before it was ready is started again.
+/// Chromium 156 dies of SIGSEGV during about 1 start in 200 on this project's
+/// machines, before it prints its endpoint; a fresh start succeeds. A browser that
+/// exits with a status of its own (a bad flag, a missing library) is not retried.
+pub(crate) const CRASH_RETRIES: u32 = 2;
+
+/// How long a browser whose output has closed gets to finish exiting, so that the
+/// error can name how it ended.
+const EXIT_STATUS_WAIT: Duration = Duration::from_secs(2);
+
+/// Starts Chromium and waits for its DevTools endpoint, starting it again (with a
+/// fresh profile) when it crashed on the way.
 pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, CdpError> {
-    let executable = match &options.executable {
+    let executable = executable(options)?;
+    let mut starts = 1;
+    loop {
+        match start(&executable, options).await {
+            Err(CdpError::EarlyExit {
+                crashed: true,
+                status,
+                ..
+            }) if starts <= CRASH_RETRIES => {
+                tracing::warn!(%status, starts, "Chromium crashed while starting; starting it again");
+                starts += 1;
+            }
+            Err(CdpError::EarlyExit {
+                status,
+                crashed,
+                output,
+                ..
+            }) => {
+                return Err(CdpError::EarlyExit {
+                    status,
+                    crashed,
+                    starts,
+                    output,
+                });
+            }
+            other => return other,
+        }
+    }
+}
+
+fn executable(options: &LaunchOptions) -> Result<PathBuf, CdpError> {
+    Ok(match &options.executable {
         Some(path) => path.clone(),
         None => match dshkit_env::locate::chromium(&dshkit_env::Environment::from_process()) {
             dshkit_env::locate::Lookup::Found(found) => found.path,
@@ -211,7 +270,11 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
                 ));
             }
         },
-    };
+    })
+}
+
+/// One start: a fresh profile, the process, and its endpoint from its output.
+async fn start(executable: &std::path::Path, options: &LaunchOptions) -> Result<BrowserProcess, CdpError> {
     sweep_stale_profiles(&std::env::temp_dir());
     let profile = tempfile::Builder::new()
         .prefix(PROFILE_PREFIX)
@@ -222,7 +285,7 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
     // profile removes everything this launch made.
     let temp = profile.path().join(PROFILE_TEMP);
     std::fs::create_dir(&temp).map_err(CdpError::Profile)?;
-    let mut command = Command::new(&executable);
+    let mut command = Command::new(executable);
     command
         .args(BASE_FLAGS)
         .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -284,8 +347,32 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
             process.ws_url = url;
             Ok(process)
         }
-        Ok(_) => Err(CdpError::EarlyExit(process.stderr_tail())),
+        Ok(_) => {
+            let output = process.stderr_tail();
+            let status = tokio::task::spawn_blocking(move || process.exit_status(EXIT_STATUS_WAIT))
+                .await
+                .ok()
+                .flatten();
+            Err(CdpError::EarlyExit {
+                status: status.map_or_else(
+                    || "still running after its output closed".to_owned(),
+                    |s| s.to_string(),
+                ),
+                crashed: status.is_some_and(crashed),
+                starts: 1,
+                output,
+            })
+        }
         Err(_) => Err(CdpError::LaunchTimeout(timeout)),
+    }
+}
+
+/// Whether an exit status is a crash: a signal on Unix, an NTSTATUS error code
+/// (`0xC...`) on Windows.
+fn crashed(status: std::process::ExitStatus) -> bool {
+    match status.code() {
+        None => true,
+        Some(code) => cfg!(windows) && code < 0,
     }
 }
 

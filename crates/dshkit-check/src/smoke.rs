@@ -30,7 +30,7 @@ pub async fn page_smoke(url: &str, launch: &LaunchOptions, observe: Duration) ->
         Err(
             e @ (CdpError::NoBrowser(_)
             | CdpError::Spawn { .. }
-            | CdpError::EarlyExit(_)
+            | CdpError::EarlyExit { .. }
             | CdpError::LaunchTimeout(_)),
         ) => {
             return Check::new(ID, NAME, Status::NotTested, format!("no usable browser: {e}"));

@@ -154,6 +154,108 @@ async fn a_killed_browser_gives_disconnected_and_a_relaunch_works() {
     );
 }
 
+/// A stand-in executable: a shell script that counts its starts in `starts`,
+/// then runs `body` (where `$CHROMIUM` is the real browser).
+#[cfg(unix)]
+fn browser_script(dir: &std::path::Path, body: &str) -> LaunchOptions {
+    use std::os::unix::fs::PermissionsExt as _;
+    let real = match dshkit_env::locate::chromium(&dshkit_env::Environment::from_process()) {
+        dshkit_env::locate::Lookup::Found(found) => found.path,
+        _ => panic!("Chromium is missing (run `cargo xtask setup`)"),
+    };
+    let script = dir.join("chromium");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nCHROMIUM='{}'\necho start >> '{}'\n{body}\n",
+            real.display(),
+            dir.join("starts").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    LaunchOptions {
+        executable: Some(script),
+        ..LaunchOptions::default()
+    }
+}
+
+#[cfg(unix)]
+fn starts(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("starts"))
+        .unwrap()
+        .lines()
+        .count()
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_browser_that_crashes_while_starting_is_started_again() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first start dies of SIGSEGV before it prints its endpoint, as Chromium
+    // itself now and then does; the second is the real browser.
+    let options = browser_script(
+        dir.path(),
+        "[ \"$(wc -l < \"$(dirname \"$0\")/starts\")\" -eq 1 ] && kill -SEGV $$\nexec \"$CHROMIUM\" \"$@\"",
+    );
+    let browser = Browser::launch(&options)
+        .await
+        .expect("the second start is ready");
+    assert!(browser.product().contains("Chrome"), "{}", browser.product());
+    assert_eq!(starts(dir.path()), 2);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_browser_that_crashes_on_every_start_is_reported_with_its_signal_after_the_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = browser_script(dir.path(), "echo 'about to crash' >&2\nkill -SEGV $$");
+    let err = Browser::launch(&options).await.expect_err("every start crashes");
+    let CdpError::EarlyExit {
+        crashed,
+        starts: made,
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert!(crashed, "{err}");
+    assert_eq!(*made, 3, "{err}");
+    assert_eq!(starts(dir.path()), 3);
+    let message = err.to_string();
+    assert!(
+        message.contains("SIGSEGV")
+            && message.contains("on start 3 after 2 crashed")
+            && message.contains("about to crash"),
+        "{message}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_browser_that_exits_with_a_status_is_reported_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = browser_script(dir.path(), "echo 'unknown flag' >&2\nexit 3");
+    let err = Browser::launch(&options).await.expect_err("the start fails");
+    assert!(
+        matches!(
+            err,
+            CdpError::EarlyExit {
+                crashed: false,
+                starts: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(starts(dir.path()), 1, "a status of its own is not retried");
+    let message = err.to_string();
+    assert!(
+        message.contains("exit status: 3") && message.contains("unknown flag"),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn an_existing_endpoint_is_used_over_ws_and_http() {
     let owner = launch().await;
