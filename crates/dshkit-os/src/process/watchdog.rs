@@ -4,11 +4,19 @@ use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-/// Waits for its stdin to close, then TERM and (3 s later) KILL to the group.
-/// `sh` is everywhere and needs no part of dshkit to stay alive. (dash's `kill`
-/// takes no `--`: a negative pid after the signal names the group.)
-const SCRIPT: &str =
-    "read _ignored; kill -TERM -\"$1\" 2>/dev/null && { sleep 3; kill -KILL -\"$1\" 2>/dev/null; }; exit 0";
+/// Waits for its stdin to close, then TERM to the group, and KILL if the group
+/// is still there after `$2` tenths of a second. It looks every tenth and leaves
+/// as soon as the group is gone: a pid is free for reuse once its group is empty,
+/// and a blind KILL seconds later could hit a group that merely has the same
+/// number. `sh` is everywhere and needs no part of dshkit to stay alive. (dash's
+/// `kill` takes no `--`: a negative pid after the signal names the group.)
+const SCRIPT: &str = "read _ignored; kill -TERM -\"$1\" 2>/dev/null || exit 0; i=0; \
+     while kill -0 -\"$1\" 2>/dev/null; do \
+     if [ \"$i\" -ge \"$2\" ]; then kill -KILL -\"$1\" 2>/dev/null; exit 0; fi; \
+     sleep 0.1; i=$((i + 1)); done; exit 0";
+
+/// How long a group gets to stop on TERM before the watchdog sends KILL.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 #[derive(Debug)]
 pub(super) struct Watchdog {
@@ -19,8 +27,19 @@ pub(super) struct Watchdog {
 
 impl Watchdog {
     pub(super) fn start(group: u32) -> std::io::Result<Self> {
+        Self::with_grace(group, GRACE)
+    }
+
+    fn with_grace(group: u32, grace: std::time::Duration) -> std::io::Result<Self> {
+        let tenths = grace.as_millis() / 100;
         let mut child = Command::new("sh")
-            .args(["-c", SCRIPT, "dshkit-watchdog", &group.to_string()])
+            .args([
+                "-c",
+                SCRIPT,
+                "dshkit-watchdog",
+                &group.to_string(),
+                &tenths.to_string(),
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -56,5 +75,72 @@ impl Drop for Watchdog {
                 .name("dshkit-watchdog-reaper".into())
                 .spawn(move || child.wait());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::process::Identity;
+
+    fn group_of(command: &mut Command) -> (std::process::Child, u32) {
+        let child = command.process_group(0).spawn().unwrap();
+        let id = child.id();
+        (child, id)
+    }
+
+    /// Waits (bounded far beyond any machine's noise) until `process` is gone.
+    fn gone_within(process: Identity, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while process.is_running() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    #[test]
+    fn a_group_that_stops_on_term_is_left_alone_at_once() {
+        let (mut leader, group) = group_of(Command::new("sleep").arg("600"));
+        // Ten minutes of grace: a watchdog that waits it out before looking again
+        // would outlive this test's bound by far.
+        let watchdog = Watchdog::with_grace(group, Duration::from_mins(10)).unwrap();
+        let shell = Identity::of(watchdog.child.as_ref().unwrap().id()).unwrap();
+        drop(watchdog);
+        let _ = leader.wait();
+        if !gone_within(shell, Duration::from_mins(1)) {
+            // Not left to act ten minutes from now on a number that may be reused.
+            shell.kill();
+            panic!("the watchdog waited out its grace after the group was gone");
+        }
+    }
+
+    #[test]
+    fn a_group_that_ignores_term_is_killed_after_the_grace() {
+        let (mut leader, group) = group_of(
+            Command::new("sh")
+                .args(["-c", "trap '' TERM; echo ready; sleep 600 & wait"])
+                .stdout(std::process::Stdio::piped()),
+        );
+        // The trap is in place (and inherited by `sleep`) before the watchdog acts.
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready, "ready\n");
+        let watchdog = Watchdog::with_grace(group, Duration::from_millis(500)).unwrap();
+        drop(watchdog);
+        let status = leader.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{status:?}"
+        );
     }
 }
