@@ -312,6 +312,21 @@ impl Drop for AgentBrowser {
     }
 }
 
+/// The one Chromium binary every tool of the run uses: `DSHKIT_CHROMIUM`, else
+/// Debian's browser binary (what dshkit finds first), else its launcher.
+pub(crate) fn chromium() -> std::path::PathBuf {
+    std::env::var_os("DSHKIT_CHROMIUM").map_or_else(
+        || {
+            ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
+                .into_iter()
+                .map(std::path::PathBuf::from)
+                .find(|path| path.is_file())
+                .unwrap_or_else(|| "/usr/bin/chromium".into())
+        },
+        std::path::PathBuf::from,
+    )
+}
+
 /// A short directory of this run for agent-browser's daemon socket.
 fn socket_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("ab-{}", std::process::id()))
@@ -324,7 +339,7 @@ fn agent_browser_command(binary: &std::path::Path, work: &std::path::Path) -> Co
     command
         .arg("mcp")
         .env("HOME", work.join("agent-browser"))
-        .env("AGENT_BROWSER_EXECUTABLE_PATH", "/usr/bin/chromium")
+        .env("AGENT_BROWSER_EXECUTABLE_PATH", chromium())
         .env("AGENT_BROWSER_ARGS", "--no-sandbox,--disable-gpu")
         .env("AGENT_BROWSER_SESSION", "bench")
         // Its daemon's Unix socket path must stay under 104 bytes.
@@ -337,16 +352,9 @@ pub(crate) fn playwright_command(peers: &crate::setup::Peers, work: &std::path::
     let mut command = Command::new(peers.node());
     command
         .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
-        .args([
-            "--headless",
-            "--isolated",
-            "--no-sandbox",
-            "--executable-path",
-            "/usr/bin/chromium",
-            "--viewport-size",
-            "1280x800",
-            "--output-dir",
-        ])
+        .args(["--headless", "--isolated", "--no-sandbox", "--executable-path"])
+        .arg(chromium())
+        .args(["--viewport-size", "1280x800", "--output-dir"])
         .arg(work.join("playwright"))
         .env("HOME", work);
     command
@@ -362,13 +370,15 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each"
     );
     println!(
-        "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same /usr/bin/chromium"
+        "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same {}",
+        chromium().display()
     );
     for reuse in [false, true] {
         let mut dshkit = Dshkit {
             client: StdioClient::start(
                 Command::new(&dshkit_binary)
                     .args(["mcp", "--tools", "liveloop"])
+                    .env("DSHKIT_CHROMIUM", chromium())
                     .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
                     .env("HOME", &work),
             )?,
