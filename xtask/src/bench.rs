@@ -57,6 +57,21 @@ impl Sample {
     }
 }
 
+/// The one Chromium binary every tool of the run uses: `DSHKIT_CHROMIUM`, else
+/// Debian's browser binary (what dshkit finds first), else its launcher.
+pub(crate) fn chromium() -> std::path::PathBuf {
+    std::env::var_os("DSHKIT_CHROMIUM").map_or_else(
+        || {
+            ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
+                .into_iter()
+                .map(std::path::PathBuf::from)
+                .find(|path| path.is_file())
+                .unwrap_or_else(|| "/usr/bin/chromium".into())
+        },
+        std::path::PathBuf::from,
+    )
+}
+
 /// Installs the peers and builds dshkit in release mode; returns the peers and
 /// the binary. Every benchmark starts here.
 pub(crate) fn prepare() -> anyhow::Result<(Peers, std::path::PathBuf)> {

@@ -312,21 +312,6 @@ impl Drop for AgentBrowser {
     }
 }
 
-/// The one Chromium binary every tool of the run uses: `DSHKIT_CHROMIUM`, else
-/// Debian's browser binary (what dshkit finds first), else its launcher.
-pub(crate) fn chromium() -> std::path::PathBuf {
-    std::env::var_os("DSHKIT_CHROMIUM").map_or_else(
-        || {
-            ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
-                .into_iter()
-                .map(std::path::PathBuf::from)
-                .find(|path| path.is_file())
-                .unwrap_or_else(|| "/usr/bin/chromium".into())
-        },
-        std::path::PathBuf::from,
-    )
-}
-
 /// A short directory of this run for agent-browser's daemon socket.
 fn socket_dir() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("ab-{}", std::process::id()))
@@ -339,7 +324,7 @@ fn agent_browser_command(binary: &std::path::Path, work: &std::path::Path) -> Co
     command
         .arg("mcp")
         .env("HOME", work.join("agent-browser"))
-        .env("AGENT_BROWSER_EXECUTABLE_PATH", chromium())
+        .env("AGENT_BROWSER_EXECUTABLE_PATH", crate::bench::chromium())
         .env("AGENT_BROWSER_ARGS", "--no-sandbox,--disable-gpu")
         .env("AGENT_BROWSER_SESSION", "bench")
         // Its daemon's Unix socket path must stay under 104 bytes.
@@ -353,7 +338,7 @@ pub(crate) fn playwright_command(peers: &crate::setup::Peers, work: &std::path::
     command
         .arg(peers.mcp_modules().join("@playwright/mcp/cli.js"))
         .args(["--headless", "--isolated", "--no-sandbox", "--executable-path"])
-        .arg(chromium())
+        .arg(crate::bench::chromium())
         .args(["--viewport-size", "1280x800", "--output-dir"])
         .arg(work.join("playwright"))
         .env("HOME", work);
@@ -371,14 +356,14 @@ pub(crate) fn run() -> anyhow::Result<()> {
     );
     println!(
         "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same {}",
-        chromium().display()
+        crate::bench::chromium().display()
     );
     for reuse in [false, true] {
         let mut dshkit = Dshkit {
             client: StdioClient::start(
                 Command::new(&dshkit_binary)
                     .args(["mcp", "--tools", "liveloop"])
-                    .env("DSHKIT_CHROMIUM", chromium())
+                    .env("DSHKIT_CHROMIUM", crate::bench::chromium())
                     .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
                     .env("HOME", &work),
             )?,

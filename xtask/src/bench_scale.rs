@@ -260,7 +260,7 @@ fn pool(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::
 /// DevTools port.
 fn start_pool_browser(work: &std::path::Path) -> anyhow::Result<(Killed, String)> {
     let profile = work.join("pool-profile");
-    let mut chromium = Command::new(crate::bench_browser::chromium());
+    let mut chromium = Command::new(crate::bench::chromium());
     chromium
         .args([
             "--headless",

@@ -57,7 +57,7 @@ pub(crate) fn verify() -> anyhow::Result<()> {
         Command::new(&dshkit_binary)
             .args(["mcp", "--tools", "liveloop", "--allow-run", "--workspace"])
             .arg(&app)
-            .env("DSHKIT_CHROMIUM", crate::bench_browser::chromium())
+            .env("DSHKIT_CHROMIUM", crate::bench::chromium())
             .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
             .env("HOME", &work)
             .env("PATH", &path),

@@ -226,7 +226,11 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
     let executable = executable(options)?;
     let mut starts = 1;
     loop {
-        match start(&executable, options).await {
+        let mut started = start(&executable, options).await;
+        if let Err(CdpError::EarlyExit { starts: made, .. }) = &mut started {
+            *made = starts;
+        }
+        match started {
             Err(CdpError::EarlyExit {
                 crashed: true,
                 status,
@@ -234,19 +238,6 @@ pub(crate) async fn launch(options: &LaunchOptions) -> Result<BrowserProcess, Cd
             }) if starts <= CRASH_RETRIES => {
                 tracing::warn!(%status, starts, "Chromium crashed while starting; starting it again");
                 starts += 1;
-            }
-            Err(CdpError::EarlyExit {
-                status,
-                crashed,
-                output,
-                ..
-            }) => {
-                return Err(CdpError::EarlyExit {
-                    status,
-                    crashed,
-                    starts,
-                    output,
-                });
             }
             other => return other,
         }

@@ -80,27 +80,15 @@ impl Drop for Watchdog {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::*;
-    use crate::process::Identity;
+    use crate::process::{Identity, wait_gone};
 
     fn group_of(command: &mut Command) -> (std::process::Child, u32) {
         let child = command.process_group(0).spawn().unwrap();
         let id = child.id();
         (child, id)
-    }
-
-    /// Waits (bounded far beyond any machine's noise) until `process` is gone.
-    fn gone_within(process: Identity, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while process.is_running() {
-            if Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
     }
 
     #[test]
@@ -112,7 +100,8 @@ mod tests {
         let shell = Identity::of(watchdog.child.as_ref().unwrap().id()).unwrap();
         drop(watchdog);
         let _ = leader.wait();
-        if !gone_within(shell, Duration::from_mins(1)) {
+        // Bounded far beyond any machine's noise, and far below the grace.
+        if !wait_gone(vec![shell], Duration::from_mins(1)).is_empty() {
             // Not left to act ten minutes from now on a number that may be reused.
             shell.kill();
             panic!("the watchdog waited out its grace after the group was gone");
