@@ -144,12 +144,10 @@ impl Spawned {
 
 impl Drop for Spawned {
     fn drop(&mut self) {
-        // Dispose without an explicit stop: kill at once. Dropping the group then
-        // lets its watchdog (Unix) repeat the kill for anything that escaped; on
-        // Windows closing the job does it.
-        if !self.group.members().is_empty() {
-            self.group.kill();
-        }
+        // Dispose without an explicit stop: kill at once (a group already over gets
+        // nothing). Dropping the group then lets its watchdog (Unix) repeat the
+        // kill for anything that escaped; on Windows closing the job does it.
+        self.group.kill();
         let _ = self.child.try_wait();
     }
 }

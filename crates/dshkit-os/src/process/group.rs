@@ -39,7 +39,10 @@ impl Group {
         self.inner.leader()
     }
 
-    /// The live members.
+    /// The live members. On Unix a group once seen without any is over for good:
+    /// its number may then name another group, so it has no members from then
+    /// on and [`interrupt`](Self::interrupt), [`terminate`](Self::terminate) and
+    /// [`kill`](Self::kill) (which look first) send nothing.
     pub fn members(&self) -> Vec<u32> {
         self.inner.members()
     }
