@@ -20,6 +20,9 @@ pub const DEFAULT_MAX_NAVIGATIONS: usize = 50;
 pub const DEFAULT_MAX_BLOCKED: usize = 100;
 /// Longest text kept of one entry (characters).
 pub const DEFAULT_MAX_ENTRY_CHARS: usize = 2000;
+/// Refused sockets no WebSocket of the page claimed, and WebSockets of the page
+/// no refusal matched, each kept this many at most (the oldest go first).
+pub(crate) const MAX_UNMATCHED_SOCKETS: usize = 32;
 
 /// A ring buffer that counts what it had to drop.
 #[derive(Debug, Clone)]
@@ -214,6 +217,13 @@ pub struct Observations {
     /// Contexts of a document being replaced: what they still log or throw belongs
     /// to the old page, not to the window.
     retired: HashSet<i64>,
+    /// Sockets the preview's proxy refused (authority, reason) that no WebSocket
+    /// of the page claimed (yet): the browser's own connections, or a worker's
+    /// socket, which the page's events do not show. The two sides of a refused
+    /// WebSocket arrive on separate paths, in either order.
+    refused_unclaimed: VecDeque<(String, BlockReason)>,
+    /// WebSockets the page opened (authority, URL) that no refusal matched yet.
+    page_sockets: VecDeque<(String, String)>,
 }
 
 /// Most JavaScript contexts tracked per page (frames and workers each have one).
@@ -233,8 +243,36 @@ impl Default for Observations {
             window_id: 0,
             contexts: HashSet::new(),
             retired: HashSet::new(),
+            refused_unclaimed: VecDeque::new(),
+            page_sockets: VecDeque::new(),
         }
     }
+}
+
+/// Whether a `Network.requestWillBeSent` is a worker's main script: the page's
+/// events show it start, but it ends on the worker's own target, which a
+/// preview does not attach to; kept in flight, it would hold every settle
+/// until its deadline. It is the script's own document, with no loader.
+fn is_worker_script(params: &Value) -> bool {
+    params["type"] == "Script"
+        && params["loaderId"] == ""
+        && params["documentURL"].is_string()
+        && params["documentURL"] == params["request"]["url"]
+}
+
+/// `host:port` of a WebSocket URL, lowercase, as the proxy names a tunnel.
+fn socket_authority(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    let port = url.port_or_known_default()?;
+    Some(format!("{}:{port}", url.host_str()?).to_ascii_lowercase())
+}
+
+/// Pushes `item`, dropping the oldest beyond [`MAX_UNMATCHED_SOCKETS`].
+fn push_bounded<T>(queue: &mut VecDeque<T>, item: T) {
+    if queue.len() >= MAX_UNMATCHED_SOCKETS {
+        queue.pop_front();
+    }
+    queue.push_back(item);
 }
 
 fn clip(text: &str) -> String {
@@ -257,6 +295,8 @@ impl Observations {
         self.network.clear();
         self.navigations.clear();
         self.blocked.clear();
+        self.refused_unclaimed.clear();
+        self.page_sockets.clear();
         self.document_status = None;
         self.window_started = Instant::now();
         self.window_id += 1;
@@ -330,6 +370,49 @@ impl Observations {
         });
     }
 
+    /// A socket the preview's proxy refused: the page's blocked request once a
+    /// WebSocket the page opened to `authority` claims it, under the page's URL.
+    pub fn refused_socket(&mut self, authority: &str, reason: BlockReason) {
+        match self.page_sockets.iter().position(|(a, _)| a == authority) {
+            Some(at) => {
+                let (_, url) = self.page_sockets.remove(at).expect("a found index");
+                self.record_blocked_socket(&url, reason);
+            }
+            None => push_bounded(&mut self.refused_unclaimed, (authority.to_owned(), reason)),
+        }
+    }
+
+    /// A WebSocket the page opened (`Network.webSocketCreated`): it claims a
+    /// refusal of its authority, now or when one comes.
+    fn page_socket(&mut self, url: &str) {
+        let Some(authority) = socket_authority(url) else {
+            return;
+        };
+        match self.refused_unclaimed.iter().position(|(a, _)| *a == authority) {
+            Some(at) => {
+                let (_, reason) = self.refused_unclaimed.remove(at).expect("a found index");
+                self.record_blocked_socket(url, reason);
+            }
+            None => push_bounded(&mut self.page_sockets, (authority, url.to_owned())),
+        }
+    }
+
+    /// A refused WebSocket of the page, named by the URL the page gave it.
+    fn record_blocked_socket(&mut self, url: &str, reason: BlockReason) {
+        let reason = match reason {
+            BlockReason::CrossOriginWebSocket { .. } => BlockReason::CrossOriginWebSocket { url: clip(url) },
+            other => other,
+        };
+        self.record_blocked(url, reason);
+    }
+
+    /// Sockets the proxy refused in the window that no WebSocket of the page
+    /// claimed, oldest first (at most [`MAX_UNMATCHED_SOCKETS`]): the
+    /// browser's own connections, or a worker's socket.
+    pub fn refused_unclaimed(&self) -> impl Iterator<Item = (&str, &BlockReason)> {
+        self.refused_unclaimed.iter().map(|(a, r)| (a.as_str(), r))
+    }
+
     /// Console errors, exceptions and rejections in the window. The browser's own
     /// "Failed to load resource" lines are left out: each is already a network entry.
     pub fn errors(&self) -> impl Iterator<Item = &ConsoleEntry> {
@@ -381,6 +464,7 @@ impl Observations {
                         .push(clip(frame["url"].as_str().unwrap_or_default()));
                 }
             }
+            "Network.webSocketCreated" => self.page_socket(params["url"].as_str().unwrap_or_default()),
             _ => self.ingest_network(method, params),
         }
     }
@@ -455,6 +539,7 @@ impl Observations {
 
     fn ingest_network(&mut self, method: &str, params: &Value) {
         match method {
+            "Network.requestWillBeSent" if is_worker_script(params) => {}
             "Network.requestWillBeSent" => {
                 let id = params["requestId"].as_str().unwrap_or_default().to_owned();
                 let seq = self.requests_started;
@@ -637,5 +722,136 @@ mod retired_contexts {
             2,
             "the new page's errors, and errors without a context, count"
         );
+    }
+}
+
+#[cfg(test)]
+mod refused_sockets {
+    use serde_json::json;
+
+    use super::*;
+
+    fn cross(url: &str) -> BlockReason {
+        BlockReason::CrossOriginWebSocket { url: url.into() }
+    }
+
+    fn blocked(o: &Observations) -> Vec<(String, BlockReason)> {
+        o.blocked
+            .iter()
+            .map(|b| (b.url.clone(), b.reason.clone()))
+            .collect()
+    }
+
+    fn unclaimed(o: &Observations) -> Vec<String> {
+        o.refused_unclaimed().map(|(a, _)| a.to_owned()).collect()
+    }
+
+    #[test]
+    fn a_refused_socket_is_the_pages_only_once_a_websocket_of_the_page_claims_it() {
+        let mut o = Observations::default();
+        // The browser's own tunnel: refused, but nothing of the page's.
+        o.refused_socket("www.google.com:443", cross("ws://www.google.com:443/"));
+        // The page's socket, refused before its event came.
+        o.refused_socket("127.0.0.1:8089", cross("ws://127.0.0.1:8089/"));
+        assert!(blocked(&o).is_empty(), "{:?}", blocked(&o));
+        o.ingest(
+            "Network.webSocketCreated",
+            &json!({"requestId": "1.2", "url": "ws://127.0.0.1:8089/live?x=1"}),
+        );
+        assert_eq!(
+            blocked(&o),
+            [(
+                "ws://127.0.0.1:8089/live?x=1".to_owned(),
+                cross("ws://127.0.0.1:8089/live?x=1")
+            )]
+        );
+        assert_eq!(unclaimed(&o), ["www.google.com:443"]);
+    }
+
+    #[test]
+    fn a_websocket_of_the_page_claims_the_refusal_that_comes_after_it() {
+        let mut o = Observations::default();
+        o.ingest(
+            "Network.webSocketCreated",
+            &json!({"url": "wss://Example.COM/feed"}),
+        );
+        o.ingest("Network.webSocketCreated", &json!({"url": "ws://[::1]:9000/"}));
+        o.refused_socket("[::1]:9000", cross("ws://[::1]:9000/"));
+        o.refused_socket(
+            "example.com:443",
+            BlockReason::ExternalHost {
+                host: "example.com".into(),
+            },
+        );
+        // One socket claims one refusal: a second refusal there waits for its own.
+        o.refused_socket("example.com:443", cross("ws://example.com:443/"));
+        assert_eq!(
+            blocked(&o),
+            [
+                ("ws://[::1]:9000/".to_owned(), cross("ws://[::1]:9000/")),
+                (
+                    "wss://Example.COM/feed".to_owned(),
+                    BlockReason::ExternalHost {
+                        host: "example.com".into()
+                    }
+                ),
+            ]
+        );
+        assert_eq!(unclaimed(&o), ["example.com:443"]);
+    }
+
+    #[test]
+    fn unmatched_sockets_are_bounded_and_a_new_window_forgets_them() {
+        let mut o = Observations::default();
+        for port in 0..(MAX_UNMATCHED_SOCKETS + 8) {
+            o.refused_socket(&format!("10.0.0.1:{port}"), cross("ws://10.0.0.1/"));
+            o.ingest(
+                "Network.webSocketCreated",
+                &json!({"url": format!("ws://10.0.0.2:{port}/")}),
+            );
+        }
+        assert_eq!(unclaimed(&o).len(), MAX_UNMATCHED_SOCKETS);
+        assert_eq!(unclaimed(&o)[0], "10.0.0.1:8", "the oldest went first");
+        assert_eq!(o.page_sockets.len(), MAX_UNMATCHED_SOCKETS);
+        o.reset_window();
+        assert!(unclaimed(&o).is_empty());
+        o.refused_socket("10.0.0.2:39", cross("ws://10.0.0.2:39/"));
+        assert!(
+            blocked(&o).is_empty(),
+            "a socket of the last window claims nothing"
+        );
+    }
+}
+
+#[cfg(test)]
+mod workers {
+    use serde_json::json;
+
+    use super::Observations;
+
+    #[test]
+    fn a_workers_main_script_does_not_hold_the_page_in_flight() {
+        let mut o = Observations::default();
+        // As Chromium 148 reports `new Worker('/w.js')` to the page: it ends on
+        // the worker's target.
+        o.ingest(
+            "Network.requestWillBeSent",
+            &json!({"requestId": "43AF", "loaderId": "", "documentURL": "http://127.0.0.1:1/w.js",
+                    "request": {"url": "http://127.0.0.1:1/w.js", "method": "GET"}, "type": "Script"}),
+        );
+        assert_eq!(o.in_flight(), 0, "{:?}", o.pending(3));
+        // The page's own script, and a script without a loader that is not its
+        // own document, are the page's.
+        o.ingest(
+            "Network.requestWillBeSent",
+            &json!({"requestId": "2", "loaderId": "L1", "documentURL": "http://127.0.0.1:1/",
+                    "request": {"url": "http://127.0.0.1:1/app.js", "method": "GET"}, "type": "Script"}),
+        );
+        o.ingest(
+            "Network.requestWillBeSent",
+            &json!({"requestId": "3", "loaderId": "", "documentURL": "http://127.0.0.1:1/",
+                    "request": {"url": "http://127.0.0.1:1/lib.js", "method": "GET"}, "type": "Script"}),
+        );
+        assert_eq!(o.in_flight(), 2);
     }
 }

@@ -11,8 +11,21 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::policy::{BlockReason, Decision, NetworkPolicy};
 
+/// A connection the proxy refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A request for `url`.
+    Request { url: String, reason: BlockReason },
+    /// A socket (a tunnel, or a WebSocket upgrade) to `authority` (`host:port`,
+    /// lowercase). Whose it is the proxy cannot tell: the browser opens tunnels
+    /// of its own through a context's proxy too (a feature's check, a
+    /// preconnect), so only a WebSocket the page opened there makes it the
+    /// page's (see `Observations::refused_socket`).
+    Socket { authority: String, reason: BlockReason },
+}
+
 /// Told of every connection the proxy refuses.
-pub(crate) type Recorder = Arc<dyn Fn(&str, BlockReason) + Send + Sync>;
+pub(crate) type Recorder = Arc<dyn Fn(Refusal) + Send + Sync>;
 
 /// Largest request head the proxy reads (16 KiB).
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -103,7 +116,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         // so a tunnel to a foreign place is a WebSocket (or another stream) it
         // never saw. Only the preview origin and allowlisted public hosts pass.
         let url = format!("ws://{target}/");
-        let Some(address) = allowed_address(policy, &url, target, record).await else {
+        let Some(address) = allowed_address(policy, &url, target, true, record).await else {
             return client.write_all(FORBIDDEN).await;
         };
         let mut upstream = connect(address).await?;
@@ -131,7 +144,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
         url.host_str().unwrap_or_default(),
         url.port_or_known_default().unwrap_or(80)
     );
-    let Some(address) = allowed_address(policy, &checked, &authority, record).await else {
+    let Some(address) = allowed_address(policy, &checked, &authority, upgrade, record).await else {
         return client.write_all(FORBIDDEN).await;
     };
     let mut path = url.path().to_owned();
@@ -169,11 +182,13 @@ async fn connect(address: std::net::SocketAddr) -> std::io::Result<TcpStream> {
 }
 
 /// Decides `url` and returns the address to connect to: the checked one, so a
-/// second DNS answer cannot differ from the one that passed (rebinding).
+/// second DNS answer cannot differ from the one that passed (rebinding). A
+/// refusal is told to `record` as a [`Refusal::Socket`] when `socket`.
 async fn allowed_address(
     policy: &NetworkPolicy,
     url: &str,
     authority: &str,
+    socket: bool,
     record: &Recorder,
 ) -> Option<SocketAddr> {
     let decided = super::session::decide_off_thread(policy, url).await;
@@ -187,7 +202,17 @@ async fn allowed_address(
             other => other,
         };
         tracing::debug!(%url, ?reason, "preview proxy refused a connection");
-        record(url, reason);
+        record(if socket {
+            Refusal::Socket {
+                authority: authority.to_ascii_lowercase(),
+                reason,
+            }
+        } else {
+            Refusal::Request {
+                url: url.to_owned(),
+                reason,
+            }
+        });
         return None;
     }
     let (host, port) = authority.rsplit_once(':')?;
@@ -247,7 +272,7 @@ mod tests {
     async fn an_unarmed_proxy_refuses_every_connection() {
         let told = Arc::new(std::sync::Mutex::new(0));
         let count = Arc::clone(&told);
-        let proxy = PolicyProxy::start(Arc::new(move |_: &str, _| *count.lock().unwrap() += 1))
+        let proxy = PolicyProxy::start(Arc::new(move |_| *count.lock().unwrap() += 1))
             .await
             .unwrap();
         for request in [

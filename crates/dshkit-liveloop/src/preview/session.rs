@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 use super::error::PreviewError;
 use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
-use super::proxy::PolicyProxy;
+use super::proxy::{PolicyProxy, Refusal};
 use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
@@ -156,11 +156,12 @@ impl BlankPreview {
             last: None,
         }));
         let sink = Arc::clone(&shared);
-        let record: super::proxy::Recorder = Arc::new(move |url: &str, reason| {
-            sink.lock()
-                .expect("lock")
-                .observations
-                .record_blocked(url, reason);
+        let record: super::proxy::Recorder = Arc::new(move |refusal| {
+            let observations = &mut sink.lock().expect("lock").observations;
+            match refusal {
+                Refusal::Request { url, reason } => observations.record_blocked(&url, reason),
+                Refusal::Socket { authority, reason } => observations.refused_socket(&authority, reason),
+            }
         });
         let proxy = PolicyProxy::start(record).await.map_err(|e| {
             PreviewError::Interaction(format!("failed to start the preview's policy proxy: {e}"))

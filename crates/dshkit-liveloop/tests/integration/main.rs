@@ -571,12 +571,64 @@ async fn a_cross_origin_websocket_is_blocked_while_same_origin_ones_work() {
     }
     assert!(text.contains("same: hello"), "{text}");
     assert!(text.contains("cross: refused"), "{text}");
-    let hops = blocked(&session);
-    let cross = format!("ws://127.0.0.1:{}/", other.port());
+    // Named by the URL the page gave its socket, not only by the tunnel's place.
+    let cross = format!("ws://127.0.0.1:{}/ws", other.port());
+    assert_eq!(
+        blocked(&session),
+        [(cross.clone(), BlockReason::CrossOriginWebSocket { url: cross })]
+    );
+}
+
+#[tokio::test]
+async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
+    // The worker's socket goes through the page's proxy like the page's own,
+    // but the page's events do not show it; the browser's own tunnels (a
+    // feature's check, a preconnect) look the same to the proxy.
+    let other = FixtureServer::start(vec![("/ws", Fixture::WebSocket)]);
+    let page = format!(
+        "<p id=page>page: waiting</p><p id=worker>worker: waiting</p><script>\
+         const show = (id, text) => document.getElementById(id).textContent = text;\
+         const own = new WebSocket('ws://127.0.0.1:{port}/ws?from=page'); own.onerror = () => show('page', 'page: refused');\
+         const worker = new Worker('/worker.js'); worker.onmessage = (e) => show('worker', 'worker: ' + e.data);</script>",
+        port = other.port()
+    );
+    let worker = format!(
+        "const ws = new WebSocket('ws://127.0.0.1:{}/ws?from=worker'); ws.onerror = () => postMessage('refused'); ws.onopen = () => postMessage('open');",
+        other.port()
+    );
+    let server = FixtureServer::start(vec![("/", html(&page)), ("/worker.js", Fixture::Js(worker))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = session.snapshot().await.unwrap().text;
+        if !text.contains("waiting") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert!(
-        hops.iter()
-            .any(|(url, r)| url == &cross && matches!(r, BlockReason::CrossOriginWebSocket { .. })),
-        "{hops:?}"
+        text.contains("page: refused") && text.contains("worker: refused"),
+        "{text}"
+    );
+    // The worker's script ends on the worker's own target: the page does not
+    // wait for it.
+    assert_eq!(session.observe(|o| o.pending(3)), Vec::<String>::new());
+    let own = format!("ws://127.0.0.1:{}/ws?from=page", other.port());
+    assert_eq!(
+        blocked(&session),
+        [(own.clone(), BlockReason::CrossOriginWebSocket { url: own })],
+        "only the page's own socket is its blocked request"
+    );
+    let unclaimed: Vec<String> =
+        session.observe(|o| o.refused_unclaimed().map(|(a, _)| a.to_owned()).collect());
+    // (The browser's own refused tunnels, if any came, are listed there too.)
+    assert!(
+        unclaimed.contains(&format!("127.0.0.1:{}", other.port())),
+        "the worker's refusal is kept apart: {unclaimed:?}"
     );
 }
 
@@ -803,7 +855,7 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
         text.contains("cross: refused cookie=[] storage=[] 390 3"),
         "{text}"
     );
-    let cross = format!("ws://127.0.0.1:{}/", first_server.port());
+    let cross = format!("ws://127.0.0.1:{}/ws", first_server.port());
     assert!(
         blocked(&second).iter().any(|(url, _)| url == &cross),
         "{:?}",

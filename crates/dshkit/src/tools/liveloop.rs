@@ -433,25 +433,36 @@ fn console_output(session: &PreviewSession, level: &str) -> ToolOutput {
 }
 
 fn network_output(session: &PreviewSession) -> ToolOutput {
-    let (failed, blocked) = session.observe(|o| {
+    let (failed, blocked, unclaimed) = session.observe(|o| {
         (
             o.network.iter().map(|n| json!(n)).collect::<Vec<_>>(),
             o.blocked.iter().map(|b| json!(b)).collect::<Vec<_>>(),
+            o.refused_unclaimed()
+                .map(|(authority, reason)| json!({ "authority": authority, "rule": reason.rule() }))
+                .collect::<Vec<_>>(),
         )
     });
-    let text = format!(
+    let mut text = format!(
         "{} failed or >= 400 request(s), {} blocked by the preview network policy\n{}\n{}",
         failed.len(),
         blocked.len(),
         serde_json::to_string(&failed).unwrap_or_default(),
         serde_json::to_string(&blocked).unwrap_or_default()
     );
+    if !unclaimed.is_empty() {
+        text.push_str(&format!(
+            "\n{} other connection(s) refused that no WebSocket of the page opened (the browser's own, or a worker's): {}",
+            unclaimed.len(),
+            serde_json::to_string(&unclaimed).unwrap_or_default()
+        ));
+    }
     ToolOutput {
         text,
         structured: Map::from_iter([
             ("session".into(), json!(session.id)),
             ("failed".into(), Value::Array(failed)),
             ("blocked".into(), Value::Array(blocked)),
+            ("refusedUnclaimed".into(), Value::Array(unclaimed)),
         ]),
         images: Vec::new(),
     }
