@@ -1,6 +1,7 @@
 //! Observation of a preview in bounded ring buffers, with a resettable window:
 //! console messages, exceptions and rejections, failed and >= 400 requests,
-//! navigations and blocked requests.
+//! navigations and blocked requests (a socket the preview's proxy refused is
+//! one only once a WebSocket of the page claims it).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;

@@ -24,6 +24,20 @@ fn html(body: &str) -> Fixture {
     ))
 }
 
+/// The page text of `session` once `done` holds for it, or its last text after
+/// about 10 s of looking (the caller's assertion then shows it).
+async fn text_when(session: &PreviewSession, done: impl Fn(&str) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = session.snapshot().await.unwrap().text;
+        if done(&text) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    text
+}
+
 fn blocked(session: &PreviewSession) -> Vec<(String, BlockReason)> {
     session.observe(|o| {
         o.blocked
@@ -561,14 +575,10 @@ async fn a_cross_origin_websocket_is_blocked_while_same_origin_ones_work() {
         .open(OWNER, &server.url("/"), Viewport::Desktop)
         .await
         .unwrap();
-    let mut text = String::new();
-    for _ in 0..60 {
-        text = session.snapshot().await.unwrap().text;
-        if text.contains("same: hello") && text.contains("cross: refused") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let text = text_when(&session, |text| {
+        text.contains("same: hello") && text.contains("cross: refused")
+    })
+    .await;
     assert!(text.contains("same: hello"), "{text}");
     assert!(text.contains("cross: refused"), "{text}");
     // Named by the URL the page gave its socket, not only by the tunnel's place.
@@ -602,14 +612,7 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
         .open(OWNER, &server.url("/"), Viewport::Desktop)
         .await
         .unwrap();
-    let mut text = String::new();
-    for _ in 0..100 {
-        text = session.snapshot().await.unwrap().text;
-        if !text.contains("waiting") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let text = text_when(&session, |text| !text.contains("waiting")).await;
     assert!(
         text.contains("page: refused") && text.contains("worker: refused"),
         "{text}"
@@ -644,14 +647,7 @@ async fn previews_have_no_service_workers_webrtc_or_webtransport_and_a_fixed_vie
         .open(OWNER, &server.url("/"), Viewport::Mobile)
         .await
         .unwrap();
-    let mut text = String::new();
-    for _ in 0..40 {
-        text = session.snapshot().await.unwrap().text;
-        if !text.trim().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let text = text_when(&session, |text| !text.trim().is_empty()).await;
     assert_eq!(text.trim(), "SecurityError undefined undefined 390 3");
 }
 
@@ -843,14 +839,7 @@ async fn previews_opened_from_the_blank_kept_ready_are_isolated_confined_and_siz
         .await
         .unwrap();
     assert_eq!(contexts().await, 2, "the open used the blank preview");
-    let mut text = String::new();
-    for _ in 0..60 {
-        text = second.snapshot().await.unwrap().text;
-        if !text.contains("waiting") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let text = text_when(&second, |text| !text.contains("waiting")).await;
     assert!(
         text.contains("cross: refused cookie=[] storage=[] 390 3"),
         "{text}"
