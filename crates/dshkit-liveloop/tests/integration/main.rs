@@ -599,14 +599,19 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
         "<p id=page>page: waiting</p><p id=worker>worker: waiting</p><script>\
          const show = (id, text) => document.getElementById(id).textContent = text;\
          const own = new WebSocket('ws://127.0.0.1:{port}/ws?from=page'); own.onerror = () => show('page', 'page: refused');\
-         const worker = new Worker('/worker.js'); worker.onmessage = (e) => show('worker', 'worker: ' + e.data);</script>",
+         const worker = new Worker('/worker.js'); worker.onmessage = (e) => show('worker', 'worker: ' + e.data);\
+         new SharedWorker('/shared.js', {{ type: 'module' }});</script>",
         port = other.port()
     );
     let worker = format!(
         "const ws = new WebSocket('ws://127.0.0.1:{}/ws?from=worker'); ws.onerror = () => postMessage('refused'); ws.onopen = () => postMessage('open');",
         other.port()
     );
-    let server = FixtureServer::start(vec![("/", html(&page)), ("/worker.js", Fixture::Js(worker))]);
+    let server = FixtureServer::start(vec![
+        ("/", html(&page)),
+        ("/worker.js", Fixture::Js(worker)),
+        ("/shared.js", Fixture::Js("onconnect = () => {};".into())),
+    ]);
     let manager = manager();
     let session = manager
         .open(OWNER, &server.url("/"), Viewport::Desktop)
@@ -617,8 +622,8 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
         text.contains("page: refused") && text.contains("worker: refused"),
         "{text}"
     );
-    // The worker's script ends on the worker's own target: the page does not
-    // wait for it.
+    // A worker's script (a shared or module one too) ends on the worker's own
+    // target: the page does not wait for it.
     assert_eq!(session.observe(|o| o.pending(3)), Vec::<String>::new());
     let own = format!("ws://127.0.0.1:{}/ws?from=page", other.port());
     assert_eq!(
