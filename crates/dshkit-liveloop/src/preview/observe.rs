@@ -522,13 +522,22 @@ impl Observations {
             }
             "Log.entryAdded" => {
                 let entry = &params["entry"];
+                let text = entry["text"].as_str().unwrap_or_default();
+                // A worker's console calls and uncaught errors reach the page
+                // only as log entries: they keep their kind.
+                let source = match entry["source"].as_str() {
+                    Some("worker") if text.starts_with("Uncaught (in promise)") => ConsoleSource::Rejection,
+                    Some("worker") if text.starts_with("Uncaught") => ConsoleSource::Exception,
+                    Some("worker") => ConsoleSource::Console,
+                    _ => ConsoleSource::Browser,
+                };
                 self.console.push(ConsoleEntry {
-                    source: ConsoleSource::Browser,
+                    source,
                     level: entry["level"]
                         .as_str()
                         .unwrap_or("info")
                         .replace("verbose", "debug"),
-                    text: clip(entry["text"].as_str().unwrap_or_default()),
+                    text: clip(text),
                     url: entry["url"].as_str().map(str::to_owned),
                     line: one_based(&entry["lineNumber"]),
                     column: None,
@@ -854,5 +863,42 @@ mod workers {
                     "request": {"url": "http://127.0.0.1:1/lib.js", "method": "GET"}, "type": "Script"}),
         );
         assert_eq!(o.in_flight(), 2);
+    }
+
+    #[test]
+    fn a_workers_errors_keep_their_kind() {
+        let mut o = Observations::default();
+        let entry = |source: &str, level: &str, text: &str| json!({"entry": {"source": source, "level": level, "text": text, "url": "http://127.0.0.1:1/w.js", "lineNumber": 2}});
+        // As Chromium 148 reports them to the page.
+        o.ingest(
+            "Log.entryAdded",
+            &entry("worker", "error", "Uncaught Error: worker boom"),
+        );
+        o.ingest(
+            "Log.entryAdded",
+            &entry("worker", "error", "Uncaught (in promise) Error: worker rejected"),
+        );
+        o.ingest(
+            "Log.entryAdded",
+            &entry("worker", "error", "worker console error"),
+        );
+        o.ingest(
+            "Log.entryAdded",
+            &entry(
+                "network",
+                "error",
+                "Failed to load resource: the server responded with a status of 404",
+            ),
+        );
+        let summaries: Vec<String> = o.errors().map(super::ConsoleEntry::summary).collect();
+        assert_eq!(
+            summaries,
+            [
+                "uncaught exception: Uncaught Error: worker boom at http://127.0.0.1:1/w.js:3",
+                "unhandled rejection: Uncaught (in promise) Error: worker rejected at http://127.0.0.1:1/w.js:3",
+                "console.error: worker console error at http://127.0.0.1:1/w.js:3",
+            ]
+        );
+        assert_eq!(o.errors().filter(|e| e.is_uncaught()).count(), 2);
     }
 }

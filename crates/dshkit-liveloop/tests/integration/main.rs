@@ -641,6 +641,43 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
 }
 
 #[tokio::test]
+async fn a_workers_uncaught_error_is_an_uncaught_exception_of_the_page() {
+    let server = FixtureServer::start(vec![
+        ("/", html("<p>app</p><script>new Worker('/worker.js');</script>")),
+        (
+            "/worker.js",
+            Fixture::Js("throw new Error('worker boom');".into()),
+        ),
+    ]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let worker = server.url("/worker.js");
+    let uncaught = || {
+        session.observe(|o| {
+            o.errors()
+                .filter(|e| e.is_uncaught() && e.url.as_deref() == Some(worker.as_str()))
+                .map(dshkit_liveloop::preview::ConsoleEntry::summary)
+                .collect::<Vec<_>>()
+        })
+    };
+    for _ in 0..200 {
+        if !uncaught().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        uncaught(),
+        [format!(
+            "uncaught exception: Uncaught Error: worker boom at {worker}:1"
+        )]
+    );
+}
+
+#[tokio::test]
 async fn previews_have_no_service_workers_webrtc_or_webtransport_and_a_fixed_viewport() {
     let server = FixtureServer::start(vec![(
         "/",
