@@ -292,4 +292,40 @@ impl PageCommands {
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
         self.connection.call(method, params, Some(&self.session_id)).await
     }
+
+    /// Commands to another session of the same connection (a target attached
+    /// under this page), without its events.
+    #[must_use]
+    pub fn of_session(&self, session_id: &str) -> PageCommands {
+        PageCommands {
+            connection: self.connection.clone(),
+            session_id: session_id.to_owned(),
+        }
+    }
+
+    /// A target the browser attached under this page (`Target.attachedToTarget`,
+    /// flattened: a worker, an iframe of its own), with its events from now on.
+    /// Subscribe before the target runs (`waitForDebuggerOnStart`) to miss none.
+    pub fn attached(&self, session_id: &str) -> AttachedTarget {
+        AttachedTarget {
+            events: self.connection.subscribe(Some(session_id)),
+            commands: self.of_session(session_id),
+        }
+    }
+}
+
+/// A target attached under a page, and its events; its events stop being routed
+/// when it is dropped.
+#[derive(Debug)]
+pub struct AttachedTarget {
+    pub commands: PageCommands,
+    pub events: tokio::sync::mpsc::Receiver<Event>,
+}
+
+impl Drop for AttachedTarget {
+    fn drop(&mut self) {
+        self.commands
+            .connection
+            .unsubscribe(Some(&self.commands.session_id));
+    }
 }

@@ -16,7 +16,7 @@ mod connection;
 mod error;
 mod launch;
 
-pub use browser::{Browser, ContextGuard, Contexts, Page, PageCommands};
+pub use browser::{AttachedTarget, Browser, ContextGuard, Contexts, Page, PageCommands};
 pub use connection::{Connection, DEFAULT_COMMAND_TIMEOUT, DEFAULT_EVENT_BUFFER, Event, MAX_MESSAGE_BYTES};
 pub use error::CdpError;
 pub use launch::{

@@ -219,11 +219,12 @@ pub struct Observations {
     /// to the old page, not to the window.
     retired: HashSet<i64>,
     /// Sockets the preview's proxy refused (authority, reason) that no WebSocket
-    /// of the page claimed (yet): the browser's own connections, or a worker's
-    /// socket, which the page's events do not show. The two sides of a refused
+    /// of the page or its observed workers claimed (yet): the browser's own
+    /// connections, or an unobserved worker's socket. The two sides of a refused
     /// WebSocket arrive on separate paths, in either order.
     refused_unclaimed: VecDeque<(String, BlockReason)>,
-    /// WebSockets the page opened (authority, URL) that no refusal matched yet.
+    /// WebSockets the page (or an observed worker) opened (authority, URL) that no
+    /// refusal matched yet.
     page_sockets: VecDeque<(String, String)>,
 }
 
@@ -251,8 +252,8 @@ impl Default for Observations {
 }
 
 /// Whether a `Network.requestWillBeSent` is a worker's main script: the page's
-/// events show it start, but it ends on the worker's own target, which a
-/// preview does not attach to; kept in flight, it would hold every settle
+/// events show it start, but it ends on the worker's own target (a shared
+/// worker's is never attached); kept in flight, it would hold every settle
 /// until its deadline. It is the script's own document, with no loader.
 fn is_worker_script(params: &Value) -> bool {
     params["type"] == "Script"
@@ -407,9 +408,10 @@ impl Observations {
         self.record_blocked(url, reason);
     }
 
-    /// Sockets the proxy refused in the window that no WebSocket of the page
-    /// claimed, oldest first (at most [`MAX_UNMATCHED_SOCKETS`]): the
-    /// browser's own connections, or a worker's socket.
+    /// Sockets the proxy refused in the window that no WebSocket of the page or
+    /// its observed workers claimed, oldest first (at most
+    /// [`MAX_UNMATCHED_SOCKETS`]): the browser's own connections, or an
+    /// unobserved worker's socket.
     pub fn refused_unclaimed(&self) -> impl Iterator<Item = (&str, &BlockReason)> {
         self.refused_unclaimed.iter().map(|(a, r)| (a.as_str(), r))
     }

@@ -1,6 +1,7 @@
 //! One preview session: an isolated browser context and page, its network policy
 //! applied at the request stage, its observations, and serialised interactions.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -181,6 +182,12 @@ impl BlankPreview {
             ("Log.enable", json!({})),
             ("Network.enable", json!({})),
             ("Network.setBypassServiceWorker", json!({ "bypass": true })),
+            // Workers are held at their start until the pump has subscribed to
+            // their requests (see `attach`).
+            (
+                "Target.setAutoAttach",
+                json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
+            ),
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": HARDEN_SCRIPT }),
@@ -1186,6 +1193,23 @@ impl Action {
 /// The longest a wait may last.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
+/// Most workers of one preview whose requests are observed; later ones run
+/// unobserved (the proxy still decides their connections).
+pub const MAX_OBSERVED_WORKERS: usize = 16;
+
+/// The tasks observing a preview's workers, by session; each is aborted when its
+/// worker goes, and all of them when the pump ends.
+#[derive(Default)]
+struct Workers(HashMap<String, tokio::task::JoinHandle<()>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for task in self.0.values() {
+            task.abort();
+        }
+    }
+}
+
 /// Applies the network policy to paused requests and records everything else.
 async fn pump(
     mut events: mpsc::Receiver<Event>,
@@ -1195,8 +1219,18 @@ async fn pump(
     loads: watch::Sender<u64>,
     requests_done: Arc<tokio::sync::Notify>,
 ) {
+    let mut workers = Workers::default();
     while let Some(event) = events.recv().await {
         match event.method.as_str() {
+            "Target.attachedToTarget" => attach(&page, &shared, &requests_done, &event.params, &mut workers),
+            "Target.detachedFromTarget" => {
+                if let Some(task) = event.params["sessionId"]
+                    .as_str()
+                    .and_then(|s| workers.0.remove(s))
+                {
+                    task.abort();
+                }
+            }
             "Fetch.requestPaused" => {
                 let request_id = event.params["requestId"].as_str().unwrap_or_default().to_owned();
                 let url = event.params["request"]["url"]
@@ -1235,6 +1269,64 @@ async fn pump(
             }
         }
     }
+}
+
+/// A target the browser attached under the page, held at its start. A worker's
+/// requests and sockets (which the page's events do not show) are observed with
+/// the page's, up to [`MAX_OBSERVED_WORKERS`]: its network events are subscribed
+/// to before it runs. Its console and uncaught errors already reach the page as
+/// log entries, so its own Runtime domain stays off (it would count them twice).
+/// Anything else (an iframe of its own) is let go. Either way the target is
+/// resumed.
+fn attach(
+    page: &PageCommands,
+    shared: &Arc<Mutex<Shared>>,
+    requests_done: &Arc<tokio::sync::Notify>,
+    params: &Value,
+    workers: &mut Workers,
+) {
+    let Some(session) = params["sessionId"].as_str() else {
+        return;
+    };
+    workers.0.retain(|_, task| !task.is_finished());
+    let observed = params["targetInfo"]["type"] == "worker" && workers.0.len() < MAX_OBSERVED_WORKERS;
+    if !observed {
+        let (page, target, session) = (page.clone(), page.of_session(session), session.to_owned());
+        drop(tokio::spawn(async move {
+            let _ = target.call("Runtime.runIfWaitingForDebugger", json!({})).await;
+            let _ = page
+                .call("Target.detachFromTarget", json!({ "sessionId": session }))
+                .await;
+        }));
+        return;
+    }
+    let target = page.attached(session);
+    let (shared, requests_done) = (Arc::clone(shared), Arc::clone(requests_done));
+    let task = tokio::spawn(async move {
+        let mut target = target;
+        let _ = target.commands.call("Network.enable", json!({})).await;
+        let _ = target
+            .commands
+            .call("Runtime.runIfWaitingForDebugger", json!({}))
+            .await;
+        while let Some(event) = target.events.recv().await {
+            if !event.method.starts_with("Network.") {
+                continue;
+            }
+            shared
+                .lock()
+                .expect("lock")
+                .observations
+                .ingest(&event.method, &event.params);
+            if matches!(
+                event.method.as_str(),
+                "Network.loadingFinished" | "Network.loadingFailed"
+            ) {
+                requests_done.notify_waiters();
+            }
+        }
+    });
+    workers.0.insert(session.to_owned(), task);
 }
 
 /// Continues or fails one paused request; a block is recorded before the browser

@@ -590,10 +590,9 @@ async fn a_cross_origin_websocket_is_blocked_while_same_origin_ones_work() {
 }
 
 #[tokio::test]
-async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
-    // The worker's socket goes through the page's proxy like the page's own,
-    // but the page's events do not show it; the browser's own tunnels (a
-    // feature's check, a preconnect) look the same to the proxy.
+async fn a_workers_requests_and_sockets_are_observed_with_the_pages_and_its_script_holds_no_settle() {
+    // A worker's requests and sockets show on its own target, not the page's:
+    // each worker is held at its start until its events are subscribed to.
     let other = FixtureServer::start(vec![("/ws", Fixture::WebSocket)]);
     let page = format!(
         "<p id=page>page: waiting</p><p id=worker>worker: waiting</p><script>\
@@ -604,7 +603,8 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
         port = other.port()
     );
     let worker = format!(
-        "const ws = new WebSocket('ws://127.0.0.1:{}/ws?from=worker'); ws.onerror = () => postMessage('refused'); ws.onopen = () => postMessage('open');",
+        "fetch('/missing.json').then((r) => {{ const ws = new WebSocket('ws://127.0.0.1:{}/ws?from=worker'); \
+         ws.onerror = () => postMessage('refused ' + r.status); ws.onopen = () => postMessage('open'); }});",
         other.port()
     );
     let server = FixtureServer::start(vec![
@@ -619,25 +619,45 @@ async fn a_refused_socket_the_page_did_not_open_is_not_its_blocked_request() {
         .unwrap();
     let text = text_when(&session, |text| !text.contains("waiting")).await;
     assert!(
-        text.contains("page: refused") && text.contains("worker: refused"),
+        text.contains("page: refused") && text.contains("worker: refused 404"),
         "{text}"
     );
     // A worker's script (a shared or module one too) ends on the worker's own
     // target: the page does not wait for it.
     assert_eq!(session.observe(|o| o.pending(3)), Vec::<String>::new());
-    let own = format!("ws://127.0.0.1:{}/ws?from=page", other.port());
-    assert_eq!(
-        blocked(&session),
-        [(own.clone(), BlockReason::CrossOriginWebSocket { url: own })],
-        "only the page's own socket is its blocked request"
+    let mut hops = blocked(&session);
+    hops.sort_by(|a, b| a.0.cmp(&b.0));
+    let socket = |from: &str| {
+        let url = format!("ws://127.0.0.1:{}/ws?from={from}", other.port());
+        (url.clone(), BlockReason::CrossOriginWebSocket { url })
+    };
+    assert_eq!(hops, [socket("page"), socket("worker")]);
+    let missing = server.url("/missing.json");
+    let failed: Vec<_> = session.observe(|o| o.network.iter().map(|n| (n.url.clone(), n.status)).collect());
+    assert!(failed.contains(&(missing, Some(404))), "{failed:?}");
+}
+
+#[tokio::test]
+async fn workers_beyond_those_observed_run_all_the_same() {
+    // Each worker is held at its start; those past the observed ones are let go.
+    let count = dshkit_liveloop::preview::MAX_OBSERVED_WORKERS + 4;
+    let page = format!(
+        "<p id=out>0 of {count}</p><script>let done = 0;\
+         for (let i = 0; i < {count}; i++) {{ new Worker('/worker.js').onmessage = () => \
+           document.getElementById('out').textContent = ++done + ' of {count}'; }}</script>"
     );
-    let unclaimed: Vec<String> =
-        session.observe(|o| o.refused_unclaimed().map(|(a, _)| a.to_owned()).collect());
-    // (The browser's own refused tunnels, if any came, are listed there too.)
-    assert!(
-        unclaimed.contains(&format!("127.0.0.1:{}", other.port())),
-        "the worker's refusal is kept apart: {unclaimed:?}"
-    );
+    let server = FixtureServer::start(vec![
+        ("/", html(&page)),
+        ("/worker.js", Fixture::Js("postMessage('up');".into())),
+    ]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let all = format!("{count} of {count}");
+    let text = text_when(&session, |text| text.contains(&all)).await;
+    assert!(text.contains(&all), "{text}");
 }
 
 #[tokio::test]

@@ -451,7 +451,7 @@ fn network_output(session: &PreviewSession) -> ToolOutput {
     );
     if !unclaimed.is_empty() {
         text.push_str(&format!(
-            "\n{} other connection(s) refused that no WebSocket of the page opened (the browser's own, or a worker's): {}",
+            "\n{} other connection(s) refused that no WebSocket of the page or its workers opened (the browser's own, or an unobserved worker's): {}",
             unclaimed.len(),
             serde_json::to_string(&unclaimed).unwrap_or_default()
         ));
