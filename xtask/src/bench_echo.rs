@@ -307,21 +307,22 @@ fn run_release_redactor(file: &std::path::Path) -> anyhow::Result<()> {
     )
 }
 
-/// The recorder's check on each message's text (`Redactor::touches_json`, a
-/// walk through its strings without a tree), then `Redactor::value` over every
-/// record of `file` parsed beforehand (only the redaction is timed; the trees
-/// of the whole file are far larger than the caches, which this pass pays for).
+/// The check the recorder runs on each message's text (`Redactor::touches_json`,
+/// a walk through its strings without a tree), here on each record's text; then
+/// `Redactor::value` over every record of `file` parsed beforehand (only the
+/// redaction is timed; the trees of the whole file are far larger than the
+/// caches, which this pass pays for).
 pub(crate) fn redaction_in_process(file: Option<&str>) -> anyhow::Result<()> {
     let file = file.context("bench redact-in-process FILE")?;
     let text = std::fs::read_to_string(file)?;
+    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
+    let megabytes = text.len() as f64 / 1e6;
     let redactor = dshkit_echo::redact::Redactor::new(&[], &[])?;
     let began = Instant::now();
     let touched = text.lines().filter(|line| redactor.touches_json(line)).count();
     let seconds = began.elapsed().as_secs_f64();
-    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
-    let megabytes = text.len() as f64 / 1e6;
     println!(
-        "the recorder's check on each message (touches_json) over {megabytes:.0} MB of ordinary JSON: {:.0} ms, {:.0} MB/s (goal >= 200 MB/s); {touched} message(s) to redact",
+        "the recorder's check (touches_json) on each record's text, {megabytes:.0} MB of ordinary JSON: {:.0} ms, {:.0} MB/s (goal >= 200 MB/s); {touched} record(s) to redact",
         seconds * 1e3,
         megabytes / seconds
     );
@@ -337,8 +338,6 @@ pub(crate) fn redaction_in_process(file: Option<&str>) -> anyhow::Result<()> {
         }
     }
     let seconds = began.elapsed().as_secs_f64();
-    #[expect(clippy::cast_precision_loss, reason = "a byte count as MB")]
-    let megabytes = text.len() as f64 / 1e6;
     println!(
         "Redactor::value over the parsed trees of the same records: {:.0} ms, {:.0} MB/s; {changed} message(s) changed",
         seconds * 1e3,
