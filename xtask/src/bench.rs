@@ -57,19 +57,14 @@ impl Sample {
     }
 }
 
-/// The one Chromium binary every tool of the run uses: `DSHKIT_CHROMIUM`, else
-/// Debian's browser binary (what dshkit finds first), else its launcher.
+/// The one Chromium binary every tool of the run uses: the one dshkit itself
+/// finds (`DSHKIT_CHROMIUM`, else the first install it knows), else Debian's
+/// launcher, which the peers' own error then names.
 pub(crate) fn chromium() -> std::path::PathBuf {
-    std::env::var_os("DSHKIT_CHROMIUM").map_or_else(
-        || {
-            ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
-                .into_iter()
-                .map(std::path::PathBuf::from)
-                .find(|path| path.is_file())
-                .unwrap_or_else(|| "/usr/bin/chromium".into())
-        },
-        std::path::PathBuf::from,
-    )
+    match dshkit_env::locate::chromium(&dshkit_env::Environment::from_process()) {
+        dshkit_env::locate::Lookup::Found(found) => found.path,
+        _ => "/usr/bin/chromium".into(),
+    }
 }
 
 /// Installs the peers and builds dshkit in release mode; returns the peers and

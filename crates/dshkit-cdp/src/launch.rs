@@ -97,18 +97,7 @@ impl BrowserProcess {
     /// How the browser ended, waiting for it up to `limit` (blocking); `None` if
     /// it still runs then. Dropping the process afterwards kills what is left.
     fn exit_status(mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = std::time::Instant::now() + limit;
-        let mut pause = Duration::from_millis(1);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => return Some(status),
-                Ok(None) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                _ => return None,
-            }
-        }
+        dshkit_os::process::wait_exit(&mut self.child, limit)
     }
 
     /// The last lines Chromium printed on stderr.

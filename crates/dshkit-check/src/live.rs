@@ -5,9 +5,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use dshkit_os::process::{Group, Identity, StartTime};
+use dshkit_os::process::{Group, Identity, StartTime, wait_exit};
 
 use crate::report::{Check, Status};
 
@@ -324,20 +324,6 @@ fn wait_timeout(child: &mut Child, group: &Group, timeout: Duration) -> Option<s
         terminate_group(child, group);
     }
     status
-}
-
-/// Waits up to `timeout` for `child` to exit; kills nothing.
-fn wait_exit(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> std::thread::JoinHandle<String> {

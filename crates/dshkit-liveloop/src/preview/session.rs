@@ -1257,17 +1257,17 @@ async fn pump(
             "Page.domContentEventFired" => {
                 loads.send_modify(|n| *n += 1);
             }
-            method => {
-                shared
-                    .lock()
-                    .expect("lock")
-                    .observations
-                    .ingest(method, &event.params);
-                if matches!(method, "Network.loadingFinished" | "Network.loadingFailed") {
-                    requests_done.notify_waiters();
-                }
-            }
+            method => observe(&shared, &requests_done, method, &event.params),
         }
+    }
+}
+
+/// Records an event of the page (or of one of its workers), and wakes those
+/// waiting for requests to finish when one did.
+fn observe(shared: &Mutex<Shared>, requests_done: &tokio::sync::Notify, method: &str, params: &Value) {
+    shared.lock().expect("lock").observations.ingest(method, params);
+    if matches!(method, "Network.loadingFinished" | "Network.loadingFailed") {
+        requests_done.notify_waiters();
     }
 }
 
@@ -1288,7 +1288,6 @@ fn attach(
     let Some(session) = params["sessionId"].as_str() else {
         return;
     };
-    workers.0.retain(|_, task| !task.is_finished());
     let observed = params["targetInfo"]["type"] == "worker" && workers.0.len() < MAX_OBSERVED_WORKERS;
     if !observed {
         let (page, target, session) = (page.clone(), page.of_session(session), session.to_owned());
@@ -1310,19 +1309,8 @@ fn attach(
             .call("Runtime.runIfWaitingForDebugger", json!({}))
             .await;
         while let Some(event) = target.events.recv().await {
-            if !event.method.starts_with("Network.") {
-                continue;
-            }
-            shared
-                .lock()
-                .expect("lock")
-                .observations
-                .ingest(&event.method, &event.params);
-            if matches!(
-                event.method.as_str(),
-                "Network.loadingFinished" | "Network.loadingFailed"
-            ) {
-                requests_done.notify_waiters();
+            if event.method.starts_with("Network.") {
+                observe(&shared, &requests_done, &event.method, &event.params);
             }
         }
     });

@@ -196,6 +196,19 @@ pub fn wait_gone(mut processes: Vec<Identity>, limit: Duration) -> Vec<Identity>
     }
 }
 
+/// Polls `child` until it exits or `limit` passes; its status, or `None` if it
+/// still runs then. Kills nothing.
+pub fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL),
+            _ => return None,
+        }
+    }
+}
+
 /// How often a wait on the process table looks again.
 pub const POLL: Duration = Duration::from_millis(20);
 
