@@ -485,13 +485,15 @@ fn temp_path(path: &Path) -> PathBuf {
 const KEPT_LINE_BYTES: usize = 64 * 1024;
 
 /// Appends records one whole line at a time, so a crash loses at most the line
-/// being written (which the reader then drops).
+/// being written (which the reader then drops), or the lines [held](Self::hold).
 #[derive(Debug)]
 pub struct Appender {
     file: std::fs::File,
     path: PathBuf,
-    /// The line being written, kept to spare an allocation per record.
+    /// The line being written, kept to spare an allocation per record; while
+    /// held, every line since [`Self::hold`].
     line: Vec<u8>,
+    held: bool,
     /// Where the finished cassette goes when this appender writes a temporary file.
     finish_to: Option<PathBuf>,
 }
@@ -540,6 +542,7 @@ impl Appender {
             file,
             path: target,
             line: Vec::new(),
+            held: false,
             finish_to,
         };
         appender.append_line(header)?;
@@ -560,6 +563,7 @@ impl Appender {
             file,
             path: path.to_owned(),
             line: Vec::new(),
+            held: false,
             finish_to: None,
         })
     }
@@ -571,9 +575,37 @@ impl Appender {
     /// Appends `item` (a header or anything that serializes as a record) as
     /// one line, written from one buffer.
     pub(crate) fn append_line(&mut self, item: &impl Serialize) -> Result<(), CassetteError> {
-        self.line.clear();
+        if !self.held {
+            self.line.clear();
+        }
         serde_json::to_writer(&mut self.line, item).expect("a record serializes");
         self.line.push(b'\n');
+        if self.held {
+            return Ok(());
+        }
+        self.write_line()
+    }
+
+    /// Keeps the lines appended from now on until [`Self::release`], which
+    /// writes them at once (a batch of records in one write).
+    pub(crate) fn hold(&mut self) {
+        if !self.held {
+            self.line.clear();
+            self.held = true;
+        }
+    }
+
+    /// Writes the lines held since [`Self::hold`]; appends are written one by
+    /// one again.
+    pub(crate) fn release(&mut self) -> Result<(), CassetteError> {
+        if !std::mem::replace(&mut self.held, false) || self.line.is_empty() {
+            return Ok(());
+        }
+        self.write_line()
+    }
+
+    /// Writes what `line` holds.
+    fn write_line(&mut self) -> Result<(), CassetteError> {
         let written = self.file.write_all(&self.line).and_then(|()| self.file.flush());
         if self.line.capacity() > KEPT_LINE_BYTES {
             self.line = Vec::new(); // a rare large record does not stay in memory
@@ -651,6 +683,30 @@ mod tests {
             Appender::create(&path, &Header::new("stdio"), RecordMode::Once),
             Err(CassetteError::Exists(_))
         ));
+    }
+
+    #[test]
+    fn held_lines_are_written_together_on_release_and_appends_after_it_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
+        let mut appender = Appender::create(&path, &Header::new("stdio"), RecordMode::Once).unwrap();
+        appender.hold();
+        appender.append(&interaction(1)).unwrap();
+        appender.append(&interaction(2)).unwrap();
+        assert_eq!(lines(), 1, "only the header before the release");
+        appender.release().unwrap();
+        assert_eq!(lines(), 3);
+        appender.append(&interaction(3)).unwrap();
+        assert_eq!(lines(), 4, "not held any more");
+        appender.finish().unwrap();
+        let ordinals: Vec<u64> = read(&path)
+            .unwrap()
+            .cassette
+            .interactions()
+            .map(|i| i.ordinal)
+            .collect();
+        assert_eq!(ordinals, [1, 2, 3]);
     }
 
     #[test]

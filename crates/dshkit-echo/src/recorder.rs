@@ -308,6 +308,22 @@ impl Recorder {
         &self.options.redactor
     }
 
+    /// Holds the cassette's lines until [`Self::write_held`], so that a batch
+    /// of frames is written in one go.
+    pub(crate) fn hold_writes(&mut self) {
+        if let Some(appender) = self.appender.as_mut() {
+            appender.hold();
+        }
+    }
+
+    /// Writes the lines held since [`Self::hold_writes`].
+    pub(crate) fn write_held(&mut self) {
+        if let Some(Err(e)) = self.appender.as_mut().map(Appender::release) {
+            tracing::error!(%e, "recording failed");
+            self.error.get_or_insert(e);
+        }
+    }
+
     /// A line the server printed that is not JSON, recorded redacted.
     pub(crate) fn raw_line(&mut self, line: &str) {
         let line = self.options.redactor.redact(line).into_owned();

@@ -286,13 +286,13 @@ struct Recording {
 
 impl Recording {
     fn start(options: RecordOptions) -> Result<Self, EchoError> {
-        // The proxy forwards each frame before it records it. A small frame is
-        // recorded on the spot when nothing waits before it; a large one (or any
-        // frame behind it) goes to a thread of its own, fed in order through a
-        // queue bounded in bytes, so forwarding never waits for a large frame's
-        // redaction. A full queue holds the forwarding back: a frame is never
-        // dropped.
-        let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Seen>();
+        // The proxy forwards each frame before it records it. The poll relay
+        // gathers frames into batches for a thread of its own (see
+        // `poll_relay::Batch`); the event loop's relay records a small frame on
+        // the spot when nothing waits before it, and queues a large one (and any
+        // frame behind it). The queue is bounded in bytes and a full queue holds
+        // the forwarding back: a frame is never dropped.
+        let (frames, queue) = tokio::sync::mpsc::unbounded_channel::<Vec<Seen>>();
         let shared = Arc::new(SharedRecorder {
             recorder: std::sync::Mutex::new(Recorder::new(options, "stdio")),
             queued: AtomicUsize::new(0),
@@ -337,10 +337,21 @@ impl Recording {
 pub const MAX_PENDING_REQUESTS: usize = 4096;
 /// Bytes of frames forwarded but not yet recorded, at most.
 pub const RECORD_QUEUE_BYTES: usize = 64 * 1024 * 1024;
-/// Longest frame the proxy records on its own thread (when nothing is queued
-/// before it); longer ones go to the recording thread. Recording a frame this
-/// long takes well under a millisecond.
+/// Longest frame the event loop's relay records on its own thread (when nothing
+/// is queued before it); longer ones go to the recording thread. Recording a
+/// frame this long takes well under a millisecond.
 pub const INLINE_RECORD_BYTES: usize = 16 * 1024;
+/// Most frames the poll relay gathers before it hands them to the recording
+/// thread. Recorded one at a time between the server's and the client's turns,
+/// a frame found the recorder's code and data evicted from the caches each time;
+/// a batch pays that once.
+pub const RECORD_BATCH_FRAMES: usize = 64;
+/// Most bytes of frames in one batch.
+pub const RECORD_BATCH_BYTES: usize = 1024 * 1024;
+/// A batch is handed over once no frame has passed for this long…
+pub const RECORD_BATCH_IDLE: Duration = Duration::from_millis(10);
+/// …and at the latest once its first frame is this old, however busy the relay.
+pub const RECORD_BATCH_AGE: Duration = Duration::from_millis(100);
 
 /// Which way a frame went through the proxy.
 #[derive(Debug, Clone, Copy)]
@@ -363,7 +374,7 @@ struct Seen {
 /// recording thread ends once every clone of it is dropped.
 #[derive(Clone)]
 struct Queue {
-    frames: tokio::sync::mpsc::UnboundedSender<Seen>,
+    frames: tokio::sync::mpsc::UnboundedSender<Vec<Seen>>,
     /// Bytes the queue may still take ([`RECORD_QUEUE_BYTES`] in all).
     budget: Arc<tokio::sync::Semaphore>,
     shared: Arc<SharedRecorder>,
@@ -392,11 +403,28 @@ impl Queue {
         (!self.takes_inline(len)).then(|| queue_cost(len))
     }
 
-    /// [`Self::room_needed`], waited for on a thread that may block.
+    /// Room for a frame of `len` bytes if the queue has it now.
+    #[cfg(unix)]
+    fn try_reserve(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.budget)
+            .try_acquire_many_owned(queue_cost(len))
+            .ok()
+    }
+
+    /// Room for a frame of `len` bytes, waited for on a thread that may block.
     #[cfg(unix)]
     fn reserve_blocking(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let cost = self.room_needed(len)?;
-        futures::executor::block_on(Arc::clone(&self.budget).acquire_many_owned(cost)).ok()
+        futures::executor::block_on(Arc::clone(&self.budget).acquire_many_owned(queue_cost(len))).ok()
+    }
+
+    /// Queues `frames`, in the order they passed, for the recording thread.
+    #[cfg(unix)]
+    fn enqueue_batch(&self, frames: Vec<Seen>) {
+        if frames.is_empty() {
+            return;
+        }
+        self.shared.queued.fetch_add(frames.len(), Ordering::AcqRel);
+        let _ = self.frames.send(frames);
     }
 
     /// Records `frame`, forwarded at `at`, on the spot if [`Self::takes_inline`];
@@ -432,12 +460,12 @@ impl Queue {
                 .ok()
         });
         self.shared.queued.fetch_add(1, Ordering::AcqRel);
-        let _ = self.frames.send(Seen {
+        let _ = self.frames.send(vec![Seen {
             side,
             frame,
             at,
             _room: room,
-        });
+        }]);
     }
 }
 
@@ -479,13 +507,18 @@ async fn relay(
 
 /// The recording thread: records each queued frame in the order it passed,
 /// until the queue closes.
-fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Seen>, shared: &SharedRecorder) {
-    while let Some(seen) = queue.blocking_recv() {
+fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Vec<Seen>>, shared: &SharedRecorder) {
+    while let Some(batch) = queue.blocking_recv() {
         if let Ok(mut recorder) = shared.recorder.lock() {
-            record_frame(&mut recorder, seen.side, &seen.frame, seen.at);
+            recorder.hold_writes();
+            for seen in &batch {
+                record_frame(&mut recorder, seen.side, &seen.frame, seen.at);
+            }
+            recorder.write_held();
         }
-        drop(seen); // its room in the queue
-        shared.queued.fetch_sub(1, Ordering::AcqRel);
+        let count = batch.len();
+        drop(batch); // its room in the queue
+        shared.queued.fetch_sub(count, Ordering::AcqRel);
     }
 }
 
@@ -1221,6 +1254,69 @@ mod tests {
         });
     "#;
 
+    /// A recording through the poll relay, its client on a socket.
+    #[cfg(unix)]
+    struct PollRecording {
+        child: crate::server_process::ServerProcess,
+        recording: Recording,
+        relay: std::thread::JoinHandle<Result<poll_relay::Ended, EchoError>>,
+        stopper: std::io::PipeWriter,
+        cassette: std::path::PathBuf,
+    }
+
+    #[cfg(unix)]
+    impl PollRecording {
+        /// Records `argv` into `dir`'s cassette; returns the client's end too.
+        fn start(dir: &std::path::Path, argv: Vec<String>) -> (Self, std::os::unix::net::UnixStream) {
+            use std::os::fd::AsFd;
+            let (child, server_in, server_out) = spawn_server(&argv).unwrap();
+            let server_in = server_in.into_owned_fd().unwrap();
+            let server_out = server_out.into_inner().into_owned_fd().unwrap();
+            let cassette = dir.join("c.jsonl");
+            let recording = Recording::start(RecordOptions {
+                argv,
+                cassette: cassette.clone(),
+                mode: RecordMode::Once,
+                redactor: Redactor::new(&[], &[]).unwrap(),
+            })
+            .unwrap();
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let (stop, stopper) = std::io::pipe().unwrap();
+            let queue = recording.queue.clone();
+            let relay = std::thread::spawn(move || {
+                let client = poll_relay::ClientFds::socket(theirs.as_fd(), theirs.as_fd());
+                poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
+            });
+            let recording = Self {
+                child,
+                recording,
+                relay,
+                stopper,
+                cassette,
+            };
+            (recording, ours)
+        }
+
+        /// Waits for the relay to end (the client must have shut its input),
+        /// then for the server and the recording.
+        async fn finish(self) -> (poll_relay::Ended, RecordSummary) {
+            let ended = self.relay.join().unwrap().unwrap();
+            drop(self.stopper);
+            reap_server(self.child, EXIT_GRACE).await;
+            (ended, self.recording.finish().await.unwrap())
+        }
+    }
+
+    /// Waits until `done`, for at most a minute; polls, as a file has no event.
+    #[cfg(unix)]
+    fn wait_for(what: &str, done: &dyn Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while !done() {
+            assert!(Instant::now() < deadline, "gave up waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The client on a socket leaves a 4 MiB answer unread. The relay must go
     /// on forwarding what the client sends meanwhile: a relay whose write to
     /// the client blocks would never pass the `mark` request on.
@@ -1228,8 +1324,6 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_poll_relay_forwards_requests_while_the_client_leaves_an_answer_unread() {
         use std::io::{BufRead, Write};
-        use std::os::fd::AsFd;
-        use std::os::unix::net::UnixStream;
 
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("marked");
@@ -1239,31 +1333,8 @@ mod tests {
             ANSWERING_SERVER.into(),
             marker.display().to_string(),
         ];
-        let (child, server_in, server_out) = spawn_server(&argv).unwrap();
-        let server_in = server_in.into_owned_fd().unwrap();
-        let server_out = server_out.into_inner().into_owned_fd().unwrap();
-        let recording = Recording::start(RecordOptions {
-            argv,
-            cassette: dir.path().join("c.jsonl"),
-            mode: RecordMode::Once,
-            redactor: Redactor::new(&[], &[]).unwrap(),
-        })
-        .unwrap();
-        let (mut ours, theirs) = UnixStream::pair().unwrap();
-        let (stop, stopper) = std::io::pipe().unwrap();
-        let queue = recording.queue.clone();
-        let relay = std::thread::spawn(move || {
-            let client = poll_relay::ClientFds::socket(theirs.as_fd(), theirs.as_fd());
-            poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
-        });
+        let (recording, mut ours) = PollRecording::start(dir.path(), argv);
 
-        let deadline = Instant::now() + Duration::from_mins(1);
-        let wait_for = |what: &str, done: &dyn Fn() -> bool| {
-            while !done() {
-                assert!(Instant::now() < deadline, "gave up waiting for {what}");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        };
         ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"big\"}\n")
             .unwrap();
         // The relay has filled the socket: what it holds of the answer waits.
@@ -1286,15 +1357,59 @@ mod tests {
             .lines()
             .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
             .collect();
-        let ended = relay.join().unwrap().unwrap();
-        drop(stopper);
-        reap_server(child, EXIT_GRACE).await;
-        let summary = recording.finish().await.unwrap();
+        let (ended, summary) = recording.finish().await;
 
         assert_eq!(ended, poll_relay::Ended::Finished);
         let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
         assert_eq!(ids, [1, 2, 3], "every answer, in order");
         assert_eq!(answers[0]["result"]["text"].as_str().map(str::len), Some(4 << 20));
         assert_eq!((summary.interactions, summary.messages), (3, 1), "{summary:?}");
+    }
+
+    /// Frames wait in a batch while calls follow each other closely; once the
+    /// traffic pauses, what passed is recorded without waiting for more.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_poll_relay_records_what_passed_once_the_traffic_pauses() {
+        use std::io::{BufRead, Write};
+
+        let dir = tempfile::tempdir().unwrap();
+        let argv: Vec<String> = vec![
+            dshkit_test::Peers::get().node().display().to_string(),
+            "-e".into(),
+            ANSWERING_SERVER.into(),
+            dir.path().join("unused").display().to_string(),
+        ];
+        let (recording, mut ours) = PollRecording::start(dir.path(), argv);
+        let mut answers = std::io::BufReader::new(ours.try_clone().unwrap());
+        let mut answer = String::new();
+        for id in 1..=3 {
+            let method = if id == 1 { "initialize" } else { "ping" };
+            writeln!(
+                ours,
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"}}"
+            )
+            .unwrap();
+            answer.clear();
+            answers.read_line(&mut answer).unwrap();
+        }
+        let cassette = recording.cassette.clone();
+        let interactions = || {
+            std::fs::read_to_string(&cassette)
+                .map_or(0, |text| text.matches("\"type\":\"interaction\"").count())
+        };
+        wait_for(
+            "the three calls in the cassette, the relay still running",
+            &|| interactions() == 3,
+        );
+        assert!(
+            !recording.relay.is_finished(),
+            "the client has not ended its input"
+        );
+
+        ours.shutdown(std::net::Shutdown::Write).unwrap();
+        let (ended, summary) = recording.finish().await;
+        assert_eq!(ended, poll_relay::Ended::Finished);
+        assert_eq!(summary.interactions, 3, "{summary:?}");
     }
 }

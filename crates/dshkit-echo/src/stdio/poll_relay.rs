@@ -4,11 +4,11 @@
 //! loop of [`super::record`], 20-40 µs more, most of it the event loop's code and
 //! data coming back into cold caches at every wake-up (docs/echo.md).
 //!
-//! Each frame is forwarded first, then recorded (or queued for the recording
-//! thread, see [`Queue`]) before anything more is read, so an answer is always
-//! recorded after what it answers. Writes never block: what a side cannot take
-//! yet waits in its direction's buffer, that direction reads nothing more until
-//! the buffer is gone, and the other direction goes on.
+//! Each frame is forwarded first, then joins a [`Batch`] for the recording
+//! thread before anything more is read, so an answer is always recorded after
+//! what it answers. Writes never block: what a side cannot take yet waits in its
+//! direction's buffer, that direction reads nothing more until the buffer is
+//! gone, and the other direction goes on.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -17,7 +17,10 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
-use super::{EchoError, MAX_FRAME_BYTES, Queue, Side, io};
+use super::{
+    EchoError, MAX_FRAME_BYTES, Queue, RECORD_BATCH_AGE, RECORD_BATCH_BYTES, RECORD_BATCH_FRAMES,
+    RECORD_BATCH_IDLE, Seen, Side, io,
+};
 
 /// Bytes read from a side at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -142,6 +145,7 @@ pub(crate) fn relay(
     let mut down = Direction::new(Side::Server, ("the server's stdout", "the client's stdout"));
     let mut server_in = Some(Sink::Pipe(server_in));
     let mut chunk = vec![0; READ_CHUNK];
+    let mut batch = Batch::new(queue);
     let mut deadline = None;
     loop {
         if server_in.is_some() && !up.open && up.drained() {
@@ -153,19 +157,20 @@ pub(crate) fn relay(
         }
         // The grace is for the server to close its stdout; after that, the
         // client may take its time to read the rest.
-        let timeout = match deadline.filter(|_| down.open) {
-            Some(deadline) => {
-                let left: Duration = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Ok(Ended::Lingered);
-                }
-                Some(Timespec::try_from(left).unwrap_or(Timespec {
-                    tv_sec: i64::MAX,
-                    tv_nsec: 0,
-                }))
-            }
-            None => None,
-        };
+        let now = Instant::now();
+        let grace_left = deadline
+            .filter(|_| down.open)
+            .map(|deadline: Instant| deadline.saturating_duration_since(now));
+        if grace_left.is_some_and(|left| left.is_zero()) {
+            return Ok(Ended::Lingered);
+        }
+        let batch_left = batch.due().map(|due| due.saturating_duration_since(now));
+        let timeout = [grace_left, batch_left].into_iter().flatten().min().map(|left| {
+            Timespec::try_from(left).unwrap_or(Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            })
+        });
 
         let mut fds = Vec::with_capacity(5);
         let stopping = watch(&mut fds, stop, PollFlags::IN, true);
@@ -181,6 +186,9 @@ pub(crate) fn relay(
             Ok(_) => {}
             Err(Errno::INTR) => continue,
             Err(e) => return Err(io("poll")(e.into())),
+        }
+        if batch.due().is_some_and(|due| Instant::now() >= due) {
+            batch.hand_over();
         }
         let ready = |at: Option<usize>| at.is_some_and(|at| !fds[at].revents().is_empty());
         let (stopping, client_in, server_out_in, client_out, server_in_out) = (
@@ -203,11 +211,11 @@ pub(crate) fn relay(
                 up.flush(sink)?;
             }
             if client_in {
-                up.read(client.input, sink, &mut chunk, queue)?;
+                up.read(client.input, sink, &mut chunk, &mut batch)?;
             }
         }
         if server_out_in {
-            down.read(server_out.as_fd(), &client.output, &mut chunk, queue)?;
+            down.read(server_out.as_fd(), &client.output, &mut chunk, &mut batch)?;
         }
     }
 }
@@ -267,7 +275,7 @@ impl Direction {
         from: BorrowedFd<'_>,
         to: &Sink<'_>,
         chunk: &mut [u8],
-        queue: &Queue,
+        batch: &mut Batch<'_>,
     ) -> Result<(), EchoError> {
         let read = match rustix::io::read(from, &mut *chunk) {
             Ok(read) => read,
@@ -278,7 +286,7 @@ impl Direction {
             self.open = false;
             if !self.partial.is_empty() {
                 let last = std::mem::take(&mut self.partial);
-                self.pass(&last, to, queue)?;
+                self.pass(&last, to, batch)?;
             }
             return Ok(());
         }
@@ -287,7 +295,7 @@ impl Direction {
             let (line, after) = rest.split_at(newline + 1);
             rest = after;
             if self.partial.is_empty() {
-                self.pass(line, to, queue)?;
+                self.pass(line, to, batch)?;
                 continue;
             }
             self.partial.extend_from_slice(line);
@@ -295,7 +303,7 @@ impl Direction {
                 return Err(EchoError::FrameTooLong(self.what.0));
             }
             let frame = std::mem::take(&mut self.partial);
-            self.pass(&frame, to, queue)?;
+            self.pass(&frame, to, batch)?;
             // Keep a small buffer for the next partial frame, not a large one.
             if frame.capacity() <= READ_CHUNK {
                 self.partial = frame;
@@ -310,9 +318,9 @@ impl Direction {
     }
 
     /// Forwards `frame` (what `to` does not take now waits in `unsent`), then
-    /// records it.
-    fn pass(&mut self, frame: &[u8], to: &Sink<'_>, queue: &Queue) -> Result<(), EchoError> {
-        let room = queue.reserve_blocking(frame.len());
+    /// adds it to the batch to be recorded.
+    fn pass(&mut self, frame: &[u8], to: &Sink<'_>, batch: &mut Batch<'_>) -> Result<(), EchoError> {
+        let room = batch.room(frame.len());
         let at = Instant::now();
         if self.drained() {
             let written = to.write(frame).map_err(io(self.what.1))?;
@@ -320,9 +328,12 @@ impl Direction {
         } else {
             self.unsent.extend_from_slice(frame);
         }
-        if !queue.record_inline(self.side, frame, at) {
-            queue.enqueue(self.side, frame.to_vec(), at, room);
-        }
+        batch.push(Seen {
+            side: self.side,
+            frame: frame.to_vec(),
+            at,
+            _room: room,
+        });
         Ok(())
     }
 
@@ -338,5 +349,72 @@ impl Direction {
             }
         }
         Ok(())
+    }
+}
+
+/// Frames forwarded and not yet handed to the recording thread, in the order
+/// they passed. Handed over whole when it holds [`RECORD_BATCH_FRAMES`] or
+/// [`RECORD_BATCH_BYTES`], once the relay has been idle for
+/// [`RECORD_BATCH_IDLE`], when its first frame is [`RECORD_BATCH_AGE`] old, and
+/// when the relay ends (dropped). Each frame holds its room in the queue from
+/// before it was forwarded.
+struct Batch<'q> {
+    queue: &'q Queue,
+    frames: Vec<Seen>,
+    bytes: usize,
+}
+
+impl<'q> Batch<'q> {
+    fn new(queue: &'q Queue) -> Self {
+        Self {
+            queue,
+            frames: Vec::with_capacity(RECORD_BATCH_FRAMES),
+            bytes: 0,
+        }
+    }
+
+    /// Room in the queue for a frame of `len` bytes. Before it waits for room,
+    /// the batch is handed over: its frames hold room the recording thread
+    /// would otherwise never give back.
+    fn room(&mut self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.queue.try_reserve(len).or_else(|| {
+            self.hand_over();
+            self.queue.reserve_blocking(len)
+        })
+    }
+
+    fn push(&mut self, seen: Seen) {
+        self.bytes += seen.frame.len();
+        self.frames.push(seen);
+        let age = self.frames.first().map(|first| first.at.elapsed());
+        if self.frames.len() >= RECORD_BATCH_FRAMES
+            || self.bytes >= RECORD_BATCH_BYTES
+            || age.is_some_and(|age| age >= RECORD_BATCH_AGE)
+        {
+            self.hand_over();
+        }
+    }
+
+    /// When the batch is to be handed over if no frame passes before; `None`
+    /// when it is empty.
+    fn due(&self) -> Option<Instant> {
+        let first = self.frames.first()?.at;
+        let last = self.frames.last()?.at;
+        Some((last + RECORD_BATCH_IDLE).min(first + RECORD_BATCH_AGE))
+    }
+
+    fn hand_over(&mut self) {
+        if self.frames.is_empty() {
+            return;
+        }
+        let frames = std::mem::replace(&mut self.frames, Vec::with_capacity(RECORD_BATCH_FRAMES));
+        self.bytes = 0;
+        self.queue.enqueue_batch(frames);
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.hand_over();
     }
 }
