@@ -312,6 +312,45 @@ fn a_replay_waiting_for_the_next_request_ends_on_sigterm() {
     drop(stdin);
 }
 
+/// A recording stopped by SIGTERM while its client is still connected writes
+/// every call it forwarded, those still waiting in a batch for the recording
+/// thread included.
+#[cfg(unix)]
+#[test]
+fn a_recording_stopped_by_sigterm_keeps_every_call_it_forwarded() {
+    use std::io::BufRead;
+    let peers = Peers::get();
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    let node = peers.node().display().to_string();
+    let args = record_args(&cassette, &[&node, "-e", EMPTY_RESULT_SERVER]);
+    let mut recording = dshkit_test::spawn_guarded(dshkit_command(dir.path()).args(&args));
+    let mut stdin = recording.child.stdin.take().unwrap();
+    let mut requests = handshake();
+    for id in 2..=6 {
+        requests.push(call(id, "echo", json!({ "message": format!("call {id}") })));
+    }
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut answers = std::io::BufReader::new(recording.child.stdout.take().unwrap());
+    let mut answer = String::new();
+    for _ in 1..=6 {
+        answer.clear();
+        answers.read_line(&mut answer).unwrap();
+        assert!(answer.contains(r#""id""#), "an answer, not {answer:?}");
+    }
+
+    let status = recording.terminate(std::time::Duration::from_mins(1));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "the recording did not end cleanly on SIGTERM"
+    );
+    drop(stdin);
+    assert_eq!(interaction_count(&cassette), 6);
+}
+
 /// A server that neither exits nor closes its stdout once its stdin closes is
 /// killed after the grace; what it answered before is in the cassette.
 #[test]
@@ -340,9 +379,10 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
     assert_eq!(interaction_count(&cassette), 2, "{stderr}");
 }
 
-/// Small frames are recorded on the proxy's thread, large ones on the
-/// recording thread; small frames that pass while a large one is still being
-/// recorded wait behind it, so the cassette keeps the order the frames passed.
+/// Frames reach the recorder in the order they passed, whatever their size:
+/// through the poll relay's batches and the recording thread here (and, in the
+/// event loop's relay, small frames that pass while a large one is still being
+/// recorded wait behind it).
 #[test]
 fn small_frames_behind_a_large_one_are_recorded_in_the_order_they_passed() {
     let peers = Peers::get();
