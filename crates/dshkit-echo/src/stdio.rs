@@ -385,8 +385,8 @@ struct Queue {
 struct SharedRecorder {
     recorder: std::sync::Mutex<Recorder>,
     /// Frames queued and not yet recorded. Only the proxy adds to it, and the
-    /// thread takes one off after it let go of the recorder, so the proxy that
-    /// reads 0 records in order and finds the recorder free.
+    /// thread takes a batch's frames off after it let go of the recorder, so
+    /// the proxy that reads 0 records in order and finds the recorder free.
     queued: AtomicUsize,
 }
 
@@ -506,7 +506,7 @@ async fn relay(
 }
 
 /// The recording thread: records each queued frame in the order it passed,
-/// until the queue closes.
+/// until the queue closes; a batch's records reach the cassette in one write.
 fn record_frames(mut queue: tokio::sync::mpsc::UnboundedReceiver<Vec<Seen>>, shared: &SharedRecorder) {
     while let Some(batch) = queue.blocking_recv() {
         if let Ok(mut recorder) = shared.recorder.lock() {
