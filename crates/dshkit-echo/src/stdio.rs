@@ -170,42 +170,54 @@ pub fn redact_record(redactor: &Redactor, record: &mut Record) -> bool {
 
 /// Runs `options.argv` behind a transparent proxy between `client_in` and
 /// `client_out`, recording every exchange into the cassette, until the client
-/// closes its input.
+/// closes its input or `stop` resolves (a signal). Either way, what passed is
+/// recorded and the cassette finished before this returns; on `stop` the
+/// server is killed at once.
 pub async fn record(
     client_in: impl AsyncBufRead + Unpin + Send + 'static,
     mut client_out: impl AsyncWrite + Unpin + Send + 'static,
     options: RecordOptions,
+    stop: impl std::future::Future,
 ) -> Result<RecordSummary, EchoError> {
     refuse_to_overwrite(&options)?;
     let (child, mut server_in, mut server_out) = spawn_server(&options.argv)?;
     let recording = Recording::start(options)?;
     // Both directions run in this one task, so they interleave only where one
     // awaits (see `relay`): a peer's answer is always recorded after what it answers.
-    let queue = &recording.queue;
-    let downstream = relay(
-        &mut server_out,
-        &mut client_out,
-        queue,
-        Side::Server,
-        ("the server's stdout", "the client's stdout"),
-    );
-    let upstream = async {
-        let mut client_in = client_in;
-        let forwarded = relay(
-            &mut client_in,
-            &mut server_in,
+    let relayed = {
+        let queue = &recording.queue;
+        let downstream = relay(
+            &mut server_out,
+            &mut client_out,
             queue,
-            Side::Client,
-            ("the client's stdin", "the server's stdin"),
-        )
-        .await;
-        close_server(child, server_in).await;
-        forwarded
+            Side::Server,
+            ("the server's stdout", "the client's stdout"),
+        );
+        let upstream = async {
+            let mut client_in = client_in;
+            let forwarded = relay(
+                &mut client_in,
+                &mut server_in,
+                queue,
+                Side::Client,
+                ("the client's stdin", "the server's stdin"),
+            )
+            .await;
+            close_server(child, server_in).await;
+            forwarded
+        };
+        // On `stop` both relays are dropped, the server (owned by `upstream`)
+        // is killed with them, and what they queued is still recorded below.
+        tokio::select! {
+            relayed = async { tokio::join!(upstream, downstream) } => Some(relayed),
+            _ = stop => None,
+        }
     };
-    let (upstream, downstream) = tokio::join!(upstream, downstream);
     let summary = recording.finish().await?;
-    upstream?;
-    downstream?;
+    if let Some((upstream, downstream)) = relayed {
+        upstream?;
+        downstream?;
+    }
     Ok(summary)
 }
 
@@ -216,6 +228,7 @@ pub async fn record(
 pub async fn record_stdio<R, W>(
     streams: impl FnOnce() -> (R, W),
     options: RecordOptions,
+    stop: impl std::future::Future,
 ) -> Result<RecordSummary, EchoError>
 where
     R: AsyncBufRead + Unpin + Send + 'static,
@@ -223,19 +236,21 @@ where
 {
     #[cfg(unix)]
     if let Some(client) = poll_relay::ClientFds::of_this_process() {
-        return record_polled(client, options).await;
+        return record_polled(client, options, stop).await;
     }
     let (client_in, client_out) = streams();
-    record(client_in, client_out, options).await
+    record(client_in, client_out, options, stop).await
 }
 
-/// [`record`] through the poll relay. Dropping this future (on a signal) closes
-/// the relay's stop pipe: its thread returns at once, and the server is killed
-/// with its [`ServerProcess`].
+/// [`record`] through the poll relay. On `stop` it closes the relay's stop
+/// pipe: the relay's thread returns at once (handing over what it batched), the
+/// server is killed, and the recording is finished. Dropping this future closes
+/// the pipe too, but leaves what was not written yet.
 #[cfg(unix)]
 async fn record_polled(
     client: poll_relay::ClientFds<'static>,
     options: RecordOptions,
+    stop: impl std::future::Future,
 ) -> Result<RecordSummary, EchoError> {
     refuse_to_overwrite(&options)?;
     let (child, server_in, server_out) = spawn_server(&options.argv)?;
@@ -245,20 +260,35 @@ async fn record_polled(
         .into_owned_fd()
         .map_err(io("the server's stdout"))?;
     let recording = Recording::start(options)?;
-    // Closing `stopper` (when this future is dropped) ends the relay.
-    let (stop, stopper) = std::io::pipe().map_err(io("a stop pipe"))?;
+    // Closing `stopper` ends the relay.
+    let (stop_pipe, stopper) = std::io::pipe().map_err(io("a stop pipe"))?;
+    let mut stopper = Some(stopper);
     let queue = recording.queue.clone();
-    let relayed = tokio::task::spawn_blocking(move || {
-        poll_relay::relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
-    })
-    .await
-    .unwrap_or_else(|_| {
+    let relay = tokio::task::spawn_blocking(move || {
+        poll_relay::relay(
+            client,
+            server_in,
+            server_out,
+            stop_pipe.as_fd(),
+            EXIT_GRACE,
+            &queue,
+        )
+    });
+    tokio::pin!(relay);
+    let joined = tokio::select! {
+        joined = relay.as_mut() => joined,
+        _ = stop => {
+            stopper = None;
+            relay.as_mut().await
+        }
+    };
+    drop(stopper);
+    let relayed = joined.unwrap_or_else(|_| {
         Err(EchoError::Io {
             what: "the relay thread",
             error: "it panicked".into(),
         })
     });
-    drop(stopper);
     // The relay closed the server's stdin when the client's input ended.
     let grace = match relayed {
         Ok(poll_relay::Ended::Finished) => EXIT_GRACE,

@@ -35,8 +35,9 @@ fn client_streams() -> (
 }
 
 /// Runs `work` until it ends or SIGINT/SIGTERM arrives. On a signal the work is
-/// dropped: the server child is killed with it, and what was recorded stays (every
-/// record is appended whole as it completes).
+/// dropped: a server child is killed with it, and what a passthrough appended
+/// stays (each record is appended whole as it completes). A recording is not
+/// run through this: it finishes its cassette on a signal (see `record_stdio`).
 async fn until_signal<T>(
     work: impl std::future::Future<Output = Result<T, Failure>>,
 ) -> Result<Option<T>, Failure> {
@@ -244,31 +245,30 @@ async fn record_command(
         ));
         return Ok(exit::SUCCESS);
     }
-    let work = async {
-        record_stdio(
-            client_streams,
-            RecordOptions {
-                argv,
-                cassette: output,
-                mode: if mode == RecordMode::NewEpisodes {
-                    RecordMode::Once
-                } else {
-                    mode
-                },
-                redactor,
+    // A signal ends the forwarding; what passed is still recorded and the
+    // cassette finished before the exit.
+    let stop = dshkit_os::signal::stop_requested()
+        .context("installing the SIGINT/SIGTERM handlers")
+        .map_err(Failure::runtime)?;
+    let summary = record_stdio(
+        client_streams,
+        RecordOptions {
+            argv,
+            cassette: output,
+            mode: if mode == RecordMode::NewEpisodes {
+                RecordMode::Once
+            } else {
+                mode
             },
-        )
-        .await
-        .map_err(|e| match e {
-            dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => {
-                Failure::refused(e)
-            }
-            other => Failure::runtime(other),
-        })
-    };
-    let Some(summary) = until_signal(work).await? else {
-        return Ok(exit::SUCCESS);
-    };
+            redactor,
+        },
+        stop,
+    )
+    .await
+    .map_err(|e| match e {
+        dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => Failure::refused(e),
+        other => Failure::runtime(other),
+    })?;
     note_recorded(&summary);
     Ok(exit::SUCCESS)
 }

@@ -313,12 +313,14 @@ fn a_replay_waiting_for_the_next_request_ends_on_sigterm() {
 }
 
 /// A recording stopped by SIGTERM while its client is still connected writes
-/// every call it forwarded, those still waiting in a batch for the recording
-/// thread included.
+/// every call it forwarded before it exits: those still waiting in a batch or
+/// in the recording thread's queue included (2 MB of calls keep that thread
+/// busy as the signal comes).
 #[cfg(unix)]
 #[test]
 fn a_recording_stopped_by_sigterm_keeps_every_call_it_forwarded() {
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
+    const CALLS: u64 = 200;
     let peers = Peers::get();
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("c.jsonl");
@@ -326,29 +328,47 @@ fn a_recording_stopped_by_sigterm_keeps_every_call_it_forwarded() {
     let args = record_args(&cassette, &[&node, "-e", EMPTY_RESULT_SERVER]);
     let mut recording = dshkit_test::spawn_guarded(dshkit_command(dir.path()).args(&args));
     let mut stdin = recording.child.stdin.take().unwrap();
-    let mut requests = handshake();
-    for id in 2..=6 {
-        requests.push(call(id, "echo", json!({ "message": format!("call {id}") })));
-    }
-    for request in &requests {
-        writeln!(stdin, "{request}").unwrap();
-    }
     let mut answers = std::io::BufReader::new(recording.child.stdout.take().unwrap());
+    let mut requests = handshake();
+    let text = "x".repeat(10_000);
+    for id in 2..=CALLS + 1 {
+        requests.push(call(id, "echo", json!({ "message": format!("{id} {text}") })));
+    }
+    let writer = std::thread::spawn(move || {
+        for request in &requests {
+            writeln!(stdin, "{request}").unwrap();
+        }
+        stdin
+    });
     let mut answer = String::new();
-    for _ in 1..=6 {
+    for _ in 0..=CALLS {
         answer.clear();
         answers.read_line(&mut answer).unwrap();
         assert!(answer.contains(r#""id""#), "an answer, not {answer:?}");
     }
+    let stdin = writer.join().unwrap();
 
     let status = recording.terminate(std::time::Duration::from_mins(1));
+    let mut stderr = String::new();
+    recording
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert_eq!(
         status.and_then(|s| s.code()),
         Some(0),
-        "the recording did not end cleanly on SIGTERM"
+        "the recording did not end cleanly on SIGTERM: {stderr}"
     );
     drop(stdin);
-    assert_eq!(interaction_count(&cassette), 6);
+    let recorded = usize::try_from(CALLS + 1).unwrap();
+    assert_eq!(interaction_count(&cassette), recorded, "{stderr}");
+    assert!(
+        stderr.contains(&format!("recorded {recorded} interaction(s)")),
+        "{stderr}"
+    );
 }
 
 /// A server that neither exits nor closes its stdout once its stdin closes is
