@@ -32,6 +32,11 @@ impl StaticSite {
             let root = root.clone();
             async move { serve(&root, &uri).await }
         });
+        // Nagle off: a file's last partial segment would otherwise wait for the
+        // browser's delayed ACK whenever earlier bytes are still unacknowledged.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
