@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::cassette;
 use crate::index::CassetteIndex;
+use crate::live_request::{LiveRequest, Read};
 use crate::matcher::Matcher;
 use crate::stdio::{EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, outgoing, pass_through, start_live};
 
@@ -176,33 +177,33 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     if !host_ok(&headers, state.port) {
         return status(StatusCode::FORBIDDEN, "forbidden host");
     }
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-        let mut response = json_response(
-            &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}}),
-        );
-        *response.status_mut() = StatusCode::BAD_REQUEST;
-        return response;
+    let request = match LiveRequest::read(&body) {
+        Read::Request(request) => request,
+        Read::NoReply => return status(StatusCode::ACCEPTED, ""), // a notification or an answer
+        Read::NotJson => {
+            let mut response = json_response(
+                &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}}),
+            );
+            *response.status_mut() = StatusCode::BAD_REQUEST;
+            return response;
+        }
     };
-    let (Some(method), Some(id)) = (
-        message.get("method").and_then(Value::as_str),
-        message.get("id").cloned(),
-    ) else {
-        return status(StatusCode::ACCEPTED, ""); // a notification or an answer
+    let Some(method) = request.method() else {
+        return status(StatusCode::ACCEPTED, "");
     };
     let found = outgoing(
         &mut state.matcher.lock().expect("lock"),
-        &message,
-        &id,
+        &request,
         &state.options,
         &state.cassette_id,
     );
     let hit = match found {
         Ok(hit) => hit,
         Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {
-            return passthrough(&state, &message, &id).await;
+            return passthrough(&state, request.tree(), &request.id()).await;
         }
         Err(miss) => {
-            return json_response(&json!({"jsonrpc": "2.0", "id": id, "error": {
+            return json_response(&json!({"jsonrpc": "2.0", "id": request.id(), "error": {
                 "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
             }}));
         }

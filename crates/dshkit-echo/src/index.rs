@@ -113,6 +113,24 @@ struct CallHead<'a> {
     arguments: Option<&'a RawValue>,
 }
 
+/// The tool and match key of a `tools/call` with `params`, read from their text
+/// (no ignored paths); `None` when only the tree gives them (a name that is no
+/// string, params that are no object).
+fn call_head(params: &RawValue) -> Option<(Cow<'_, str>, String)> {
+    let call = serde_json::from_str::<CallHead<'_>>(params.get()).ok()?;
+    let arguments: Option<Value> = match call.arguments {
+        Some(arguments) => Some(serde_json::from_str(arguments.get()).ok()?),
+        None => None,
+    };
+    let key = call_key(&call.name, arguments.as_ref());
+    Some((call.name, key))
+}
+
+/// The match key of a `tools/call` with `params`, as [`call_head`] reads it.
+pub(crate) fn call_head_key(params: &RawValue) -> Option<String> {
+    call_head(params).map(|(_, key)| key)
+}
+
 /// The method, tool and match key of a recorded request; the request itself only
 /// when it is the handshake. The common cases (a method-only request, a
 /// `tools/call` with no ignored paths) parse no more than the arguments.
@@ -127,16 +145,9 @@ fn request_facts(
     }
     if method == "tools/call"
         && options.ignore_paths.is_empty()
-        && let Some(call) = head
-            .params
-            .and_then(|p| serde_json::from_str::<CallHead<'_>>(p.get()).ok())
+        && let Some((tool, key)) = head.params.and_then(call_head)
     {
-        let arguments: Option<Value> = call
-            .arguments
-            .map(|a| serde_json::from_str(a.get()))
-            .transpose()?;
-        let key = call_key(&call.name, arguments.as_ref());
-        return Ok((method.to_owned(), Some(call.name.into_owned()), key, None));
+        return Ok((method.to_owned(), Some(tool.into_owned()), key, None));
     }
     let request: Value = serde_json::from_str(raw.get())?;
     let method = request["method"].as_str().unwrap_or("").to_owned();
@@ -569,12 +580,13 @@ mod tests {
             line(3, call("sum", json!({"a": 1, "b": 2}))),
             line(4, call("sum", json!({"b": 2, "a": 1}))),
             line(5, call("echo", json!({"message": "hi"}))),
+            line(6, call("now", Value::Null)),
         ];
         let (_dir, path) = write(&lines, true);
         let options = MatchOptions::default();
         let index = CassetteIndex::open(&path, &options).unwrap();
-        assert_eq!(index.len(), 5);
-        assert_eq!(index.max_ordinal, 5);
+        assert_eq!(index.len(), 6);
+        assert_eq!(index.max_ordinal, 6);
         assert_eq!(index.handshake.as_ref().unwrap()["method"], "initialize");
         assert!(index.warnings.is_empty());
         let mut matcher = Matcher::indexed(index, options);
@@ -594,6 +606,11 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(ordinal(&mut matcher, &json!({"method": "tools/list"})), Ok(2));
         }
+        assert_eq!(
+            ordinal(&mut matcher, &call("now", Value::Null)),
+            Ok(6),
+            "null arguments are keyed as none, on both sides"
+        );
         let hit = matcher
             .find(&call("echo", json!({"message": "hi"})), None)
             .unwrap();
@@ -614,7 +631,7 @@ mod tests {
             matcher.find(&call("drop", json!({})), None).unwrap_err(),
             Miss::UnknownTool {
                 tool: "drop".into(),
-                recorded: vec!["echo".into(), "sum".into()]
+                recorded: vec!["echo".into(), "now".into(), "sum".into()]
             }
         );
     }

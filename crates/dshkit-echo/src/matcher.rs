@@ -70,13 +70,18 @@ pub fn key(request: &Value, options: &MatchOptions) -> String {
     // recorded interaction when a cassette is indexed.
     let params = request.get("params").unwrap_or(&Value::Null);
     if method == "tools/call" {
-        return call_key(params["name"].as_str().unwrap_or(""), params.get("arguments"));
+        return call_key(params["name"].as_str().unwrap_or(""), arguments(params));
     }
     let mut out = String::with_capacity(96);
     out.push_str(method);
     out.push(' ');
     write_canonical(params, &["_meta", "cursor"], &mut out);
     out
+}
+
+/// A call's arguments; `null` counts as none, as it does for the index.
+fn arguments(params: &Value) -> Option<&Value> {
+    params.get("arguments").filter(|arguments| !arguments.is_null())
 }
 
 /// The key of a `tools/call` of `tool` with `arguments`, when no paths are ignored.
@@ -108,7 +113,7 @@ fn key_without_paths(request: &Value, method: &str, options: &MatchOptions) -> S
         format!(
             "tools/call {} {}",
             params["name"].as_str().unwrap_or(""),
-            canonical(params.get("arguments").unwrap_or(&json!({})))
+            canonical(arguments(params).unwrap_or(&json!({})))
         )
     } else {
         format!("{method} {}", canonical(params))
@@ -414,17 +419,27 @@ impl Matcher {
             _ => request,
         };
         let key_text = key(request, &self.options);
-        let hash = key_hash(&key_text);
         let method = request["method"].as_str().unwrap_or("");
-        if let Some(position) = self.take(hash, key_check(&key_text)) {
+        match self.position_of(&key_text, method) {
+            Some(position) => Ok(position),
+            None => Err(self.explain(request, &key_text, key_hash(&key_text), method)),
+        }
+    }
+
+    /// Where the recorded answer for the (redacted) request with `key_text` and
+    /// `method` is; `None` changes nothing, so the request can be looked up again
+    /// (by [`Self::find_position`], to explain the miss).
+    pub(crate) fn position_of(&mut self, key_text: &str, method: &str) -> Option<usize> {
+        let hash = key_hash(key_text);
+        if let Some(position) = self.take(hash, key_check(key_text)) {
             self.used[position] = true;
             if method_only(method) {
                 self.last_method_only.insert(hash, position);
             }
-            return Ok(position);
+            return Some(position);
         }
         if let Some(&position) = self.last_method_only.get(&hash) {
-            return Ok(position);
+            return Some(position);
         }
         let method_id = self.methods.iter().position(|m| m == method);
         if self.options.sequential_fallback
@@ -433,9 +448,9 @@ impl Matcher {
             })
         {
             self.used[position] = true;
-            return Ok(position);
+            return Some(position);
         }
-        Err(self.explain(request, &key_text, hash, method))
+        None
     }
 
     /// The interaction at `position` parsed as `T`, which may borrow from its

@@ -19,6 +19,7 @@ use crate::server_process::ServerProcess;
 
 use crate::cassette::{Appender, CassetteError, Interaction, Record, RecordMode};
 use crate::index::CassetteIndex;
+use crate::live_request::{LiveRequest, Read};
 use crate::matcher::{MatchOptions, Matcher};
 use crate::recorder::{Message, Recorder, leads_us};
 use crate::redact::Redactor;
@@ -569,12 +570,6 @@ fn record_frame(recorder: &mut Recorder, side: Side, frame: &[u8], at: Instant) 
     }
 }
 
-/// Parses one JSON-RPC frame as bytes; only a frame that is not UTF-8 takes a
-/// second, lossy pass (its bad bytes read as the replacement character).
-fn parse_frame(frame: &[u8]) -> serde_json::Result<Value> {
-    serde_json::from_slice(frame).or_else(|_| serde_json::from_str(&String::from_utf8_lossy(frame)))
-}
-
 // ---------------------------------------------------------------------------
 // Replay
 // ---------------------------------------------------------------------------
@@ -666,16 +661,17 @@ pub async fn replay(
         if frame.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(message) = parse_frame(&frame) else {
-            summary.parse_errors += 1;
-            let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
-            send(&mut client_out, &error).await?;
-            continue;
+        let request = match LiveRequest::read(&frame) {
+            Read::Request(request) => request,
+            Read::NoReply => continue, // notifications and answers to server requests
+            Read::NotJson => {
+                summary.parse_errors += 1;
+                let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
+                send(&mut client_out, &error).await?;
+                continue;
+            }
         };
-        let (Some(_), Some(id)) = (message.get("method"), message.get("id").cloned()) else {
-            continue; // notifications and answers to server requests need no reply
-        };
-        match outgoing(&mut matcher, &message, &id, &options, &cassette_id) {
+        match outgoing(&mut matcher, &request, &options, &cassette_id) {
             Ok(outgoing) => {
                 summary.hits += 1;
                 answer(&mut client_out, outgoing, options.peer).await?;
@@ -683,7 +679,7 @@ pub async fn replay(
             Err(miss) => {
                 let OnMiss::Passthrough(argv) = &options.on_miss else {
                     summary.misses += 1;
-                    let error = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    let error = json!({"jsonrpc": "2.0", "id": request.id(), "error": {
                         "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
                     }});
                     send(&mut client_out, &error).await?;
@@ -695,7 +691,8 @@ pub async fn replay(
                 }
                 let server = live.as_mut().expect("just started");
                 ordinal += 1;
-                let interaction = pass_through(server, &message, ordinal, &mut client_out, &options).await?;
+                let interaction =
+                    pass_through(server, request.tree(), ordinal, &mut client_out, &options).await?;
                 let mut record = Record::Interaction(interaction);
                 let _ = redact_record(&options.redactor, &mut record);
                 server.appender.append(&record)?;
@@ -787,7 +784,10 @@ fn playback(
     options: &ReplayOptions,
     cassette_id: &str,
 ) -> (Vec<Value>, Vec<Value>) {
-    let notifications = with_live_token(interaction.notifications.clone(), message);
+    let notifications = with_live_token(
+        interaction.notifications.clone(),
+        &message["params"]["_meta"]["progressToken"],
+    );
     let responses = interaction
         .responses
         .iter()
@@ -810,9 +810,8 @@ fn playback(
     (notifications, responses)
 }
 
-/// Recorded `notifications` with the progress token of the live request `message`.
-fn with_live_token(mut notifications: Vec<Value>, message: &Value) -> Vec<Value> {
-    let token = &message["params"]["_meta"]["progressToken"];
+/// Recorded `notifications` with the live request's progress `token`.
+fn with_live_token(mut notifications: Vec<Value>, token: &Value) -> Vec<Value> {
     if !token.is_null() {
         for notification in &mut notifications {
             if !notification["params"]["progressToken"].is_null() {
@@ -882,23 +881,35 @@ pub(crate) struct Outgoing {
     pub(crate) responses: Vec<Vec<u8>>,
 }
 
-/// What replay (over stdio or HTTP) sends for the live request `message` (id
-/// `id`): the recorded answer `matcher` finds for it, or why there is none.
-/// Annotated answers are built as JSON trees (their result gains `_meta`); the
-/// others copy the recorded responses' text with the live id put in.
+/// What replay (over stdio or HTTP) sends for the live `request`: the recorded
+/// answer `matcher` finds for it, or why there is none. Annotated answers are
+/// built as JSON trees (their result gains `_meta`); the others copy the
+/// recorded responses' text with the live id put in.
 pub(crate) fn outgoing(
     matcher: &mut Matcher,
-    message: &Value,
-    id: &Value,
+    request: &LiveRequest<'_>,
     options: &ReplayOptions,
     cassette_id: &str,
 ) -> Result<Outgoing, crate::matcher::Miss> {
-    let position = matcher.find_position(message, Some(&options.redactor))?;
+    // Most requests are keyed from their text; the rest, and every miss (which
+    // `position_of` leaves as it was), go through the tree.
+    let found = match (
+        request.key(&options.matching, &options.redactor),
+        request.method(),
+    ) {
+        (Some(key), Some(method)) => matcher.position_of(&key, method),
+        _ => None,
+    };
+    let position = match found {
+        Some(position) => position,
+        None => matcher.find_position(request.tree(), Some(&options.redactor))?,
+    };
     let matcher = &*matcher;
     let mut line = Vec::new();
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
-        let (notifications, responses) = playback(&interaction, message, id, options, cassette_id);
+        let (notifications, responses) =
+            playback(&interaction, request.tree(), &request.id(), options, cassette_id);
         return Ok(Outgoing {
             delay: recorded_delay(interaction.ms, options.timing),
             gaps: notification_gaps(
@@ -914,25 +925,30 @@ pub(crate) fn outgoing(
         });
     }
     let reply: Reply<'_> = matcher.parse(position, &mut line)?;
-    let notifications = with_live_token(reply.notifications, message);
+    let notifications = if reply.notifications.is_empty() {
+        reply.notifications
+    } else {
+        with_live_token(reply.notifications, request.progress_token())
+    };
+    let id = request.id_json();
     Ok(Outgoing {
         delay: recorded_delay(reply.ms, options.timing),
         gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
         notifications,
-        responses: reply.responses.iter().map(|r| with_live_id(r, id)).collect(),
+        responses: reply.responses.iter().map(|r| with_live_id(r, &id)).collect(),
     })
 }
 
-/// The recorded `response` with the live `id` in place of the recorded one; every
-/// other member is copied as recorded text.
-fn with_live_id(response: &RawValue, id: &Value) -> Vec<u8> {
+/// The recorded `response` with the live id (`id`, its JSON text) in place of the
+/// recorded one; every other member is copied as recorded text.
+fn with_live_id(response: &RawValue, id: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(response.get().len() + 16);
     // Member names with escapes cannot be borrowed: such a response (and anything
     // but an object) takes the slower way through a JSON tree.
     let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(response.get()) else {
         let mut response: Value = serde_json::from_str(response.get()).expect("a RawValue is JSON");
         if let Some(object) = response.as_object_mut() {
-            object.insert("id".into(), id.clone());
+            object.insert("id".into(), serde_json::from_str(id).unwrap_or(Value::Null));
         }
         serde_json::to_writer(&mut out, &response).expect("JSON serializes");
         return out;
@@ -948,7 +964,7 @@ fn with_live_id(response: &RawValue, id: &Value) -> Vec<u8> {
         out.extend_from_slice(b"\":");
         if name == "id" {
             had_id = true;
-            serde_json::to_writer(&mut out, id).expect("JSON serializes");
+            out.extend_from_slice(id.as_bytes());
         } else {
             out.extend_from_slice(value.get().as_bytes());
         }
@@ -958,7 +974,7 @@ fn with_live_id(response: &RawValue, id: &Value) -> Vec<u8> {
             out.push(b',');
         }
         out.extend_from_slice(b"\"id\":");
-        serde_json::to_writer(&mut out, id).expect("JSON serializes");
+        out.extend_from_slice(id.as_bytes());
     }
     out.push(b'}');
     out
@@ -1212,24 +1228,97 @@ mod tests {
         );
     }
 
+    /// What `replay` writes for `requests` (one per line) out of a cassette of
+    /// `interactions`.
+    async fn replayed(interactions: Vec<Value>, requests: &[&str]) -> Vec<Value> {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let mut text = serde_json::to_string(&crate::cassette::Header::new("stdio")).unwrap();
+        for interaction in interactions {
+            text.push('\n');
+            text.push_str(&interaction.to_string());
+        }
+        text.push('\n');
+        std::fs::write(&cassette, text).unwrap();
+        let options = ReplayOptions {
+            cassette,
+            timing: Timing::None,
+            on_miss: OnMiss::Error,
+            annotate: false,
+            matching: MatchOptions::default(),
+            redactor: Redactor::new(&[], &[]).unwrap(),
+            peer: Peer::Unobserved,
+        };
+        let input = requests.join("\n");
+        let mut out = Vec::new();
+        replay(input.as_bytes(), &mut out, options).await.unwrap();
+        out.split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| serde_json::from_slice(line).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn replay_answers_with_the_live_id_and_progress_token_whichever_way_a_request_is_keyed() {
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let mut login = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "login", "arguments": {"token": token}}});
+        assert!(redactor.value(&mut login), "the recorded request holds a secret");
+        let interactions = vec![
+            json!({"type": "interaction", "ordinal": 1,
+                "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow", "arguments": {"n": 1}, "_meta": {"progressToken": "recorded"}}},
+                "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"done": true}}],
+                "notifications": [{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "recorded", "progress": 1}}],
+                "ms": 0}),
+            json!({"type": "interaction", "ordinal": 2, "request": login,
+                "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"ok": true}}], "ms": 0}),
+        ];
+        let login_live = format!(
+            r#"{{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{{"name":"login","arguments":{{"token":"{token}"}}}}}}"#
+        );
+        let out = replayed(
+            interactions,
+            &[
+                r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"_meta":{"progressToken":"live-7"},"arguments":{"n":1},"name":"slow"}}"#,
+                &login_live,
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"n":2}}}"#,
+            ],
+        )
+        .await;
+        assert_eq!(out[0]["params"]["progressToken"], "live-7", "{out:?}");
+        assert_eq!(
+            out[1],
+            json!({"jsonrpc": "2.0", "id": "a", "result": {"done": true}})
+        );
+        assert_eq!(
+            out[2],
+            json!({"jsonrpc": "2.0", "id": "b", "result": {"ok": true}}),
+            "a live secret meets its recorded placeholder"
+        );
+        assert_eq!(out[3]["id"], 3);
+        assert_eq!(out[3]["error"]["data"]["differingPaths"], json!(["n"]), "{out:?}");
+        assert_eq!(out.len(), 4);
+    }
+
     #[test]
     fn a_replayed_response_is_its_recorded_text_with_the_live_id() {
         let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
         assert_eq!(
             String::from_utf8(with_live_id(
                 &raw(r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":3}"#),
-                &json!("live-7")
+                r#""live-7""#
             ))
             .unwrap(),
             r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":"live-7"}"#,
             "members keep their order and their recorded text"
         );
         assert_eq!(
-            String::from_utf8(with_live_id(&raw(r#"{"jsonrpc":"2.0","error":{}}"#), &json!(9))).unwrap(),
+            String::from_utf8(with_live_id(&raw(r#"{"jsonrpc":"2.0","error":{}}"#), "9")).unwrap(),
             r#"{"jsonrpc":"2.0","error":{},"id":9}"#,
             "a response without an id gets the live one"
         );
-        let escaped = with_live_id(&raw(r#"{"res\u0075lt":{},"id":1}"#), &json!(2));
+        let escaped = with_live_id(&raw(r#"{"res\u0075lt":{},"id":1}"#), "2");
         assert_eq!(
             serde_json::from_slice::<Value>(&escaped).unwrap(),
             json!({"result": {}, "id": 2}),
