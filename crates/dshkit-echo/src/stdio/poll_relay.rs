@@ -383,10 +383,15 @@ impl<'q> Batch<'q> {
         })
     }
 
+    /// Adds a frame; its `at` (when it passed) is the batch's clock.
     fn push(&mut self, seen: Seen) {
         self.bytes += seen.frame.len();
+        let now = seen.at;
         self.frames.push(seen);
-        let age = self.frames.first().map(|first| first.at.elapsed());
+        let age = self
+            .frames
+            .first()
+            .map(|first| now.saturating_duration_since(first.at));
         if self.frames.len() >= RECORD_BATCH_FRAMES
             || self.bytes >= RECORD_BATCH_BYTES
             || age.is_some_and(|age| age >= RECORD_BATCH_AGE)
@@ -416,5 +421,63 @@ impl<'q> Batch<'q> {
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         self.hand_over();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{RecordOptions, Recording};
+    use super::*;
+    use crate::cassette::RecordMode;
+    use crate::redact::Redactor;
+
+    #[tokio::test]
+    async fn a_batch_is_handed_over_by_the_clock_of_the_frames_that_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let recording = Recording::start(RecordOptions {
+            argv: vec!["server".into()],
+            cassette: dir.path().join("c.jsonl"),
+            mode: RecordMode::Once,
+            redactor: Redactor::new(&[], &[]).unwrap(),
+        })
+        .unwrap();
+        let mut batch = Batch::new(&recording.queue);
+        let seen = |at: Instant| Seen {
+            side: Side::Client,
+            frame: b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n".to_vec(),
+            at,
+            _room: None,
+        };
+        let first = Instant::now();
+        let step = RECORD_BATCH_IDLE / 2;
+        let mut at = first;
+        while at + step < first + RECORD_BATCH_AGE {
+            batch.push(seen(at));
+            assert_eq!(
+                batch.due(),
+                Some((at + RECORD_BATCH_IDLE).min(first + RECORD_BATCH_AGE))
+            );
+            at += step;
+        }
+        let kept = batch.frames.len();
+        assert!(kept > 1 && kept < RECORD_BATCH_FRAMES, "{kept} frames wait");
+        batch.push(seen(first + RECORD_BATCH_AGE));
+        assert!(
+            batch.frames.is_empty(),
+            "handed over once its first frame is as old as the limit"
+        );
+        for _ in 0..RECORD_BATCH_FRAMES - 1 {
+            batch.push(seen(at));
+        }
+        assert_eq!(batch.frames.len(), RECORD_BATCH_FRAMES - 1);
+        batch.push(seen(at));
+        assert!(batch.frames.is_empty(), "handed over when full");
+        let mut large = seen(at);
+        large.frame = format!("\"{}\"\n", "x".repeat(RECORD_BATCH_BYTES)).into_bytes();
+        batch.push(large);
+        assert!(batch.frames.is_empty(), "handed over at its size in bytes");
+        drop(batch);
+        let summary = recording.finish().await.unwrap();
+        assert_eq!(summary.messages, kept as u64 + 1 + RECORD_BATCH_FRAMES as u64);
     }
 }
