@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, Response, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use axum::routing::post;
+use dshkit_os::loopback::LoopbackNames;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -34,7 +35,8 @@ struct Replay {
     cassette_id: String,
     session: String,
     era: String,
-    port: u16,
+    /// The Host and Origin values served.
+    names: LoopbackNames,
 }
 
 /// Binds `127.0.0.1:port` (0: any free port) for the cassette; returns the bound
@@ -84,7 +86,7 @@ pub async fn bind(
         next_ordinal: std::sync::atomic::AtomicU64::new(next_ordinal),
         session: hex::encode(session),
         era,
-        port: address.port(),
+        names: LoopbackNames::new(address.port(), [], []),
     });
     let app = axum::Router::new()
         .route("/mcp", post(handle).get(no_stream).delete(end_session))
@@ -114,25 +116,20 @@ fn status(code: StatusCode, body: &str) -> Response<Body> {
     response
 }
 
-/// DNS rebinding: only this loopback endpoint's own names are served.
-fn host_ok(headers: &HeaderMap, port: u16) -> bool {
-    headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|host| {
-            [
-                format!("127.0.0.1:{port}"),
-                format!("localhost:{port}"),
-                format!("[::1]:{port}"),
-            ]
-            .iter()
-            .any(|allowed| allowed == host)
-        })
+/// DNS rebinding: only this loopback endpoint's own names are served, as Host
+/// and as Origin; otherwise the 403 to answer.
+fn refused(headers: &HeaderMap, names: &LoopbackNames) -> Option<Response<Body>> {
+    let (host, origin) = (headers.get(header::HOST), headers.get(header::ORIGIN));
+    let why = names
+        .check(host.map(HeaderValue::as_bytes), origin.map(HeaderValue::as_bytes))
+        .err()?;
+    tracing::warn!(why, "rejected request: 403");
+    Some(status(StatusCode::FORBIDDEN, why))
 }
 
 async fn no_stream(State(state): State<Arc<Replay>>, headers: HeaderMap) -> Response<Body> {
-    if !host_ok(&headers, state.port) {
-        return status(StatusCode::FORBIDDEN, "forbidden host");
+    if let Some(refused) = refused(&headers, &state.names) {
+        return refused;
     }
     let mut response = status(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -140,13 +137,13 @@ async fn no_stream(State(state): State<Arc<Replay>>, headers: HeaderMap) -> Resp
     );
     response
         .headers_mut()
-        .insert(header::ALLOW, "POST, DELETE".parse().expect("valid"));
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
     response
 }
 
 async fn end_session(State(state): State<Arc<Replay>>, headers: HeaderMap) -> Response<Body> {
-    if !host_ok(&headers, state.port) {
-        return status(StatusCode::FORBIDDEN, "forbidden host");
+    if let Some(refused) = refused(&headers, &state.names) {
+        return refused;
     }
     status(StatusCode::OK, "")
 }
@@ -169,13 +166,13 @@ fn json_text_response(json: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Body::from(json));
     response
         .headers_mut()
-        .insert(header::CONTENT_TYPE, "application/json".parse().expect("valid"));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 
 async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Bytes) -> Response<Body> {
-    if !host_ok(&headers, state.port) {
-        return status(StatusCode::FORBIDDEN, "forbidden host");
+    if let Some(refused) = refused(&headers, &state.names) {
+        return refused;
     }
     let request = match LiveRequest::read(&body) {
         Read::Request(request) => request,
@@ -234,9 +231,10 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
             Ok::<_, std::convert::Infallible>(text)
         });
         let mut response = Response::new(Body::from_stream(stream));
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, "text/event-stream".parse().expect("valid"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
         response
     };
     if method == "initialize" && state.era == "2025" {
@@ -292,9 +290,10 @@ async fn passthrough(state: &Replay, message: &Value, id: &Value) -> Response<Bo
         stream.push_str(&sse_event(message));
     }
     let mut response = Response::new(Body::from(stream));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, "text/event-stream".parse().expect("valid"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     response
 }
 
@@ -347,7 +346,8 @@ struct Proxy {
     upstream: String,
     client: reqwest::Client,
     recorder: Mutex<crate::recorder::Recorder>,
-    port: u16,
+    /// The Host and Origin values served.
+    names: LoopbackNames,
 }
 
 /// A running recording proxy; `finish` writes the rest of the cassette.
@@ -393,7 +393,7 @@ pub async fn bind_recorder(
         upstream: upstream.to_owned(),
         client: reqwest::Client::new(),
         recorder: Mutex::new(crate::recorder::Recorder::new(options, "http")),
-        port: address.port(),
+        names: LoopbackNames::new(address.port(), [], []),
     });
     let app = axum::Router::new()
         .route("/mcp", axum::routing::any(forward))
@@ -410,8 +410,8 @@ async fn forward(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response<Body> {
-    if !host_ok(&headers, proxy.port) {
-        return status(StatusCode::FORBIDDEN, "forbidden host");
+    if let Some(refused) = refused(&headers, &proxy.names) {
+        return refused;
     }
     if let Ok(message) = serde_json::from_slice::<Value>(&body) {
         let mut recorder = proxy.recorder.lock().expect("lock");

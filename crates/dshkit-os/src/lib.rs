@@ -10,6 +10,9 @@
 //! - [`fs`]: private files and directories, the executable bit, links, free
 //!   space and positioned reads;
 //! - [`local_socket`]: a Unix socket or a Windows named pipe to a local process;
+//! - [`loopback`]: the Host and Origin names an HTTP server on loopback answers
+//!   to (DNS rebinding); the same everywhere, here because the crates with such a
+//!   server share no other crate;
 //! - [`pipe`]: how much of what dshkit wrote its peer has not been read yet;
 //! - [`signal`]: a person's request to stop (SIGINT/SIGTERM, Ctrl-C).
 //!
@@ -25,6 +28,7 @@
 pub mod browsers;
 pub mod fs;
 pub mod local_socket;
+pub mod loopback;
 pub mod pipe;
 pub mod process;
 pub mod signal;

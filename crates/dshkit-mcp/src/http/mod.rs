@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use dshkit_os::loopback::LoopbackNames;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::{
@@ -149,8 +150,7 @@ impl HttpServer {
 
 struct Guard {
     token: Token,
-    hosts: Vec<String>,
-    origins: Vec<String>,
+    names: LoopbackNames,
     max_body_bytes: usize,
     body_read_timeout: Duration,
     sessions: Arc<SessionBook>,
@@ -177,21 +177,13 @@ pub async fn serve_http(
         source,
     })?;
 
-    let port = local_addr.port();
-    let mut hosts: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
-        .iter()
-        .map(|h| format!("{h}:{port}"))
-        .collect();
-    if !local_addr.ip().is_loopback() {
-        hosts.push(local_addr.to_string());
-    }
-    hosts.extend(options.allowed_hosts.iter().map(|h| h.to_ascii_lowercase()));
-    let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
-    origins.extend(
-        options
-            .allowed_origins
-            .iter()
-            .map(|o| o.trim_end_matches('/').to_ascii_lowercase()),
+    let names = LoopbackNames::new(
+        local_addr.port(),
+        (!local_addr.ip().is_loopback())
+            .then(|| local_addr.to_string())
+            .into_iter()
+            .chain(options.allowed_hosts.iter().cloned()),
+        options.allowed_origins.iter().cloned(),
     );
 
     // rmcp's worker of an idle session ends after HIBERNATE_AFTER; the book keeps
@@ -233,8 +225,7 @@ pub async fn serve_http(
 
     let guard = Arc::new(Guard {
         token: options.token,
-        hosts,
-        origins,
+        names,
         max_body_bytes: options.max_body_bytes,
         body_read_timeout: options.body_read_timeout,
         sessions: Arc::clone(&book),
@@ -414,24 +405,10 @@ async fn read_capped(mut body: Body, max: usize) -> Result<bytes::Bytes, BodyErr
 }
 
 fn check_host_and_origin(guard: &Guard, headers: &HeaderMap) -> Result<(), &'static str> {
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_ascii_lowercase)
-        .ok_or("missing Host header")?;
-    if !guard.hosts.contains(&host) {
-        return Err("Host header is not an address of this server (DNS rebinding protection)");
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin
-            .to_str()
-            .map_err(|_| "unreadable Origin header")?
-            .to_ascii_lowercase();
-        if !guard.origins.contains(&origin) {
-            return Err("Origin is not allowed (DNS rebinding protection)");
-        }
-    }
-    Ok(())
+    let (host, origin) = (headers.get(header::HOST), headers.get(header::ORIGIN));
+    guard
+        .names
+        .check(host.map(HeaderValue::as_bytes), origin.map(HeaderValue::as_bytes))
 }
 
 fn authorized(token: &Token, headers: &HeaderMap) -> bool {

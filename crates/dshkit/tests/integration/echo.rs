@@ -972,19 +972,33 @@ fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
         "progress arrives as SSE events: {replayed_progress}"
     );
 
-    // DNS rebinding: another Host is refused.
+    // DNS rebinding: another Host is refused, and so is a page's foreign Origin.
     let port = url
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp");
-    let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
-    std::io::Write::write_all(
-        &mut stream,
-        b"POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
-    )
-    .unwrap();
-    let mut answer = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let answer = |host: &str, origin: Option<&str>| {
+        let mut stream = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+        let origin = origin.map_or_else(String::new, |origin| format!("Origin: {origin}\r\n"));
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ping}",
+            ping.len()
+        );
+        std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+        answer
+    };
+    let ours = format!("127.0.0.1:{port}");
+    let refused = answer("evil.example", None);
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let refused = answer(&ours, Some("http://evil.example"));
+    assert!(
+        refused.starts_with("HTTP/1.1 403") && refused.contains("Origin"),
+        "{refused}"
+    );
+    let served = answer(&ours, Some(&format!("http://{ours}")));
+    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
 }
 
 #[test]
