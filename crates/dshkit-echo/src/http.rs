@@ -196,8 +196,8 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     );
     let hit = match found {
         Ok(hit) => hit,
-        Err(_) if matches!(state.options.on_miss, OnMiss::Passthrough(_)) => {
-            return passthrough(&state, request.tree(), &request.id()).await;
+        Err(_) if let (OnMiss::Passthrough(_), Ok(tree)) = (&state.options.on_miss, request.tree()) => {
+            return passthrough(&state, tree, &request.id()).await;
         }
         Err(miss) => {
             return json_response(&json!({"jsonrpc": "2.0", "id": request.id(), "error": {

@@ -33,7 +33,9 @@ pub(crate) struct LiveRequest<'a> {
     /// text (not an object, a method that is not a string, duplicate members,
     /// text that is not UTF-8).
     head: Option<Head<'a>>,
-    tree: OnceLock<Value>,
+    /// The tree, or why it cannot be built from text that reads as JSON: a
+    /// number out of range, nesting deeper than the parser goes.
+    tree: OnceLock<Result<Value, String>>,
 }
 
 #[derive(Deserialize)]
@@ -81,24 +83,32 @@ impl<'a> LiveRequest<'a> {
             Ok(tree) if tree.get("method").is_some() && tree.get("id").is_some() => Read::Request(Self {
                 text,
                 head: None,
-                tree: OnceLock::from(tree),
+                tree: OnceLock::from(Ok(tree)),
             }),
             Ok(_) => Read::NoReply,
             Err(_) => Read::NotJson,
         }
     }
 
-    /// The request as a JSON tree, parsed on the first call.
-    pub(crate) fn tree(&self) -> &Value {
+    /// The request as a JSON tree, parsed on the first call; why there is none
+    /// when the text reads as JSON but not as a tree (a number out of range).
+    pub(crate) fn tree(&self) -> Result<&Value, &str> {
         self.tree
-            .get_or_init(|| parse_frame(self.text).expect("the text was read as JSON"))
+            .get_or_init(|| parse_frame(self.text).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// The member `name` of the tree; `null` without one.
+    fn member(&self, name: &str) -> &Value {
+        self.tree().map_or(&Value::Null, |tree| &tree[name])
     }
 
     /// The method, when it is a string.
     pub(crate) fn method(&self) -> Option<&str> {
         match &self.head {
             Some(head) => head.method.as_deref(),
-            None => self.tree()["method"].as_str(),
+            None => self.member("method").as_str(),
         }
     }
 
@@ -106,21 +116,21 @@ impl<'a> LiveRequest<'a> {
     pub(crate) fn id_json(&self) -> Cow<'_, str> {
         match self.head.as_ref().and_then(|head| head.id) {
             Some(id) => Cow::Borrowed(id.get()),
-            None => Cow::Owned(self.tree()["id"].to_string()),
+            None => Cow::Owned(self.member("id").to_string()),
         }
     }
 
-    /// The id as a JSON value.
+    /// The id as a JSON value (`null` for one out of range).
     pub(crate) fn id(&self) -> Value {
         match self.head.as_ref().and_then(|head| head.id) {
             Some(id) => serde_json::from_str(id.get()).unwrap_or(Value::Null),
-            None => self.tree()["id"].clone(),
+            None => self.member("id").clone(),
         }
     }
 
     /// The progress token the request asked notifications to carry (`null` if none).
     pub(crate) fn progress_token(&self) -> &Value {
-        &self.tree()["params"]["_meta"]["progressToken"]
+        &self.member("params")["_meta"]["progressToken"]
     }
 
     /// The request's match key (see [`crate::matcher::key`]), written from its
@@ -252,6 +262,14 @@ mod tests {
         let Read::Request(live) = LiveRequest::read(lossy) else {
             panic!("text that is not UTF-8 reads with its bad bytes replaced");
         };
-        assert_eq!(live.tree()["params"]["name"], json!("e\u{fffd}cho"));
+        assert_eq!(live.tree().unwrap()["params"]["name"], json!("e\u{fffd}cho"));
+        // JSON whose number no tree holds: read as a request, and its tree says why not.
+        let huge = request(r#"{"id":7,"method":"tools/call","params":{"name":"n","arguments":{"n":1e400}}}"#);
+        assert_eq!(huge.id(), json!(7));
+        assert!(
+            huge.tree().unwrap_err().contains("number out of range"),
+            "{:?}",
+            huge.tree()
+        );
     }
 }

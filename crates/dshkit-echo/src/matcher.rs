@@ -186,6 +186,10 @@ pub enum Miss {
     Damaged {
         reason: String,
     },
+    /// The live request is JSON that cannot be matched (a number out of range).
+    Unreadable {
+        reason: String,
+    },
 }
 
 impl Miss {
@@ -196,6 +200,7 @@ impl Miss {
             Self::Exhausted { .. } => "exhausted",
             Self::NotRecorded { .. } => "not_recorded",
             Self::Damaged { .. } => "damaged",
+            Self::Unreadable { .. } => "unreadable",
         }
     }
 
@@ -212,6 +217,7 @@ impl Miss {
             }
             Self::NotRecorded { method } => format!("no `{method}` request was recorded"),
             Self::Damaged { reason } => format!("the recorded answer is damaged: {reason}"),
+            Self::Unreadable { reason } => format!("the request cannot be matched: {reason}"),
         }
     }
 

@@ -677,7 +677,7 @@ pub async fn replay(
                 answer(&mut client_out, outgoing, options.peer).await?;
             }
             Err(miss) => {
-                let OnMiss::Passthrough(argv) = &options.on_miss else {
+                let (OnMiss::Passthrough(argv), Ok(tree)) = (&options.on_miss, request.tree()) else {
                     summary.misses += 1;
                     let error = json!({"jsonrpc": "2.0", "id": request.id(), "error": {
                         "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
@@ -691,8 +691,7 @@ pub async fn replay(
                 }
                 let server = live.as_mut().expect("just started");
                 ordinal += 1;
-                let interaction =
-                    pass_through(server, request.tree(), ordinal, &mut client_out, &options).await?;
+                let interaction = pass_through(server, tree, ordinal, &mut client_out, &options).await?;
                 let mut record = Record::Interaction(interaction);
                 let _ = redact_record(&options.redactor, &mut record);
                 server.appender.append(&record)?;
@@ -902,14 +901,19 @@ pub(crate) fn outgoing(
     };
     let position = match found {
         Some(position) => position,
-        None => matcher.find_position(request.tree(), Some(&options.redactor))?,
+        None => matcher.find_position(tree_of(request)?, Some(&options.redactor))?,
     };
     let matcher = &*matcher;
     let mut line = Vec::new();
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
-        let (notifications, responses) =
-            playback(&interaction, request.tree(), &request.id(), options, cassette_id);
+        let (notifications, responses) = playback(
+            &interaction,
+            tree_of(request)?,
+            &request.id(),
+            options,
+            cassette_id,
+        );
         return Ok(Outgoing {
             delay: recorded_delay(interaction.ms, options.timing),
             gaps: notification_gaps(
@@ -936,6 +940,13 @@ pub(crate) fn outgoing(
         gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
         notifications,
         responses: reply.responses.iter().map(|r| with_live_id(r, &id)).collect(),
+    })
+}
+
+/// The tree of the live `request`, or the miss of one that has none.
+fn tree_of<'r>(request: &'r LiveRequest<'_>) -> Result<&'r Value, crate::matcher::Miss> {
+    request.tree().map_err(|reason| crate::matcher::Miss::Unreadable {
+        reason: reason.to_owned(),
     })
 }
 
@@ -1283,6 +1294,8 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"_meta":{"progressToken":"live-7"},"arguments":{"n":1},"name":"slow"}}"#,
                 &login_live,
                 r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"n":2}}}"#,
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"slow","arguments":{"n":1e400}}}"#,
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
             ],
         )
         .await;
@@ -1298,7 +1311,12 @@ mod tests {
         );
         assert_eq!(out[3]["id"], 3);
         assert_eq!(out[3]["error"]["data"]["differingPaths"], json!(["n"]), "{out:?}");
-        assert_eq!(out.len(), 4);
+        // JSON with a number no tree holds is a miss that says so, and replay goes on.
+        assert_eq!(out[4]["id"], 4);
+        assert_eq!(out[4]["error"]["data"]["reason"], "unreadable", "{out:?}");
+        assert_eq!(out[5]["id"], 5);
+        assert_eq!(out[5]["error"]["data"]["reason"], "not_recorded", "{out:?}");
+        assert_eq!(out.len(), 6);
     }
 
     #[test]
