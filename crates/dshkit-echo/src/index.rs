@@ -116,7 +116,7 @@ struct CallHead<'a> {
 /// The tool and match key of a `tools/call` with `params`, read from their text
 /// (no ignored paths); `None` when only the tree gives them (a name that is no
 /// string, params that are no object).
-fn call_head(params: &RawValue) -> Option<(Cow<'_, str>, String)> {
+pub(crate) fn call_head(params: &RawValue) -> Option<(Cow<'_, str>, String)> {
     let call = serde_json::from_str::<CallHead<'_>>(params.get()).ok()?;
     let arguments: Option<Value> = match call.arguments {
         Some(arguments) => Some(serde_json::from_str(arguments.get()).ok()?),
@@ -124,11 +124,6 @@ fn call_head(params: &RawValue) -> Option<(Cow<'_, str>, String)> {
     };
     let key = call_key(&call.name, arguments.as_ref());
     Some((call.name, key))
-}
-
-/// The match key of a `tools/call` with `params`, as [`call_head`] reads it.
-pub(crate) fn call_head_key(params: &RawValue) -> Option<String> {
-    call_head(params).map(|(_, key)| key)
 }
 
 /// The method, tool and match key of a recorded request; the request itself only

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::index::call_head_key;
+use crate::index::call_head;
 use crate::matcher::{MatchOptions, method_only};
 use crate::redact::Redactor;
 
@@ -134,22 +134,21 @@ impl<'a> LiveRequest<'a> {
     }
 
     /// The request's match key (see [`crate::matcher::key`]), written from its
-    /// text; `None` when only the tree gives it: a secret to redact first,
-    /// ignored paths, a method that is neither matched alone nor `tools/call`.
-    pub(crate) fn key(&self, options: &MatchOptions, redactor: &Redactor) -> Option<String> {
+    /// text, and its method; `None` when only the tree gives the key: ignored
+    /// paths, a method that is neither matched alone nor `tools/call`, a secret
+    /// to redact first (checked last, as the tree path checks again).
+    pub(crate) fn key(&self, options: &MatchOptions, redactor: &Redactor) -> Option<(String, &str)> {
         let head = self.head.as_ref()?;
         let method = head.method.as_deref()?;
+        let key = if method_only(method) {
+            method.to_owned()
+        } else if method == "tools/call" && options.ignore_paths.is_empty() {
+            call_head(head.params?)?.1
+        } else {
+            return None;
+        };
         let text = std::str::from_utf8(self.text).ok()?;
-        if redactor.touches_json(text) {
-            return None;
-        }
-        if method_only(method) {
-            return Some(method.to_owned());
-        }
-        if method != "tools/call" || !options.ignore_paths.is_empty() {
-            return None;
-        }
-        call_head_key(head.params?)
+        (!redactor.touches_json(text)).then_some((key, method))
     }
 }
 
@@ -182,7 +181,8 @@ mod tests {
         ];
         for text in texts {
             let live = request(text);
-            let from_text = live.key(&options, &redactor).expect("read from the text");
+            let (from_text, method) = live.key(&options, &redactor).expect("read from the text");
+            assert_eq!(Some(method), live.method());
             let tree: Value = serde_json::from_str(text).expect("JSON");
             assert_eq!(from_text, key(&tree, &options), "{text}");
         }

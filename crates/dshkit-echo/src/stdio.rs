@@ -892,13 +892,9 @@ pub(crate) fn outgoing(
 ) -> Result<Outgoing, crate::matcher::Miss> {
     // Most requests are keyed from their text; the rest, and every miss (which
     // `position_of` leaves as it was), go through the tree.
-    let found = match (
-        request.key(&options.matching, &options.redactor),
-        request.method(),
-    ) {
-        (Some(key), Some(method)) => matcher.position_of(&key, method),
-        _ => None,
-    };
+    let found = request
+        .key(&options.matching, &options.redactor)
+        .and_then(|(key, method)| matcher.position_of(&key, method));
     let position = match found {
         Some(position) => position,
         None => matcher.find_position(tree_of(request)?, Some(&options.redactor))?,
