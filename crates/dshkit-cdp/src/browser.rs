@@ -293,6 +293,18 @@ impl PageCommands {
         self.connection.call(method, params, Some(&self.session_id)).await
     }
 
+    /// Sends a command with its own time limit.
+    pub async fn call_with_timeout(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Result<Value, CdpError> {
+        self.connection
+            .call_with_timeout(method, params, Some(&self.session_id), timeout)
+            .await
+    }
+
     /// Commands to another session of the same connection (a target attached
     /// under this page), without its events.
     #[must_use]

@@ -57,6 +57,10 @@ pub enum PreviewError {
     NavigationFailed { url: String, error: String },
     #[error("{what} did not happen within {ms} ms")]
     Timeout { what: String, ms: u128 },
+    #[error(
+        "the server sent no response to the navigation to {url} within {ms} ms, and the navigation was stopped; a dev server that is stuck or still compiling says so in its log"
+    )]
+    NoResponse { url: String, ms: u128 },
     #[error("{0}")]
     Interaction(String),
     #[error(transparent)]
@@ -78,7 +82,7 @@ impl PreviewError {
             Self::BrowserGone => "BROWSER_GONE",
             Self::NavigationBlocked { .. } => "NAVIGATION_BLOCKED",
             Self::NavigationFailed { .. } => "NAVIGATION_FAILED",
-            Self::Timeout { .. } => "TIMEOUT",
+            Self::Timeout { .. } | Self::NoResponse { .. } => "TIMEOUT",
             Self::Interaction(_) => "INTERACTION_FAILED",
             Self::Cdp(e) if e.is_disconnect() => "BROWSER_GONE",
             Self::Cdp(_) => "BROWSER_ERROR",

@@ -23,7 +23,10 @@ pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
 /// Script installed before any page script that counts the work an action starts
 /// (script requests, short timers) and waits for the document to stop changing.
 pub const SETTLE_SCRIPT: &str = include_str!("settle.js");
-/// Longest wait for `DOMContentLoaded` after a navigation.
+/// Longest wait for the server's response to a navigation (a dev server may
+/// compile the page first).
+pub const NAVIGATION_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for `DOMContentLoaded` after a navigation's response.
 pub const DEFAULT_NAVIGATION_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long the network must be idle (long-lived streams excluded) for a
 /// verification's load to count as settled (its `quietWindowMs` default).
@@ -349,11 +352,35 @@ impl PreviewSession {
         let before = *self.loads.borrow();
         let requests = self.observe(Observations::request_mark);
         let blocked_before = self.observe(|o| o.blocked.pushed());
-        let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
-        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
-            return Err(self.navigation_error(url, error, blocked_before));
-        }
+        self.navigate(url, NAVIGATION_RESPONSE_TIMEOUT, blocked_before)
+            .await?;
         self.wait_loaded(before, requests).await
+    }
+
+    /// Starts the navigation to `url` and waits, at most `limit`, until Chromium
+    /// has the server's response (`Page.navigate` answers then). A server that
+    /// sends nothing in time has the navigation stopped, so the page takes the
+    /// next operation, and the error names the server rather than the browser.
+    async fn navigate(&self, url: &str, limit: Duration, blocked_before: u64) -> Result<(), PreviewError> {
+        let started = Instant::now();
+        let reply = match self
+            .page
+            .call_with_timeout("Page.navigate", json!({ "url": url }), limit)
+            .await
+        {
+            Err(dshkit_cdp::CdpError::Timeout { .. }) => {
+                let _ = self.page.call("Page.stopLoading", json!({})).await;
+                return Err(PreviewError::NoResponse {
+                    url: url.to_owned(),
+                    ms: started.elapsed().as_millis(),
+                });
+            }
+            reply => reply?,
+        };
+        match reply["errorText"].as_str().filter(|e| !e.is_empty()) {
+            Some(error) => Err(self.navigation_error(url, error, blocked_before)),
+            None => Ok(()),
+        }
     }
 
     /// The error of a navigation Chromium refused: when the policy blocked one of
@@ -616,10 +643,8 @@ impl PreviewSession {
         let loads = *self.loads.borrow();
         let navigating = Instant::now();
         let blocked_before = self.observe(|o| o.blocked.pushed());
-        let reply = self.page.call("Page.navigate", json!({ "url": url })).await?;
-        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
-            return Err(self.navigation_error(url, error, blocked_before));
-        }
+        self.navigate(url, deadline.saturating_sub(started.elapsed()), blocked_before)
+            .await?;
         let mut settled = self
             .wait_loaded_within(loads, quiet, deadline.saturating_sub(started.elapsed()))
             .await?;

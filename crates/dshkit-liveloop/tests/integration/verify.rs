@@ -525,3 +525,62 @@ async fn what_the_previous_page_throws_while_it_is_replaced_is_not_the_new_pages
         );
     }
 }
+
+/// Serves a page at `/` and leaves every other path without a response, the
+/// connection held open: a dev server stuck on a page. Returns the origin.
+fn server_silent_but_for_the_root() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut unanswered = Vec::new();
+        for mut stream in listener.incoming().map_while(Result::ok) {
+            let mut head = [0u8; 4096];
+            let read = stream.read(&mut head).unwrap_or(0);
+            if head[..read].starts_with(b"GET / ") {
+                let body = "<!doctype html><title>root</title><p>root page</p>";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            } else {
+                unanswered.push(stream);
+            }
+        }
+    });
+    origin
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_named_within_the_deadline_and_the_session_goes_on() {
+    let origin = server_silent_but_for_the_root();
+    let workspace = tempfile::tempdir().unwrap();
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &format!("{origin}/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let stuck = VerifyRequest {
+        url: Some("/stuck".into()),
+        deadline_ms: Some(3000),
+        ..VerifyRequest::default()
+    };
+    let report = verify(&session, &stuck, &context(workspace.path()))
+        .await
+        .unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Unverified, "{report:#?}");
+    let reason = report.judgement.reasons.last().unwrap();
+    assert!(
+        reason.starts_with("TIMEOUT: the server sent no response to the navigation to")
+            && reason.contains("/stuck"),
+        "the verification's deadline bounds the wait for the server, and the error names it: {:?}",
+        report.judgement.reasons
+    );
+    let root = VerifyRequest {
+        assertions: vec![text("present", "root page")],
+        ..VerifyRequest::default()
+    };
+    let report = verify(&session, &root, &context(workspace.path())).await.unwrap();
+    assert_eq!(report.judgement.verdict, Verdict::Verified, "{report:#?}");
+}
