@@ -42,20 +42,26 @@ pub(crate) fn serve_fixture() -> anyhow::Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}/", listener.local_addr()?);
     let page = fixture_page();
+    let page: std::sync::Arc<str> = page.into();
+    // A connection of its own thread each: a browser may open a connection and
+    // send nothing on it for seconds (a preconnect), which must hold up no other.
     std::thread::spawn(move || {
         for mut stream in listener.incoming().map_while(Result::ok) {
-            let mut buffer = [0u8; 4096];
-            let _ = stream.read(&mut buffer);
-            let (status, body) = if buffer.starts_with(b"GET / ") {
-                ("200 OK", page.as_str())
-            } else {
-                ("404 Not Found", "")
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let page = std::sync::Arc::clone(&page);
+            std::thread::spawn(move || {
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer);
+                let (status, body) = if buffer.starts_with(b"GET / ") {
+                    ("200 OK", &*page)
+                } else {
+                    ("404 Not Found", "")
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
         }
     });
     Ok(url)
@@ -83,6 +89,7 @@ fn ref_of_add(snapshot: &str) -> anyhow::Result<String> {
     Ok(line[start..end].to_owned())
 }
 
+#[derive(Default)]
 struct Run {
     cold: Duration,
     warm: Vec<Duration>,
@@ -114,16 +121,13 @@ trait Driver {
     fn rss_kib(&self) -> Option<u64>;
 }
 
-fn measure(driver: &mut dyn Driver, url: &str) -> anyhow::Result<Run> {
-    let mut run = Run {
-        cold: Duration::ZERO,
-        warm: Vec::new(),
-        steps: Default::default(),
-        snapshot_chars: 0,
-        snapshot_json_chars: 0,
-        tool_rss_kib: None,
-    };
-    for round in 0..=SEQUENCES {
+/// Starts a tool (its MCP handshake done), right before its first sequence.
+type Start<'a> = Box<dyn FnOnce() -> anyhow::Result<Box<dyn Driver>> + 'a>;
+
+impl Run {
+    /// Times one sequence of `driver` on `url`, then closes it; the first
+    /// (`cold`) also gives the snapshot's sizes.
+    fn sequence(&mut self, driver: &mut dyn Driver, url: &str, cold: bool) -> anyhow::Result<()> {
         let start = Instant::now();
         let ((), open) = timed(|| driver.open(url))?;
         let (snapshot, snap) = timed(|| driver.snapshot())?;
@@ -133,19 +137,45 @@ fn measure(driver: &mut dyn Driver, url: &str) -> anyhow::Result<Run> {
         let ((), shot) = timed(|| driver.screenshot())?;
         let total = start.elapsed();
         driver.close()?;
-        if round == 0 {
-            run.cold = total;
-            run.snapshot_chars = text.chars().count();
-            run.snapshot_json_chars = snapshot.to_string().chars().count();
+        if cold {
+            self.cold = total;
+            self.snapshot_chars = text.chars().count();
+            self.snapshot_json_chars = snapshot.to_string().chars().count();
         } else {
-            run.warm.push(total);
+            self.warm.push(total);
             for (i, d) in [open, snap, click, shot].into_iter().enumerate() {
-                run.steps[i].push(d);
+                self.steps[i].push(d);
             }
         }
+        Ok(())
     }
-    run.tool_rss_kib = driver.rss_kib();
-    Ok(run)
+}
+
+/// One cold sequence per tool (each started just before it, one after the
+/// other), then `SEQUENCES` warm rounds in which the tools take turns sequence
+/// by sequence, each round starting one tool further on: a slow spell of the
+/// shared machine falls on every tool alike, as it did not when each tool ran
+/// its sequences in a block of its own. The runs come back in `starts`' order.
+fn measure(starts: Vec<Start<'_>>, url: &str) -> anyhow::Result<Vec<Run>> {
+    let mut drivers = Vec::new();
+    let mut runs: Vec<Run> = Vec::new();
+    for start in starts {
+        let mut driver = start()?;
+        let mut run = Run::default();
+        run.sequence(driver.as_mut(), url, true)?;
+        drivers.push(driver);
+        runs.push(run);
+    }
+    for round in 0..SEQUENCES {
+        let first = round % drivers.len();
+        for index in (first..drivers.len()).chain(0..first) {
+            runs[index].sequence(drivers[index].as_mut(), url, false)?;
+        }
+    }
+    for (run, driver) in runs.iter_mut().zip(&drivers) {
+        run.tool_rss_kib = driver.rss_kib();
+    }
+    Ok(runs)
 }
 
 struct Dshkit {
@@ -352,44 +382,49 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let work = std::env::temp_dir().join(format!("dshkit-bench-browser-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
     println!(
-        "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each"
+        "Browser tool sequence open → snapshot → click → screenshot on one fixture page, {SEQUENCES} warm sequences each, the tools taking turns sequence by sequence"
     );
     println!(
         "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same {}",
         crate::bench::chromium().display()
     );
     for reuse in [false, true] {
-        let mut dshkit = Dshkit {
-            client: StdioClient::start(
-                Command::new(&dshkit_binary)
-                    .args(["mcp", "--tools", "liveloop"])
-                    .env("DSHKIT_CHROMIUM", crate::bench::chromium())
-                    .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
-                    .env("HOME", &work),
-            )?,
-            session: String::new(),
-            id: 0,
-            reuse,
-        };
-        let ours = measure(&mut dshkit, &url)?;
-        drop(dshkit);
-        let mut playwright = Playwright {
-            client: StdioClient::start(&mut playwright_command(&peers, &work))?,
-            id: 0,
-            reuse,
-        };
-        let peer = measure(&mut playwright, &url)?;
-        drop(playwright);
-        std::fs::create_dir_all(work.join("agent-browser"))?;
-        std::fs::create_dir_all(socket_dir())?;
-        let mut agent = AgentBrowser {
-            client: StdioClient::start(&mut agent_browser_command(&agent_browser, &work))?,
-            binary: agent_browser.clone(),
-            id: 0,
-            reuse,
-        };
-        let agent_run = measure(&mut agent, &url)?;
-        drop(agent);
+        let starts: Vec<Start<'_>> = vec![
+            Box::new(|| {
+                Ok(Box::new(Dshkit {
+                    client: StdioClient::start(
+                        Command::new(&dshkit_binary)
+                            .args(["mcp", "--tools", "liveloop"])
+                            .env("DSHKIT_CHROMIUM", crate::bench::chromium())
+                            .env("DSHKIT_EVIDENCE_ROOT", work.join("evidence"))
+                            .env("HOME", &work),
+                    )?,
+                    session: String::new(),
+                    id: 0,
+                    reuse,
+                }))
+            }),
+            Box::new(|| {
+                Ok(Box::new(Playwright {
+                    client: StdioClient::start(&mut playwright_command(&peers, &work))?,
+                    id: 0,
+                    reuse,
+                }))
+            }),
+            Box::new(|| {
+                std::fs::create_dir_all(work.join("agent-browser"))?;
+                std::fs::create_dir_all(socket_dir())?;
+                Ok(Box::new(AgentBrowser {
+                    client: StdioClient::start(&mut agent_browser_command(&agent_browser, &work))?,
+                    binary: agent_browser.clone(),
+                    id: 0,
+                    reuse,
+                }))
+            }),
+        ];
+        let [ours, peer, agent_run]: [Run; 3] = measure(starts, &url)?
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("a run per tool"))?;
         if reuse {
             println!(
                 "\nreuse: each tool keeps one page and navigates it (dshkit: navigate in one preview; the issue's sequence navigate → snapshot → click → screenshot)"
