@@ -217,19 +217,8 @@ impl Page {
         self.connection.call(method, params, Some(&self.session_id)).await
     }
 
-    /// Sends a command with its own time limit.
-    pub async fn call_with_timeout(
-        &self,
-        method: &str,
-        params: Value,
-        timeout: std::time::Duration,
-    ) -> Result<Value, CdpError> {
-        self.connection
-            .call_with_timeout(method, params, Some(&self.session_id), timeout)
-            .await
-    }
-
-    /// A handle that can send commands to this page from another task.
+    /// A handle that can send commands to this page from another task, also
+    /// with a time limit of their own.
     pub fn commands(&self) -> PageCommands {
         PageCommands {
             connection: self.connection.clone(),

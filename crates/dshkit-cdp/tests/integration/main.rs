@@ -111,6 +111,7 @@ async fn protocol_errors_and_timeouts_are_clear_and_the_connection_survives_them
     let page = browser.create_page(&context).await.unwrap();
     let never = json!({ "expression": "new Promise(() => {})", "awaitPromise": true });
     let err = page
+        .commands()
         .call_with_timeout("Runtime.evaluate", never, Duration::from_millis(300))
         .await
         .unwrap_err();
