@@ -38,11 +38,6 @@ impl LoopbackNames {
         Self { hosts, origins }
     }
 
-    /// The accepted Host values.
-    pub fn hosts(&self) -> &[String] {
-        &self.hosts
-    }
-
     /// Whether a request with these `Host` and `Origin` header values is served.
     ///
     /// # Errors
