@@ -174,7 +174,7 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     if let Some(refused) = refused(&headers, &state.names) {
         return refused;
     }
-    let request = match LiveRequest::read(&body) {
+    let request = match LiveRequest::read(&body, &state.options.redactor) {
         Read::Request(request) => request,
         Read::NoReply => return status(StatusCode::ACCEPTED, ""), // a notification or an answer
         Read::NotJson => {

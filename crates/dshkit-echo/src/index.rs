@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -26,6 +27,96 @@ struct Location {
     len: u32,
     /// 1-based line number, for messages.
     line: u32,
+    /// Where its answer is, when a hit can copy it unread.
+    answer: AnswerSpan,
+}
+
+/// Where a plain interaction's one response is in its line: a hit sends the
+/// response's text with the live id put in (see [`crate::live_id`]), without
+/// reading the rest of the line. Plain is what replay would otherwise read to
+/// the same bytes: one response; no notifications; a valid `ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AnswerSpan {
+    /// Offset of the response from the line's start.
+    start: u32,
+    /// Its length; 0 for none.
+    len: u32,
+}
+
+impl AnswerSpan {
+    const NONE: Self = Self { start: 0, len: 0 };
+
+    /// The span of `head`'s answer in `line`, which `head` was read from.
+    fn of(line: &[u8], head: &Head<'_>) -> Self {
+        let plain = head
+            .ms
+            .is_some_and(|ms| serde_json::from_str::<u64>(ms.get()).is_ok())
+            && head.notifications.is_none_or(|notifications| {
+                serde_json::from_str::<Vec<IgnoredAny>>(notifications.get()).is_ok_and(|n| n.is_empty())
+            })
+            && head
+                .notification_lead_us
+                .is_none_or(|leads| serde_json::from_str::<Vec<u64>>(leads.get()).is_ok());
+        let Some(OneResponse(Some(response))) = head.responses.as_ref().filter(|_| plain) else {
+            return Self::NONE;
+        };
+        let start = response.get().as_ptr() as usize - line.as_ptr() as usize;
+        match (u32::try_from(start), u32::try_from(response.get().len())) {
+            (Ok(start), Ok(len)) => Self { start, len },
+            _ => Self::NONE,
+        }
+    }
+}
+
+/// A line's `responses` as the index reads them in its one pass: the response
+/// when there is exactly one; `None` for any other count, or anything but an
+/// array (which replay finds damaged when it is hit).
+struct OneResponse<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for OneResponse<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = OneResponse<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Self::Value, A::Error> {
+                let first = items.next_element::<&'a RawValue>()?;
+                let mut more = false;
+                while items.next_element::<IgnoredAny>()?.is_some() {
+                    more = true;
+                }
+                Ok(OneResponse(first.filter(|_| !more)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut members: A,
+            ) -> Result<Self::Value, A::Error> {
+                while members.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(OneResponse(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(OneResponse(None))
+            }
+        }
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// What matching needs of one interaction.
@@ -67,21 +158,45 @@ pub struct CassetteIndex {
     pub max_ordinal: u64,
 }
 
-/// The hash a match key is pooled by.
+/// The hash a match key is pooled by. Keys are hashed in one process only (an
+/// index is built where it is used), so any fixed seed does.
 pub(crate) fn key_hash(key: &str) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(key)
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x6563_686f_6b65_7931).hash_one(key)
 }
 
-/// A second hash of a match key, independent of [`key_hash`] (the key is hashed
-/// behind a salt byte), that confirms a hit: a wrong answer needs two keys to
-/// collide in both, 96 bits in all. A hit thus needs neither the recorded
-/// request nor its key, only the line's answer.
+/// A second hash of a match key, independent of [`key_hash`] (another seed),
+/// that confirms a hit: a wrong answer needs two keys to collide in both, 96
+/// bits in all. A hit thus needs neither the recorded request nor its key, only
+/// the line's answer.
 pub(crate) fn key_check(key: &str) -> u32 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    let hash =
-        BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one((0x5a_u8, key));
+    use std::hash::BuildHasher;
+    let hash = foldhash::quality::FixedState::with_seed(0x6563_686f_6b65_7932).hash_one(key);
     u32::try_from(hash >> 32).expect("the high 32 bits")
+}
+
+/// A map keyed by [`key_hash`]es, which it takes as their own hash.
+pub(crate) type ByKeyHash<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<Prehashed>>;
+
+/// Hashes a `u64` that is a hash already as itself.
+#[derive(Default)]
+pub(crate) struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed here; any other input still hashes, poorly.
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
 }
 
 /// The part of a line the index reads; the rest is checked as JSON and skipped.
@@ -93,6 +208,21 @@ struct Head<'a> {
     ordinal: u64,
     #[serde(default, borrow)]
     request: Option<&'a RawValue>,
+    /// What [`AnswerSpan::of`] reads.
+    #[serde(default, borrow)]
+    responses: Option<OneResponse<'a>>,
+    /// `Some` whenever the member is there, `null` included (which replay refuses).
+    #[serde(default, borrow, deserialize_with = "present")]
+    notifications: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present", rename = "notificationLeadUs")]
+    notification_lead_us: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    ms: Option<&'a RawValue>,
+}
+
+/// Reads a member that is there as `Some`, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// A request's method and params, borrowed from its line.
@@ -330,6 +460,48 @@ impl CassetteIndex {
             reason: e.to_string(),
         })
     }
+
+    /// The one response of the plain interaction at `position` (see
+    /// [`AnswerSpan`]), as recorded; `None` for one that is not plain. Read from
+    /// the file, it must still look like a JSON object.
+    pub(crate) fn answer<'b>(
+        &'b self,
+        position: usize,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<Option<&'b [u8]>, CassetteError> {
+        let entry = self.locations[position];
+        let span = entry.answer;
+        if span.len == 0 {
+            return Ok(None);
+        }
+        let start = entry.offset + u64::from(span.start);
+        let response: &'b [u8] = match &self.bytes {
+            Some(bytes) => usize::try_from(start)
+                .ok()
+                .and_then(|start| bytes.get(start..start + span.len as usize))
+                .expect("indexed lines lie inside the bytes they were found in"),
+            None => {
+                buffer.clear();
+                buffer.resize(span.len as usize, 0);
+                dshkit_os::fs::read_exact_at(&self.file, buffer, start).map_err(|source| {
+                    CassetteError::Io {
+                        path: self.path.clone(),
+                        action: "read a recorded interaction",
+                        source,
+                    }
+                })?;
+                if buffer.first() != Some(&b'{') || buffer.last() != Some(&b'}') {
+                    return Err(CassetteError::BadRecord {
+                        path: self.path.clone(),
+                        line: entry.line as usize,
+                        reason: "it changed after the cassette was read".into(),
+                    });
+                }
+                buffer
+            }
+        };
+        Ok(Some(response))
+    }
 }
 
 /// A cassette up to this size is kept in memory once indexed (its bytes, read
@@ -466,6 +638,7 @@ impl Chunk {
                 offset: line_start,
                 len: u32::try_from(line.len()).unwrap_or(u32::MAX),
                 line: number,
+                answer: AnswerSpan::of(&line, &head),
             });
             chunk.facts.push(Facts {
                 key: key_hash(&key),
@@ -729,5 +902,69 @@ mod tests {
             CassetteIndex::open(&future, &MatchOptions::default()),
             Err(CassetteError::NoHeader { .. })
         ));
+    }
+
+    /// A line with `responses` and the members `rest` after them.
+    fn answered(ordinal: u64, responses: &str, rest: &str) -> String {
+        let request = call("echo", json!({"message": ordinal}));
+        format!(
+            r#"{{"type":"interaction","ordinal":{ordinal},"request":{request},"responses":{responses}{rest}}}"#
+        )
+    }
+
+    #[test]
+    fn a_plain_answer_is_found_where_the_line_holds_it_and_no_other_is() {
+        let plain = r#"[ {"jsonrpc": "2.0", "id": 41, "result": {"id": "inner"}} ]"#;
+        let lines = [
+            answered(1, plain, r#","ms":3"#),
+            answered(2, plain, r#","notifications":[],"notificationLeadUs":[],"ms":0"#),
+            answered(3, r#"[{"id":1,"id":2}]"#, r#","ms":0"#),
+            // Each of these takes more than its one response's text.
+            answered(
+                4,
+                plain,
+                r#","notifications":[{"method":"notifications/progress"}],"ms":0"#,
+            ),
+            answered(5, &format!("[{0},{0}]", &plain[2..plain.len() - 2]), r#","ms":0"#),
+            answered(6, "[]", r#","ms":0"#),
+            answered(7, r#""oops""#, r#","ms":0"#),
+            answered(8, plain, ""),
+            answered(9, plain, r#","ms":-1"#),
+            answered(10, plain, r#","notifications":null,"ms":0"#),
+            answered(11, plain, r#","notificationLeadUs":"x","ms":0"#),
+        ];
+        let (_dir, path) = write(&lines, true);
+        let options = MatchOptions::default();
+        for min_chunk in [MIN_CHUNK_BYTES, 1] {
+            // In memory, and read from the file.
+            let index = CassetteIndex::open_in_stretches(&path, &options, min_chunk).unwrap();
+            assert_eq!(index.bytes.is_some(), min_chunk == MIN_CHUNK_BYTES);
+            let mut buffer = Vec::new();
+            let answers: Vec<Option<String>> = (0..lines.len())
+                .map(|position| {
+                    let response = index.answer(position, &mut buffer).unwrap()?;
+                    Some(String::from_utf8(response.to_vec()).unwrap())
+                })
+                .collect();
+            let response = &plain[2..plain.len() - 2];
+            assert_eq!(answers[0].as_deref(), Some(response));
+            assert_eq!(answers[1].as_deref(), Some(response));
+            assert_eq!(answers[2].as_deref(), Some(r#"{"id":1,"id":2}"#));
+            assert_eq!(answers[3..], [None, None, None, None, None, None, None, None]);
+        }
+    }
+
+    #[test]
+    fn an_answer_changed_in_the_file_after_indexing_is_damaged_not_sent() {
+        let lines = [answered(1, r#"[{"id":1,"result":{"text":"abc"}}]"#, r#","ms":0"#)];
+        let (_dir, path) = write(&lines, true);
+        let index = CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 1).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace(r#"{"id":1,"#, r#"["id",1,"#)).unwrap();
+        let error = index.answer(0, &mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(&error, CassetteError::BadRecord { line: 2, reason, .. } if reason.contains("changed")),
+            "{error}"
+        );
     }
 }

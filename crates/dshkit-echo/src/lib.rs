@@ -4,6 +4,7 @@
 //! - [`cassette`]: the versioned JSONL format, its reader and writers;
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
 //! - [`index`]: a cassette indexed for replay, each answer parsed when hit;
+//! - `live_id`: a recorded response with the live id put in, its text kept;
 //! - `live_request`: a live request read from its text, its tree built on demand;
 //! - [`matcher`]: request keys, ordered pools and near-miss explanations;
 //! - `recorder`: what both recording proxies share, each message kept as its text;
@@ -16,6 +17,7 @@ pub mod contract;
 pub mod http;
 pub mod index;
 pub mod lint;
+mod live_id;
 mod live_request;
 pub mod matcher;
 mod recorder;

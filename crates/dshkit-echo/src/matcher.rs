@@ -2,12 +2,12 @@
 //! interactions per key, and a near-miss explanation when nothing matches.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use serde_json::{Value, json};
 
 use crate::cassette::Interaction;
-use crate::index::{CassetteIndex, Facts, key_check, key_hash};
+use crate::index::{ByKeyHash, CassetteIndex, Facts, key_check, key_hash};
 use crate::redact::Redactor;
 
 /// Methods matched on the method alone.
@@ -263,10 +263,10 @@ pub struct Matcher {
     meta: Vec<Facts>,
     methods: Vec<String>,
     tools: Vec<String>,
-    pools: HashMap<u64, Pool>,
+    pools: ByKeyHash<Pool>,
     next: Vec<u32>,
     /// The last answer of each method-only key, repeated once its pool is used up.
-    last_method_only: HashMap<u64, usize>,
+    last_method_only: ByKeyHash<usize>,
     used: Vec<bool>,
 }
 
@@ -317,7 +317,8 @@ impl Matcher {
         tools: Vec<String>,
         options: MatchOptions,
     ) -> Self {
-        let mut pools: HashMap<u64, Pool> = HashMap::with_capacity(meta.len());
+        let mut pools =
+            ByKeyHash::<Pool>::with_capacity_and_hasher(meta.len(), BuildHasherDefault::default());
         let mut next = vec![END; meta.len()];
         for (position, m) in meta.iter().enumerate() {
             let position = u32::try_from(position).unwrap_or(END);
@@ -343,7 +344,7 @@ impl Matcher {
             tools,
             pools,
             next,
-            last_method_only: HashMap::new(),
+            last_method_only: ByKeyHash::default(),
             used,
         }
     }
@@ -477,6 +478,21 @@ impl Matcher {
                 serde_json::from_slice(line).map_err(|e| damaged(e.to_string()))
             }
             Store::Indexed(index) => index.parse(position, buffer).map_err(|e| damaged(e.to_string())),
+        }
+    }
+
+    /// The one response of the plain interaction at `position`, unread (see
+    /// [`crate::index::AnswerSpan`]); `None` for one that is not plain or not indexed.
+    pub(crate) fn answer<'b>(
+        &'b self,
+        position: usize,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<Option<&'b [u8]>, Miss> {
+        match &self.store {
+            Store::Memory(_) => Ok(None),
+            Store::Indexed(index) => index.answer(position, buffer).map_err(|e| Miss::Damaged {
+                reason: e.to_string(),
+            }),
         }
     }
 

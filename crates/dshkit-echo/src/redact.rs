@@ -465,15 +465,32 @@ impl Redactor {
     /// Whether [`Self::value`] would change the JSON `text`, read without
     /// building its tree (text that is not JSON counts as changed).
     pub fn touches_json(&self, text: &str) -> bool {
+        self.touches_json_under(None, text)
+    }
+
+    /// [`Self::touches_json`] for the value of the member `key`.
+    pub(crate) fn touches_json_under(&self, key: Option<&str>, text: &str) -> bool {
         let mut reader = serde_json::Deserializer::from_str(text);
-        serde::de::DeserializeSeed::deserialize(
-            Touches {
-                redactor: self,
-                key: None,
-            },
-            &mut reader,
-        )
-        .unwrap_or(true)
+        serde::de::DeserializeSeed::deserialize(self.touches_seed(key), &mut reader).unwrap_or(true)
+    }
+
+    /// Reads a JSON value (the member `key`'s) from a deserializer into whether
+    /// [`Self::value`] would change it, as [`Self::touches_json`] does.
+    pub(crate) fn touches_seed<'r, 'k>(&'r self, key: Option<&'k str>) -> Touches<'r, 'k> {
+        Touches { redactor: self, key }
+    }
+
+    /// Whether [`Self::value`] would change the string `value` of the member `key`.
+    pub(crate) fn touches_string(&self, key: Option<&str>, value: &str) -> bool {
+        self.touches_seed(key).string(value)
+    }
+
+    /// Whether [`Self::value`] would change `value`, the member `key`'s.
+    pub(crate) fn touches_under(&self, key: &str, value: &Value) -> bool {
+        match value {
+            Value::String(s) => self.touches_string(Some(key), s),
+            _ => self.touches(value),
+        }
     }
 
     /// Whether the string `value` under `key` is replaced whole: `key` names a
@@ -681,7 +698,7 @@ fn hint(secret: &str) -> String {
 
 /// Reads one JSON value for [`Redactor::touches_json`]: whether a string in
 /// it would be redacted, `key` being the member it is the value of.
-struct Touches<'r, 'k> {
+pub(crate) struct Touches<'r, 'k> {
     redactor: &'r Redactor,
     key: Option<&'k str>,
 }

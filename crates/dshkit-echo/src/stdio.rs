@@ -19,6 +19,7 @@ use crate::server_process::ServerProcess;
 
 use crate::cassette::{Appender, CassetteError, Interaction, Record, RecordMode};
 use crate::index::CassetteIndex;
+use crate::live_id::{id_place, splice, with_live_id};
 use crate::live_request::{LiveRequest, Read};
 use crate::matcher::{MatchOptions, Matcher};
 use crate::recorder::{Message, Recorder, leads_us};
@@ -633,61 +634,114 @@ pub(crate) struct Live {
     appender: Appender,
 }
 
+/// A replay between frames: the cassette's pools and what was answered.
+struct Replayer {
+    matcher: Matcher,
+    summary: ReplaySummary,
+    /// The cassette's file name, for annotations.
+    cassette_id: String,
+    /// What a passthrough opens the live server with.
+    handshake: Option<Value>,
+    /// The highest ordinal in the cassette (passthroughs are numbered after it).
+    max_ordinal: u64,
+}
+
+/// What replay does about one frame from the client.
+enum Step<'f> {
+    /// Nothing: a blank line, a notification, an answer to a server request.
+    Nothing,
+    /// Send this line (newline included): the frame was not JSON.
+    Line(Vec<u8>),
+    /// A hit: send what it recorded.
+    Hit(Outgoing),
+    /// No recorded answer for `request`.
+    Miss(LiveRequest<'f>, crate::matcher::Miss),
+}
+
+impl Replayer {
+    fn open(options: &ReplayOptions) -> Result<Self, EchoError> {
+        let index = CassetteIndex::open(&options.cassette, &options.matching)?;
+        for warning in &index.warnings {
+            tracing::warn!("{}: {warning}", options.cassette.display());
+        }
+        Ok(Self {
+            summary: ReplaySummary {
+                warnings: index.warnings.clone(),
+                ..ReplaySummary::default()
+            },
+            cassette_id: options
+                .cassette
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            handshake: index.handshake.clone(),
+            max_ordinal: index.max_ordinal,
+            matcher: Matcher::indexed(index, options.matching.clone()),
+        })
+    }
+
+    /// What to do about `frame`; counts hits and parse errors (the caller counts
+    /// misses and passthroughs, which it decides between).
+    fn step<'f>(&mut self, frame: &'f [u8], options: &ReplayOptions) -> Step<'f> {
+        if frame.iter().all(u8::is_ascii_whitespace) {
+            return Step::Nothing;
+        }
+        let request = match LiveRequest::read(frame, &options.redactor) {
+            Read::Request(request) => request,
+            Read::NoReply => return Step::Nothing,
+            Read::NotJson => {
+                self.summary.parse_errors += 1;
+                let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
+                return Step::Line(json_line(&error));
+            }
+        };
+        match outgoing(&mut self.matcher, &request, options, &self.cassette_id) {
+            Ok(outgoing) => {
+                self.summary.hits += 1;
+                Step::Hit(outgoing)
+            }
+            Err(miss) => Step::Miss(request, miss),
+        }
+    }
+}
+
+/// The error line a miss of `request` is answered with.
+fn miss_line(request: &LiveRequest<'_>, miss: &crate::matcher::Miss) -> Vec<u8> {
+    json_line(&json!({"jsonrpc": "2.0", "id": request.id(), "error": {
+        "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
+    }}))
+}
+
+/// `message` as one line, its newline included.
+fn json_line(message: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).expect("JSON serializes");
+    line.push(b'\n');
+    line
+}
+
 /// Answers MCP requests from `client_in` on `client_out` out of the cassette.
 pub async fn replay(
     mut client_in: impl AsyncBufRead + Unpin,
     mut client_out: impl AsyncWrite + Unpin,
     options: ReplayOptions,
 ) -> Result<ReplaySummary, EchoError> {
-    let index = CassetteIndex::open(&options.cassette, &options.matching)?;
-    let mut summary = ReplaySummary {
-        warnings: index.warnings.clone(),
-        ..ReplaySummary::default()
-    };
-    for warning in &index.warnings {
-        tracing::warn!("{}: {warning}", options.cassette.display());
-    }
-    let cassette_id = options
-        .cassette
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let initialize = index.handshake.clone();
-    let next_ordinal = index.max_ordinal;
-    let mut matcher = Matcher::indexed(index, options.matching.clone());
+    let mut replayer = Replayer::open(&options)?;
     let mut live: Option<Live> = None;
-    let mut ordinal = next_ordinal;
+    let mut ordinal = replayer.max_ordinal;
     let mut frame = Vec::new();
     while read_frame(&mut client_in, &mut frame, "the client's stdin").await? {
-        if frame.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let request = match LiveRequest::read(&frame) {
-            Read::Request(request) => request,
-            Read::NoReply => continue, // notifications and answers to server requests
-            Read::NotJson => {
-                summary.parse_errors += 1;
-                let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}});
-                send(&mut client_out, &error).await?;
-                continue;
-            }
-        };
-        match outgoing(&mut matcher, &request, &options, &cassette_id) {
-            Ok(outgoing) => {
-                summary.hits += 1;
-                answer(&mut client_out, outgoing, options.peer).await?;
-            }
-            Err(miss) => {
+        match replayer.step(&frame, &options) {
+            Step::Nothing => {}
+            Step::Line(error) => write_line(&mut client_out, &error).await?,
+            Step::Hit(outgoing) => answer(&mut client_out, outgoing, options.peer).await?,
+            Step::Miss(request, miss) => {
                 let (OnMiss::Passthrough(argv), Ok(tree)) = (&options.on_miss, request.tree()) else {
-                    summary.misses += 1;
-                    let error = json!({"jsonrpc": "2.0", "id": request.id(), "error": {
-                        "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
-                    }});
-                    send(&mut client_out, &error).await?;
+                    replayer.summary.misses += 1;
+                    write_line(&mut client_out, &miss_line(&request, &miss)).await?;
                     continue;
                 };
-                summary.passthroughs += 1;
+                replayer.summary.passthroughs += 1;
                 if live.is_none() {
-                    live = Some(start_live(argv, initialize.as_ref(), &options.cassette).await?);
+                    live = Some(start_live(argv, replayer.handshake.as_ref(), &options.cassette).await?);
                 }
                 let server = live.as_mut().expect("just started");
                 ordinal += 1;
@@ -701,7 +755,54 @@ pub async fn replay(
     if let Some(server) = live {
         server.finish().await?;
     }
-    Ok(summary)
+    Ok(replayer.summary)
+}
+
+/// [`replay`] without passthrough, over blocking streams: a frame is read,
+/// answered and written with no event loop between, and `runtime` only runs
+/// the answers that wait (recorded timing, notifications before a response).
+#[cfg(unix)]
+fn replay_blocking(
+    input: blocking_client::Blocking,
+    mut output: blocking_client::Blocking,
+    options: &ReplayOptions,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ReplaySummary, EchoError> {
+    use std::io::{BufRead, Read as _};
+    let mut replayer = Replayer::open(options)?;
+    let mut input = std::io::BufReader::new(input);
+    let mut frame = Vec::new();
+    let write = |output: &mut blocking_client::Blocking, line: &[u8]| {
+        std::io::Write::write_all(output, line).map_err(io("the client's stdout"))
+    };
+    loop {
+        frame.clear();
+        let read = (&mut input)
+            .take(MAX_FRAME_BYTES as u64 + 1)
+            .read_until(b'\n', &mut frame)
+            .map_err(io("the client's stdin"))?;
+        if read == 0 {
+            return Ok(replayer.summary);
+        }
+        if read > MAX_FRAME_BYTES {
+            return Err(EchoError::FrameTooLong("the client's stdin"));
+        }
+        match replayer.step(&frame, options) {
+            Step::Nothing => {}
+            Step::Line(error) => write(&mut output, &error)?,
+            Step::Hit(outgoing) if outgoing.delay.is_none() && outgoing.notifications.is_empty() => {
+                for mut response in outgoing.responses {
+                    response.push(b'\n');
+                    write(&mut output, &response)?;
+                }
+            }
+            Step::Hit(outgoing) => runtime.block_on(answer(&mut output, outgoing, options.peer))?,
+            Step::Miss(request, miss) => {
+                replayer.summary.misses += 1;
+                write(&mut output, &miss_line(&request, &miss))?;
+            }
+        }
+    }
 }
 
 /// Like [`replay`], with this process's stdin and stdout as the client. Without
@@ -744,7 +845,7 @@ async fn replay_on_thread(
                 .enable_time()
                 .build()
                 .map_err(io("the replay thread's runtime"))
-                .and_then(|runtime| runtime.block_on(replay(BufReader::new(input), output, options)));
+                .and_then(|runtime| replay_blocking(input, output, &options, &runtime));
             let _ = done.send(result);
         })
         .map_err(io("the replay thread"))?;
@@ -901,6 +1002,18 @@ pub(crate) fn outgoing(
     };
     let matcher = &*matcher;
     let mut line = Vec::new();
+    if !options.annotate
+        && options.timing == Timing::None
+        && let Some(response) = matcher.answer(position, &mut line)?
+        && let Some(place) = std::str::from_utf8(response).ok().and_then(id_place)
+    {
+        return Ok(Outgoing {
+            delay: None,
+            notifications: Vec::new(),
+            gaps: Vec::new(),
+            responses: vec![splice(response, &place, &request.id_json())],
+        });
+    }
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
         let (notifications, responses) = playback(
@@ -935,7 +1048,11 @@ pub(crate) fn outgoing(
         delay: recorded_delay(reply.ms, options.timing),
         gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
         notifications,
-        responses: reply.responses.iter().map(|r| with_live_id(r, &id)).collect(),
+        responses: reply
+            .responses
+            .iter()
+            .map(|r| with_live_id(r.get(), &id))
+            .collect(),
     })
 }
 
@@ -944,70 +1061,6 @@ fn tree_of<'r>(request: &'r LiveRequest<'_>) -> Result<&'r Value, crate::matcher
     request.tree().map_err(|reason| crate::matcher::Miss::Unreadable {
         reason: reason.to_owned(),
     })
-}
-
-/// The recorded `response` with the live id (`id`, its JSON text) in place of the
-/// recorded one; every other member is copied as recorded text.
-fn with_live_id(response: &RawValue, id: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(response.get().len() + 16);
-    // Member names with escapes cannot be borrowed: such a response (and anything
-    // but an object) takes the slower way through a JSON tree.
-    let Ok(Members(members)) = serde_json::from_str::<Members<'_>>(response.get()) else {
-        let mut response: Value = serde_json::from_str(response.get()).expect("a RawValue is JSON");
-        if let Some(object) = response.as_object_mut() {
-            object.insert("id".into(), serde_json::from_str(id).unwrap_or(Value::Null));
-        }
-        serde_json::to_writer(&mut out, &response).expect("JSON serializes");
-        return out;
-    };
-    out.push(b'{');
-    let mut had_id = false;
-    for (name, value) in members {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
-        if name == "id" {
-            had_id = true;
-            out.extend_from_slice(id.as_bytes());
-        } else {
-            out.extend_from_slice(value.get().as_bytes());
-        }
-    }
-    if !had_id {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"id\":");
-        out.extend_from_slice(id.as_bytes());
-    }
-    out.push(b'}');
-    out
-}
-
-/// The top-level members of a JSON object, in order, each value as its text.
-struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some(member) = map.next_entry::<&'de str, &'de RawValue>()? {
-                    members.push(member);
-                }
-                Ok(Members(members))
-            }
-        }
-        deserializer.deserialize_map(Visit)
-    }
 }
 
 /// Plays back one hit on stdio. A notification and the response that ends its
@@ -1058,9 +1111,7 @@ async fn until_read(peer: Peer) {
 }
 
 async fn send(out: &mut (impl AsyncWrite + Unpin), message: &Value) -> Result<(), EchoError> {
-    let mut line = serde_json::to_vec(message).expect("JSON serializes");
-    line.push(b'\n');
-    write_line(out, &line).await
+    write_line(out, &json_line(message)).await
 }
 
 /// Writes one whole line (its newline included) to the client and flushes it.
@@ -1315,28 +1366,75 @@ mod tests {
         assert_eq!(out.len(), 6);
     }
 
-    #[test]
-    fn a_replayed_response_is_its_recorded_text_with_the_live_id() {
-        let raw = |text: &str| RawValue::from_string(text.to_owned()).unwrap();
+    /// What replay writes for `requests` out of a cassette of `lines`, under `timing`.
+    async fn replay_bytes(lines: &[String], requests: &[String], timing: Timing) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let header = serde_json::to_string(&crate::cassette::Header::new("stdio")).unwrap();
+        std::fs::write(&cassette, format!("{header}\n{}\n", lines.join("\n"))).unwrap();
+        let options = ReplayOptions {
+            cassette,
+            timing,
+            on_miss: OnMiss::Error,
+            annotate: false,
+            matching: MatchOptions::default(),
+            redactor: Redactor::new(&[], &[]).unwrap(),
+            peer: Peer::Unobserved,
+        };
+        let mut out = Vec::new();
+        replay(requests.join("\n").as_bytes(), &mut out, options)
+            .await
+            .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_hit_copied_unread_sends_the_bytes_that_reading_it_sends() {
+        // Under recorded timing (scaled to nothing) every hit is read as JSON;
+        // without, a plain one is copied from where the index found it.
+        let responses = [
+            r#"[{"jsonrpc": "2.0", "id": 0, "result": {"content": [{"type": "text", "text": "a \"q\" \u00e9"}]}}]"#,
+            r#"[ {"result":{"id":7},"\u0069d":"r-1","jsonrpc":"2.0"} ]"#,
+            r#"[{"jsonrpc":"2.0","error":{"code":-1,"message":"no"}}]"#,
+            r#"[{"id":1,"result":{}},{"id":1,"result":{"second":true}}]"#,
+            r#"[{"id":1,"id":2,"result":{}}]"#,
+        ];
+        let lines: Vec<String> = responses
+            .iter()
+            .enumerate()
+            .map(|(i, responses)| {
+                format!(
+                    r#"{{"type":"interaction","ordinal":{i},"request":{{"method":"tools/call","params":{{"name":"t","arguments":{{"n":{i}}}}}}},"responses":{responses},"ms":5}}"#
+                )
+            })
+            .collect();
+        let requests: Vec<String> = (0..responses.len())
+            .flat_map(|i| {
+                [format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"t","arguments":{{"n":{i}}}}}}}"#)]
+            })
+            .chain([r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"t","arguments":{"n":0}}}"#.to_owned()])
+            .collect();
+        let copied = replay_bytes(&lines, &requests, Timing::None).await;
+        let read = replay_bytes(
+            &lines,
+            &requests,
+            Timing::Recorded {
+                scale: 0.0,
+                cap: Duration::ZERO,
+            },
+        )
+        .await;
+        assert_eq!(copied, read);
+        let first = copied.lines().next().unwrap();
         assert_eq!(
-            String::from_utf8(with_live_id(
-                &raw(r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":3}"#),
-                r#""live-7""#
-            ))
-            .unwrap(),
-            r#"{"result":{"n": 1.50, "s": "\u00e9"},"jsonrpc":"2.0","id":"live-7"}"#,
-            "members keep their order and their recorded text"
+            first,
+            r#"{"jsonrpc": "2.0", "id": 0, "result": {"content": [{"type": "text", "text": "a \"q\" \u00e9"}]}}"#,
+            "the recorded text, spaces and escapes kept"
         );
-        assert_eq!(
-            String::from_utf8(with_live_id(&raw(r#"{"jsonrpc":"2.0","error":{}}"#), "9")).unwrap(),
-            r#"{"jsonrpc":"2.0","error":{},"id":9}"#,
-            "a response without an id gets the live one"
-        );
-        let escaped = with_live_id(&raw(r#"{"res\u0075lt":{},"id":1}"#), "2");
-        assert_eq!(
-            serde_json::from_slice::<Value>(&escaped).unwrap(),
-            json!({"result": {}, "id": 2}),
-            "an escaped member name takes the way through a JSON tree"
+        assert_eq!(copied.lines().count(), 7, "{copied}");
+        assert!(
+            copied.lines().last().unwrap().contains(r#""error""#),
+            "an answer hit once is used up: {copied}"
         );
     }
 

@@ -1,5 +1,6 @@
-//! This process's stdin and stdout as tokio streams that do their I/O at once, in
-//! the calling thread, for a replay that runs on a thread of its own.
+//! This process's stdin and stdout as streams that do their I/O at once, in the
+//! calling thread (as std streams, and as tokio streams for the answers that
+//! wait), for a replay that runs on a thread of its own.
 //!
 //! Replay answers one request at a time, so nothing else is waiting while it
 //! waits for the next line. A blocking `read` wakes the thread straight from the
@@ -54,6 +55,22 @@ impl Blocking {
                 result => return result,
             }
         }
+    }
+}
+
+impl Read for Blocking {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.retried(PollFlags::IN, |file| file.read(buf))
+    }
+}
+
+impl Write for Blocking {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.retried(PollFlags::OUT, |file| file.write(bytes))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
