@@ -436,24 +436,7 @@ impl CassetteIndex {
         buffer: &'b mut Vec<u8>,
     ) -> Result<T, CassetteError> {
         let entry = self.locations[position];
-        let line: &'b [u8] = match &self.bytes {
-            Some(bytes) => usize::try_from(entry.offset)
-                .ok()
-                .and_then(|start| bytes.get(start..start + entry.len as usize))
-                .expect("indexed lines lie inside the bytes they were found in"),
-            None => {
-                buffer.clear();
-                buffer.resize(entry.len as usize, 0);
-                dshkit_os::fs::read_exact_at(&self.file, buffer, entry.offset).map_err(|source| {
-                    CassetteError::Io {
-                        path: self.path.clone(),
-                        action: "read a recorded interaction",
-                        source,
-                    }
-                })?;
-                buffer
-            }
-        };
+        let line = self.bytes_at(entry.offset, entry.len, buffer)?;
         serde_json::from_slice::<T>(line).map_err(|e| CassetteError::BadRecord {
             path: self.path.clone(),
             line: entry.line as usize,
@@ -462,8 +445,8 @@ impl CassetteIndex {
     }
 
     /// The one response of the plain interaction at `position` (see
-    /// [`AnswerSpan`]), as recorded; `None` for one that is not plain. Read from
-    /// the file, it must still look like a JSON object.
+    /// [`AnswerSpan`]), as recorded; `None` for one that is not plain. It must
+    /// still look like a JSON object.
     pub(crate) fn answer<'b>(
         &'b self,
         position: usize,
@@ -474,33 +457,40 @@ impl CassetteIndex {
         if span.len == 0 {
             return Ok(None);
         }
-        let start = entry.offset + u64::from(span.start);
-        let response: &'b [u8] = match &self.bytes {
-            Some(bytes) => usize::try_from(start)
-                .ok()
-                .and_then(|start| bytes.get(start..start + span.len as usize))
-                .expect("indexed lines lie inside the bytes they were found in"),
-            None => {
-                buffer.clear();
-                buffer.resize(span.len as usize, 0);
-                dshkit_os::fs::read_exact_at(&self.file, buffer, start).map_err(|source| {
-                    CassetteError::Io {
-                        path: self.path.clone(),
-                        action: "read a recorded interaction",
-                        source,
-                    }
-                })?;
-                if buffer.first() != Some(&b'{') || buffer.last() != Some(&b'}') {
-                    return Err(CassetteError::BadRecord {
-                        path: self.path.clone(),
-                        line: entry.line as usize,
-                        reason: "it changed after the cassette was read".into(),
-                    });
-                }
-                buffer
-            }
-        };
+        let response = self.bytes_at(entry.offset + u64::from(span.start), span.len, buffer)?;
+        // Read from the file, which may have changed since it was indexed.
+        if response.first() != Some(&b'{') || response.last() != Some(&b'}') {
+            return Err(CassetteError::BadRecord {
+                path: self.path.clone(),
+                line: entry.line as usize,
+                reason: "it changed after the cassette was read".into(),
+            });
+        }
         Ok(Some(response))
+    }
+
+    /// The `len` bytes at `offset` of the cassette: in the bytes kept in memory,
+    /// or read from the file into `buffer`.
+    fn bytes_at<'b>(
+        &'b self,
+        offset: u64,
+        len: u32,
+        buffer: &'b mut Vec<u8>,
+    ) -> Result<&'b [u8], CassetteError> {
+        if let Some(bytes) = &self.bytes {
+            return Ok(usize::try_from(offset)
+                .ok()
+                .and_then(|start| bytes.get(start..start + len as usize))
+                .expect("indexed lines lie inside the bytes they were found in"));
+        }
+        buffer.clear();
+        buffer.resize(len as usize, 0);
+        dshkit_os::fs::read_exact_at(&self.file, buffer, offset).map_err(|source| CassetteError::Io {
+            path: self.path.clone(),
+            action: "read a recorded interaction",
+            source,
+        })?;
+        Ok(buffer)
     }
 }
 
