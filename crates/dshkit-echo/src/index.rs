@@ -445,8 +445,8 @@ impl CassetteIndex {
     }
 
     /// The one response of the plain interaction at `position` (see
-    /// [`AnswerSpan`]), as recorded; `None` for one that is not plain. It must
-    /// still look like a JSON object.
+    /// [`AnswerSpan`]), as recorded; `None` for one that is not plain. Read from
+    /// the file, it must still look like a JSON object, in UTF-8.
     pub(crate) fn answer<'b>(
         &'b self,
         position: usize,
@@ -458,8 +458,13 @@ impl CassetteIndex {
             return Ok(None);
         }
         let response = self.bytes_at(entry.offset + u64::from(span.start), span.len, buffer)?;
-        // Read from the file, which may have changed since it was indexed.
-        if response.first() != Some(&b'{') || response.last() != Some(&b'}') {
+        // Read from the file, which may have changed since it was indexed (the
+        // bytes kept in memory were read as JSON when indexed).
+        if self.bytes.is_none()
+            && (response.first() != Some(&b'{')
+                || response.last() != Some(&b'}')
+                || std::str::from_utf8(response).is_err())
+        {
             return Err(CassetteError::BadRecord {
                 path: self.path.clone(),
                 line: entry.line as usize,
@@ -950,11 +955,17 @@ mod tests {
         let (_dir, path) = write(&lines, true);
         let index = CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 1).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::write(&path, text.replace(r#"{"id":1,"#, r#"["id",1,"#)).unwrap();
-        let error = index.answer(0, &mut Vec::new()).unwrap_err();
-        assert!(
-            matches!(&error, CassetteError::BadRecord { line: 2, reason, .. } if reason.contains("changed")),
-            "{error}"
-        );
+        let not_an_object = text.replace(r#"{"id":1,"#, r#"["id",1,"#).into_bytes();
+        // The same length as before, with 0xff in place of the "b".
+        let mut not_utf8 = text.clone().into_bytes();
+        not_utf8[text.find("abc").unwrap() + 1] = 0xff;
+        for changed in [not_an_object, not_utf8] {
+            std::fs::write(&path, changed).unwrap();
+            let error = index.answer(0, &mut Vec::new()).unwrap_err();
+            assert!(
+                matches!(&error, CassetteError::BadRecord { line: 2, reason, .. } if reason.contains("changed")),
+                "{error}"
+            );
+        }
     }
 }

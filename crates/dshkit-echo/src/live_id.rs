@@ -22,8 +22,8 @@ pub(crate) enum IdPlace {
 /// `None` for anything but an object, or one with two `id` members or a member
 /// name with an escape (which might spell `id`): those take [`with_live_id`]'s
 /// way through a tree.
-pub(crate) fn id_place(response: &str) -> Option<IdPlace> {
-    let bytes = response.as_bytes();
+pub(crate) fn id_place(response: impl AsRef<[u8]>) -> Option<IdPlace> {
+    let bytes = response.as_ref();
     if bytes.first() != Some(&b'{') || bytes.last() != Some(&b'}') {
         return None;
     }

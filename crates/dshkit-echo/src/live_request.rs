@@ -154,16 +154,12 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
             match key.as_ref() {
                 "name" => {
                     names += 1;
-                    match members.next_value_seed(ReadName { redactor })? {
-                        Name::String(name) => {
-                            touched |= redactor.touches_string(Some("name"), &name);
-                            params.name = Some(name);
-                        }
-                        Name::Other { touched: other } => {
-                            touched |= other;
-                            params.name = None;
-                        }
-                    }
+                    let value: &'de RawValue = members.next_value()?;
+                    params.name = string_of(value);
+                    touched |= match &params.name {
+                        Some(name) => redactor.touches_string(Some("name"), name),
+                        None => redactor.touches_json_under(Some("name"), value.get()),
+                    };
                 }
                 "arguments" => {
                     arguments_seen += 1;
@@ -213,70 +209,17 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
     }
 }
 
-/// A `name` member: its string, or whether redaction would change the other
-/// value it is.
-enum Name<'de> {
-    String(Cow<'de, str>),
-    Other { touched: bool },
-}
-
-/// Reads a [`Name`].
-struct ReadName<'r> {
-    redactor: &'r Redactor,
-}
-
-impl<'de> DeserializeSeed<'de> for ReadName<'_> {
-    type Value = Name<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Name<'de>, D::Error> {
-        deserializer.deserialize_any(self)
+/// The string `value` is, borrowed unless it holds an escape; `None` for any
+/// other value.
+fn string_of(value: &RawValue) -> Option<Cow<'_, str>> {
+    let text = value.get();
+    if !text.starts_with('"') {
+        return None;
     }
-}
-
-impl<'de> Visitor<'de> for ReadName<'_> {
-    type Value = Name<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_borrowed_str<E>(self, name: &'de str) -> Result<Name<'de>, E> {
-        Ok(Name::String(Cow::Borrowed(name)))
-    }
-
-    fn visit_str<E>(self, name: &str) -> Result<Name<'de>, E> {
-        Ok(Name::String(Cow::Owned(name.to_owned())))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, members: A) -> Result<Name<'de>, A::Error> {
-        let touched = self.redactor.touches_seed(Some("name")).visit_map(members)?;
-        Ok(Name::Other { touched })
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Name<'de>, A::Error> {
-        let touched = self.redactor.touches_seed(Some("name")).visit_seq(items)?;
-        Ok(Name::Other { touched })
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Name<'de>, E> {
-        Ok(Name::Other { touched: false })
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Name<'de>, E> {
-        Ok(Name::Other { touched: false })
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Name<'de>, E> {
-        Ok(Name::Other { touched: false })
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Name<'de>, E> {
-        Ok(Name::Other { touched: false })
-    }
-
-    fn visit_unit<E>(self) -> Result<Name<'de>, E> {
-        Ok(Name::Other { touched: false })
-    }
+    serde_json::from_str::<&str>(text)
+        .map(Cow::Borrowed)
+        .or_else(|_| serde_json::from_str::<String>(text).map(Cow::Owned))
+        .ok()
 }
 
 /// Parses one JSON-RPC frame as bytes; only a frame that is not UTF-8 takes a

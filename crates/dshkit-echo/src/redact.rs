@@ -454,10 +454,7 @@ impl Redactor {
         match value {
             Value::String(s) => matches!(self.redact(s), Cow::Owned(redacted) if redacted != *s),
             Value::Array(items) => items.iter().any(|v| self.touches(v)),
-            Value::Object(map) => map.iter().any(|(key, v)| match v {
-                Value::String(s) if self.hides_under_key(key, s) => true,
-                _ => self.touches(v),
-            }),
+            Value::Object(map) => map.iter().any(|(key, v)| self.touches_under(key, v)),
             _ => false,
         }
     }

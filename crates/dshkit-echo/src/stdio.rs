@@ -1005,7 +1005,7 @@ pub(crate) fn outgoing(
     if !options.annotate
         && options.timing == Timing::None
         && let Some(response) = matcher.answer(position, &mut line)?
-        && let Some(place) = std::str::from_utf8(response).ok().and_then(id_place)
+        && let Some(place) = id_place(response)
     {
         return Ok(Outgoing {
             delay: None,

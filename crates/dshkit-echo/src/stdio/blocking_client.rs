@@ -76,16 +76,14 @@ impl Write for Blocking {
 
 impl AsyncRead for Blocking {
     fn poll_read(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let read = self
-            .get_mut()
-            .retried(PollFlags::IN, |file| file.read(buf.initialize_unfilled()));
+        let read = Read::read(self.get_mut(), buf.initialize_unfilled());
         Poll::Ready(read.map(|n| buf.advance(n)))
     }
 }
 
 impl AsyncWrite for Blocking {
     fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
-        Poll::Ready(self.get_mut().retried(PollFlags::OUT, |file| file.write(bytes)))
+        Poll::Ready(Write::write(self.get_mut(), bytes))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
