@@ -9,11 +9,11 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use serde::Deserializer;
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::matcher::{MatchOptions, call_key, method_only};
+use crate::matcher::{MatchOptions, call_key, call_key_of_text, method_only};
 use crate::redact::Redactor;
 
 /// What a frame from the client is.
@@ -48,6 +48,9 @@ struct Head<'a> {
     /// Whether redaction would change a member other than `params.arguments`
     /// (which [`LiveRequest::key`] checks as it reads them).
     touched: bool,
+    /// Whether the redactor cleared the whole text at once: nothing in it,
+    /// the arguments included, needs a check of its own.
+    cleared: bool,
 }
 
 /// A request's `params`, as far as a key is read from them.
@@ -60,10 +63,38 @@ struct Params<'a> {
     arguments: Option<&'a RawValue>,
 }
 
+/// The secret checks of one pass: `None` when the redactor cleared the whole
+/// text at once ([`Redactor::clears_json_text`]), so no member needs its own.
+#[derive(Clone, Copy)]
+struct Checks<'r>(Option<&'r Redactor>);
+
+impl Checks<'_> {
+    /// Whether redaction would change the string `value` of the member `key`.
+    fn string(self, key: &str, value: &str) -> bool {
+        self.0
+            .is_some_and(|redactor| redactor.touches_string(Some(key), value))
+    }
+
+    /// Whether redaction would change the JSON `value` of the member `key`.
+    fn json(self, key: &str, value: &RawValue) -> bool {
+        self.0
+            .is_some_and(|redactor| redactor.touches_json_under(Some(key), value.get()))
+    }
+
+    /// Reads past the next value of `members`, the member `key`'s: whether
+    /// redaction would change it.
+    fn next_value<'de, A: MapAccess<'de>>(self, members: &mut A, key: &str) -> Result<bool, A::Error> {
+        match self.0 {
+            Some(redactor) => members.next_value_seed(redactor.touches_seed(Some(key))),
+            None => members.next_value::<IgnoredAny>().map(|_| false),
+        }
+    }
+}
+
 /// Reads a request's [`Head`], checking the members it does not keep for
 /// secrets as it goes.
 struct ReadHead<'r> {
-    redactor: &'r Redactor,
+    checks: Checks<'r>,
 }
 
 impl<'de> DeserializeSeed<'de> for ReadHead<'_> {
@@ -82,7 +113,7 @@ impl<'de> Visitor<'de> for ReadHead<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Head<'de>, A::Error> {
-        let redactor = self.redactor;
+        let checks = self.checks;
         let (mut method, mut id, mut params) = (None, None, None);
         let mut touched = false;
         while let Some(name) = members.next_key::<Cow<'de, str>>()? {
@@ -91,20 +122,20 @@ impl<'de> Visitor<'de> for ReadHead<'_> {
                     let value: Option<Cow<'de, str>> = members.next_value()?;
                     touched |= value
                         .as_deref()
-                        .is_some_and(|value| redactor.touches_string(Some("method"), value));
+                        .is_some_and(|value| checks.string("method", value));
                     once(&mut method, value, "method")?;
                 }
                 "id" => {
                     let value: &'de RawValue = members.next_value()?;
-                    touched |= redactor.touches_json_under(Some("id"), value.get());
+                    touched |= checks.json("id", value);
                     once(&mut id, value, "id")?;
                 }
                 "params" => {
-                    let (value, params_touched) = members.next_value_seed(ReadParams { redactor })?;
+                    let (value, params_touched) = members.next_value_seed(ReadParams { checks })?;
                     touched |= params_touched;
                     once(&mut params, value, "params")?;
                 }
-                other => touched |= members.next_value_seed(redactor.touches_seed(Some(other)))?,
+                other => touched |= checks.next_value(&mut members, other)?,
             }
         }
         Ok(Head {
@@ -112,6 +143,7 @@ impl<'de> Visitor<'de> for ReadHead<'_> {
             id,
             params: params.unwrap_or_default(),
             touched,
+            cleared: checks.0.is_none(),
         })
     }
 }
@@ -127,7 +159,7 @@ fn once<T, E: serde::de::Error>(slot: &mut Option<T>, value: T, name: &'static s
 /// Reads `params` (any JSON value) into [`Params`] and whether redaction would
 /// change any of it but the arguments.
 struct ReadParams<'r> {
-    redactor: &'r Redactor,
+    checks: Checks<'r>,
 }
 
 impl<'de> DeserializeSeed<'de> for ReadParams<'_> {
@@ -146,7 +178,7 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Self::Value, A::Error> {
-        let redactor = self.redactor;
+        let checks = self.checks;
         let (mut names, mut arguments_seen) = (0, 0);
         let mut params = Params::default();
         let mut touched = false;
@@ -157,15 +189,15 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
                     let value: &'de RawValue = members.next_value()?;
                     params.name = string_of(value);
                     touched |= match &params.name {
-                        Some(name) => redactor.touches_string(Some("name"), name),
-                        None => redactor.touches_json_under(Some("name"), value.get()),
+                        Some(name) => checks.string("name", name),
+                        None => checks.json("name", value),
                     };
                 }
                 "arguments" => {
                     arguments_seen += 1;
                     params.arguments = members.next_value()?;
                 }
-                other => touched |= members.next_value_seed(redactor.touches_seed(Some(other)))?,
+                other => touched |= checks.next_value(&mut members, other)?,
             }
         }
         if names > 1 || arguments_seen > 1 {
@@ -177,15 +209,15 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
-        let touched = self.redactor.touches_seed(Some("params")).visit_seq(items)?;
+        let touched = match self.checks.0 {
+            Some(redactor) => redactor.touches_seed(Some("params")).visit_seq(items)?,
+            None => IgnoredAny.visit_seq(items).map(|_| false)?,
+        };
         Ok((Params::default(), touched))
     }
 
     fn visit_str<E>(self, value: &str) -> Result<Self::Value, E> {
-        Ok((
-            Params::default(),
-            self.redactor.touches_string(Some("params"), value),
-        ))
+        Ok((Params::default(), self.checks.string("params", value)))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -234,7 +266,8 @@ impl<'a> LiveRequest<'a> {
     pub(crate) fn read(text: &'a [u8], redactor: &Redactor) -> Read<'a> {
         let head = if text.trim_ascii_start().first() == Some(&b'{') {
             let mut reader = serde_json::Deserializer::from_slice(text);
-            ReadHead { redactor }
+            let checks = Checks((!redactor.clears_json_text(text)).then_some(redactor));
+            ReadHead { checks }
                 .deserialize(&mut reader)
                 .and_then(|head| reader.end().map(|()| head))
                 .ok()
@@ -316,13 +349,18 @@ impl<'a> LiveRequest<'a> {
         let method = head.method.as_deref()?;
         let arguments = head.params.arguments;
         if method_only(method) {
-            let touched = arguments.is_some_and(|a| redactor.touches_json_under(Some("arguments"), a.get()));
+            let touched = !head.cleared
+                && arguments.is_some_and(|a| redactor.touches_json_under(Some("arguments"), a.get()));
             return (!touched).then(|| (method.to_owned(), method));
         }
         if method != "tools/call" || !options.ignore_paths.is_empty() {
             return None;
         }
         let name = head.params.name.as_deref()?;
+        if head.cleared {
+            // Nothing to redact: the key is written as the arguments are read.
+            return Some((call_key_of_text(name, arguments.map(RawValue::get)).ok()?, method));
+        }
         let arguments: Option<Value> = match arguments {
             Some(arguments) => Some(serde_json::from_str(arguments.get()).ok()?),
             None => None,
@@ -374,6 +412,9 @@ mod tests {
             let live = request(text);
             let (from_text, method) = live.key(&options, redactor).expect("read from the text");
             assert_eq!(Some(method), live.method());
+            // Without an escape, nothing in these asks for a check of its own.
+            let cleared = live.head.as_ref().is_some_and(|head| head.cleared);
+            assert_eq!(cleared, !text.contains('\\'), "{text}");
             let tree: Value = serde_json::from_str(text).expect("JSON");
             assert_eq!(from_text, key(&tree, &options), "{text}");
         }

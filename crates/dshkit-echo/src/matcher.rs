@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::hash::BuildHasherDefault;
 
+use serde::Deserializer;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 
 use crate::cassette::Interaction;
@@ -86,14 +88,35 @@ fn arguments(params: &Value) -> Option<&Value> {
 
 /// The key of a `tools/call` of `tool` with `arguments`, when no paths are ignored.
 pub(crate) fn call_key(tool: &str, arguments: Option<&Value>) -> String {
-    let mut out = String::with_capacity(96);
-    out.push_str("tools/call ");
-    out.push_str(tool);
-    out.push(' ');
+    let mut out = call_key_head(tool);
     match arguments {
         Some(arguments) => write_canonical(arguments, &[], &mut out),
         None => out.push_str("{}"),
     }
+    out
+}
+
+/// [`call_key`] of the arguments' JSON text, written as the text is read,
+/// without a tree; an error where the tree could not be built either.
+pub(crate) fn call_key_of_text(tool: &str, arguments: Option<&str>) -> serde_json::Result<String> {
+    let mut out = call_key_head(tool);
+    match arguments {
+        Some(text) => {
+            let mut reader = serde_json::Deserializer::from_str(text);
+            Canonical { out: &mut out }.deserialize(&mut reader)?;
+            reader.end()?;
+        }
+        None => out.push_str("{}"),
+    }
+    Ok(out)
+}
+
+/// The start of a `tools/call` key: the method and the tool.
+fn call_key_head(tool: &str) -> String {
+    let mut out = String::with_capacity(96);
+    out.push_str("tools/call ");
+    out.push_str(tool);
+    out.push(' ');
     out
 }
 
@@ -162,6 +185,114 @@ fn write_json_string(text: &str, out: &mut String) {
         out.push_str(text);
         out.push('"');
     }
+}
+
+/// Writes one JSON value as [`write_canonical`] writes its tree, as it is read:
+/// objects sorted by key (the last of equal keys kept, as in a tree), numbers
+/// and strings written as `serde_json` writes them.
+struct Canonical<'o> {
+    out: &'o mut String,
+}
+
+impl<'de> DeserializeSeed<'de> for Canonical<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Canonical<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.out.push_str("null");
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<(), E> {
+        self.out.push_str(if value { "true" } else { "false" });
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<(), E> {
+        write_number(&Value::from(value), self.out);
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<(), E> {
+        write_number(&Value::from(value), self.out);
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<(), E> {
+        write_number(&Value::from(value), self.out);
+        Ok(())
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<(), E> {
+        write_json_string(value, self.out);
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        self.out.push('[');
+        let mut first = true;
+        loop {
+            let before = self.out.len();
+            if !first {
+                self.out.push(',');
+            }
+            if items.next_element_seed(Canonical { out: self.out })?.is_none() {
+                self.out.truncate(before);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        // The values are written first, one after another, then put in key
+        // order behind their keys.
+        let start = self.out.len();
+        let mut entries: Vec<(Cow<'de, str>, std::ops::Range<usize>)> = Vec::new();
+        while let Some(key) = members.next_key::<Cow<'de, str>>()? {
+            let at = self.out.len() - start;
+            members.next_value_seed(Canonical { out: self.out })?;
+            entries.push((key, at..self.out.len() - start));
+        }
+        let values = self.out.split_off(start);
+        // Stable: of equal keys, the last is the one a tree keeps.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        self.out.push('{');
+        let mut first = true;
+        for (i, (key, range)) in entries.iter().enumerate() {
+            if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                self.out.push(',');
+            }
+            first = false;
+            write_json_string(key, self.out);
+            self.out.push(':');
+            self.out.push_str(&values[range.clone()]);
+        }
+        self.out.push('}');
+        Ok(())
+    }
+}
+
+/// A number, written as its tree writes it.
+fn write_number(number: &Value, out: &mut String) {
+    use std::fmt::Write as _;
+    write!(out, "{number}").expect("a String takes any text");
 }
 
 /// Why a request found no recorded answer.
@@ -592,6 +723,99 @@ pub(crate) mod tests {
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn call(id: u64, tool: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {"progressToken": id}}})
+    }
+
+    /// Generated JSON text: objects with members out of order and repeated
+    /// (`\u0061` is `a` again), nesting, numbers in many notations (some out of
+    /// any tree's range), strings with escapes.
+    fn generated_json(rng: &mut dshkit_test::secrets::Rng, depth: u32) -> String {
+        const NUMBERS: &[&str] = &[
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "1.5e3",
+            "1E+2",
+            "-1.0",
+            "0.1",
+            "1e-7",
+            "2.5e-310",
+            "0.000",
+            "3.141592653589793238",
+            "123456789012345678901234",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "1e400",
+        ];
+        const STRINGS: &[&str] = &[
+            r#""""#,
+            r#""hi""#,
+            r#""\"q\" \u00e9""#,
+            r#""tab\tnew\nline""#,
+            r#""é😀""#,
+            r#""\ud83d\ude00""#,
+        ];
+        const KEYS: &[&str] = &[
+            r#""b""#,
+            r#""a""#,
+            r#""c""#,
+            r#""\u0061""#,
+            r#""é""#,
+            r#""A""#,
+            r#""a b""#,
+        ];
+        fn pick(rng: &mut dshkit_test::secrets::Rng, items: &[&str]) -> String {
+            items[usize::try_from(rng.draw() % items.len() as u64).unwrap()].to_owned()
+        }
+        let kind = if depth >= 3 { 0 } else { rng.draw() % 3 };
+        match (kind, rng.draw() % 4) {
+            (0, 0) => pick(rng, NUMBERS),
+            (0, 1) => pick(rng, STRINGS),
+            (0, _) => pick(rng, &["true", "false", "null", "42"]),
+            (1, _) => {
+                let items: Vec<String> = (0..rng.draw() % 4)
+                    .map(|_| generated_json(rng, depth + 1))
+                    .collect();
+                format!("[{}]", items.join(" , "))
+            }
+            _ => {
+                let members: Vec<String> = (0..rng.draw() % 5)
+                    .map(|_| {
+                        let key = pick(rng, KEYS);
+                        format!("{key}: {}", generated_json(rng, depth + 1))
+                    })
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_written_as_the_arguments_are_read_is_the_trees_key() {
+        let mut rng = dshkit_test::secrets::Rng::from_env();
+        let (mut keyed, mut refused) = (0, 0);
+        for _ in 0..3000 {
+            let text = generated_json(&mut rng, 0);
+            match serde_json::from_str::<Value>(&text) {
+                Ok(tree) => {
+                    let read = call_key_of_text("t", Some(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
+                    assert_eq!(read, call_key("t", Some(&tree)), "{text}");
+                    keyed += 1;
+                }
+                Err(_) => {
+                    assert!(call_key_of_text("t", Some(&text)).is_err(), "{text}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(keyed > 1000 && refused > 10, "{keyed} keyed, {refused} refused");
+        assert_eq!(call_key_of_text("t", None).unwrap(), call_key("t", None));
+        assert!(
+            call_key_of_text("t", Some("{} x")).is_err(),
+            "text after the value"
+        );
     }
 
     #[test]

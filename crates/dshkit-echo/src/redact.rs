@@ -83,6 +83,122 @@ pub struct Redactor {
     custom: u128,
     /// (name, value) of environment variables to redact literally.
     literals: Vec<(String, String)>,
+    /// For [`Self::clears_json_text`]: every word that makes some string or key
+    /// worth a closer look, in two automata as the keywords are (the keywords
+    /// in any case with the secret-key words, `auth` and `pwd`; the keywords
+    /// with a capital letter with the literal secrets, exactly).
+    clear_any_case: AhoCorasick,
+    clear_exact_case: AhoCorasick,
+    /// A first look before those automata.
+    clear_sieve: WordSieve,
+}
+
+/// A first look at a whole JSON text, for [`Redactor::clears_json_text`]: one
+/// pass that is much cheaper than the automata and may say "maybe" where they
+/// would say no, never the reverse. Each word's first three bytes (letters in
+/// lower case) set two bits of a small table; two-byte words are kept whole.
+#[derive(Clone)]
+struct WordSieve {
+    bits: Box<[u64; WordSieve::WORDS]>,
+    /// Two-byte words, and whether they match in any case.
+    pairs: Vec<([u8; 2], bool)>,
+    /// The bytes a two-byte word starts with (in both cases for one that
+    /// matches in any case).
+    pair_starts: Box<[bool; 256]>,
+    /// A word shorter than two bytes: any text may hold it.
+    always: bool,
+}
+
+/// What [`WordSieve::sift`] saw in a text.
+struct Sifted {
+    /// A backslash: some string may read otherwise than its bytes stand.
+    escape: bool,
+    /// The most bytes between two quotes: no string is longer.
+    longest_string: usize,
+    /// Whether the text may hold one of the words.
+    may_hold_word: bool,
+}
+
+impl WordSieve {
+    /// The table's size in 64-bit words: 4 KiB, a few hundred words' starts at
+    /// well under one chance in a thousand of a false "maybe" per byte.
+    const WORDS: usize = 512;
+
+    fn new(any_case: &[&str], exact_case: &[&str]) -> Self {
+        let mut sieve = Self {
+            bits: Box::new([0; Self::WORDS]),
+            pairs: Vec::new(),
+            pair_starts: Box::new([false; 256]),
+            always: false,
+        };
+        let words = any_case.iter().map(|w| (w, true));
+        for (word, any_case) in words.chain(exact_case.iter().map(|w| (w, false))) {
+            match word.as_bytes() {
+                [a, b, c, ..] => {
+                    let start = u32::from_be_bytes([
+                        0,
+                        a.to_ascii_lowercase(),
+                        b.to_ascii_lowercase(),
+                        c.to_ascii_lowercase(),
+                    ]);
+                    for bit in Self::bits_of(start) {
+                        sieve.bits[bit >> 6] |= 1 << (bit & 63);
+                    }
+                }
+                [a, b] => {
+                    sieve.pairs.push(([*a, *b], any_case));
+                    sieve.pair_starts[usize::from(*a)] = true;
+                    if any_case {
+                        sieve.pair_starts[usize::from(a.to_ascii_lowercase())] = true;
+                        sieve.pair_starts[usize::from(a.to_ascii_uppercase())] = true;
+                    }
+                }
+                _ => sieve.always = true,
+            }
+        }
+        sieve
+    }
+
+    /// The two bits of a word start (three bytes, lower case, in a `u32`).
+    fn bits_of(start: u32) -> [usize; 2] {
+        let mixed = start.wrapping_mul(0x9E37_79B1) as usize;
+        [mixed >> 17, mixed & 0x7FFF]
+    }
+
+    fn sift(&self, text: &[u8]) -> Sifted {
+        let (mut escape, mut longest_string, mut since_quote) = (false, 0, 0);
+        let (mut start, mut hit, mut pair) = (0u32, 0u64, false);
+        let mut previous = None;
+        for (at, &byte) in text.iter().enumerate() {
+            escape |= byte == b'\\';
+            if byte == b'"' {
+                longest_string = longest_string.max(since_quote);
+                since_quote = 0;
+            } else {
+                since_quote += 1;
+            }
+            start = (start << 8 | u32::from(byte.to_ascii_lowercase())) & 0xFF_FFFF;
+            let [i, j] = Self::bits_of(start);
+            hit |= (self.bits[i >> 6] >> (i & 63)) & (self.bits[j >> 6] >> (j & 63)) & u64::from(at >= 2);
+            if let Some(first) = previous.filter(|first: &u8| self.pair_starts[usize::from(*first)]) {
+                pair |= self.pairs.iter().any(|(word, any_case)| {
+                    let seen = [first, byte];
+                    if *any_case {
+                        seen.eq_ignore_ascii_case(word)
+                    } else {
+                        seen == *word
+                    }
+                });
+            }
+            previous = Some(byte);
+        }
+        let may_hold_word = self.always || hit != 0 || pair;
+        Sifted {
+            escape,
+            longest_string,
+            may_hold_word,
+        }
+    }
 }
 
 impl std::fmt::Debug for Redactor {
@@ -407,7 +523,21 @@ impl Redactor {
             .collect();
         // Longest first, so a value containing another is replaced whole.
         literals.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        let clear_any_case: Vec<&str> = any_case
+            .iter()
+            .copied()
+            .chain(SECRET_KEY_WORDS.iter().copied())
+            .chain(["auth", "pwd"])
+            .collect();
+        let clear_exact_case: Vec<&str> = exact_case
+            .iter()
+            .copied()
+            .chain(literals.iter().map(|(_, value)| value.as_str()))
+            .collect();
         Ok(Self {
+            clear_sieve: WordSieve::new(&clear_any_case, &clear_exact_case),
+            clear_any_case: automaton(&clear_any_case, true),
+            clear_exact_case: automaton(&clear_exact_case, false),
             rules,
             any_case: automaton(&any_case, true),
             exact_case: automaton(&exact_case, false),
@@ -475,6 +605,24 @@ impl Redactor {
     /// [`Self::value`] would change it, as [`Self::touches_json`] does.
     pub(crate) fn touches_seed<'r, 'k>(&'r self, key: Option<&'k str>) -> Touches<'r, 'k> {
         Touches { redactor: self, key }
+    }
+
+    /// Whether [`Self::touches_json`] is sure to say no for the JSON `text`,
+    /// decided from its raw bytes at once rather than string by string; `false`
+    /// means only that each string needs the closer look. It holds when the
+    /// text has no escape (so each string's bytes stand in it as they read), no
+    /// keyword of any rule, no word that makes a key secret, no secret from the
+    /// environment, no string long enough for the rules without keywords, and
+    /// the redactor has no custom rule (those run on every string).
+    pub(crate) fn clears_json_text(&self, text: &[u8]) -> bool {
+        if self.custom != 0 || !self.overflow.is_empty() {
+            return false;
+        }
+        let sifted = self.clear_sieve.sift(text);
+        !sifted.escape
+            && (self.unconditional == 0 || sifted.longest_string < MIN_UNCONDITIONAL_TEXT)
+            && !(sifted.may_hold_word
+                && (self.clear_any_case.is_match(text) || self.clear_exact_case.is_match(text)))
     }
 
     /// Whether [`Self::value`] would change the string `value` of the member `key`.
@@ -871,6 +1019,113 @@ mod corpus_tests {
     use dshkit_test::secrets::{Rng, lookalikes, secret_corpus};
 
     use super::*;
+
+    /// `text` as a JSON string with every character escaped.
+    fn escaped(text: &str) -> String {
+        let mut out = String::from('"');
+        for unit in text.encode_utf16() {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn a_text_cleared_at_once_holds_nothing_a_check_of_each_string_would_redact() {
+        // Every generated secret, its line, every lookalike, every word the rules
+        // and the secret keys look for (as written and in capitals), a secret
+        // from the environment and a long string, each put where a request holds
+        // strings (a value, a member name, an array item), as written and
+        // escaped; with the built-in rules and with an environment variable's
+        // value as a secret. Whatever is cleared at once, the check of each
+        // string must leave.
+        let built_in = Redactor::new(&[], &[]).unwrap();
+        // A value only its name makes secret: short, plain, nothing the rules find
+        // (the test runner sets several, `CARGO_MANIFEST_DIR` among them).
+        let (name, value) = std::env::vars()
+            .filter(|(_, value)| (MIN_ENV_SECRET_CHARS..MIN_UNCONDITIONAL_TEXT).contains(&value.len()))
+            .find(|(_, value)| {
+                let text = Value::from(value.as_str()).to_string();
+                built_in.clears_json_text(text.as_bytes())
+            })
+            .expect("an environment variable with a short, plain value");
+        let redactors = [built_in, Redactor::new(&[name], &[]).unwrap()];
+        let mut rng = Rng::from_env();
+        let mut pieces: Vec<String> = Vec::new();
+        for sample in secret_corpus(&mut rng) {
+            pieces.push(sample.secret);
+            pieces.push(sample.line);
+        }
+        pieces.extend(lookalikes(&mut rng));
+        let words = BUILT_IN.iter().flat_map(|(_, keywords, _)| keywords.iter());
+        for word in words.chain(SECRET_KEY_WORDS).chain(&["auth", "pwd"]) {
+            pieces.push((*word).to_owned());
+            pieces.push(word.to_uppercase());
+            pieces.push(format!("a {word} b"));
+        }
+        pieces.push(value);
+        pieces.push("x".repeat(MIN_UNCONDITIONAL_TEXT));
+        let templates = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":S}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{S:"value 1234"}}}"#,
+            r#"{"a":[1,S],"b":"short"}"#,
+        ];
+        let (mut cleared, mut checked) = (0, 0);
+        for redactor in &redactors {
+            for piece in &pieces {
+                for string in [Value::from(piece.as_str()).to_string(), escaped(piece)] {
+                    for template in templates {
+                        let text = template.replace('S', &string);
+                        if redactor.clears_json_text(text.as_bytes()) {
+                            assert!(!redactor.touches_json(&text), "cleared: {text}");
+                            cleared += 1;
+                        } else {
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Both answers were given: the test saw the fast way and the close look.
+        assert!(
+            cleared > 100 && checked > 1000,
+            "{cleared} cleared, {checked} checked"
+        );
+    }
+
+    #[test]
+    fn common_requests_are_cleared_by_the_first_look_alone() {
+        // The sieve must stay sparse enough to say no for ordinary requests, or
+        // every request pays for the automata as well.
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let texts = [
+            r#"{"jsonrpc":"2.0","id":4711,"method":"tools/call","params":{"name":"echo","arguments":{"message":"message 4711"}}}"#,
+            r#"{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "get-sum", "arguments": {"a": 1, "b": 2}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#,
+        ];
+        for text in texts {
+            let sifted = redactor.clear_sieve.sift(text.as_bytes());
+            assert!(!sifted.may_hold_word, "{text}");
+            assert!(redactor.clears_json_text(text.as_bytes()), "{text}");
+        }
+        // `capabilities` holds `abi` (AWS's `ABIA`): the automata clear it.
+        let initialize = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"client","version":"1.0.0"}}}"#;
+        assert!(redactor.clear_sieve.sift(initialize.as_bytes()).may_hold_word);
+        assert!(redactor.clears_json_text(initialize.as_bytes()));
+        // And it says "maybe" for the words themselves, in any case.
+        for text in [
+            r#"{"Token":"x"}"#,
+            r#"{"a":"sk-1"}"#,
+            r#"{"a":"AC"}"#,
+            r#"{"AUTH":"x"}"#,
+        ] {
+            assert!(redactor.clear_sieve.sift(text.as_bytes()).may_hold_word, "{text}");
+        }
+        assert!(
+            !redactor.clear_sieve.sift(br#"{"a":"ac"}"#).may_hold_word,
+            "AC is exact"
+        );
+    }
 
     #[test]
     fn every_generated_secret_is_redacted_and_nothing_is_left_to_find() {
