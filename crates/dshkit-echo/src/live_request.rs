@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use serde::Deserializer;
-use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -77,8 +77,14 @@ impl Checks<'_> {
 
     /// Whether redaction would change the JSON `value` of the member `key`.
     fn json(self, key: &str, value: &RawValue) -> bool {
-        self.0
-            .is_some_and(|redactor| redactor.touches_json_under(Some(key), value.get()))
+        match self.0 {
+            Some(redactor) => redactor.touches_json_under(Some(key), value.get()),
+            // A value no tree holds (a number out of range) counts as touched,
+            // as the check counts it: the tree's way decides.
+            None => Skip
+                .deserialize(&mut serde_json::Deserializer::from_str(value.get()))
+                .is_err(),
+        }
     }
 
     /// Reads past the next value of `members`, the member `key`'s: whether
@@ -86,8 +92,65 @@ impl Checks<'_> {
     fn next_value<'de, A: MapAccess<'de>>(self, members: &mut A, key: &str) -> Result<bool, A::Error> {
         match self.0 {
             Some(redactor) => members.next_value_seed(redactor.touches_seed(Some(key))),
-            None => members.next_value::<IgnoredAny>().map(|_| false),
+            None => members.next_value_seed(Skip).map(|()| false),
         }
+    }
+}
+
+/// Reads past one JSON value as the secret check reads it (each number read
+/// as one, so `1e400` is refused), so a text refused when checked is refused
+/// when cleared too.
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        while members.next_key_seed(Skip)?.is_some() {
+            members.next_value_seed(Skip)?;
+        }
+        Ok(())
     }
 }
 
@@ -211,7 +274,7 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
         let touched = match self.checks.0 {
             Some(redactor) => redactor.touches_seed(Some("params")).visit_seq(items)?,
-            None => IgnoredAny.visit_seq(items).map(|_| false)?,
+            None => Skip.visit_seq(items).map(|()| false)?,
         };
         Ok((Params::default(), touched))
     }
@@ -349,8 +412,8 @@ impl<'a> LiveRequest<'a> {
         let method = head.method.as_deref()?;
         let arguments = head.params.arguments;
         if method_only(method) {
-            let touched = !head.cleared
-                && arguments.is_some_and(|a| redactor.touches_json_under(Some("arguments"), a.get()));
+            let checks = Checks((!head.cleared).then_some(redactor));
+            let touched = arguments.is_some_and(|arguments| checks.json("arguments", arguments));
             return (!touched).then(|| (method.to_owned(), method));
         }
         if method != "tools/call" || !options.ignore_paths.is_empty() {
@@ -503,6 +566,64 @@ mod tests {
             "{:?}",
             huge.tree()
         );
+    }
+
+    #[test]
+    fn a_cleared_request_goes_where_a_checked_one_goes() {
+        // A number no tree holds: in a member the key does not read, the check
+        // of each member refuses the text (the tree's way then calls it not
+        // JSON); in the id or a listing's arguments, it sends the request the
+        // tree's way (an `unreadable` miss). Cleared at once, a request must go
+        // the same way: the first look changes the speed, never the answer.
+        let redactor = built_in();
+        for extra in [r#""x":1e400"#, r#""x":[1,-1e400]"#, r#""x":{"y":{"z":1e400}}"#] {
+            for params in [r#"{"name":"t","arguments":{"a":1}}"#, "[1,{}]"] {
+                let cleared =
+                    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params},{extra}}}"#);
+                let checked = cleared.replace(r#""jsonrpc""#, r#""pass":"no","jsonrpc""#);
+                assert!(redactor.clears_json_text(cleared.as_bytes()), "{cleared}");
+                assert!(!redactor.clears_json_text(checked.as_bytes()), "{checked}");
+                for text in [&cleared, &checked] {
+                    let read = LiveRequest::read(text.as_bytes(), redactor);
+                    assert!(matches!(read, Read::NotJson), "{text}");
+                }
+                let id = cleared
+                    .replace(r#""id":1"#, r#""id":-1e400"#)
+                    .replace(&format!(",{extra}"), "");
+                let checked_id = id.replace(r#""jsonrpc""#, r#""pass":"no","jsonrpc""#);
+                for text in [&id, &checked_id] {
+                    let Read::Request(request) = LiveRequest::read(text.as_bytes(), redactor) else {
+                        panic!("not read as a request: {text}");
+                    };
+                    assert!(
+                        request.key(&MatchOptions::default(), redactor).is_none(),
+                        "{text}"
+                    );
+                }
+                let listed =
+                    r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":[1e400]}}"#;
+                for text in [
+                    listed.to_owned(),
+                    listed.replace(r#""jsonrpc""#, r#""pass":"no","jsonrpc""#),
+                ] {
+                    let Read::Request(request) = LiveRequest::read(text.as_bytes(), redactor) else {
+                        panic!("not read as a request: {text}");
+                    };
+                    assert!(
+                        request.key(&MatchOptions::default(), redactor).is_none(),
+                        "{text}"
+                    );
+                }
+                let in_params = format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[{extra_value}]}}"#,
+                    extra_value = &extra[4..]
+                );
+                assert!(
+                    matches!(LiveRequest::read(in_params.as_bytes(), redactor), Read::NotJson),
+                    "{in_params}"
+                );
+            }
+        }
     }
 
     #[test]
