@@ -14,7 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::matcher::{MatchOptions, call_key, call_key_of_text, method_only};
-use crate::redact::Redactor;
+use crate::redact::{Redactor, Touches};
 
 /// What a frame from the client is.
 pub(crate) enum Read<'a> {
@@ -63,94 +63,17 @@ struct Params<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// The secret checks of one pass: `None` when the redactor cleared the whole
-/// text at once ([`Redactor::clears_json_text`]), so no member needs its own.
+/// The secret checks of one pass: without a redactor when it cleared the
+/// whole text at once ([`Redactor::clears_json_text`]), so no member needs its
+/// own; each value is still read as the check reads it, so a text the check
+/// refuses (a number out of range) is refused when cleared too.
 #[derive(Clone, Copy)]
 struct Checks<'r>(Option<&'r Redactor>);
 
-impl Checks<'_> {
-    /// Whether redaction would change the string `value` of the member `key`.
-    fn string(self, key: &str, value: &str) -> bool {
-        self.0
-            .is_some_and(|redactor| redactor.touches_string(Some(key), value))
-    }
-
-    /// Whether redaction would change the JSON `value` of the member `key`.
-    fn json(self, key: &str, value: &RawValue) -> bool {
-        match self.0 {
-            Some(redactor) => redactor.touches_json_under(Some(key), value.get()),
-            // A value no tree holds (a number out of range) counts as touched,
-            // as the check counts it: the tree's way decides.
-            None => Skip
-                .deserialize(&mut serde_json::Deserializer::from_str(value.get()))
-                .is_err(),
-        }
-    }
-
-    /// Reads past the next value of `members`, the member `key`'s: whether
-    /// redaction would change it.
-    fn next_value<'de, A: MapAccess<'de>>(self, members: &mut A, key: &str) -> Result<bool, A::Error> {
-        match self.0 {
-            Some(redactor) => members.next_value_seed(redactor.touches_seed(Some(key))),
-            None => members.next_value_seed(Skip).map(|()| false),
-        }
-    }
-}
-
-/// Reads past one JSON value as the secret check reads it (each number read
-/// as one, so `1e400` is refused), so a text refused when checked is refused
-/// when cleared too.
-struct Skip;
-
-impl<'de> DeserializeSeed<'de> for Skip {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Skip {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        while items.next_element_seed(Skip)?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        while members.next_key_seed(Skip)?.is_some() {
-            members.next_value_seed(Skip)?;
-        }
-        Ok(())
+impl<'r> Checks<'r> {
+    /// The check of the member `key`'s value.
+    fn of<'k>(self, key: &'k str) -> Touches<'r, 'k> {
+        Touches::new(self.0, Some(key))
     }
 }
 
@@ -185,12 +108,12 @@ impl<'de> Visitor<'de> for ReadHead<'_> {
                     let value: Option<Cow<'de, str>> = members.next_value()?;
                     touched |= value
                         .as_deref()
-                        .is_some_and(|value| checks.string("method", value));
+                        .is_some_and(|value| checks.of("method").string(value));
                     once(&mut method, value, "method")?;
                 }
                 "id" => {
                     let value: &'de RawValue = members.next_value()?;
-                    touched |= checks.json("id", value);
+                    touched |= checks.of("id").json(value.get());
                     once(&mut id, value, "id")?;
                 }
                 "params" => {
@@ -198,7 +121,7 @@ impl<'de> Visitor<'de> for ReadHead<'_> {
                     touched |= params_touched;
                     once(&mut params, value, "params")?;
                 }
-                other => touched |= checks.next_value(&mut members, other)?,
+                other => touched |= members.next_value_seed(checks.of(other))?,
             }
         }
         Ok(Head {
@@ -252,15 +175,15 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
                     let value: &'de RawValue = members.next_value()?;
                     params.name = string_of(value);
                     touched |= match &params.name {
-                        Some(name) => checks.string("name", name),
-                        None => checks.json("name", value),
+                        Some(name) => checks.of("name").string(name),
+                        None => checks.of("name").json(value.get()),
                     };
                 }
                 "arguments" => {
                     arguments_seen += 1;
                     params.arguments = members.next_value()?;
                 }
-                other => touched |= checks.next_value(&mut members, other)?,
+                other => touched |= members.next_value_seed(checks.of(other))?,
             }
         }
         if names > 1 || arguments_seen > 1 {
@@ -272,15 +195,12 @@ impl<'de> Visitor<'de> for ReadParams<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, items: A) -> Result<Self::Value, A::Error> {
-        let touched = match self.checks.0 {
-            Some(redactor) => redactor.touches_seed(Some("params")).visit_seq(items)?,
-            None => Skip.visit_seq(items).map(|()| false)?,
-        };
+        let touched = self.checks.of("params").visit_seq(items)?;
         Ok((Params::default(), touched))
     }
 
     fn visit_str<E>(self, value: &str) -> Result<Self::Value, E> {
-        Ok((Params::default(), self.checks.string("params", value)))
+        Ok((Params::default(), self.checks.of("params").string(value)))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -413,7 +333,7 @@ impl<'a> LiveRequest<'a> {
         let arguments = head.params.arguments;
         if method_only(method) {
             let checks = Checks((!head.cleared).then_some(redactor));
-            let touched = arguments.is_some_and(|arguments| checks.json("arguments", arguments));
+            let touched = arguments.is_some_and(|arguments| checks.of("arguments").json(arguments.get()));
             return (!touched).then(|| (method.to_owned(), method));
         }
         if method != "tools/call" || !options.ignore_paths.is_empty() {

@@ -597,14 +597,13 @@ impl Redactor {
 
     /// [`Self::touches_json`] for the value of the member `key`.
     pub(crate) fn touches_json_under(&self, key: Option<&str>, text: &str) -> bool {
-        let mut reader = serde_json::Deserializer::from_str(text);
-        serde::de::DeserializeSeed::deserialize(self.touches_seed(key), &mut reader).unwrap_or(true)
+        self.touches_seed(key).json(text)
     }
 
     /// Reads a JSON value (the member `key`'s) from a deserializer into whether
     /// [`Self::value`] would change it, as [`Self::touches_json`] does.
     pub(crate) fn touches_seed<'r, 'k>(&'r self, key: Option<&'k str>) -> Touches<'r, 'k> {
-        Touches { redactor: self, key }
+        Touches::new(Some(self), key)
     }
 
     /// Whether [`Self::touches_json`] is sure to say no for the JSON `text`,
@@ -842,17 +841,32 @@ fn hint(secret: &str) -> String {
 }
 
 /// Reads one JSON value for [`Redactor::touches_json`]: whether a string in
-/// it would be redacted, `key` being the member it is the value of.
+/// it would be redacted, `key` being the member it is the value of. Without a
+/// redactor it only reads the value, as strictly (each number read as one).
+#[derive(Clone, Copy)]
 pub(crate) struct Touches<'r, 'k> {
-    redactor: &'r Redactor,
+    redactor: Option<&'r Redactor>,
     key: Option<&'k str>,
 }
 
-impl Touches<'_, '_> {
-    fn string(&self, value: &str) -> bool {
-        self.key
-            .is_some_and(|key| self.redactor.hides_under_key(key, value))
-            || matches!(self.redactor.redact(value), Cow::Owned(redacted) if redacted != value)
+impl<'r, 'k> Touches<'r, 'k> {
+    pub(crate) fn new(redactor: Option<&'r Redactor>, key: Option<&'k str>) -> Self {
+        Self { redactor, key }
+    }
+
+    /// Whether the string `value` would be redacted.
+    pub(crate) fn string(&self, value: &str) -> bool {
+        self.redactor.is_some_and(|redactor| {
+            self.key.is_some_and(|key| redactor.hides_under_key(key, value))
+                || matches!(redactor.redact(value), Cow::Owned(redacted) if redacted != value)
+        })
+    }
+
+    /// Whether the JSON `text` would be redacted; text that does not read as
+    /// JSON (a tree's JSON: a number out of range counts) counts as touched.
+    pub(crate) fn json(self, text: &str) -> bool {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        serde::de::DeserializeSeed::deserialize(self, &mut reader).unwrap_or(true)
     }
 }
 
@@ -897,10 +911,7 @@ impl<'de> serde::de::Visitor<'de> for Touches<'_, '_> {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<bool, A::Error> {
         let mut touched = false;
-        while let Some(item) = items.next_element_seed(Touches {
-            redactor: self.redactor,
-            key: None,
-        })? {
+        while let Some(item) = items.next_element_seed(Touches::new(self.redactor, None))? {
             touched |= item;
         }
         Ok(touched)
@@ -909,10 +920,7 @@ impl<'de> serde::de::Visitor<'de> for Touches<'_, '_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut members: A) -> Result<bool, A::Error> {
         let mut touched = false;
         while let Some(MemberName(key)) = members.next_key()? {
-            touched |= members.next_value_seed(Touches {
-                redactor: self.redactor,
-                key: Some(&key),
-            })?;
+            touched |= members.next_value_seed(Touches::new(self.redactor, Some(&key)))?;
         }
         Ok(touched)
     }
