@@ -856,20 +856,21 @@ impl PreviewSession {
                 if self.shared.lock().expect("lock").last.is_none() {
                     self.snapshot_now().await?;
                 }
-                let mark = if other.starts_with_page_script() {
-                    // The action's first page command is a script, which the page
-                    // runs after the mark's (one session's scripts run in order):
-                    // the two are sent together.
-                    let (mark, ()) = futures::future::try_join(
-                        async { Ok::<_, PreviewError>(self.mark().await) },
-                        self.act(other),
-                    )
-                    .await?;
-                    mark
-                } else {
-                    let mark = self.mark().await;
-                    self.act(other).await?;
-                    mark
+                // A role+name names whatever element has them now. When the page
+                // re-rendered since the last snapshot (the element was replaced, or
+                // has only just appeared), it is looked up again in a fresh one. No
+                // input was sent then: each failure is found before the first event.
+                let mut rereads = ROLE_NAME_REREADS;
+                let mark = loop {
+                    match self.mark_and_act(other.clone()).await {
+                        Err(PreviewError::DetachedElementRef(_) | PreviewError::ElementNotFound { .. })
+                            if rereads > 0 && other.targets_role_name() =>
+                        {
+                            rereads -= 1;
+                            self.snapshot_now().await?;
+                        }
+                        acted => break acted?,
+                    }
                 };
                 // A click may start a navigation: its document request holds the
                 // settle, and then its load is awaited.
@@ -884,6 +885,25 @@ impl PreviewSession {
         match settled_snapshot {
             Some(snapshot) => Ok(snapshot),
             None => self.snapshot_now().await,
+        }
+    }
+
+    /// Marks the action's start and runs it.
+    async fn mark_and_act(&self, action: Action) -> Result<Mark, PreviewError> {
+        if action.starts_with_page_script() {
+            // The action's first page command is a script, which the page runs
+            // after the mark's (one session's scripts run in order): the two are
+            // sent together.
+            let (mark, ()) = futures::future::try_join(
+                async { Ok::<_, PreviewError>(self.mark().await) },
+                self.act(action),
+            )
+            .await?;
+            Ok(mark)
+        } else {
+            let mark = self.mark().await;
+            self.act(action).await?;
+            Ok(mark)
         }
     }
 
@@ -1213,7 +1233,25 @@ impl Action {
             Self::Click(_) | Self::Hover(_) | Self::Fill(..) | Self::Type(..) | Self::Select(..)
         )
     }
+
+    /// Whether the action names its element by role and name.
+    fn targets_role_name(&self) -> bool {
+        let target = match self {
+            Self::Click(target)
+            | Self::Hover(target)
+            | Self::Fill(target, _)
+            | Self::Type(target, _)
+            | Self::Select(target, _) => Some(target),
+            Self::Scroll { target, .. } => target.as_ref(),
+            Self::Press(_) | Self::Navigate(_) | Self::Reload | Self::Back | Self::WaitFor { .. } => None,
+        };
+        matches!(target, Some(Target::RoleName { .. }))
+    }
 }
+
+/// How many times an action by role and name looks its element up again in a
+/// fresh snapshot when the page changed since the last one.
+const ROLE_NAME_REREADS: usize = 2;
 
 /// The longest a wait may last.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);

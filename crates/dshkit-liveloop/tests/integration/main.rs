@@ -410,6 +410,86 @@ async fn refs_go_stale_ambiguous_names_are_refused_and_a_real_form_works() {
     assert_eq!(forged.code(), "BAD_ELEMENT_REF");
 }
 
+/// A page that re-renders behind the last snapshot: the first focus of each
+/// input replaces it with a copy (as a framework remounting it would), and the
+/// first focus of "Other" also adds a button.
+const REMOUNTING: &str = r#"
+<label>Name <input name="name"></label>
+<label>Other <input name="other"></label>
+<p id="out"></p>
+<script>
+const out = document.getElementById('out');
+function arm(input, fresh) {
+  input.addEventListener('input', () => { out.textContent = 'typed ' + input.value; });
+  if (!fresh) return;
+  input.addEventListener('focus', () => {
+    const copy = input.cloneNode();
+    input.replaceWith(copy);
+    arm(copy, false);
+    if (input.name === 'other') {
+      const appeared = document.createElement('button');
+      appeared.textContent = 'Appeared';
+      appeared.onclick = () => { out.textContent = 'appeared clicked'; };
+      document.body.append(appeared);
+    }
+  }, { once: true });
+}
+document.querySelectorAll('input').forEach((input) => arm(input, true));
+</script>
+"#;
+
+#[tokio::test]
+async fn a_role_and_name_reach_the_element_the_page_has_now_while_a_ref_stays_strict() {
+    let server = FixtureServer::start(vec![("/", html(REMOUNTING))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let role_name = |role: &str, name: &str| Target::RoleName {
+        role: role.into(),
+        name: name.into(),
+    };
+    let first = session.snapshot().await.unwrap();
+    let name = first.find("textbox", "Name")[0].reference.clone().unwrap();
+
+    // A ref names one element: replaced, it is refused.
+    let stale = session
+        .interact(Action::Fill(Target::Ref(name), "ada".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
+
+    // The last snapshot still holds the replaced input; by role and name, the
+    // input the page has now is filled.
+    let filled = session
+        .interact(Action::Fill(role_name("textbox", "Name"), "ada".into()))
+        .await
+        .unwrap();
+    assert!(filled.text.contains("typed ada"), "{}", filled.text);
+
+    // Focusing "Other" by its ref replaces it and adds a button the last
+    // snapshot does not hold; by role and name, the button is found and clicked.
+    let other = filled.find("textbox", "Other")[0].reference.clone().unwrap();
+    let stale = session
+        .interact(Action::Fill(Target::Ref(other), "x".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
+    let clicked = session
+        .interact(Action::Click(role_name("button", "Appeared")))
+        .await
+        .unwrap();
+    assert!(clicked.text.contains("appeared clicked"), "{}", clicked.text);
+
+    // An element that is not there still is not found, after looking again.
+    let missing = session
+        .interact(Action::Click(role_name("button", "Never")))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), "ELEMENT_NOT_FOUND", "{missing}");
+}
+
 #[tokio::test]
 async fn an_open_event_stream_is_not_in_flight_work_and_works_same_origin() {
     let server = FixtureServer::start(vec![
