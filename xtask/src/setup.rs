@@ -91,17 +91,41 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     Ok(peers)
 }
 
+/// Chromium's headless shell, which previews prefer on Linux, and the full
+/// browser beside it (the documented fallback, and what `DSHKIT_CHROMIUM`
+/// users point at). Installs what is missing when run as root.
 fn chromium() -> anyhow::Result<()> {
-    let known = [
+    const SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+    let browser = [
         "/usr/bin/chromium",
         "/usr/bin/chromium-browser",
         "/usr/bin/google-chrome",
     ];
-    if std::env::var_os("DSHKIT_CHROMIUM").is_some() || known.iter().any(|p| Path::new(p).exists()) {
+    if std::env::var_os("DSHKIT_CHROMIUM").is_some() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    if !browser.iter().any(|p| Path::new(p).exists()) {
+        missing.push("chromium");
+    }
+    if !Path::new(SHELL).exists() {
+        missing.push("chromium-headless-shell");
+    }
+    if missing.is_empty() {
         return Ok(());
     }
     if !is_root() {
-        bail!("Chromium is missing; run: sudo apt-get update && sudo apt-get install -y chromium");
+        if missing.contains(&"chromium") {
+            bail!(
+                "Chromium is missing; run: sudo apt-get update && sudo apt-get install -y {}",
+                missing.join(" ")
+            );
+        }
+        // The full browser serves previews too, only slower.
+        eprintln!(
+            "setup: Chromium's headless shell is missing; previews use the full browser (sudo apt-get install -y chromium-headless-shell adds it)"
+        );
+        return Ok(());
     }
     quiet_step(
         "Chromium (apt-get update)",
@@ -109,10 +133,12 @@ fn chromium() -> anyhow::Result<()> {
         Command::new("apt-get").arg("update"),
     )?;
     quiet_step(
-        "Chromium (apt-get install chromium)",
+        &format!("Chromium (apt-get install {})", missing.join(" ")),
         "apt-chromium",
         Command::new("apt-get")
-            .args(["install", "-y", "chromium"])
+            .arg("install")
+            .arg("-y")
+            .args(&missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }

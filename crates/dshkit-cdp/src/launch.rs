@@ -146,8 +146,9 @@ const UNLOCKED_PROFILE_AGE: Duration = Duration::from_mins(1);
 /// Removes profiles that killed owners left behind in `temp`. An owner killed with
 /// SIGKILL takes its Chromium with it (the parent-death signal), but nothing of
 /// it survives to remove the profile; the next launch does. A profile is stale when
-/// Chromium's `SingletonLock` (`host-PID`) names a process that is gone, or when it
-/// has no lock and is older than [`UNLOCKED_PROFILE_AGE`].
+/// Chromium's `SingletonLock` (`host-PID`), or else the launch's own
+/// [`BROWSER_PID_FILE`], names a process that is gone, or when it has neither and
+/// is older than [`UNLOCKED_PROFILE_AGE`].
 pub fn sweep_stale_profiles(temp: &std::path::Path) -> usize {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return 0;
@@ -165,13 +166,19 @@ pub fn sweep_stale_profiles(temp: &std::path::Path) -> usize {
             continue;
         }
         let path = entry.path();
-        let stale = match std::fs::read_link(path.join("SingletonLock")) {
-            Ok(lock) => lock
-                .to_str()
+        let chromium_lock = std::fs::read_link(path.join("SingletonLock")).ok().map(|lock| {
+            lock.to_str()
                 .and_then(|l| l.rsplit_once('-'))
                 .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                .is_some_and(|pid| !running(pid)),
-            Err(_) => entry
+        });
+        let owner = chromium_lock.or_else(|| {
+            std::fs::read_to_string(path.join(BROWSER_PID_FILE))
+                .ok()
+                .map(|pid| pid.trim().parse::<u32>().ok())
+        });
+        let stale = match owner {
+            Some(pid) => pid.is_some_and(|pid| !running(pid)),
+            None => entry
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
@@ -192,6 +199,9 @@ fn running(pid: u32) -> bool {
             .is_some_and(|(_, rest)| !matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
     })
 }
+
+/// The file in a profile that holds its browser's process id.
+pub(crate) const BROWSER_PID_FILE: &str = "dshkit-browser.pid";
 
 /// The profile's subdirectory Chromium gets as its `TMPDIR`.
 pub const PROFILE_TEMP: &str = "tmp";
@@ -246,7 +256,7 @@ fn executable(options: &LaunchOptions) -> Result<PathBuf, CdpError> {
             }
             dshkit_env::locate::Lookup::NotFound => {
                 return Err(CdpError::NoBrowser(
-                    "install it (apt-get install -y chromium) or set DSHKIT_CHROMIUM; `dshkit doctor` shows the details".into(),
+                    "install it (apt-get install -y chromium-headless-shell, or chromium) or set DSHKIT_CHROMIUM; `dshkit doctor` shows the details".into(),
                 ));
             }
         },
@@ -284,6 +294,11 @@ async fn start(executable: &std::path::Path, options: &LaunchOptions) -> Result<
         path: executable.display().to_string(),
         source,
     })?;
+    // Names the browser for the sweep of a killed owner's profile: the headless
+    // shell makes no `SingletonLock` of its own. Written once the process exists;
+    // a profile without it is judged by its age.
+    std::fs::write(profile.path().join(BROWSER_PID_FILE), child.id().to_string())
+        .map_err(CdpError::Profile)?;
     let stderr = child.stderr.take().expect("stderr is piped");
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(DEFAULT_STDERR_TAIL_LINES)));
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, ()>>();
