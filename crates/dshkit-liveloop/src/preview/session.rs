@@ -1053,15 +1053,19 @@ impl PreviewSession {
         let element = element_js(reference);
         let focused = self
             .evaluate(&format!(
-                "(() => {{ const e = {element}; if (!e) return false; \
-                 e.scrollIntoView({{block: 'center'}}); e.focus(); if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
-                 else if (e.isContentEditable) document.execCommand('selectAll'); }} return document.activeElement === e; }})()"
+                "(() => {{ const e = {element}; if (!e) return 'detached'; \
+                 e.scrollIntoView({{block: 'center'}}); e.focus(); if (document.activeElement !== e) return e.isConnected ? 'unfocused' : 'detached'; \
+                 if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
+                 else if (e.isContentEditable) document.execCommand('selectAll'); }} return 'focused'; }})()"
             ))
             .await?;
-        if focused.as_bool() == Some(true) {
-            Ok(())
-        } else {
-            Err(PreviewError::DetachedElementRef(reference.to_owned()))
+        match focused.as_str() {
+            Some("focused") => Ok(()),
+            Some("unfocused") => Err(PreviewError::Interaction(format!(
+                "element `{reference}` did not take the focus, so nothing was typed: a modal dialog may cover it, \
+                 or it is disabled or cannot be edited; take a new snapshot"
+            ))),
+            _ => Err(PreviewError::DetachedElementRef(reference.to_owned())),
         }
     }
 

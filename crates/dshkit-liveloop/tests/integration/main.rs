@@ -491,6 +491,55 @@ async fn a_role_and_name_reach_the_element_the_page_has_now_while_a_ref_stays_st
 }
 
 #[tokio::test]
+async fn a_field_behind_a_modal_dialog_is_refused_as_unfocused_not_as_gone() {
+    let page = r#"
+<label>Name <input name="name"></label>
+<button onclick="document.getElementById('notice').showModal()">Open notice</button>
+<dialog id="notice"><p>Please read this first.</p><button onclick="this.closest('dialog').close()">Continue</button></dialog>
+"#;
+    let server = FixtureServer::start(vec![("/", html(page))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let role_name = |role: &str, name: &str| Target::RoleName {
+        role: role.into(),
+        name: name.into(),
+    };
+    let opened = session
+        .interact(Action::Click(role_name("button", "Open notice")))
+        .await
+        .unwrap();
+    let name = opened.find("textbox", "Name")[0].reference.clone().unwrap();
+    let refused = session
+        .interact(Action::Fill(Target::Ref(name), "ada".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "INTERACTION_FAILED", "{refused}");
+    assert!(
+        refused.to_string().contains("did not take the focus"),
+        "{refused}"
+    );
+    // By role and name too: the field is there, so looking again cannot help.
+    let refused = session
+        .interact(Action::Fill(role_name("textbox", "Name"), "ada".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "INTERACTION_FAILED", "{refused}");
+
+    session
+        .interact(Action::Click(role_name("button", "Continue")))
+        .await
+        .unwrap();
+    let filled = session
+        .interact(Action::Fill(role_name("textbox", "Name"), "ada".into()))
+        .await
+        .unwrap();
+    assert!(filled.outline().contains("value=\"ada\""), "{}", filled.outline());
+}
+
+#[tokio::test]
 async fn an_open_event_stream_is_not_in_flight_work_and_works_same_origin() {
     let server = FixtureServer::start(vec![
         (

@@ -470,19 +470,18 @@ impl WebUi {
     }
 
     /// One operation; returns its text, panicking with it when it failed.
-    /// A target the UI has not rendered yet (a slow machine) is looked for again
-    /// in a fresh snapshot, for a bounded time. DSH's welcome notice is a modal
-    /// that opens once its settings arrive over the UI's WebSocket, which no
-    /// settle waits for: when it covers the target, it is acknowledged.
+    /// A target the UI has not rendered yet (a slow machine), or that it
+    /// re-rendered, is looked for again in a fresh snapshot, for a bounded time.
+    /// DSH's welcome notice is a modal that opens once its settings arrive over
+    /// the UI's WebSocket, which no settle waits for: when it covers the target
+    /// (which then does not take the focus), it is acknowledged.
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn op(&mut self, arguments: serde_json::Value) -> String {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
         loop {
             match self.try_op(arguments.clone()) {
                 Ok(text) => return text,
-                Err(failure)
-                    if failure.contains("ELEMENT_NOT_FOUND") && std::time::Instant::now() < deadline =>
-                {
+                Err(failure) if not_there_yet(&failure) && std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(200));
                     let outline = self
                         .try_op(serde_json::json!({"operation": "snapshot"}))
@@ -899,4 +898,12 @@ fn a_running_verification_shows_its_stage_and_a_stop_cancels_it_in_the_sidecar()
     ui.click("tab", "Live Preview");
     ui.wait_for("liveloop_verify was cancelled by the client; its work was stopped");
     ui.keep_screenshot("sidecar-log-cancelled");
+}
+
+/// Whether a failed operation's target may only not be there yet: not rendered,
+/// re-rendered, or covered by DSH's welcome notice.
+fn not_there_yet(failure: &str) -> bool {
+    failure.contains("ELEMENT_NOT_FOUND")
+        || failure.contains("STALE_ELEMENT_REF")
+        || failure.contains("did not take the focus")
 }
