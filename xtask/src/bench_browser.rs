@@ -388,6 +388,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "dshkit: liveloop_browser over MCP stdio; peers: @playwright/mcp 0.0.83 --headless --isolated and agent-browser 0.41.2 mcp, same {}",
         crate::bench::chromium().display()
     );
+    let mut reused = None;
     for reuse in [false, true] {
         let starts: Vec<Start<'_>> = vec![
             Box::new(|| {
@@ -435,12 +436,63 @@ pub(crate) fn run() -> anyhow::Result<()> {
             );
         }
         report(&ours, &[("Playwright MCP", &peer), ("agent-browser", &agent_run)]);
+        if reuse {
+            reused = Some((ours, agent_run));
+        }
     }
     spawn_to_first_open(&dshkit_binary, &work, &url)?;
+    if let Some((ours, agent_run)) = reused {
+        report_floor(&ours, &agent_run, &url)?;
+    }
     let _ = std::fs::remove_dir_all(&work);
     let _ = std::fs::remove_dir_all(socket_dir());
     println!(
         "\ngoals (reuse): sequence p50 <= 200 ms and <= 0.5x agent-browser's, click <= 40 ms, navigate <= 120 ms; snapshot <= 1/3 Playwright MCP's size"
+    );
+    Ok(())
+}
+
+/// The raw-CDP floor of the reuse sequence beside dshkit's steps: what dshkit
+/// adds to each, and how far the 0.5x agent-browser goal lies from the floor.
+fn report_floor(ours: &Run, agent_browser: &Run, url: &str) -> anyhow::Result<()> {
+    let floor = crate::bench_browser_floor::measure(&crate::bench::chromium(), url)?;
+    println!(
+        "\nthe floor: the same sequence in raw CDP on the same Chromium (each step waits for what dshkit's result promises: a painted frame after a load or a click)"
+    );
+    println!(
+        "{:<22} {:>12} {:>12} {:>12}",
+        "", "raw CDP", "dshkit", "dshkit adds"
+    );
+    let signed = |a: Duration, b: Duration| match a.checked_sub(b) {
+        Some(more) => format!("+{}", micros(more)),
+        None => format!("-{}", micros(b.saturating_sub(a))),
+    };
+    let ours_sequence = median(&ours.warm);
+    println!(
+        "{:<22} {:>12} {:>12} {:>12}",
+        "sequence",
+        micros(floor.sequence()),
+        micros(ours_sequence),
+        signed(ours_sequence, floor.sequence())
+    );
+    for (i, step) in ["  navigate", "  snapshot", "  click", "  screenshot"]
+        .iter()
+        .enumerate()
+    {
+        let ours = median(&ours.steps[i]);
+        println!(
+            "{step:<22} {:>12} {:>12} {:>12}",
+            micros(floor.steps[i]),
+            micros(ours),
+            signed(ours, floor.steps[i])
+        );
+    }
+    let half = median(&agent_browser.warm) / 2;
+    println!(
+        "0.5x agent-browser's sequence is {}: {} the raw floor ({:.2}x it)",
+        micros(half),
+        if half < floor.sequence() { "below" } else { "above" },
+        half.as_secs_f64() / floor.sequence().as_secs_f64()
     );
     Ok(())
 }

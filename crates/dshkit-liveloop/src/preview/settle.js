@@ -158,8 +158,11 @@
           idleSince ??= performance.now();
           if (performance.now() - idleSince > MAX_CHANGING_MS) return { settled: true, changing: true, pending: 0, rounds };
           const seen = mutations;
-          await nextTask();
-          await painted();
+          // Both at once: a frame asked for only after the task may miss the one
+          // that paints the action's effect and wait a whole frame more. A task
+          // the page queued that changes the document after the frame is seen
+          // by the observer, and the round repeats.
+          await Promise.all([nextTask(), painted()]);
           rounds += 1;
           if (counted(since) === 0 && mutations === seen) return { settled: true, pending: 0, rounds };
         }
