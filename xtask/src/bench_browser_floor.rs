@@ -139,7 +139,8 @@ async fn click(page: &dshkit_cdp::Page) -> anyhow::Result<Duration> {
             json!({ "type": kind, "x": x, "y": y, "button": "left", "clickCount": 1 }),
         )
     };
-    both(mouse("mousePressed"), mouse("mouseReleased")).await?;
+    // Both in flight at once: the browser dispatches a page's input in order.
+    tokio::try_join!(mouse("mousePressed"), mouse("mouseReleased"))?;
     evaluate(page, PAINTED).await?;
     let took = started.elapsed();
     anyhow::ensure!(
@@ -147,15 +148,4 @@ async fn click(page: &dshkit_cdp::Page) -> anyhow::Result<Duration> {
         "the raw click did not reach the Add button"
     );
     Ok(took)
-}
-
-/// Both calls in flight at once (the browser dispatches a page's input in order).
-async fn both(
-    first: impl Future<Output = Result<Value, dshkit_cdp::CdpError>>,
-    second: impl Future<Output = Result<Value, dshkit_cdp::CdpError>>,
-) -> anyhow::Result<()> {
-    let (a, b) = tokio::join!(first, second);
-    a?;
-    b?;
-    Ok(())
 }

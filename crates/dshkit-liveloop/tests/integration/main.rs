@@ -450,14 +450,13 @@ async fn a_role_and_name_reach_the_element_the_page_has_now_while_a_ref_stays_st
         role: role.into(),
         name: name.into(),
     };
+    let fill_by_ref =
+        |reference: String, text: &str| session.interact(Action::Fill(Target::Ref(reference), text.into()));
     let first = session.snapshot().await.unwrap();
     let name = first.find("textbox", "Name")[0].reference.clone().unwrap();
 
     // A ref names one element: replaced, it is refused.
-    let stale = session
-        .interact(Action::Fill(Target::Ref(name), "ada".into()))
-        .await
-        .unwrap_err();
+    let stale = fill_by_ref(name, "ada").await.unwrap_err();
     assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
 
     // The last snapshot still holds the replaced input; by role and name, the
@@ -471,10 +470,7 @@ async fn a_role_and_name_reach_the_element_the_page_has_now_while_a_ref_stays_st
     // Focusing "Other" by its ref replaces it and adds a button the last
     // snapshot does not hold; by role and name, the button is found and clicked.
     let other = filled.find("textbox", "Other")[0].reference.clone().unwrap();
-    let stale = session
-        .interact(Action::Fill(Target::Ref(other), "x".into()))
-        .await
-        .unwrap_err();
+    let stale = fill_by_ref(other, "x").await.unwrap_err();
     assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
     let clicked = session
         .interact(Action::Click(role_name("button", "Appeared")))
