@@ -47,6 +47,11 @@ pub const BASE_FLAGS: &[&str] = &[
     // www.google.com/async/folae whether its AI mode is available) and would
     // show up as blocked requests of the page.
     "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate,PreconnectToSearch,SearchEnginePreconnect2,AimEnabled",
+    // A screenshot waits for a new surface of the page instead of forcing a
+    // redraw through the whole pipeline: still a frame made after the request
+    // (so never a stale image), in about 30 ms instead of 48 here. Playwright
+    // launches with it by default.
+    "--enable-features=CDPScreenshotNewSurface",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-address=127.0.0.1",
     "--remote-debugging-port=0",
