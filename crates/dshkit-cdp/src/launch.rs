@@ -62,7 +62,8 @@ pub const BASE_FLAGS: &[&str] = &[
 pub struct LaunchOptions {
     /// The executable; found like `dshkit doctor` finds it when `None`.
     pub executable: Option<PathBuf>,
-    /// Extra flags after [`BASE_FLAGS`].
+    /// Extra flags after [`BASE_FLAGS`]; a feature list (`--enable-features=`,
+    /// `--disable-features=`) is merged into the launch's own.
     pub extra_args: Vec<String>,
     /// Defaults to [`DEFAULT_LAUNCH_TIMEOUT`].
     pub launch_timeout: Option<Duration>,
@@ -268,6 +269,40 @@ fn executable(options: &LaunchOptions) -> Result<PathBuf, CdpError> {
     })
 }
 
+/// Switches whose value is a list of features. Chromium reads only the last of
+/// each, so the lists of [`BASE_FLAGS`] and of the extra flags are merged.
+const FEATURE_LIST_SWITCHES: [&str; 2] = ["--enable-features=", "--disable-features="];
+
+/// [`BASE_FLAGS`], then `extra`, with each feature list switch given once: an
+/// extra `--enable-features=X` adds X instead of dropping the features dshkit
+/// launches with.
+fn flags(extra: &[String]) -> Vec<String> {
+    let mut merged: [Vec<&str>; 2] = Default::default();
+    let mut flags = Vec::with_capacity(BASE_FLAGS.len() + extra.len());
+    for flag in BASE_FLAGS.iter().copied().chain(extra.iter().map(String::as_str)) {
+        let list = FEATURE_LIST_SWITCHES
+            .iter()
+            .zip(merged.iter_mut())
+            .find_map(|(switch, merged)| flag.strip_prefix(switch).map(|value| (value, merged)));
+        match list {
+            Some((value, merged)) => {
+                for feature in value.split(',').filter(|feature| !feature.is_empty()) {
+                    if !merged.contains(&feature) {
+                        merged.push(feature);
+                    }
+                }
+            }
+            None => flags.push(flag.to_owned()),
+        }
+    }
+    for (switch, features) in FEATURE_LIST_SWITCHES.iter().zip(merged) {
+        if !features.is_empty() {
+            flags.push(format!("{switch}{}", features.join(",")));
+        }
+    }
+    flags
+}
+
 /// One start: a fresh profile, the process, and its endpoint from its output.
 async fn start(executable: &std::path::Path, options: &LaunchOptions) -> Result<BrowserProcess, CdpError> {
     sweep_stale_profiles(&std::env::temp_dir());
@@ -282,14 +317,13 @@ async fn start(executable: &std::path::Path, options: &LaunchOptions) -> Result<
     std::fs::create_dir(&temp).map_err(CdpError::Profile)?;
     let mut command = Command::new(executable);
     command
-        .args(BASE_FLAGS)
+        .args(flags(&options.extra_args))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .env("TMPDIR", &temp);
     if dshkit_os::process::running_as_root() {
         // Chromium refuses to run as root with its sandbox on.
         command.arg("--no-sandbox");
     }
-    command.args(&options.extra_args);
     command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -424,5 +458,51 @@ fn spawn_dying_with_parent(command: &mut Command) -> std::io::Result<(Child, Gro
             let _ = child.wait();
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn switch<'a>(flags: &'a [String], prefix: &str) -> Vec<&'a str> {
+        flags
+            .iter()
+            .filter_map(|flag| flag.strip_prefix(prefix))
+            .collect()
+    }
+
+    #[test]
+    fn extra_feature_lists_are_merged_into_the_launch_lists() {
+        let flags = flags(&[
+            "--enable-features=WebMCPTesting,CDPScreenshotNewSurface".into(),
+            "--disable-features=PaintHolding".into(),
+            "--window-size=800,600".into(),
+        ]);
+        assert_eq!(
+            switch(&flags, "--enable-features="),
+            ["CDPScreenshotNewSurface,WebMCPTesting"]
+        );
+        let disabled = switch(&flags, "--disable-features=");
+        assert_eq!(disabled.len(), 1, "{flags:?}");
+        assert!(
+            disabled[0].starts_with("AutofillServerCommunication,"),
+            "{disabled:?}"
+        );
+        assert!(disabled[0].ends_with(",PaintHolding"), "{disabled:?}");
+        assert!(flags.contains(&"--window-size=800,600".to_owned()));
+        assert!(flags.contains(&"--headless".to_owned()));
+    }
+
+    #[test]
+    fn without_extra_flags_the_launch_lists_are_kept_as_they_are() {
+        let flags = flags(&[]);
+        assert_eq!(switch(&flags, "--enable-features="), ["CDPScreenshotNewSurface"]);
+        let base_disabled = BASE_FLAGS
+            .iter()
+            .find_map(|flag| flag.strip_prefix("--disable-features="))
+            .unwrap();
+        assert_eq!(switch(&flags, "--disable-features="), [base_disabled]);
+        assert_eq!(flags.len(), BASE_FLAGS.len());
     }
 }
