@@ -26,6 +26,9 @@ pub enum Fixture {
     WebSocket,
     /// Plain text, answered after the delay.
     Delayed(std::time::Duration, String),
+    /// Plain text `ok`, each request told to the test on the channel first: the
+    /// test learns that the page reached a point of its script.
+    Notify(tokio::sync::mpsc::UnboundedSender<()>),
 }
 
 /// A running fixture server on `127.0.0.1:0`; stops when dropped.
@@ -73,6 +76,10 @@ async fn serve(State(routes): State<Arc<HashMap<String, Fixture>>>, mut request:
         Some(Fixture::Delayed(delay, text)) => {
             tokio::time::sleep(*delay).await;
             ([(header::CONTENT_TYPE, "text/plain")], text.clone()).into_response()
+        }
+        Some(Fixture::Notify(reached)) => {
+            let _ = reached.send(());
+            ([(header::CONTENT_TYPE, "text/plain")], "ok").into_response()
         }
         Some(Fixture::Css(css)) => ([(header::CONTENT_TYPE, "text/css")], css.clone()).into_response(),
         Some(Fixture::Redirect(location)) => {

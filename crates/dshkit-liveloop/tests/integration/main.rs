@@ -931,6 +931,50 @@ async fn real_screenshots_of_an_unchanged_page_match_and_a_changed_page_does_not
 }
 
 #[tokio::test]
+async fn a_screenshot_waits_for_the_frame_of_a_change_made_just_before_the_page_blocked() {
+    use dshkit_liveloop::verify::diff::Rgba;
+    // The page turns red, says so with a synchronous request, then keeps its main
+    // thread busy for 1.5 s; its timer is longer than the click's settle counts,
+    // so the click returns before. A screenshot asked for while the page is busy
+    // must wait for the frame that paints the red: a copy of the last frame drawn
+    // (a screencast's first frame) would still be blue.
+    const PAGE: &str = "<body style='margin:0;background:rgb(0,0,255)'><button onclick=\"setTimeout(() => { \
+        document.body.style.background = 'rgb(255,0,0)'; \
+        const reached = new XMLHttpRequest(); reached.open('GET', '/reached', false); reached.send(); \
+        const end = Date.now() + 1500; while (Date.now() < end) {} }, 1100)\">Turn red</button></body>";
+    let (reached_tx, mut reached) = tokio::sync::mpsc::unbounded_channel();
+    let server = FixtureServer::start(vec![("/", html(PAGE)), ("/reached", Fixture::Notify(reached_tx))]);
+    let manager = manager();
+    let session = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let centre = |shot: &dshkit_liveloop::preview::Screenshot| {
+        let image = Rgba::from_png(&shot.png).unwrap();
+        let at = ((image.height / 2 * image.width + image.width / 2) * 4) as usize;
+        image.pixels[at..at + 3].to_vec()
+    };
+    assert_eq!(centre(&session.screenshot(false).await.unwrap()), [0, 0, 255]);
+
+    session
+        .interact(Action::Click(Target::RoleName {
+            role: "button".into(),
+            name: "Turn red".into(),
+        }))
+        .await
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(30), reached.recv())
+        .await
+        .expect("the page's timer ran")
+        .unwrap();
+    assert_eq!(
+        centre(&session.screenshot(false).await.unwrap()),
+        [255, 0, 0],
+        "the screenshot shows the page as it was before its last change"
+    );
+}
+
+#[tokio::test]
 async fn an_open_cancelled_during_its_navigation_leaves_no_browser_context() {
     // An app that accepts the connection and never answers: the open waits in
     // its navigation until the task is dropped, as a cancelled MCP call drops it.
