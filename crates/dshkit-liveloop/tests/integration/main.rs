@@ -18,6 +18,14 @@ fn manager() -> PreviewManager {
     PreviewManager::new(PreviewConfig::default())
 }
 
+/// A click on the button named `name`, as the model asks for it.
+fn click_button(name: &str) -> Action {
+    Action::Click(Target::RoleName {
+        role: "button".into(),
+        name: name.into(),
+    })
+}
+
 fn html(body: &str) -> Fixture {
     Fixture::Html(format!(
         "<!doctype html><html><head><title>fixture</title></head><body>{body}</body></html>"
@@ -374,13 +382,7 @@ async fn refs_go_stale_ambiguous_names_are_refused_and_a_real_form_works() {
         .unwrap_err();
     assert_eq!(stale.code(), "STALE_ELEMENT_REF", "{stale}");
 
-    let ambiguous = session
-        .interact(Action::Click(Target::RoleName {
-            role: "button".into(),
-            name: "Delete".into(),
-        }))
-        .await
-        .unwrap_err();
+    let ambiguous = session.interact(click_button("Delete")).await.unwrap_err();
     assert_eq!(ambiguous.code(), "AMBIGUOUS_ELEMENT", "{ambiguous}");
 
     let chosen = session
@@ -394,13 +396,7 @@ async fn refs_go_stale_ambiguous_names_are_refused_and_a_real_form_works() {
         .await
         .unwrap();
     assert!(chosen.outline().contains("value=\"pro\""), "{}", chosen.outline());
-    let saved = session
-        .interact(Action::Click(Target::RoleName {
-            role: "button".into(),
-            name: "Save".into(),
-        }))
-        .await
-        .unwrap();
+    let saved = session.interact(click_button("Save")).await.unwrap();
     assert!(saved.text.contains("saved ada@example.com"), "{}", saved.text);
 
     let forged = session
@@ -905,13 +901,7 @@ async fn real_screenshots_of_an_unchanged_page_match_and_a_changed_page_does_not
         same.differing_pixels
     );
 
-    session
-        .interact(Action::Click(Target::RoleName {
-            role: "button".into(),
-            name: "Break".into(),
-        }))
-        .await
-        .unwrap();
+    session.interact(click_button("Break")).await.unwrap();
     let changed = Rgba::from_png(&session.screenshot(false).await.unwrap().png).unwrap();
     let result = compare(
         &reference,
@@ -956,13 +946,7 @@ async fn a_screenshot_waits_for_the_frame_of_a_change_made_just_before_the_page_
     };
     assert_eq!(centre(&session.screenshot(false).await.unwrap()), [0, 0, 255]);
 
-    session
-        .interact(Action::Click(Target::RoleName {
-            role: "button".into(),
-            name: "Turn red".into(),
-        }))
-        .await
-        .unwrap();
+    session.interact(click_button("Turn red")).await.unwrap();
     tokio::time::timeout(std::time::Duration::from_secs(30), reached.recv())
         .await
         .expect("the page's timer ran")
