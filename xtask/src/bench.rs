@@ -197,6 +197,11 @@ pub(crate) fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
+/// `a - b` as signed microseconds (`+12.3 µs`, `-4.5 µs`).
+pub(crate) fn signed_micros(a: Duration, b: Duration) -> String {
+    format!("{:+.1} µs", (a.as_secs_f64() - b.as_secs_f64()) * 1e6)
+}
+
 /// User + system CPU time of a process so far, from `/proc/<pid>/stat`.
 fn cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

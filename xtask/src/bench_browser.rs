@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::bench::{StdioClient, mib, micros, rss_kib};
+use crate::bench::{StdioClient, mib, micros, rss_kib, signed_micros};
 
 /// Timed sequences per tool (after one cold sequence that includes the browser launch).
 const SEQUENCES: usize = 10;
@@ -463,17 +463,13 @@ fn report_floor(ours: &Run, agent_browser: &Run, url: &str) -> anyhow::Result<()
         "{:<22} {:>12} {:>12} {:>12}",
         "", "raw CDP", "dshkit", "dshkit adds"
     );
-    let signed = |a: Duration, b: Duration| match a.checked_sub(b) {
-        Some(more) => format!("+{}", micros(more)),
-        None => format!("-{}", micros(b.saturating_sub(a))),
-    };
     let ours_sequence = median(&ours.warm);
     println!(
         "{:<22} {:>12} {:>12} {:>12}",
         "sequence",
         micros(floor.sequence()),
         micros(ours_sequence),
-        signed(ours_sequence, floor.sequence())
+        signed_micros(ours_sequence, floor.sequence())
     );
     for (i, step) in ["  navigate", "  snapshot", "  click", "  screenshot"]
         .iter()
@@ -484,7 +480,7 @@ fn report_floor(ours: &Run, agent_browser: &Run, url: &str) -> anyhow::Result<()
             "{step:<22} {:>12} {:>12} {:>12}",
             micros(floor.steps[i]),
             micros(ours),
-            signed(ours, floor.steps[i])
+            signed_micros(ours, floor.steps[i])
         );
     }
     let half = median(&agent_browser.warm) / 2;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::{Value, json};
 
-use crate::bench::{StdioClient, mib, micros, percentile};
+use crate::bench::{StdioClient, mib, micros, percentile, signed_micros};
 
 /// Calls per variant after the warm-up (each with its own message, so replay
 /// never repeats); all but the first of each turn are timed.
@@ -207,7 +207,7 @@ fn stdio_round_trips(
     println!(
         "a bare relay (two threads copying bytes, no framing or recording) adds {} per call at p50; record costs {} more than it",
         micros(b50.saturating_sub(d50)),
-        signed_micros(r50.as_secs_f64() - b50.as_secs_f64())
+        signed_micros(r50, b50)
     );
     println!(
         "replay answers in {} at p50, {:.1}x faster than the live server, {:.2}x the null server's round trip (goal <= 1.3x)",
@@ -246,11 +246,6 @@ fn on_one_cpu<T>(measure: impl FnOnce() -> T) -> Option<T> {
 #[cfg(not(target_os = "linux"))]
 fn on_one_cpu<T>(_measure: impl FnOnce() -> T) -> Option<T> {
     None
-}
-
-/// A signed difference in seconds, as microseconds.
-fn signed_micros(seconds: f64) -> String {
-    format!("{:+.1} µs", seconds * 1e6)
 }
 
 /// `cargo xtask bare-relay -- ARGV…`: the floor any stdio proxy is measured
