@@ -257,7 +257,8 @@ pub(crate) struct VerifyArgs {
     /// The app directory inside the workspace, when it holds several.
     #[arg(long, value_name = "DIR")]
     pub(crate) app: Option<PathBuf>,
-    /// The path (or same-origin URL) to load (default: /).
+    /// The path (or same-origin URL) to load, resolved against the target's URL
+    /// (default: the target's URL itself, with its path, query and fragment).
     #[arg(long = "path", value_name = "PATH")]
     pub(crate) path: Option<String>,
     /// A step, in order (repeatable): click:ROLE=NAME, hover:ROLE=NAME,

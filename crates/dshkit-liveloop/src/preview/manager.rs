@@ -9,7 +9,7 @@ use dshkit_cdp::{Browser, LaunchOptions};
 
 use super::error::PreviewError;
 use super::policy::{NetworkPolicy, PreviewOrigin, Resolver, SystemResolver};
-use super::session::{BlankPreview, PreviewSession, Viewport};
+use super::session::{BlankPreview, PreviewSession, Purpose, Viewport};
 
 /// Most preview sessions open at once (each context with a page costs ~60 MB).
 pub const DEFAULT_MAX_SESSIONS: usize = 4;
@@ -67,11 +67,22 @@ struct State {
 /// Idle sessions remembered for [`PreviewManager::take_evicted`] at most.
 pub const MAX_UNTOLD_EVICTIONS: usize = 64;
 
-/// A session the manager closed because it was unused for the idle timeout.
+/// A session the manager closed without its owner asking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evicted {
     pub id: String,
     pub owner: String,
+    pub why: Eviction,
+}
+
+/// Why the manager closed a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Unused for the idle timeout.
+    Idle,
+    /// The least recently used idle session of its owner, closed to open another
+    /// at the session limit.
+    Limit,
 }
 
 /// The blank preview kept ready for the next open, made for the running browser.
@@ -168,24 +179,74 @@ impl PreviewManager {
         told
     }
 
+    /// The most sessions open at once.
+    pub fn max_sessions(&self) -> usize {
+        self.config.max_sessions
+    }
+
     /// The idle timeout after which sessions are closed.
     pub fn idle_timeout(&self) -> Duration {
         self.config.idle_timeout
     }
 
-    /// Opens `url` in a fresh, isolated context owned by `owner`.
+    /// Opens `url` in a fresh, isolated context owned by `owner`. At the session
+    /// limit, the least recently used idle session of `owner` is closed first.
     pub async fn open(
         &self,
         owner: &str,
         url: &str,
         viewport: Viewport,
     ) -> Result<Arc<PreviewSession>, PreviewError> {
-        let (origin, parsed) = PreviewOrigin::of(url)?;
+        let mut state = self.state.lock().await;
+        self.open_locked(&mut state, owner, url, viewport, Purpose::Browse)
+            .await
+    }
+
+    /// A preview for a verification of `url` by `owner`: an idle preview that
+    /// `owner` opened for verifications, on the same origin and viewport, else a
+    /// new one on a blank page (the verification loads `url` itself). Previews
+    /// opened to browse are never taken: their page is their owner's.
+    /// Returns the preview and whether it was reused.
+    pub async fn open_for_verification(
+        &self,
+        owner: &str,
+        url: &str,
+        viewport: Viewport,
+    ) -> Result<(Arc<PreviewSession>, bool), PreviewError> {
+        let (origin, _) = PreviewOrigin::of(url)?;
         let mut state = self.state.lock().await;
         self.sweep(&mut state).await;
-        if state.sessions.len() >= self.config.max_sessions {
-            return Err(PreviewError::SessionLimit(self.config.max_sessions));
+        let reusable = state
+            .sessions
+            .values()
+            .filter(|s| {
+                s.owner == owner
+                    && s.purpose == Purpose::Verify
+                    && s.viewport == viewport
+                    && s.origin() == origin.as_string()
+                    && !s.busy()
+            })
+            .min_by_key(|s| s.idle_for());
+        if let Some(session) = reusable {
+            session.touch();
+            return Ok((Arc::clone(session), true));
         }
+        self.open_locked(&mut state, owner, url, viewport, Purpose::Verify)
+            .await
+            .map(|session| (session, false))
+    }
+
+    async fn open_locked(
+        &self,
+        state: &mut State,
+        owner: &str,
+        url: &str,
+        viewport: Viewport,
+        purpose: Purpose,
+    ) -> Result<Arc<PreviewSession>, PreviewError> {
+        let (origin, parsed) = PreviewOrigin::of(url)?;
+        self.sweep(state).await;
+        self.make_room(state, owner).await?;
         let policy = NetworkPolicy {
             origin,
             allow_hosts: self.config.allow_hosts.clone(),
@@ -194,19 +255,23 @@ impl PreviewManager {
         };
         let mut retried = false;
         let session = loop {
-            let contexts = self.browser(&mut state).await?.contexts();
+            let contexts = self.browser(state).await?.contexts();
             let (id, owner, url) = (new_id()?, owner.to_owned(), parsed.as_str());
             let blank = self.blank.take().await;
             let opened = match blank {
-                Some(blank) => PreviewSession::open_in(blank, id, owner, policy.clone(), viewport, url).await,
-                None => PreviewSession::open(&contexts, id, owner, policy.clone(), viewport, url).await,
+                Some(blank) => {
+                    PreviewSession::open_in(blank, id, owner, policy.clone(), viewport, url, purpose).await
+                }
+                None => {
+                    PreviewSession::open(&contexts, id, owner, policy.clone(), viewport, url, purpose).await
+                }
             };
             match opened {
                 // The browser died so recently that the sweep still saw it alive:
                 // forget it and open in a new one, once.
                 Err(error) if error.code() == "BROWSER_GONE" && !retried => {
                     tracing::warn!("the preview browser is gone; launching a new one for this open");
-                    self.forget_browser(&mut state);
+                    self.forget_browser(state);
                     retried = true;
                 }
                 other => break other?,
@@ -216,6 +281,51 @@ impl PreviewManager {
         session.touch();
         state.sessions.insert(session.id.clone(), Arc::clone(&session));
         Ok(session)
+    }
+
+    /// At the session limit, closes the least recently used idle session of
+    /// `owner` (said in the log, and to the owner through
+    /// [`PreviewManager::take_evicted`]); refuses when `owner` has none to give.
+    async fn make_room(&self, state: &mut State, owner: &str) -> Result<(), PreviewError> {
+        if state.sessions.len() < self.config.max_sessions {
+            return Ok(());
+        }
+        let Some(id) = state
+            .sessions
+            .values()
+            .filter(|s| s.owner == owner && !s.busy())
+            .max_by_key(|s| s.idle_for())
+            .map(|s| s.id.clone())
+        else {
+            return Err(PreviewError::SessionLimit(self.config.max_sessions));
+        };
+        tracing::info!(
+            %id,
+            owner,
+            "closing the least recently used preview session of its owner: {} are open, the limit",
+            self.config.max_sessions
+        );
+        self.evict(state, &id, Eviction::Limit).await;
+        Ok(())
+    }
+
+    /// Closes session `id` without its owner asking, and remembers it for the
+    /// owner's next call.
+    async fn evict(&self, state: &mut State, id: &str, why: Eviction) {
+        let Some(session) = state.sessions.remove(id) else {
+            return;
+        };
+        if state.evicted.len() == MAX_UNTOLD_EVICTIONS {
+            state.evicted.pop_front();
+        }
+        state.evicted.push_back(Evicted {
+            id: id.to_owned(),
+            owner: session.owner.clone(),
+            why,
+        });
+        if let Some(browser) = &state.browser {
+            let _ = browser.dispose_context(&session.context_id).await;
+        }
     }
 
     /// Makes a blank preview in the background for the next open, when the
@@ -393,19 +503,8 @@ impl PreviewManager {
             .map(|s| s.id.clone())
             .collect();
         for id in idle {
-            if let Some(session) = state.sessions.remove(&id) {
-                tracing::info!(%id, "closing idle preview session");
-                if state.evicted.len() == MAX_UNTOLD_EVICTIONS {
-                    state.evicted.pop_front();
-                }
-                state.evicted.push_back(Evicted {
-                    id: id.clone(),
-                    owner: session.owner.clone(),
-                });
-                if let Some(browser) = &state.browser {
-                    let _ = browser.dispose_context(&session.context_id).await;
-                }
-            }
+            tracing::info!(%id, "closing idle preview session");
+            self.evict(state, &id, Eviction::Idle).await;
         }
     }
 

@@ -12,8 +12,8 @@ mod snapshot;
 
 pub use error::PreviewError;
 pub use manager::{
-    BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Evicted, MAX_UNTOLD_EVICTIONS, PreviewConfig,
-    PreviewManager,
+    BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Evicted, Eviction, MAX_UNTOLD_EVICTIONS,
+    PreviewConfig, PreviewManager,
 };
 pub use observe::{
     BlockedEntry, ConsoleEntry, ConsoleSource, DEFAULT_MAX_BLOCKED, DEFAULT_MAX_CONSOLE,
@@ -27,7 +27,7 @@ pub use proxy::MAX_HEAD_BYTES as MAX_PROXY_HEAD_BYTES;
 pub use session::{
     Action, DEFAULT_MAX_SCREENSHOT_HEIGHT, DEFAULT_NAVIGATION_TIMEOUT, DEFAULT_QUIET_WINDOW,
     DEFAULT_SETTLE_DEADLINE, HARDEN_SCRIPT, MAX_INPUT_CHARS, MAX_OBSERVED_WORKERS, MAX_WAIT,
-    NAVIGATION_RESPONSE_TIMEOUT, PreviewSession, SETTLE_SCRIPT, Screenshot, Target, Viewport,
+    NAVIGATION_RESPONSE_TIMEOUT, PreviewSession, Purpose, SETTLE_SCRIPT, Screenshot, Target, Viewport,
 };
 pub use snapshot::{
     DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, MAX_FOUND,

@@ -77,7 +77,7 @@ impl PreviewOrigin {
         format!("{}://{}:{}", self.scheme, self.host, self.port)
     }
 
-    fn same_origin(&self, url: &Url) -> bool {
+    pub(crate) fn same_origin(&self, url: &Url) -> bool {
         url.scheme() == self.scheme && self.same_host_port(url)
     }
 

@@ -88,10 +88,21 @@ struct Shared {
 }
 
 /// One open preview.
+/// What a preview was opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Browsing: its page is its owner's (opened at its URL).
+    Browse,
+    /// Verifications: each loads its own page fresh; reused by the next one
+    /// (opened blank).
+    Verify,
+}
+
 pub struct PreviewSession {
     pub id: String,
     pub owner: String,
     pub viewport: Viewport,
+    pub purpose: Purpose,
     pub(crate) context_id: String,
     policy: NetworkPolicy,
     page: PageCommands,
@@ -105,6 +116,10 @@ pub struct PreviewSession {
     pub(crate) verification: tokio::sync::Mutex<()>,
     /// Digest of this session's wiped (blank) page, taken on the first verification.
     blank_sha256: Mutex<Option<String>>,
+    /// The URL this preview was last sent to by name: where it was opened, the
+    /// last navigation, the last verification's load. A verification given no
+    /// URL loads this one.
+    page_url: Mutex<String>,
     last_used: Mutex<Instant>,
     pump: tokio::task::JoinHandle<()>,
     _page: dshkit_cdp::Page,
@@ -241,14 +256,16 @@ impl PreviewSession {
         policy: NetworkPolicy,
         viewport: Viewport,
         url: &str,
+        purpose: Purpose,
     ) -> Result<Self, PreviewError> {
         let blank = BlankPreview::make(contexts, viewport).await?;
-        Self::open_in(blank, id, owner, policy, viewport, url).await
+        Self::open_in(blank, id, owner, policy, viewport, url, purpose).await
     }
 
     /// Opens `url` in a blank preview: arms its proxy with `policy`, starts
     /// reading its events under that policy, sets `viewport` if the blank was made
-    /// for another, and navigates. On failure the context is disposed.
+    /// for another, and navigates (a preview for verifications stays blank: each
+    /// verification loads its page itself). On failure the context is disposed.
     pub(crate) async fn open_in(
         blank: BlankPreview,
         id: String,
@@ -256,6 +273,7 @@ impl PreviewSession {
         policy: NetworkPolicy,
         viewport: Viewport,
         url: &str,
+        purpose: Purpose,
     ) -> Result<Self, PreviewError> {
         let BlankPreview {
             shared,
@@ -282,6 +300,7 @@ impl PreviewSession {
             id,
             owner,
             viewport,
+            purpose,
             context_id,
             policy,
             page: commands,
@@ -291,6 +310,7 @@ impl PreviewSession {
             operation: tokio::sync::Mutex::new(()),
             verification: tokio::sync::Mutex::new(()),
             blank_sha256: Mutex::new(None),
+            page_url: Mutex::new(url.to_owned()),
             last_used: Mutex::new(Instant::now()),
             pump,
             _page: page,
@@ -304,13 +324,20 @@ impl PreviewSession {
             )
             .await?;
         }
-        session.goto(url).await?;
+        if purpose == Purpose::Browse {
+            session.goto(url).await?;
+        }
         guard.disarm();
         Ok(session)
     }
 
     pub(crate) fn touch(&self) {
         *self.last_used.lock().expect("lock") = Instant::now();
+    }
+
+    /// Whether an operation or a verification holds the preview right now.
+    pub(crate) fn busy(&self) -> bool {
+        self.operation.try_lock().is_err() || self.verification.try_lock().is_err()
     }
 
     pub(crate) fn idle_for(&self) -> Duration {
@@ -320,6 +347,21 @@ impl PreviewSession {
     /// The origin this preview may talk to.
     pub fn origin(&self) -> String {
         self.policy.origin.as_string()
+    }
+
+    /// The URL this preview was last sent to by name (opened at, navigated to,
+    /// or loaded by a verification), whatever the page did since.
+    pub fn page_url(&self) -> String {
+        self.page_url.lock().expect("lock").clone()
+    }
+
+    /// Whether `url` is on this preview's origin.
+    pub fn on_origin(&self, url: &url::Url) -> bool {
+        self.policy.origin.same_origin(url)
+    }
+
+    fn name_page(&self, url: &str) {
+        url.clone_into(&mut self.page_url.lock().expect("lock"));
     }
 
     /// Reads the observations under the lock.
@@ -349,6 +391,7 @@ impl PreviewSession {
                 reason,
             });
         }
+        self.name_page(url);
         let before = *self.loads.borrow();
         let requests = self.observe(Observations::request_mark);
         let blocked_before = self.observe(|o| o.blocked.pushed());
@@ -610,12 +653,14 @@ impl PreviewSession {
         // final screenshot shows was painted after this point. The wiped frame's
         // digest is taken once per session; a final screenshot equal to it shows
         // that nothing was rendered.
-        let _ = self
+        let wiped_at = self
             .evaluate(
-                "(() => { const root = document.documentElement; if (!root) return false; root.replaceChildren(); \
-                 for (const a of [...root.attributes]) root.removeAttribute(a.name); document.adoptedStyleSheets = []; return true; })()",
+                "(() => { const root = document.documentElement; if (root) { root.replaceChildren(); \
+                 for (const a of [...root.attributes]) root.removeAttribute(a.name); document.adoptedStyleSheets = []; } return location.href; })()",
             )
-            .await;
+            .await
+            .ok()
+            .and_then(|href| href.as_str().map(str::to_owned));
         let cached = self.blank_sha256.lock().expect("lock").clone();
         let before_sha256 = match cached {
             Some(digest) => digest,
@@ -640,6 +685,14 @@ impl PreviewSession {
                 reason,
             });
         }
+        self.name_page(url);
+        // A navigation to the document's own URL with a fragment would only
+        // scroll (a same-document navigation, no load): leave the document first.
+        if wiped_at.as_deref().is_some_and(|at| same_document(at, url)) {
+            self.page
+                .call("Page.navigate", json!({ "url": "about:blank" }))
+                .await?;
+        }
         let loads = *self.loads.borrow();
         let navigating = Instant::now();
         let blocked_before = self.observe(|o| o.blocked.pushed());
@@ -650,8 +703,11 @@ impl PreviewSession {
             .await?;
         // The blank page's own DOMContentLoaded may have been counted late; then
         // the target's is still to come.
-        let probe = "location.href !== 'about:blank' && document.readyState !== 'loading'";
-        if self.evaluate(probe).await?.as_bool() != Some(true) {
+        // The loaded document's URL, once it is no longer loading (null before).
+        let probe =
+            "location.href !== 'about:blank' && document.readyState !== 'loading' ? location.href : null";
+        let mut loaded_url = self.evaluate(probe).await?;
+        if loaded_url.is_null() {
             loop {
                 if started.elapsed() >= deadline {
                     return Err(PreviewError::Timeout {
@@ -660,7 +716,8 @@ impl PreviewSession {
                     });
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
-                if self.evaluate(probe).await?.as_bool() == Some(true) {
+                loaded_url = self.evaluate(probe).await?;
+                if !loaded_url.is_null() {
                     break;
                 }
             }
@@ -674,6 +731,7 @@ impl PreviewSession {
             self.observe(|o| o.pending(MAX_PENDING_SHOWN))
         };
         Ok(FreshLoad {
+            url: loaded_url.as_str().unwrap_or_default().to_owned(),
             before_sha256,
             window,
             blank_ms,
@@ -1188,6 +1246,8 @@ struct Settled {
 /// What [`PreviewSession::load_fresh`] saw.
 #[derive(Debug, Clone)]
 pub(crate) struct FreshLoad {
+    /// The loaded document's URL (after any redirect), before any step.
+    pub(crate) url: String,
     /// The digest of the wiped page the navigation started from.
     pub(crate) before_sha256: String,
     /// The observation window the load started.
@@ -1198,6 +1258,19 @@ pub(crate) struct FreshLoad {
     /// When it did not settle: the oldest requests still in flight (at most
     /// [`MAX_PENDING_SHOWN`]).
     pub(crate) pending: Vec<String>,
+}
+
+/// Whether navigating from the document at `from` to `to` would stay in that
+/// document (the two differ at most in their fragment, and `to` has one).
+fn same_document(from: &str, to: &str) -> bool {
+    match (url::Url::parse(from), url::Url::parse(to)) {
+        (Ok(mut from), Ok(mut to)) if to.fragment().is_some() => {
+            from.set_fragment(None);
+            to.set_fragment(None);
+            from == to
+        }
+        _ => false,
+    }
 }
 
 /// How many unfinished requests a load that did not settle names.
@@ -1461,5 +1534,26 @@ pub(super) async fn decide_off_thread(policy: &NetworkPolicy, url: &str) -> Deci
     match decide_without_dns(policy, url) {
         Some(decision) => decision,
         None => decide_with_dns(policy.clone(), url.to_owned()).await,
+    }
+}
+
+#[cfg(test)]
+mod same_document_tests {
+    use super::same_document;
+
+    #[test]
+    fn only_a_fragment_of_the_same_url_stays_in_the_document() {
+        let at = "http://127.0.0.1:1/a?q=1#x";
+        assert!(same_document(at, "http://127.0.0.1:1/a?q=1#x"));
+        assert!(same_document(
+            "http://127.0.0.1:1/a?q=1",
+            "http://127.0.0.1:1/a?q=1#y"
+        ));
+        assert!(
+            !same_document(at, "http://127.0.0.1:1/a?q=1"),
+            "no fragment: a new load"
+        );
+        assert!(!same_document(at, "http://127.0.0.1:1/a?q=2#x"));
+        assert!(!same_document("about:blank", "http://127.0.0.1:1/#x"));
     }
 }

@@ -192,7 +192,9 @@ pub struct ReferenceSpec {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VerifyRequest {
-    /// A path or same-origin URL; the session's origin root by default.
+    /// A path or a URL on the preview's origin, resolved against the page the
+    /// caller named (an app URL, a server's URL, or the preview's page); that
+    /// page itself, exactly, by default.
     #[serde(default)]
     pub url: Option<String>,
     #[serde(default)]
@@ -298,7 +300,12 @@ pub struct Report {
     /// Milliseconds since the Unix epoch.
     pub created_at_ms: u128,
     pub session: String,
+    /// The URL named: exactly what was asked for (path, query and fragment).
     pub requested_url: String,
+    /// The document's URL once loaded, before any step (differs from the
+    /// requested one after a redirect).
+    pub loaded_url: String,
+    /// The page's URL when it was checked, after the steps.
     pub url: String,
     pub title: String,
     pub viewport: crate::preview::Viewport,
@@ -341,6 +348,7 @@ impl Report {
             created_at_ms: now_ms(),
             session: session.to_owned(),
             requested_url: requested_url.to_owned(),
+            loaded_url: String::new(),
             url: String::new(),
             title: String::new(),
             viewport,
@@ -361,6 +369,38 @@ impl Report {
             html_path: None,
         }
     }
+}
+
+/// The page a verification loads: `url` (a path, or a whole URL) resolved
+/// against `base` (the URL the caller named: an app URL, a server's URL, the
+/// preview's page), or `base` itself, exactly, when no `url` is given.
+pub fn page_url(base: &str, url: Option<&str>) -> Result<url::Url, VerifyError> {
+    let base = url::Url::parse(base).map_err(|e| VerifyError::Invalid(format!("bad URL {base:?}: {e}")))?;
+    match url {
+        None => Ok(base),
+        Some(url) => base
+            .join(url)
+            .map_err(|e| VerifyError::Invalid(format!("bad url {url:?}: {e}"))),
+    }
+}
+
+/// The warning a load that ended elsewhere than `requested` deserves: another
+/// origin, path or query (a redirect, on the server or by the page's script).
+/// A fragment the page changed is not another page.
+fn redirect_warning(requested: &url::Url, loaded: &str) -> Option<String> {
+    let Ok(mut at) = url::Url::parse(loaded) else {
+        return Some(format!(
+            "the page did not report a URL after loading, so nothing shows it is {requested}"
+        ));
+    };
+    let mut named = requested.clone();
+    named.set_fragment(None);
+    at.set_fragment(None);
+    (at != named).then(|| {
+        format!(
+            "the page loaded at {loaded}, not at the requested {requested} (redirected): every check is about {loaded}"
+        )
+    })
 }
 
 fn first<T: Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -413,9 +453,13 @@ pub async fn verify(
     };
     let _one_at_a_time = session.verification.lock().await;
     let started = Instant::now();
-    let target = url::Url::parse(&session.origin())
-        .and_then(|base| base.join(request.url.as_deref().unwrap_or("/")))
-        .map_err(|e| VerifyError::Invalid(format!("bad url: {e}")))?;
+    let target = page_url(&session.page_url(), request.url.as_deref())?;
+    if !session.on_origin(&target) {
+        return Err(VerifyError::Invalid(format!(
+            "{target} is not on the preview's origin {}: verify it in a preview of its own origin",
+            session.origin()
+        )));
+    }
     let quiet = request
         .quiet_window_ms
         .unwrap_or(DEFAULT_QUIET_MS)
@@ -448,6 +492,10 @@ pub async fn verify(
     };
     report.timings.blank_ms = load.blank_ms;
     report.timings.load_ms = load.load_ms;
+    if let Some(warning) = redirect_warning(&target, &load.url) {
+        observed.warnings.push(warning);
+    }
+    report.loaded_url = load.url;
     if !load.settled {
         let mut warning =
             format!("the network did not go quiet for {quiet} ms before the {deadline} ms deadline");
@@ -905,4 +953,53 @@ fn persist(mut report: Report, context: &VerifyContext) -> Result<Report, Verify
         super::html::render(&report).as_bytes(),
     )?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{page_url, redirect_warning};
+
+    #[test]
+    fn the_page_named_is_kept_whole_and_a_url_resolves_against_it() {
+        let base = "http://127.0.0.1:5173/broken/?tab=2#details";
+        assert_eq!(page_url(base, None).unwrap().as_str(), base);
+        for (url, expected) in [
+            ("/other?x=1#y", "http://127.0.0.1:5173/other?x=1#y"),
+            ("sibling", "http://127.0.0.1:5173/broken/sibling"),
+            ("?tab=3", "http://127.0.0.1:5173/broken/?tab=3"),
+            ("#top", "http://127.0.0.1:5173/broken/?tab=2#top"),
+            ("http://127.0.0.1:5173/", "http://127.0.0.1:5173/"),
+        ] {
+            assert_eq!(page_url(base, Some(url)).unwrap().as_str(), expected, "{url}");
+        }
+        assert!(page_url("not a url", None).is_err());
+    }
+
+    #[test]
+    fn a_load_elsewhere_is_a_redirect_but_a_changed_fragment_is_not() {
+        let requested = url::Url::parse("http://127.0.0.1:5173/old?q=1#a").unwrap();
+        assert_eq!(
+            redirect_warning(&requested, "http://127.0.0.1:5173/old?q=1#a"),
+            None
+        );
+        assert_eq!(
+            redirect_warning(&requested, "http://127.0.0.1:5173/old?q=1#b"),
+            None
+        );
+        for elsewhere in [
+            "http://127.0.0.1:5173/",
+            "http://127.0.0.1:5173/old?q=2",
+            "http://127.0.0.1:5173/old/?q=1",
+        ] {
+            let warning = redirect_warning(&requested, elsewhere).unwrap();
+            assert!(
+                warning.contains(elsewhere) && warning.contains("redirected"),
+                "{warning}"
+            );
+        }
+        assert!(
+            redirect_warning(&requested, "").is_some(),
+            "no URL proves nothing"
+        );
+    }
 }

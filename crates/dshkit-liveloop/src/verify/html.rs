@@ -33,13 +33,14 @@ pub fn render(report: &Report) -> String {
 table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}}\
 .ok{{color:#1a7f37}}.bad{{color:#cf222e}}figure{{display:inline-block;margin:8px 16px 8px 0}}img{{max-width:100%;border:1px solid #d0d7de}}\
 code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
-        escape(&report.url)
+        escape(&report.requested_url)
     );
     let _ = write!(
         out,
         "<h1>Verification <span class=\"badge\" id=\"verdict\">{verdict}</span></h1>\
-<p>URL: <code>{}</code> · title: {} · viewport: {} · report <code>{}</code></p>",
-        escape(&report.url),
+<p>Verified: <code id=\"requested-url\">{}</code>{} · title: {} · viewport: {} · report <code>{}</code></p>",
+        escape(&report.requested_url),
+        elsewhere(report),
         escape(&report.title),
         escape(&format!("{:?}", report.viewport)),
         escape(&report.id),
@@ -186,6 +187,19 @@ fn escape(text: &str) -> String {
             '\'' => out.push_str("&#39;"),
             other => out.push(other),
         }
+    }
+    out
+}
+
+/// Where the page was, when not at the URL named: loaded elsewhere (a
+/// redirect), or elsewhere after the steps.
+fn elsewhere(report: &Report) -> String {
+    let mut out = String::new();
+    if !report.loaded_url.is_empty() && report.loaded_url != report.requested_url {
+        let _ = write!(out, " · loaded at <code>{}</code>", escape(&report.loaded_url));
+    }
+    if !report.url.is_empty() && report.url != report.loaded_url {
+        let _ = write!(out, " · after the steps at <code>{}</code>", escape(&report.url));
     }
     out
 }

@@ -9,7 +9,7 @@ pub mod html;
 pub mod verdict;
 
 pub use engine::{
-    Assertion, ReferenceSpec, Report, Step, VerifyContext, VerifyError, VerifyRequest,
+    Assertion, ReferenceSpec, Report, Step, VerifyContext, VerifyError, VerifyRequest, page_url,
     unverified_without_browser, verify,
 };
 pub use verdict::{Judgement, Verdict};

@@ -578,6 +578,7 @@ async fn a_server_that_never_answers_is_named_within_the_deadline_and_the_sessio
         report.judgement.reasons
     );
     let root = VerifyRequest {
+        url: Some("/".into()),
         assertions: vec![text("present", "root page")],
         ..VerifyRequest::default()
     };

@@ -10,7 +10,7 @@ use dshkit_liveloop::preview::{PreviewConfig, PreviewManager};
 use dshkit_liveloop::runtime::{RunSpec, RuntimeManager, ServerStatus};
 use dshkit_liveloop::verify::evidence::{EvidenceStore, Retention};
 use dshkit_liveloop::verify::{
-    Assertion, ReferenceSpec, Report, Step, Verdict, VerifyContext, VerifyRequest,
+    Assertion, ReferenceSpec, Report, Step, Verdict, VerifyContext, VerifyRequest, page_url,
     unverified_without_browser, verify,
 };
 
@@ -246,9 +246,6 @@ fn request_of(args: &VerifyArgs) -> Result<VerifyRequest, Failure> {
         }
         None => VerifyRequest::default(),
     };
-    if args.path.is_some() {
-        request.url.clone_from(&args.path);
-    }
     for step in &args.steps {
         request.steps.push(parse_step(step).map_err(refuse)?);
     }
@@ -338,10 +335,20 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
         runtime: server.as_ref().and_then(|s| serde_json::to_value(s).ok()),
         progress: dshkit_liveloop::progress::Progress::new(progress),
     };
+    // The page named, exactly: the URL given (or the server's), with `--path`
+    // (or the spec's `url`) resolved against it.
+    let mut request = request;
+    let url = page_url(&url, args.path.as_deref().or(request.url.as_deref()))
+        .map_err(|e| Failure::refused(anyhow!(e)))?
+        .to_string();
+    request.url = Some(url.clone());
     let previews = PreviewManager::new(PreviewConfig::default());
     progress(&format!("opening {url} in headless Chromium"));
-    let report = match previews.open("cli", &url, args.viewport.into()).await {
-        Ok(session) => verify(&session, &request, &context).await,
+    let report = match previews
+        .open_for_verification("cli", &url, args.viewport.into())
+        .await
+    {
+        Ok((session, _)) => verify(&session, &request, &context).await,
         Err(error) if matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR") => {
             unverified_without_browser(&format!("{}: {error}", error.code()), &url, &context)
         }
@@ -380,13 +387,15 @@ pub(crate) fn report_text(report: &Report, out: Output) -> String {
     let mut text = format!(
         "{}  {}  {:?}\n",
         out.paint(label, color),
-        if report.url.is_empty() {
-            &report.requested_url
-        } else {
-            &report.url
-        },
+        report.requested_url,
         report.title
     );
+    if !report.loaded_url.is_empty() && report.loaded_url != report.requested_url {
+        text.push_str(&format!("  loaded at {}\n", report.loaded_url));
+    }
+    if !report.url.is_empty() && report.url != report.loaded_url {
+        text.push_str(&format!("  after the steps at {}\n", report.url));
+    }
     let mark = |ok: bool| {
         if ok {
             out.paint("✓", Color::Green)

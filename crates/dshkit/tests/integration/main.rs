@@ -15,3 +15,4 @@ mod mcp_http_limits;
 mod mcp_stdio;
 mod sdk_peers;
 mod support;
+mod verify_named;

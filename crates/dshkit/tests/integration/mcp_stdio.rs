@@ -331,10 +331,11 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
         dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html("<p>one</p>".into()))]);
     let mut mcp = Session::start(&[("XDG_CONFIG_HOME", config_home.as_str())]);
     mcp.initialize("2025-11-25");
-    let open = json!({"operation": "open", "url": page.url("/")});
-    let first = mcp.call(1, "liveloop_browser", &open);
+    // At the limit an owner's own idle preview makes room; another owner's never does.
+    let open = |owner: &str| json!({"operation": "open", "url": page.url("/"), "owner": owner});
+    let first = mcp.call(1, "liveloop_browser", &open("build"));
     assert_eq!(first["result"]["isError"], false, "{first}");
-    let second = mcp.call(2, "liveloop_browser", &open);
+    let second = mcp.call(2, "liveloop_browser", &open("review"));
     assert_eq!(
         second["result"]["structuredContent"]["code"], "SESSION_LIMIT",
         "{second}"
