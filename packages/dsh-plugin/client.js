@@ -16,6 +16,16 @@ window.__ModuleLoader__.load({
     const REFRESH_MS = 2000;
     /** How often a running Verification Card asks for the call's latest stage. */
     const STAGE_POLL_MS = 500;
+    /** What a framed app may do: run scripts and forms in its own origin; never navigate DSH's tab. */
+    const FRAME_SANDBOX = 'allow-scripts allow-forms allow-same-origin';
+
+    const originOf = (url) => {
+      try {
+        return new URL(url).origin;
+      } catch {
+        return undefined;
+      }
+    };
 
     const palette = {
       VERIFIED: '#1a7f37',
@@ -152,10 +162,13 @@ window.__ModuleLoader__.load({
       if (!state) return h('div', { 'data-dshkit': 'live-preview', style: { padding: 12 } }, 'dshkit Live Preview: loading…');
       const latest = state.latest;
       const localBrowser = ['127.0.0.1', 'localhost', '[::1]'].includes(window.location.hostname);
-      const framed = latest?.url && state.frame?.allowed && localBrowser;
+      // A framed app is sandboxed, which holds only while it is of another origin than DSH.
+      const ownOrigin = latest?.url && originOf(latest.url) === window.location.origin;
+      const framed = latest?.url && state.frame?.allowed && localBrowser && !ownOrigin;
       const frameNote = !latest?.url ? undefined
         : !localBrowser ? 'the app runs on the DSH host, not on this browser\'s machine: showing screenshots'
-          : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
+          : ownOrigin ? 'the app is served from DSH\'s own origin, which a sandboxed frame cannot hold apart: showing screenshots'
+            : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
       const button = (label, endpoint, disabled) => h('button', {
         type: 'button', onClick: act(endpoint), disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
         style: { marginRight: 6 },
@@ -175,7 +188,12 @@ window.__ModuleLoader__.load({
           button('Stop', 'stop', state.servers.length === 0)),
         error ? h('div', { role: 'alert', style: { color: palette.FAILED } }, error) : null,
         frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: palette.UNVERIFIED } }, frameNote) : null,
-        framed ? h('iframe', { key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame', style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' } }) : null,
+        framed ? h('iframe', {
+          key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
+          // The app runs its scripts and forms, and never navigates DSH's own tab.
+          sandbox: FRAME_SANDBOX, referrerPolicy: 'no-referrer',
+          style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' },
+        }) : null,
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
           h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
           latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, report: latest.report, role: 'current', width: 240 }) : null,

@@ -217,8 +217,11 @@ async function describe(ctx, binary, env) {
 function nativeTool(ctx, sidecar, tool, verifications, stages) {
   const needsApproval = NEEDS_APPROVAL[tool.name];
   const sendsImages = SENDS_IMAGES[tool.name];
+  // A tool whose calls name an owner gets it from the plugin: the conversation.
+  const setsOwner = Boolean(tool.inputSchema?.properties?.owner);
   let parameters = needsApproval ? without(tool.inputSchema, 'confirm') : tool.inputSchema;
   if (sendsImages) parameters = without(parameters, 'image'); // The plugin decides: always, as attachments.
+  if (setsOwner) parameters = without(parameters, 'owner');
   const description = needsApproval
     ? `${tool.description.replace(/ask the user first and pass confirm: true\.?/i, 'DSH asks the user for approval first.')}`
     : tool.description;
@@ -243,6 +246,7 @@ function nativeTool(ctx, sidecar, tool, verifications, stages) {
         delete args.image;
         if (sendsImages(args)) args.image = true;
       }
+      if (setsOwner) args.owner = ownerOf(exec); // The model never chooses whose previews it uses.
       let result;
       try {
         result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(exec.callId, stage));
@@ -291,7 +295,7 @@ class Verifications {
         verdict: value.verdict ?? report.verdict,
         why: Array.isArray(report.reasons) ? report.reasons[0] : undefined,
         next: report.nextAction,
-        url: report.url,
+        url: report.requestedUrl || report.url,
         viewport: report.viewport,
         consoleErrors: Array.isArray(report.consoleErrors) ? report.consoleErrors.length : 0,
         consoleWarnings: report.consoleWarnings ?? 0,
@@ -432,9 +436,26 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
   };
 }
 
+/** Longest owner the sidecar takes. */
+const MAX_OWNER_CHARS = 64;
+
+/**
+ * The owner of a call's previews: the conversation it runs in (its agent's
+ * session), or the DSH process for calls outside a conversation.
+ */
+function ownerOf(exec) {
+  const id = exec?.agent?.id;
+  if (typeof id !== 'string' || id === '') return 'dsh';
+  const owner = `conversation:${id}`;
+  if (owner.length <= MAX_OWNER_CHARS) return owner;
+  const crypto = process.getBuiltinModule('node:crypto');
+  return `conversation:${crypto.createHash('sha256').update(id).digest('hex').slice(0, 48)}`;
+}
+
 /**
  * The input schema without one property the plugin owns: `confirm` (approval
- * comes from the user, through DSH) or `image` (screenshots always become attachments).
+ * comes from the user, through DSH), `image` (screenshots always become
+ * attachments) or `owner` (the conversation owns its previews).
  */
 function without(schema, name) {
   if (!schema?.properties?.[name]) return schema;

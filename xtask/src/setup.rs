@@ -82,6 +82,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     )?;
     detect_secrets()?;
     python_sdk()?;
+    playwright()?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -313,6 +314,12 @@ pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
         "secret-scanners",
         "detect-secrets",
     )
+}
+
+/// Playwright for Python in its venv, driving DSH's web UI in the system
+/// Chromium; returns its `python`.
+pub(crate) fn playwright() -> anyhow::Result<PathBuf> {
+    python_venv("harness/pypi/playwright.txt", "playwright", "python")
 }
 
 /// The official MCP Python SDK client in its venv (the SDK evidence demo);

@@ -1,7 +1,7 @@
 //! A loopback stand-in for the LLM, speaking the OpenAI-compatible chat
 //! completions wire protocol that DSH's DeepSeek adapter uses
 //! (`DEEPSEEK_BASE_URL`). It scripts one turn: call `tool` (once, or a given
-//! number of times), then answer with the text of the last tool result so the
+//! number of times, or a sequence of tools), then answer with the text of the last tool result so the
 //! final answer proves the result arrived. A gated model holds each reply that
 //! follows a tool result until the test releases it, so a test can act between
 //! two calls of one turn.
@@ -23,9 +23,8 @@ pub const ANSWER_PREFIX: &str = "Tool result follows: ";
 
 #[derive(Clone)]
 struct Script {
-    tool: String,
-    arguments: String,
-    calls: usize,
+    /// The calls of the turn, in order: tool name and JSON arguments.
+    calls: Arc<Vec<(String, String)>>,
     gate: Option<Arc<tokio::sync::Semaphore>>,
     requests: Arc<Mutex<Vec<Value>>>,
 }
@@ -47,12 +46,21 @@ impl FakeModel {
     /// The model calls `tool` `calls` times in one turn; when `gated`, every reply
     /// after a tool result waits for [`FakeModel::release`].
     pub fn scripted(tool: &str, arguments: &Value, calls: usize, gated: bool) -> Self {
+        Self::sequence(&vec![(tool, arguments.clone()); calls], gated)
+    }
+
+    /// The model makes `calls` in order, one per reply, in one turn.
+    pub fn sequence(calls: &[(&str, Value)], gated: bool) -> Self {
+        assert!(!calls.is_empty(), "a scripted turn makes at least one call");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let gate = gated.then(|| Arc::new(tokio::sync::Semaphore::new(0)));
         let script = Script {
-            tool: tool.to_owned(),
-            arguments: arguments.to_string(),
-            calls,
+            calls: Arc::new(
+                calls
+                    .iter()
+                    .map(|(tool, arguments)| ((*tool).to_owned(), arguments.to_string()))
+                    .collect(),
+            ),
             gate: gate.clone(),
             requests: Arc::clone(&requests),
         };
@@ -103,15 +111,16 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
     {
         gate.acquire().await.expect("the gate is never closed").forget();
     }
-    if let Some(result) = result.filter(|_| made >= script.calls) {
+    if let Some(result) = result.filter(|_| made >= script.calls.len()) {
         return reply_text(
             &format!("{ANSWER_PREFIX}{}", message_text(&result["content"])),
             stream,
         );
     }
+    let (tool, arguments) = &script.calls[made.min(script.calls.len() - 1)];
     let call = json!({
         "index": 0, "id": format!("call_dshkit_{}", made + 1), "type": "function",
-        "function": { "name": script.tool, "arguments": script.arguments },
+        "function": { "name": tool, "arguments": arguments },
     });
     if stream {
         sse(

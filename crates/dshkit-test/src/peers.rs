@@ -60,6 +60,11 @@ impl Peers {
         self.dir.join("mcp-sdk/bin/python")
     }
 
+    /// Python with Playwright (it drives the system Chromium, never a browser of its own).
+    pub fn playwright_python(&self) -> PathBuf {
+        self.dir.join("playwright/bin/python")
+    }
+
     pub fn detect_secrets(&self) -> PathBuf {
         self.dir.join("secret-scanners/bin/detect-secrets")
     }

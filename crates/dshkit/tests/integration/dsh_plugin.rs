@@ -160,6 +160,83 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
 }
 
 #[test]
+fn ten_verifications_in_one_dsh_conversation_all_get_their_verdicts_and_the_model_never_picks_the_owner() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "headless");
+    let app = serve_page();
+    // The model names an owner in every call (another one each time); the plugin
+    // drops it and sets the conversation's, so all ten verifications share one
+    // preview, and a listing under yet another owner still shows the
+    // conversation's own previews.
+    let mut calls: Vec<(&str, serde_json::Value)> = (0..10)
+        .map(|n| {
+            let mut arguments = verify_arguments(&app);
+            arguments["owner"] = serde_json::json!(format!("model-owner-{n}"));
+            ("liveloop_verify", arguments)
+        })
+        .collect();
+    calls.push((
+        "liveloop_browser",
+        serde_json::json!({"operation": "list", "owner": "model-owner-list"}),
+    ));
+    let model = FakeModel::sequence(&calls, false);
+    let stdout = dsh_turn(&peers, home.path(), None, &model, "Verify the app ten times.");
+
+    let requests = model.requests();
+    let offered = requests
+        .iter()
+        .flat_map(|r| r["tools"].as_array().cloned().unwrap_or_default())
+        .filter(|t| {
+            matches!(
+                t["function"]["name"].as_str(),
+                Some("liveloop_verify" | "liveloop_browser")
+            )
+        })
+        .collect::<Vec<_>>();
+    assert!(!offered.is_empty());
+    for tool in &offered {
+        assert!(
+            tool["function"]["parameters"]["properties"]
+                .get("owner")
+                .is_none(),
+            "the model is not offered an owner: {tool}"
+        );
+    }
+    let last = requests.last().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(results.len(), 11, "{results:#?}");
+    let mut previews = std::collections::BTreeSet::new();
+    for (n, result) in results[..10].iter().enumerate() {
+        assert!(result.contains("VERIFIED"), "verification {}: {result}", n + 1);
+        let preview = result
+            .split("preview session: ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("no preview session in verification {}: {result}", n + 1));
+        previews.insert(preview.to_owned());
+    }
+    assert_eq!(
+        previews.len(),
+        1,
+        "one preview served the conversation: {previews:?}"
+    );
+    let listed = tool_answer(&stdout);
+    let preview = previews.first().unwrap();
+    assert!(
+        listed.contains(preview.as_str()),
+        "the conversation's preview is listed: {listed}"
+    );
+    let left = processes_of(&dsh_home);
+    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+}
+
+#[test]
 fn a_model_that_accepts_images_receives_the_screenshot() {
     use base64::Engine as _;
     let peers = Peers::get();
@@ -703,6 +780,63 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
         model.requests().len(),
         asked,
         "the view's Verify does not go through the model"
+    );
+}
+
+/// An app whose button tries to take DSH's tab away (`top.location`) and says
+/// what its script saw.
+const ESCAPING_APP: &str = "<!doctype html><title>Escaping app</title><h1>Framed app</h1>\
+<button onclick=\"const out = document.getElementById('outcome'); try { top.location.href = location.origin + '/escaped'; out.textContent = 'navigation started'; } catch (e) { out.textContent = 'navigation refused: ' + e.name; }\">Leave DSH</button><p id=outcome></p>";
+
+#[test]
+fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { axum::response::Html(ESCAPING_APP) }),
+        ),
+        true,
+    );
+    let model = FakeModel::start(
+        "liveloop_verify",
+        &serde_json::json!({
+            "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
+            "assertions": [{ "kind": "element", "role": "button", "name": "Leave DSH" }],
+        }),
+    );
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let artifacts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let run = output(
+        std::process::Command::new(peers.playwright_python())
+            .arg(dshkit_test::workspace_root().join("harness/dsh-ui/live_preview_frame.py"))
+            .arg(&url)
+            .arg(&chromium)
+            .arg(&artifacts),
+    );
+    assert!(
+        run.status.success(),
+        "the person's walk to the framed app failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sandbox = seen["sandbox"].as_str().unwrap_or_default();
+    for token in ["allow-scripts", "allow-forms", "allow-same-origin"] {
+        assert!(sandbox.split(' ').any(|t| t == token), "{token} missing: {seen}");
+    }
+    assert!(!sandbox.contains("allow-top-navigation"), "{seen}");
+    assert_eq!(seen["outcome"], "navigation refused: SecurityError", "{seen}");
+    assert_eq!(
+        seen["after"], seen["before"],
+        "DSH's tab stayed where it was: {seen}"
+    );
+    assert!(
+        seen["after"].as_str().unwrap_or_default().starts_with(&url),
+        "{seen}"
     );
 }
 
