@@ -10,6 +10,7 @@
 //! leftover-instance audit ([`audit`]). A check that did not run says `not_tested`.
 
 pub mod audit;
+mod boot_output;
 pub mod builtins;
 pub mod link;
 pub mod live;

@@ -8,6 +8,8 @@ use dshkit_check::static_checks::{self, Target};
 use dshkit_check::{Report, Status};
 use dshkit_test::Peers;
 
+#[cfg(unix)]
+mod boot_exit;
 mod differential;
 // Boots the real DSH testbed, which is installed on Linux only.
 #[cfg(target_os = "linux")]
