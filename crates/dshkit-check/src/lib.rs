@@ -1,18 +1,25 @@
 //! Startup Check: catch a DSH plugin tree that would break DSH before it restarts.
 //!
 //! [`run`] performs, in order: the static checks ([`static_checks`]: patch
-//! references, in-process JavaScript syntax ([`syntax`]: parser plus semantic early
-//! errors, instead of one `node --check` per file), links ([`link`]: what Node's
-//! loader refuses, resolved as Node does in [`resolve`], built-ins from
-//! [`builtins`]), manifests); config assembly
-//! (`dsh --dump-config`); with `live`, an isolated boot ([`live`]), with `page` the
-//! page smoke in Chromium ([`smoke`]), and the shutdown proof; and always the
-//! leftover-instance audit ([`audit`]). A check that did not run says `not_tested`.
+//! references (the patch file as DSH accepts it, [`patch_list`]; each `@local` row
+//! where DSH loads it from, [`local_link`]), in-process JavaScript syntax
+//! ([`syntax`]: parser plus semantic early errors, instead of one `node --check`
+//! per file), links ([`link`]: what Node's loader refuses, resolved as Node does in
+//! [`resolve`], built-ins from [`builtins`]), manifests (with `dsh.client` as DSH's
+//! web host composes it, [`client`])); config assembly (`dsh --dump-config`); with
+//! `live`, an isolated boot ([`live`]), with `page` the page smoke in Chromium
+//! ([`smoke`]), and the shutdown proof; and always the leftover-instance audit
+//! ([`audit`]). A check that did not run says `not_tested`.
 
 pub mod audit;
+mod boot_output;
 pub mod builtins;
+pub mod client;
 pub mod link;
 pub mod live;
+pub mod local_link;
+mod manifest;
+pub mod patch_list;
 mod plugins;
 mod report;
 pub mod resolve;

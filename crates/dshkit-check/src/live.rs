@@ -3,18 +3,17 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use dshkit_os::process::{Group, Identity, StartTime, wait_exit};
+use dshkit_os::process::{Group, Identity, POLL, StartTime, wait_exit};
 
+pub use crate::boot_output::{BootStderr, MAX_ERROR_BLOCK_LINES, MAX_STDERR_LINES, STDERR_NOISE};
 use crate::report::{Check, Status};
 
 /// Most output kept from `--dump-config` (256 KiB).
 pub const MAX_DUMP_BYTES: usize = 256 * 1024;
-/// Most stderr lines kept from a boot.
-pub const MAX_STDERR_LINES: usize = 40;
 /// Default time `--dump-config` may take.
 pub const DEFAULT_DUMP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time a boot may take to print its URL.
@@ -22,9 +21,6 @@ pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a booted instance is watched after its URL line (a URL can be printed
 /// before a fatal error).
 pub const BOOT_WATCH: Duration = Duration::from_millis(1500);
-/// Stderr lines of a healthy boot that are not warnings about the plugin tree:
-/// Node's notices of experimental features and its hint on how to trace them.
-pub const STDERR_NOISE: &[&str] = &["ExperimentalWarning:", "(Use `node --trace-warnings"];
 
 /// The URL of a `dsh web: http://…` line, wherever it stands in the line (a
 /// launcher or a terminal may prefix it).
@@ -34,10 +30,6 @@ pub fn boot_url(line: &str) -> Option<&str> {
         .split_whitespace()
         .next()
         .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-}
-
-fn is_noise(line: &str) -> bool {
-    STDERR_NOISE.iter().any(|noise| line.contains(noise)) || boot_url(line).is_some()
 }
 
 /// How to run DSH.
@@ -144,9 +136,28 @@ pub struct Instance {
     pub start_ticks: u64,
 }
 
+/// What a reader of DSH's output tells the boot.
+enum Output {
+    /// A `dsh web: URL` line.
+    Url(String),
+    /// The pipe reached its end.
+    Closed,
+}
+
+/// How the wait for the URL line ended.
+enum Wait {
+    Url(String),
+    Exited(ExitStatus),
+    /// Both outputs closed, and DSH was still running at the deadline.
+    ClosedOutputs,
+    TimedOut,
+}
+
 /// Boots `dsh --profile P --port 0 --no-open` in its own process group and
 /// watches it: the URL line must appear and the process must still be alive
-/// `observe` later (a URL can be printed before a fatal error).
+/// `observe` later (a URL can be printed before a fatal error). An exit before
+/// the deadline is reported as an exit, with its status and DSH's first error
+/// block, never as a timeout.
 pub fn live_boot(
     dsh: &Dsh,
     profile: &str,
@@ -155,6 +166,7 @@ pub fn live_boot(
 ) -> (Check, Option<Instance>) {
     let id = "live_boot";
     let name = "Isolated boot";
+    let started = Instant::now();
     let (mut child, group) = match dsh.spawn(&["--profile", profile, "--port", "0", "--no-open"]) {
         Ok(spawned) => spawned,
         Err(e) => {
@@ -171,43 +183,61 @@ pub fn live_boot(
     };
     let pid = child.id();
     let start_ticks = Identity::of(pid).map_or(0, |i| i.started.0);
-    let (url_tx, url_rx) = mpsc::channel();
-    let stdout = child.stdout.take().expect("piped");
-    let stdout_urls = url_tx.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(url) = boot_url(&line) {
-                let _ = stdout_urls.send(url.to_owned());
-            }
-        }
-    });
-    let (stderr, noise) = read_lines(child.stderr.take(), url_tx);
-    let url = url_rx.recv_timeout(boot_timeout).ok();
-    let failure = |child: &mut Child, detail: String| {
+    let (events_tx, events) = mpsc::channel();
+    read_stdout(child.stdout.take(), events_tx.clone());
+    let stderr = read_stderr(child.stderr.take(), events_tx);
+    let mut open = 2;
+    let waited = wait_for_url(&mut child, &events, &mut open, started + boot_timeout);
+    // A failed boot: its group goes, then what DSH wrote is read to its end.
+    let mut fail = |child: &mut Child, describe: &dyn Fn(Option<String>) -> String| {
         terminate_group(child, &group);
-        let lines = stderr.lock().map(|l| l.clone()).unwrap_or_default();
+        let printed = drain(&events, &mut open);
+        let stderr = stderr.lock().map(|s| s.clone()).unwrap_or_default();
+        let (evidence, note) = stderr.failure_evidence();
+        let header = stderr
+            .error_block()
+            .first()
+            .map(|line| format!(": {}", bounded(line, MAX_DETAIL_LINE_CHARS)))
+            .unwrap_or_default();
+        let detail = format!("{}{header} (evidence: {note})", describe(printed));
         (
-            Check::new(id, name, Status::Fail, detail).with_evidence(lines),
+            Check::new(id, name, Status::Fail, detail).with_evidence(evidence),
             None,
         )
     };
-    let Some(url) = url else {
-        let exited = child.try_wait().ok().flatten();
-        let detail = match exited {
-            Some(status) => format!("DSH exited with {status} before printing its URL"),
-            None => format!("DSH printed no URL within {boot_timeout:?}"),
-        };
-        return failure(&mut child, detail);
+    let after = || format!("{:.1}s", started.elapsed().as_secs_f64());
+    let url = match waited {
+        Wait::Url(url) => url,
+        Wait::Exited(status) => {
+            let after = after();
+            // The URL line may still be in the pipe when the exit is seen.
+            return fail(&mut child, &|printed| match printed {
+                Some(url) => format!("DSH printed {url} but exited ({status}) {after} after it started"),
+                None => format!("DSH exited ({status}) {after} after it started, before printing its URL"),
+            });
+        }
+        Wait::ClosedOutputs => {
+            return fail(&mut child, &|_| {
+                format!(
+                    "DSH closed its stdout and stderr without printing a URL and was still running {boot_timeout:?} after it started"
+                )
+            });
+        }
+        Wait::TimedOut => {
+            return fail(&mut child, &|_| {
+                format!("DSH printed no URL within {boot_timeout:?} and was still running")
+            });
+        }
     };
     // Watch it for `observe`: an exit in that time is a failed boot.
     if let Some(status) = wait_exit(&mut child, observe) {
-        return failure(
-            &mut child,
-            format!("DSH printed {url} but exited with {status} within {observe:?}"),
-        );
+        return fail(&mut child, &|_| {
+            format!("DSH printed {url} but exited ({status}) within {observe:?}")
+        });
     }
-    let warnings: Vec<String> = stderr.lock().map(|l| l.clone()).unwrap_or_default();
-    let noise = noise.load(std::sync::atomic::Ordering::Relaxed);
+    let stderr = stderr.lock().map(|s| s.clone()).unwrap_or_default();
+    let warnings = stderr.first_lines().to_vec();
+    let noise = stderr.noise_count();
     let noise_note = if noise > 0 {
         format!(" ({noise} line(s) of known Node noise on stderr not counted)")
     } else {
@@ -223,7 +253,7 @@ pub fn live_boot(
     } else {
         format!(
             "booted at {url} and still alive after {observe:?}; it wrote {} line(s) on stderr{noise_note}",
-            warnings.len()
+            stderr.line_count()
         )
     };
     (
@@ -236,6 +266,65 @@ pub fn live_boot(
             start_ticks,
         }),
     )
+}
+
+/// Most characters of DSH's error line quoted in a detail.
+const MAX_DETAIL_LINE_CHARS: usize = 400;
+/// Most time the rest of DSH's output is read after its group is gone (a
+/// process outside the group could hold the pipes open).
+const MAX_DRAIN: Duration = Duration::from_secs(2);
+
+/// Waits for the first of: a URL line, DSH's exit, both outputs closed, the
+/// deadline. The outputs closing is not an answer by itself: a process closes
+/// them as it exits, before its exit can be read, so DSH's exit is waited for.
+fn wait_for_url(
+    child: &mut Child,
+    events: &mpsc::Receiver<Output>,
+    open: &mut usize,
+    deadline: Instant,
+) -> Wait {
+    loop {
+        let now = Instant::now();
+        match events.recv_timeout(POLL.min(deadline.saturating_duration_since(now))) {
+            Ok(Output::Url(url)) => return Wait::Url(url),
+            Ok(Output::Closed) => *open = open.saturating_sub(1),
+            Err(_) => {}
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Wait::Exited(status);
+        }
+        if *open == 0 {
+            return match wait_exit(child, deadline.saturating_duration_since(Instant::now())) {
+                Some(status) => Wait::Exited(status),
+                None => Wait::ClosedOutputs,
+            };
+        }
+        if Instant::now() >= deadline {
+            return Wait::TimedOut;
+        }
+    }
+}
+
+/// Reads DSH's outputs to their end (at most [`MAX_DRAIN`]); the URL line
+/// among them, if one was still unread.
+fn drain(events: &mpsc::Receiver<Output>, open: &mut usize) -> Option<String> {
+    let until = Instant::now() + MAX_DRAIN;
+    let mut url = None;
+    while *open > 0 {
+        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Output::Url(found)) => url = url.or(Some(found)),
+            Ok(Output::Closed) => *open -= 1,
+            Err(_) => break,
+        }
+    }
+    url
+}
+
+fn bounded(line: &str, max_chars: usize) -> String {
+    match line.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
 }
 
 /// Sends SIGTERM to the instance's group, waits, sends it again; then the process
@@ -338,38 +427,42 @@ fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> std::thr
     })
 }
 
-/// Stderr lines of a boot: the first [`MAX_STDERR_LINES`] that are not noise,
-/// and the count of noise lines; a boot URL found there is sent on `urls`.
-fn read_lines(
-    pipe: Option<impl Read + Send + 'static>,
-    urls: mpsc::Sender<String>,
-) -> (
-    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) {
-    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let noise = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let (sink, noise_count) = (std::sync::Arc::clone(&lines), std::sync::Arc::clone(&noise));
+/// Reads a boot's stdout for its URL line; sends it on `events`, and the end of
+/// the pipe too.
+fn read_stdout(pipe: Option<impl Read + Send + 'static>, events: mpsc::Sender<Output>) {
     std::thread::spawn(move || {
-        let Some(pipe) = pipe else { return };
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if let Some(url) = boot_url(&line) {
-                let _ = urls.send(url.to_owned());
-            }
-            if line.trim().is_empty() {
-                continue;
-            }
-            if is_noise(&line) {
-                noise_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                continue;
-            }
-            let mut lines = sink.lock().expect("lock");
-            if lines.len() < MAX_STDERR_LINES {
-                lines.push(line);
+        if let Some(pipe) = pipe {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(url) = boot_url(&line) {
+                    let _ = events.send(Output::Url(url.to_owned()));
+                }
             }
         }
+        let _ = events.send(Output::Closed);
     });
-    (lines, noise)
+}
+
+/// Reads a boot's stderr into a [`BootStderr`]; a boot URL found there is sent
+/// on `events`, and the end of the pipe too.
+fn read_stderr(
+    pipe: Option<impl Read + Send + 'static>,
+    events: mpsc::Sender<Output>,
+) -> std::sync::Arc<std::sync::Mutex<BootStderr>> {
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(BootStderr::default()));
+    let sink = std::sync::Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        if let Some(pipe) = pipe {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let url = boot_url(&line);
+                if let Some(url) = url {
+                    let _ = events.send(Output::Url(url.to_owned()));
+                }
+                sink.lock().expect("lock").push(&line, url.is_some());
+            }
+        }
+        let _ = events.send(Output::Closed);
+    });
+    stderr
 }
 
 fn tail(text: &str, lines: usize) -> Vec<String> {
@@ -406,17 +499,18 @@ mod tests {
 
     #[test]
     fn node_notices_are_noise_and_plugin_messages_are_not() {
-        assert!(is_noise(
-            "(node:123) ExperimentalWarning: Type Stripping is an experimental feature"
-        ));
-        assert!(is_noise(
-            "(Use `node --trace-warnings ...` to show where the warning was created)"
-        ));
-        assert!(!is_noise(
-            "dsh: plugin tree failed to load: failed to import loader entry x"
-        ));
-        assert!(!is_noise(
-            "(node:1) [DEP0128] DeprecationWarning: Invalid 'main' field"
-        ));
+        let mut stderr = BootStderr::default();
+        for line in [
+            "(node:123) ExperimentalWarning: Type Stripping is an experimental feature",
+            "(Use `node --trace-warnings ...` to show where the warning was created)",
+            "dsh: plugin tree failed to load: failed to import loader entry x",
+            "(node:1) [DEP0128] DeprecationWarning: Invalid 'main' field",
+        ] {
+            stderr.push(line, false);
+        }
+        stderr.push("dsh web: http://127.0.0.1:4000", true);
+        assert_eq!(stderr.noise_count(), 2);
+        assert_eq!(stderr.first_lines().len(), 2, "{stderr:#?}");
+        assert!(stderr.first_lines()[1].contains("DEP0128"));
     }
 }

@@ -172,11 +172,7 @@ fn package(
         id: "import.package_not_found",
         message: format!("Cannot find package '{name}' imported from {from} (ERR_MODULE_NOT_FOUND)"),
     };
-    let root = dir
-        .ancestors()
-        .map(|d| d.join("node_modules").join(name))
-        .find(|candidate| candidate.is_dir())
-        .ok_or_else(not_found)?;
+    let root = package_dir(name, dir).ok_or_else(not_found)?;
     let root = real(&root);
     let manifest = read_manifest(&root);
     if let Some(exports) = manifest
@@ -244,6 +240,15 @@ fn package(
                 message: format!("Cannot find module '{specifier}' (required from {from})"),
             }),
     }
+}
+
+/// Where Node finds the package `name` (`@scope/name` or `name`) imported from a
+/// module in `dir`: the first `node_modules/<name>` that is a directory (a link
+/// followed), walking up from `dir`. A dangling link is passed over, as Node does.
+pub fn package_dir(name: &str, dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join("node_modules").join(name))
+        .find(|candidate| candidate.is_dir())
 }
 
 /// The entry of the package at `root` as `import('<its name>')` finds it, with

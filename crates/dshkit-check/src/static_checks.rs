@@ -74,11 +74,11 @@ pub fn run(target: &Target) -> Vec<Check> {
         patch_references(&profile_dir, target.plugin.as_deref()),
         syntax(&plugins, &analyzed),
         links(&plugins, &analyzed, target.path.as_deref()),
-        manifest(&plugins, &analyzed, &target.home),
+        crate::manifest::check(&plugins, &analyzed, &target.home, &profile_dir),
     ]
 }
 
-fn name_of(id: &str) -> &'static str {
+pub(crate) fn name_of(id: &str) -> &'static str {
     match id {
         "patch_references" => "Patch references resolve",
         "syntax" => "JavaScript syntax",
@@ -128,11 +128,11 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
             );
         }
     };
-    let patches = match dshkit_dsh::patch::parse_list(&path, &text) {
+    let patches = match crate::patch_list::parse(&path, &text) {
         Ok(patches) => patches,
         Err(e) => {
             return Check::new(id, name_of(id), Status::Fail, e.to_string())
-                .with_evidence(vec![yaml_position(&e)]);
+                .with_evidence(vec![e.evidence()]);
         }
     };
     let mut problems = Vec::new();
@@ -148,11 +148,10 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
             format!("{}:{line}:{column}: ", path.display())
         });
         if let Some(local) = name.strip_prefix("@local/") {
-            // DSH resolves `@local/NAME` to `plugins/NAME`; a link in
-            // node_modules/@local does not stand in for a missing plugin.
-            let dir = profile_dir.join("plugins").join(local);
-            if !dir.join("package.json").is_file() {
-                problems.push(format!("{at}{name}: no local plugin at {}", dir.display()));
+            // DSH loads the row through node_modules/@local/NAME, which must lead
+            // to plugins/NAME, the plugin these checks read.
+            if let Some(problem) = crate::local_link::locate(profile_dir, local).problem() {
+                problems.push(format!("{at}{problem}"));
             }
         } else if !package_installed(profile_dir, name) {
             problems.push(format!(
@@ -226,22 +225,8 @@ impl<'a> NameLocator<'a> {
     }
 }
 
-fn yaml_position(error: &dshkit_dsh::patch::PatchError) -> String {
-    match error {
-        dshkit_dsh::patch::PatchError::Yaml {
-            path,
-            line,
-            column,
-            message,
-        } => {
-            format!("{}:{line}:{column}: {message}", path.display())
-        }
-        other => other.to_string(),
-    }
-}
-
 /// The files of one plugin with their analyses (see [`analyze_plugin`]).
-type Analyzed = Vec<(PathBuf, Result<crate::syntax::Analysis, String>)>;
+pub(crate) type Analyzed = Vec<(PathBuf, Result<crate::syntax::Analysis, String>)>;
 
 fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
     let id = "syntax";
@@ -336,97 +321,6 @@ fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi:
     evidence.extend(warnings);
     evidence.extend(undecided);
     Check::new(id, name_of(id), status, detail).with_evidence(evidence)
-}
-
-fn manifest(plugins: &[LocalPlugin], analyzed: &[Analyzed], home: &Path) -> Check {
-    let id = "manifest";
-    let real_home = dshkit_os::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
-    let mut problems = Vec::new();
-    for (plugin, files_of) in plugins.iter().zip(analyzed) {
-        let label = &plugin.dir_name;
-        let Some(manifest) = &plugin.manifest else {
-            problems.push(format!(
-                "{label}: {}",
-                plugin.manifest_error.as_deref().unwrap_or("no package.json")
-            ));
-            continue;
-        };
-        let name = manifest["name"].as_str().unwrap_or_default();
-        if !name.starts_with("@local/") {
-            problems.push(format!("{label}: name {name:?} lacks the @local/ prefix"));
-        }
-        // The entry as `import('@local/NAME')` finds it; a fallback is the links
-        // check's warning, not a manifest failure.
-        if let Err(unresolved) = crate::resolve::package_entry(&plugin.root, crate::resolve::Loader::Import) {
-            problems.push(format!("{label}: no entry: {}", unresolved.message));
-        }
-        if manifest.pointer("/dsh/client").is_some() {
-            match manifest["exports"].get("./client") {
-                None => problems.push(format!(
-                    "{label}: dsh.client is set but exports[\"./client\"] is missing"
-                )),
-                Some(client) => {
-                    let mut targets = Vec::new();
-                    collect_strings(client, &mut targets);
-                    if targets.is_empty() || targets.iter().any(|t| !plugin.root.join(t).is_file()) {
-                        problems.push(format!(
-                            "{label}: exports[\"./client\"] does not resolve to a file ({targets:?})"
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some(patch) = manifest.pointer("/dsh/bundle/patch").and_then(Value::as_str) {
-            let path = plugin.root.join(patch);
-            match std::fs::read_to_string(&path) {
-                Err(e) => problems.push(format!("{label}: dsh.bundle.patch {patch}: {e}")),
-                Ok(text) => {
-                    if let Err(e) = dshkit_dsh::patch::parse_list(&path, &text) {
-                        problems.push(format!("{label}: dsh.bundle.patch {}", yaml_position(&e)));
-                    }
-                }
-            }
-        }
-        if !plugin.root.starts_with(&real_home) {
-            // Node resolves imports from the real path: outside DSH_HOME there is no
-            // node_modules holding @deepseek-ai packages.
-            for (file, analysis) in files_of {
-                let Ok(analysis) = analysis else { continue };
-                for import in analysis.imports.iter().filter(|i| i.starts_with("@deepseek-ai/")) {
-                    problems.push(format!(
-                        "{label}: {} imports {import}, which cannot resolve at boot: the plugin lives outside DSH_HOME ({})",
-                        file.display(),
-                        plugin.root.display()
-                    ));
-                }
-            }
-        }
-    }
-    if problems.is_empty() {
-        Check::new(
-            id,
-            name_of(id),
-            Status::Pass,
-            format!("{} local plugin manifest(s) are sound", plugins.len()),
-        )
-    } else {
-        Check::new(
-            id,
-            name_of(id),
-            Status::Fail,
-            format!("{} manifest problem(s)", problems.len()),
-        )
-        .with_evidence(problems)
-    }
-}
-
-fn collect_strings(value: &Value, out: &mut Vec<String>) {
-    match value {
-        Value::String(s) => out.push(s.clone()),
-        Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
-        Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
 //! The static layer judged by the real DSH: a corpus of small plugin trees (each
-//! class of loader failure in ESM and CommonJS, with healthy variants), each
-//! checked statically and booted by the real `dsh`. They must agree.
+//! class of loader failure in ESM and CommonJS, with healthy variants, and the
+//! profile's layout around them: `@local` links, `dsh.client` and `dsh.bundle`
+//! declarations, patch files), each checked statically and booted by the real
+//! `dsh`. They must agree; where a case names what DSH prints, the check says it
+//! too; where DSH boots a plugin with a client half, the check predicts whether
+//! DSH serves it; and every boot DSH refuses is reported as an exit.
 
+use std::io::{Read, Write};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dshkit_check::live::{self, Dsh};
 use dshkit_check::static_checks::{self, Target};
@@ -11,477 +16,70 @@ use dshkit_check::{Report, Status};
 
 use crate::DshHome;
 
-/// One plugin tree: its `package.json` fields beyond the name, and its files.
-struct Case {
-    name: &'static str,
-    manifest: serde_json::Value,
-    files: Vec<(&'static str, &'static str)>,
+mod layout;
+mod loader;
+
+/// One plugin tree, `plugins/p` inserted as `@local/p`, and the profile around it.
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    /// Its `package.json` fields beyond the name.
+    pub(crate) manifest: serde_json::Value,
+    pub(crate) files: Vec<(&'static str, &'static str)>,
+    /// What `node_modules/@local/p` is.
+    pub(crate) link: Link,
+    /// More plugins under `plugins/`.
+    pub(crate) others: Vec<Other>,
+    /// The profile's `cordis.patch.yml`, when it is not the rows inserting the plugins.
+    pub(crate) patch: Option<&'static str>,
+    /// Whether the profile lists `@local/p` in `dsh.profile.bundles`.
+    pub(crate) bundle_listed: bool,
+    /// A phrase DSH prints when it refuses the tree, which the check must say too.
+    pub(crate) says: Option<&'static str>,
 }
 
-const ESM_PLUGIN: &str = "export const name = 'p';\nexport function apply() {}\n";
-const CJS_PLUGIN: &str = "module.exports = { name: 'p', apply() {} };\n";
+/// What `node_modules/@local/p` is.
+pub(crate) enum Link {
+    /// `../../plugins/p`, the profile's layout.
+    ToPlugin,
+    Missing,
+    /// A link with this target.
+    To(&'static str),
+    /// A directory (not a link) holding these files.
+    Directory(Vec<(&'static str, &'static str)>),
+}
 
-fn esm(name: &'static str, files: &[(&'static str, &'static str)]) -> Case {
-    Case {
-        name,
-        manifest: serde_json::json!({ "type": "module", "main": "index.js" }),
-        files: files.to_vec(),
+/// Another plugin in `plugins/<dir>`, named `@local/<dir>`, linked as the layout
+/// wants it, and inserted when `inserted`.
+pub(crate) struct Other {
+    pub(crate) dir: &'static str,
+    pub(crate) manifest: serde_json::Value,
+    pub(crate) files: Vec<(&'static str, &'static str)>,
+    pub(crate) inserted: bool,
+}
+
+impl Case {
+    pub(crate) fn link(mut self, link: Link) -> Self {
+        self.link = link;
+        self
     }
-}
 
-fn cjs(name: &'static str, files: &[(&'static str, &'static str)]) -> Case {
-    Case {
-        name,
-        manifest: serde_json::json!({ "type": "commonjs", "main": "index.js" }),
-        files: files.to_vec(),
+    pub(crate) fn other(mut self, other: Other) -> Self {
+        self.others.push(other);
+        self
     }
-}
 
-fn with(mut case: Case, manifest: serde_json::Value) -> Case {
-    case.manifest = manifest;
-    case
-}
+    pub(crate) fn patch(mut self, patch: &'static str) -> Self {
+        self.patch = Some(patch);
+        self
+    }
 
-#[expect(clippy::too_many_lines, reason = "the corpus: one tree per entry")]
-fn corpus() -> Vec<Case> {
-    let no_type = serde_json::json!({ "main": "index.js" });
-    vec![
-        // Healthy plugins of every kind.
-        esm("esm-healthy", &[("index.js", ESM_PLUGIN)]),
-        cjs("cjs-healthy", &[("index.js", CJS_PLUGIN)]),
-        with(esm("detected-esm", &[("index.js", ESM_PLUGIN)]), no_type.clone()),
-        with(cjs("detected-cjs", &[("index.js", CJS_PLUGIN)]), no_type.clone()),
-        esm(
-            "esm-tla",
-            &[(
-                "index.js",
-                "await Promise.resolve();\nexport const name = 'p';\nexport function apply() {}\n",
-            )],
-        ),
-        with(
-            esm(
-                "detected-tla",
-                &[(
-                    "index.js",
-                    "const ready = await Promise.resolve(1);\nexport const name = 'p' + ready;\nexport function apply() {}\n",
-                )],
-            ),
-            no_type.clone(),
-        ),
-        esm("mjs-entry", &[("index.mjs", ESM_PLUGIN)]).tap_main("index.mjs"),
-        cjs("cjs-entry-cjs-ext", &[("index.cjs", CJS_PLUGIN)]).tap_main("index.cjs"),
-        // Module kind: syntax the kind forbids.
-        cjs("cjs-with-export", &[("index.js", ESM_PLUGIN)]),
-        cjs(
-            "cjs-with-tla",
-            &[(
-                "index.js",
-                "await Promise.resolve();\nmodule.exports = { name: 'p', apply() {} };\n",
-            )],
-        ),
-        esm(
-            "cjs-ext-with-export",
-            &[
-                ("index.js", "export * from './impl.cjs';\n"),
-                ("impl.cjs", "export const name = 'p';\n"),
-            ],
-        ),
-        esm(
-            "syntax-error",
-            &[("index.js", "export const name = 'p';\nexport function apply( {\n")],
-        ),
-        cjs(
-            "cjs-syntax-error",
-            &[("index.js", "module.exports = { name: 'p', apply() { };\n")],
-        ),
-        // Relative imports.
-        esm(
-            "esm-nested-lib",
-            &[
-                ("index.js", "export { name, apply } from './lib/impl.js';\n"),
-                ("lib/impl.js", ESM_PLUGIN),
-            ],
-        ),
-        esm(
-            "esm-missing-file",
-            &[(
-                "index.js",
-                "import './lib/gone.js';\nexport const name = 'p';\nexport function apply() {}\n",
-            )],
-        ),
-        esm(
-            "esm-no-extension",
-            &[
-                ("index.js", "export { name, apply } from './lib/impl';\n"),
-                ("lib/impl.js", ESM_PLUGIN),
-            ],
-        ),
-        esm(
-            "esm-directory-import",
-            &[
-                ("index.js", "export { name, apply } from './lib';\n"),
-                ("lib/index.js", ESM_PLUGIN),
-            ],
-        ),
-        esm(
-            "esm-nested-missing",
-            &[
-                ("index.js", "export { name, apply } from './lib/a.js';\n"),
-                (
-                    "lib/a.js",
-                    "import './b.js';\nexport const name = 'p';\nexport function apply() {}\n",
-                ),
-            ],
-        ),
-        cjs(
-            "cjs-nested-lib",
-            &[
-                ("index.js", "module.exports = require('./lib/impl');\n"),
-                ("lib/impl.js", CJS_PLUGIN),
-            ],
-        ),
-        cjs(
-            "cjs-directory-require",
-            &[
-                ("index.js", "module.exports = require('./lib');\n"),
-                ("lib/index.js", CJS_PLUGIN),
-            ],
-        ),
-        cjs(
-            "cjs-missing-require",
-            &[(
-                "index.js",
-                "require('./lib/gone');\nmodule.exports = { name: 'p', apply() {} };\n",
-            )],
-        ),
-        cjs(
-            "cjs-require-in-function",
-            &[(
-                "index.js",
-                "module.exports = { name: 'p', apply() { if (false) require('./lib/gone'); } };\n",
-            )],
-        ),
-        // Named imports from local modules.
-        esm(
-            "esm-named-present",
-            &[
-                (
-                    "index.js",
-                    "import { helper } from './lib/h.js';\nexport const name = 'p';\nexport function apply() { helper(); }\n",
-                ),
-                ("lib/h.js", "export function helper() {}\n"),
-            ],
-        ),
-        esm(
-            "esm-named-missing",
-            &[
-                (
-                    "index.js",
-                    "import { nope } from './lib/h.js';\nexport const name = 'p';\nexport function apply() { nope(); }\n",
-                ),
-                ("lib/h.js", "export function helper() {}\n"),
-            ],
-        ),
-        esm(
-            "esm-star-present",
-            &[
-                (
-                    "index.js",
-                    "import { deep } from './lib/a.js';\nexport const name = 'p';\nexport function apply() { deep(); }\n",
-                ),
-                ("lib/a.js", "export * from './b.js';\n"),
-                ("lib/b.js", "export function deep() {}\n"),
-            ],
-        ),
-        esm(
-            "esm-star-missing",
-            &[
-                (
-                    "index.js",
-                    "import { shallow } from './lib/a.js';\nexport const name = 'p';\nexport function apply() { shallow(); }\n",
-                ),
-                ("lib/a.js", "export * from './b.js';\n"),
-                ("lib/b.js", "export function deep() {}\n"),
-            ],
-        ),
-        esm(
-            "esm-reexport-missing",
-            &[
-                (
-                    "index.js",
-                    "export { name, apply, extra } from './lib/impl.js';\n",
-                ),
-                ("lib/impl.js", ESM_PLUGIN),
-            ],
-        ),
-        esm(
-            "esm-default-present",
-            &[
-                (
-                    "index.js",
-                    "import impl from './lib/impl.js';\nexport const name = 'p';\nexport function apply() { impl(); }\n",
-                ),
-                ("lib/impl.js", "export default function impl() {}\n"),
-            ],
-        ),
-        // Built-ins.
-        esm(
-            "esm-builtin-present",
-            &[(
-                "index.js",
-                "import { readFileSync } from 'node:fs';\nexport const name = 'p';\nexport function apply() { void readFileSync; }\n",
-            )],
-        ),
-        esm(
-            "esm-builtin-missing",
-            &[(
-                "index.js",
-                "import { nope } from 'node:fs';\nexport const name = 'p';\nexport function apply() { void nope; }\n",
-            )],
-        ),
-        esm(
-            "esm-bare-builtin-present",
-            &[(
-                "index.js",
-                "import { join } from 'path';\nexport const name = 'p';\nexport function apply() { void join; }\n",
-            )],
-        ),
-        esm(
-            "esm-bare-builtin-missing",
-            &[(
-                "index.js",
-                "import { nope } from 'path';\nexport const name = 'p';\nexport function apply() { void nope; }\n",
-            )],
-        ),
-        esm(
-            "esm-unknown-builtin",
-            &[(
-                "index.js",
-                "import 'node:nope';\nexport const name = 'p';\nexport function apply() {}\n",
-            )],
-        ),
-        esm(
-            "esm-builtin-default",
-            &[(
-                "index.js",
-                "import fs from 'node:fs';\nexport const name = 'p';\nexport function apply() { void fs; }\n",
-            )],
-        ),
-        cjs(
-            "cjs-builtin-require",
-            &[(
-                "index.js",
-                "const fs = require('node:fs');\nmodule.exports = { name: 'p', apply() { void fs; } };\n",
-            )],
-        ),
-        // Packages.
-        esm(
-            "esm-package-present",
-            &[(
-                "index.js",
-                "import { Context } from '@deepseek-ai/cordis';\nexport const name = 'p';\nexport function apply() { void Context; }\n",
-            )],
-        ),
-        esm(
-            "esm-package-named-missing",
-            &[(
-                "index.js",
-                "import { NoSuchThing } from '@deepseek-ai/cordis';\nexport const name = 'p';\nexport function apply() { void NoSuchThing; }\n",
-            )],
-        ),
-        esm(
-            "esm-package-missing",
-            &[(
-                "index.js",
-                "import x from 'some-package-not-installed';\nexport const name = 'p';\nexport function apply() { void x; }\n",
-            )],
-        ),
-        esm(
-            "esm-package-subpath-not-exported",
-            &[(
-                "index.js",
-                "import x from '@deepseek-ai/cordis/lib/index.js';\nexport const name = 'p';\nexport function apply() { void x; }\n",
-            )],
-        ),
-        esm(
-            "esm-package-conditions",
-            &[(
-                "index.js",
-                "import { z } from 'zod';\nexport const name = 'p';\nexport function apply() { void z; }\n",
-            )],
-        ),
-        esm(
-            "esm-package-main-only",
-            &[(
-                "index.js",
-                "import debug from 'debug';\nexport const name = 'p';\nexport function apply() { void debug; }\n",
-            )],
-        ),
-        cjs(
-            "cjs-package-present",
-            &[(
-                "index.js",
-                "const debug = require('debug');\nmodule.exports = { name: 'p', apply() { void debug; } };\n",
-            )],
-        ),
-        cjs(
-            "cjs-package-missing",
-            &[(
-                "index.js",
-                "const x = require('some-package-not-installed');\nmodule.exports = { name: 'p', apply() { void x; } };\n",
-            )],
-        ),
-        cjs(
-            "cjs-package-missing-in-function",
-            &[(
-                "index.js",
-                "module.exports = { name: 'p', apply() { if (false) require('some-package-not-installed'); } };\n",
-            )],
-        ),
-        // JSON.
-        esm(
-            "esm-json-with-attribute",
-            &[
-                (
-                    "index.js",
-                    "import data from './data.json' with { type: 'json' };\nexport const name = data.name;\nexport function apply() {}\n",
-                ),
-                ("data.json", "{\"name\": \"p\"}\n"),
-            ],
-        ),
-        esm(
-            "esm-json-without-attribute",
-            &[
-                (
-                    "index.js",
-                    "import data from './data.json';\nexport const name = data.name;\nexport function apply() {}\n",
-                ),
-                ("data.json", "{\"name\": \"p\"}\n"),
-            ],
-        ),
-        cjs(
-            "cjs-json-require",
-            &[
-                (
-                    "index.js",
-                    "const data = require('./data.json');\nmodule.exports = { name: data.name, apply() {} };\n",
-                ),
-                ("data.json", "{\"name\": \"p\"}\n"),
-            ],
-        ),
-        // CommonJS globals in an ES module.
-        esm(
-            "esm-require-top",
-            &[(
-                "index.js",
-                "const fs = require('node:fs');\nexport const name = 'p';\nexport function apply() { void fs; }\n",
-            )],
-        ),
-        esm(
-            "esm-require-in-function",
-            &[(
-                "index.js",
-                "export const name = 'p';\nexport function apply() { if (false) require('node:fs'); }\n",
-            )],
-        ),
-        esm(
-            "esm-dirname-top",
-            &[(
-                "index.js",
-                "const here = __dirname;\nexport const name = 'p' + here;\nexport function apply() {}\n",
-            )],
-        ),
-        esm(
-            "esm-module-exports-top",
-            &[("index.js", "module.exports = { name: 'p', apply() {} };\n")],
-        ),
-        esm(
-            "esm-typeof-require",
-            &[(
-                "index.js",
-                "const cjs = typeof require === 'function';\nexport const name = 'p' + cjs;\nexport function apply() {}\n",
-            )],
-        ),
-        // Manifests and entries.
-        esm("main-fallback-to-index", &[("index.js", ESM_PLUGIN)]).tap_main("lib/index.js"),
-        esm("main-missing-no-index", &[("other.js", ESM_PLUGIN)]).tap_main("lib/index.js"),
-        with(
-            esm("exports-entry", &[("lib/entry.js", ESM_PLUGIN)]),
-            serde_json::json!({ "type": "module", "exports": { ".": "./lib/entry.js", "./package.json": "./package.json" } }),
-        ),
-        with(
-            esm("exports-entry-missing", &[("index.js", ESM_PLUGIN)]),
-            serde_json::json!({ "type": "module", "exports": { ".": "./lib/entry.js" } }),
-        ),
-        with(
-            esm(
-                "exports-conditions",
-                &[("esm.js", ESM_PLUGIN), ("cjs.cjs", CJS_PLUGIN)],
-            ),
-            serde_json::json!({ "type": "module", "exports": { ".": { "import": "./esm.js", "require": "./cjs.cjs" } } }),
-        ),
-        with(
-            esm("exports-no-dot", &[("index.js", ESM_PLUGIN)]),
-            serde_json::json!({ "type": "module", "exports": { "./client": "./index.js" } }),
-        ),
-        // Nested package.json scopes.
-        esm(
-            "nested-scope-commonjs-with-export",
-            &[
-                ("index.js", "export { name, apply } from './lib/impl.js';\n"),
-                ("lib/package.json", "{\"type\": \"commonjs\"}\n"),
-                ("lib/impl.js", ESM_PLUGIN),
-            ],
-        ),
-        cjs(
-            "nested-scope-module",
-            &[
-                (
-                    "index.js",
-                    "module.exports = { name: 'p', apply() {} };\nrequire('./lib/ok.js');\n",
-                ),
-                ("lib/package.json", "{\"type\": \"commonjs\"}\n"),
-                ("lib/ok.js", "module.exports = 1;\n"),
-            ],
-        ),
-        esm(
-            "esm-imports-mjs",
-            &[
-                ("index.js", "export { name, apply } from './lib/impl.mjs';\n"),
-                ("lib/impl.mjs", ESM_PLUGIN),
-            ],
-        ),
-        cjs(
-            "cjs-requires-missing-nested",
-            &[
-                ("index.js", "module.exports = require('./lib/a');\n"),
-                (
-                    "lib/a.js",
-                    "require('./b');\nmodule.exports = { name: 'p', apply() {} };\n",
-                ),
-            ],
-        ),
-        // A named import from a CommonJS module: only running it tells.
-        esm(
-            "esm-named-from-cjs",
-            &[
-                (
-                    "index.js",
-                    "import { helper } from './lib/h.cjs';\nexport const name = 'p';\nexport function apply() { helper(); }\n",
-                ),
-                ("lib/h.cjs", "exports.helper = function helper() {};\n"),
-            ],
-        ),
-    ]
-}
+    pub(crate) fn bundle_listed(mut self) -> Self {
+        self.bundle_listed = true;
+        self
+    }
 
-trait TapMain {
-    fn tap_main(self, main: &str) -> Self;
-}
-
-impl TapMain for Case {
-    fn tap_main(mut self, main: &str) -> Self {
-        self.manifest["main"] = serde_json::json!(main);
+    pub(crate) fn says(mut self, phrase: &'static str) -> Self {
+        self.says = Some(phrase);
         self
     }
 }
@@ -502,7 +100,7 @@ fn static_verdict(report: &Report) -> Option<bool> {
     }
 }
 
-/// A profile of its own (a copy of `web`) holding one plugin.
+/// A profile of its own (a copy of `web`) holding the case's plugins.
 fn add_profile(home: &DshHome, case: &Case) -> String {
     let profile = format!("case-{}", case.name);
     let web = home.home.join("profiles/web");
@@ -513,27 +111,49 @@ fn add_profile(home: &DshHome, case: &Case) -> String {
             std::fs::copy(web.join(file), dir.join(file)).unwrap();
         }
     }
-    let root = dir.join("plugins/p");
+    if case.bundle_listed {
+        let path = dir.join("package.json");
+        let mut profile_manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        profile_manifest["dsh"]["profile"]["bundles"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!("@local/p"));
+        write(&path, &profile_manifest.to_string());
+    }
     let mut manifest = case.manifest.clone();
     manifest["name"] = serde_json::json!("@local/p");
+    write_plugin(&dir.join("plugins/p"), &manifest, &case.files);
+    let links = dir.join("node_modules/@local");
+    std::fs::create_dir_all(&links).unwrap();
+    match &case.link {
+        Link::ToPlugin => dshkit_os::fs::symlink("../../plugins/p", links.join("p")).unwrap(),
+        Link::Missing => {}
+        Link::To(target) => dshkit_os::fs::symlink(target, links.join("p")).unwrap(),
+        Link::Directory(files) => write_plugin(&links.join("p"), &manifest, files),
+    }
+    let mut rows = "- insert:\n    - id: p\n      name: '@local/p'\n".to_owned();
+    for other in &case.others {
+        let mut manifest = other.manifest.clone();
+        manifest["name"] = serde_json::json!(format!("@local/{}", other.dir));
+        write_plugin(&dir.join("plugins").join(other.dir), &manifest, &other.files);
+        dshkit_os::fs::symlink(format!("../../plugins/{}", other.dir), links.join(other.dir)).unwrap();
+        if other.inserted {
+            rows.push_str(&format!("    - id: {0}\n      name: '@local/{0}'\n", other.dir));
+        }
+    }
+    write(&dir.join("cordis.patch.yml"), case.patch.unwrap_or(&rows));
+    profile
+}
+
+fn write_plugin(root: &Path, manifest: &serde_json::Value, files: &[(&str, &str)]) {
     write(
         &root.join("package.json"),
-        &serde_json::to_string_pretty(&manifest).unwrap(),
+        &serde_json::to_string_pretty(manifest).unwrap(),
     );
-    for (file, text) in &case.files {
+    for (file, text) in files {
         write(&root.join(file), text);
     }
-    std::fs::create_dir_all(dir.join("node_modules/@local")).unwrap();
-    dshkit_os::fs::symlink(
-        std::path::Path::new("../../plugins/p"),
-        dir.join("node_modules/@local/p"),
-    )
-    .unwrap();
-    write(
-        &dir.join("cordis.patch.yml"),
-        "- insert:\n    - id: p\n      name: '@local/p'\n",
-    );
-    profile
 }
 
 fn write(path: &Path, text: &str) {
@@ -541,12 +161,59 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// What the real DSH did with one tree.
+#[derive(Default)]
+struct Booted {
+    ok: bool,
+    detail: String,
+    evidence: Vec<String>,
+    took: Duration,
+    /// Whether `@local/p` is a row of the page's `window.__DSH_BOOT__`.
+    serves_client: bool,
+}
+
+/// Whether the page DSH serves at `url` lists `id` in its boot graph.
+fn boot_graph_lists(url: &str, id: &str) -> bool {
+    let address = url.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "GET / HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut page = String::new();
+    stream.take(8 << 20).read_to_string(&mut page).unwrap();
+    let boot = page
+        .split_once("window.__DSH_BOOT__ = ")
+        .unwrap_or_else(|| panic!("no boot graph in the page of {url}"))
+        .1;
+    boot.contains(&format!("\"id\":\"{id}\""))
+}
+
+fn boot(dsh: &Dsh, profile: &str) -> Booted {
+    let started = Instant::now();
+    let (check, instance) = live::live_boot(dsh, profile, Duration::from_mins(1), live::BOOT_WATCH);
+    let took = started.elapsed();
+    let serves_client = instance
+        .as_ref()
+        .is_some_and(|instance| boot_graph_lists(&instance.url, "@local/p"));
+    if let Some(instance) = instance {
+        let _ = live::shutdown(instance, Duration::from_secs(10));
+    }
+    Booted {
+        ok: matches!(check.status, Status::Pass | Status::Warn),
+        detail: check.detail,
+        evidence: check.evidence,
+        took,
+        serves_client,
+    }
+}
+
 #[test]
 #[expect(clippy::print_stdout, reason = "the agreement figure is this test's report")]
 fn the_static_layer_agrees_with_a_real_dsh_boot_on_every_tree() {
     let home = DshHome::new();
-    let cases = corpus();
-    assert!(cases.len() >= 60, "the corpus has {} trees", cases.len());
+    let mut cases = loader::cases();
+    let loader_cases = cases.len();
+    cases.extend(layout::cases());
+    assert!(cases.len() >= 90, "the corpus has {} trees", cases.len());
     let profiles: Vec<String> = cases.iter().map(|c| add_profile(&home, c)).collect();
     let dsh = Dsh {
         launcher: home.peers.dsh(),
@@ -556,21 +223,15 @@ fn the_static_layer_agrees_with_a_real_dsh_boot_on_every_tree() {
     };
     // Boots run a few at a time; each is bounded by its own deadline.
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(vec![(false, String::new()); profiles.len()]);
+    let results = std::sync::Mutex::new((0..profiles.len()).map(|_| Booted::default()).collect::<Vec<_>>());
     std::thread::scope(|scope| {
         for _ in 0..3 {
             scope.spawn(|| {
                 loop {
                     let index = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     let Some(profile) = profiles.get(index) else { break };
-                    let (check, instance) =
-                        live::live_boot(&dsh, profile, Duration::from_mins(1), live::BOOT_WATCH);
-                    if let Some(instance) = instance {
-                        let _ = live::shutdown(instance, Duration::from_secs(10));
-                    }
-                    let ok = matches!(check.status, Status::Pass | Status::Warn);
-                    let said = format!("{}: {}", check.detail, check.evidence.join(" | "));
-                    results.lock().unwrap()[index] = (ok, said);
+                    let booted = boot(&dsh, profile);
+                    results.lock().unwrap()[index] = booted;
                 }
             });
         }
@@ -580,23 +241,64 @@ fn the_static_layer_agrees_with_a_real_dsh_boot_on_every_tree() {
     let mut agreed = 0;
     let mut undecided = Vec::new();
     let mut disagreements = Vec::new();
-    for ((case, profile), (boots, said)) in cases.iter().zip(&profiles).zip(&booted) {
+    let mut figures = Vec::new();
+    for (index, ((case, profile), boot)) in cases.iter().zip(&profiles).zip(&booted).enumerate() {
+        let started = Instant::now();
         let report = Report::new(static_checks::run(&Target {
             home: home.home.clone(),
             profile: profile.clone(),
             plugin: None,
             path: Some(home.peers.path_var()),
         }));
-        match static_verdict(&report) {
-            Some(verdict) if verdict == *boots => agreed += 1,
-            Some(verdict) => disagreements.push(format!(
-                "{}: static says {}, DSH {} ({said})\n{:#?}",
+        let static_took = started.elapsed();
+        if index >= loader_cases {
+            figures.push(format!(
+                "{:<40} boot {:>5.2} s, static {:>5.1} ms, DSH {}",
                 case.name,
+                boot.took.as_secs_f64(),
+                static_took.as_secs_f64() * 1000.0,
+                if boot.ok { "booted" } else { "refused" }
+            ));
+        }
+        let said = format!("{}: {}", boot.detail, boot.evidence.join(" | "));
+        let mut disagree =
+            |why: String| disagreements.push(format!("{}: {why} ({said})\n{:#?}", case.name, report.checks));
+        match static_verdict(&report) {
+            Some(verdict) if verdict == boot.ok => agreed += 1,
+            Some(verdict) => disagree(format!(
+                "static says {}, DSH {}",
                 if verdict { "boots" } else { "fails" },
-                if *boots { "booted" } else { "did not boot" },
-                report.checks
+                if boot.ok { "booted" } else { "did not boot" },
             )),
             None => undecided.push(case.name),
+        }
+        // A refused boot is an exit, with DSH's own error, never a timeout.
+        let reported_as_exit =
+            boot.detail.starts_with("DSH exited (") && boot.detail.contains("before printing its URL");
+        if !boot.ok && !reported_as_exit {
+            disagree("the refused boot is not reported as an exit before the URL".to_owned());
+        }
+        if let Some(phrase) = case.says {
+            let static_says = report
+                .checks
+                .iter()
+                .flat_map(|c| &c.evidence)
+                .any(|e| e.contains(phrase));
+            if boot.ok || !boot.evidence.iter().any(|e| e.contains(phrase)) {
+                disagree(format!("DSH did not refuse the tree saying {phrase:?}"));
+            } else if !static_says {
+                disagree(format!("DSH says {phrase:?}, the check does not"));
+            }
+        }
+        if boot.ok && case.manifest.pointer("/dsh/client").is_some() {
+            let predicted = report.check("manifest").unwrap().status == Status::Pass;
+            if predicted != boot.serves_client {
+                disagree(format!(
+                    "the check predicts the client half {}served, DSH {}serves it",
+                    if predicted { "" } else { "not " },
+                    if boot.serves_client { "" } else { "never " }
+                ));
+            }
         }
     }
     let decided = cases.len() - undecided.len();
@@ -604,6 +306,7 @@ fn the_static_layer_agrees_with_a_real_dsh_boot_on_every_tree() {
         "static vs DSH: {agreed}/{decided} decided trees agree ({:.1} %); not_tested: {undecided:?}",
         100.0 * f64::from(u32::try_from(agreed).unwrap()) / f64::from(u32::try_from(decided).unwrap())
     );
+    println!("profile layout cases:\n{}", figures.join("\n"));
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n\n"));
     assert!(
         undecided.len() <= 1,

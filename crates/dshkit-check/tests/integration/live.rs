@@ -83,25 +83,82 @@ fn an_isolated_home_that_cannot_be_mirrored_is_an_error_not_the_real_home() {
     );
 }
 
+const THROWS_AT_APPLY: &str = "export const name = 'thrower';\nexport function apply() { throw new Error('thrower refuses to start'); }\n";
+
+/// What a boot of a tree whose plugin throws at apply must say: an exit before
+/// the URL, with DSH's status and its first error block, never a timeout.
+fn assert_an_exit_with_dshs_error(boot: &dshkit_check::Check) {
+    assert_eq!(boot.status, Status::Fail, "{boot:#?}");
+    assert!(
+        boot.detail.starts_with("DSH exited (exit status: 1) ")
+            && boot.detail.contains(
+                "after it started, before printing its URL: Error: dsh: plugin tree failed to load: "
+            )
+            && boot.detail.contains("thrower refuses to start"),
+        "{boot:#?}"
+    );
+    assert!(!boot.detail.contains("no URL"), "{boot:#?}");
+    assert!(
+        boot.evidence[0].starts_with("Error: dsh: plugin tree failed to load: "),
+        "the evidence is DSH's error block, from its first line: {boot:#?}"
+    );
+    assert!(
+        boot.evidence
+            .iter()
+            .any(|l| l.contains("plugins/thrower/index.js:2:")),
+        "the stack names the plugin's line: {boot:#?}"
+    );
+    assert!(
+        boot.evidence.len() <= dshkit_check::live::MAX_ERROR_BLOCK_LINES
+            && !boot.evidence.iter().any(|l| l.contains("[cause]")),
+        "bounded, without the repeated cause chain: {boot:#?}"
+    );
+}
+
 #[test]
 fn an_apply_that_throws_fails_the_live_boot_with_the_thrown_message() {
     let home = DshHome::new();
-    home.plugin("thrower", &manifest("thrower"), &[("index.js", "export const name = 'thrower';\nexport function apply() { throw new Error('thrower refuses to start'); }\n")]);
+    home.plugin("thrower", &manifest("thrower"), &[("index.js", THROWS_AT_APPLY)]);
     let mut options = options(&home);
     options.live = true;
     let report = run(options);
     assert!(!report.ok);
     assert_eq!(status(&report, "syntax"), Status::Pass);
-    let boot = report.check("live_boot").unwrap();
-    assert_eq!(boot.status, Status::Fail, "{report:#?}");
-    assert!(
-        boot.evidence
-            .iter()
-            .any(|l| l.contains("thrower refuses to start")),
-        "{boot:#?}"
-    );
+    assert_an_exit_with_dshs_error(report.check("live_boot").unwrap());
     assert_eq!(status(&report, "page_smoke"), Status::NotTested);
     assert_eq!(status(&report, "shutdown"), Status::NotTested);
+}
+
+/// DSH closes its outputs as it exits, a moment before its exit can be read.
+/// A boot that took the closed outputs for "no URL" said "no URL within 30s"
+/// after two seconds on about one boot in three here: every boot must say exit.
+#[test]
+fn an_early_exit_is_reported_as_an_exit_on_every_boot_never_as_a_timeout() {
+    let home = DshHome::new();
+    home.plugin("thrower", &manifest("thrower"), &[("index.js", THROWS_AT_APPLY)]);
+    let dsh = dshkit_check::live::Dsh {
+        launcher: home.peers.dsh(),
+        path: home.peers.path_var(),
+        home: home.home.clone(),
+        user_home: home.home.parent().unwrap().to_owned(),
+    };
+    // One after another: DSH rewrites the profile's cordis.yml as it boots, so
+    // boots of one profile at once read each other's half-written file.
+    let boots: Vec<dshkit_check::Check> = (0..6)
+        .map(|_| {
+            let (check, instance) = dshkit_check::live::live_boot(
+                &dsh,
+                "web",
+                Duration::from_mins(1),
+                dshkit_check::live::BOOT_WATCH,
+            );
+            assert!(instance.is_none(), "{check:#?}");
+            check
+        })
+        .collect();
+    for boot in &boots {
+        assert_an_exit_with_dshs_error(boot);
+    }
 }
 
 #[test]

@@ -8,6 +8,8 @@ use dshkit_check::static_checks::{self, Target};
 use dshkit_check::{Report, Status};
 use dshkit_test::Peers;
 
+#[cfg(unix)]
+mod boot_exit;
 mod differential;
 // Boots the real DSH testbed, which is installed on Linux only.
 #[cfg(target_os = "linux")]
@@ -247,17 +249,36 @@ fn bad_yaml_fails_with_line_and_column_as_dsh_refuses_it() {
 fn a_missing_client_export_fails_the_manifest_check() {
     let home = DshHome::new();
     let mut m = manifest("ui");
-    m["dsh"] = serde_json::json!({ "client": { "entry": "./client.js" } });
-    m["exports"] = serde_json::json!({ ".": "./index.js" });
+    m["dsh"] = serde_json::json!({ "client": { "platform": "web" } });
+    m["exports"] = serde_json::json!({ ".": "./index.js", "./package.json": "./package.json" });
     home.plugin("ui", &m, &[("index.js", HEALTHY)]);
     let report = home.check();
     let manifest = report.check("manifest").unwrap();
     assert_eq!(manifest.status, Status::Fail);
     assert!(
-        manifest.evidence[0].contains("exports[\"./client\"] is missing"),
+        manifest.evidence[0].contains("exports[\"./client\"] is missing, so DSH stops with \"client-modules: @local/ui declares dsh.client but exports no"),
         "{manifest:#?}"
     );
     assert_eq!(status(&report, "syntax"), Status::Pass);
+}
+
+#[test]
+fn a_client_dsh_cannot_read_warns_that_it_is_not_served() {
+    let home = DshHome::new();
+    let mut m = manifest("ui");
+    // No "./package.json" in exports: DSH cannot read dsh.client, and boots without it.
+    m["dsh"] = serde_json::json!({ "client": { "platform": "web" } });
+    m["exports"] = serde_json::json!({ ".": "./index.js", "./client": "./index.js" });
+    home.plugin("ui", &m, &[("index.js", HEALTHY)]);
+    let report = home.check();
+    let manifest = report.check("manifest").unwrap();
+    assert_eq!(manifest.status, Status::Warn, "{manifest:#?}");
+    assert!(
+        manifest.evidence[0]
+            .contains("never serves this client half; add \"./package.json\": \"./package.json\" to exports"),
+        "{manifest:#?}"
+    );
+    assert!(report.ok, "DSH boots: {report:#?}");
 }
 
 #[test]
@@ -303,7 +324,7 @@ fn a_target_that_names_no_plugin_fails_with_that_name() {
 }
 
 #[test]
-fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
+fn a_link_that_leads_elsewhere_fails_naming_what_dsh_loads_instead_of_the_plugin() {
     let home = DshHome::new();
     home.plugin(
         "real",
@@ -313,7 +334,8 @@ fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
             "export const name = 'real';\nexport function apply( {\n",
         )],
     );
-    // The @local link points at a healthy copy elsewhere: DSH loads plugins/real.
+    // The @local link points at a healthy copy elsewhere: DSH loads that copy
+    // (the differential corpus boots such trees), never plugins/real.
     let elsewhere = home.home.parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::write(elsewhere.join("package.json"), manifest("real").to_string()).unwrap();
@@ -322,7 +344,54 @@ fn a_local_plugin_is_read_from_plugins_not_from_a_node_modules_link() {
     std::fs::remove_file(&link).unwrap();
     dshkit_os::fs::symlink(&elsewhere, &link).unwrap();
     let report = home.check();
+    let refs = report.check("patch_references").unwrap();
+    assert_eq!(refs.status, Status::Fail, "{report:#?}");
+    let evidence = &refs.evidence[0];
+    let elsewhere = std::fs::canonicalize(&elsewhere).unwrap();
+    assert!(
+        evidence.contains(&format!(
+            "@local/real: DSH loads {} for this row (the link {} -> {})",
+            elsewhere.display(),
+            link.display(),
+            elsewhere.display()
+        )),
+        "{evidence}"
+    );
+    assert!(
+        evidence.ends_with(&format!("ln -sfn ../../plugins/real {}", link.display())),
+        "{evidence}"
+    );
+    // The checks of the plugin's own files still read plugins/real.
     assert_eq!(status(&report, "syntax"), Status::Fail, "{report:#?}");
+}
+
+#[test]
+fn a_missing_link_fails_the_patch_references_with_what_dsh_prints_and_the_fix() {
+    let home = DshHome::new();
+    home.plugin("healthy", &manifest("healthy"), &[("index.js", HEALTHY)]);
+    let link = home.home.join("profiles/web/node_modules/@local/healthy");
+    std::fs::remove_file(&link).unwrap();
+    let report = home.check();
+    let refs = report.check("patch_references").unwrap();
+    assert_eq!(refs.status, Status::Fail, "{report:#?}");
+    let profile = home.profile();
+    assert!(
+        refs.evidence[0].contains(&format!(
+            "@local/healthy: the link {} is missing, so DSH stops with \"Cannot find package '@local/healthy' imported from {}/\"",
+            link.display(),
+            profile.display()
+        )),
+        "{refs:#?}"
+    );
+    assert!(
+        refs.evidence[0].ends_with(&format!("ln -s ../../plugins/healthy {}", link.display())),
+        "{refs:#?}"
+    );
+    // The command restores what DSH needs.
+    let restore = refs.evidence[0].rsplit("restore it: ").next().unwrap();
+    let out = Command::new("sh").args(["-c", restore]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(home.check().ok, "restored");
 }
 
 #[test]
