@@ -3,6 +3,9 @@
 //!
 //! - [`cassette`]: the versioned JSONL format, its reader and writers;
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
+//! - `env_secrets`: which environment variables hold secrets (name and value);
+//! - `opaque`: placeholders and path tokens, which no rule reads into;
+//! - [`paths`]: the working directory and the home as tokens, across machines;
 //! - [`index`]: a cassette indexed for replay, each answer parsed when hit;
 //! - `live_id`: a recorded response with the live id put in, its text kept;
 //! - `live_request`: a live request read from its text, its tree built on demand;
@@ -14,12 +17,15 @@
 
 pub mod cassette;
 pub mod contract;
+mod env_secrets;
 pub mod http;
 pub mod index;
 pub mod lint;
 mod live_id;
 mod live_request;
 pub mod matcher;
+mod opaque;
+pub mod paths;
 mod recorder;
 pub mod redact;
 mod server_process;

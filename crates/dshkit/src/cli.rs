@@ -200,8 +200,9 @@ pub(crate) enum OverlayModeArg {
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RedactionArgs {
-    /// Also redact the value of this environment variable (repeatable); variables
-    /// whose names look secret (TOKEN, SECRET, PASSWORD, API_KEY, *_KEY) always are.
+    /// Also redact the value of this environment variable (repeatable); a variable
+    /// whose name looks secret (TOKEN, SECRET, PASSWORD, API_KEY, *_KEY, …) always
+    /// is when its value looks like one (not a path, a number or a boolean).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
     /// Also redact matches of this regex (repeatable).

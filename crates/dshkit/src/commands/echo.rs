@@ -25,6 +25,12 @@ fn redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
         .map_err(|e| Failure::refused(anyhow!("a --redact pattern is not a valid regex: {e}")))
 }
 
+/// The redactor of a recording: it also writes the paths of this working
+/// directory and home as their tokens, so the cassette replays from anywhere.
+fn recording_redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
+    Ok(redactor(args)?.with_paths(dshkit_echo::paths::PathRoots::here()))
+}
+
 /// The MCP client side of a proxy: this process's stdin and stdout.
 fn client_streams() -> (
     BufReader<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
@@ -192,7 +198,7 @@ async fn record_http_command(
         argv: Vec::new(),
         cassette: output,
         mode,
-        redactor: redactor(redaction)?,
+        redactor: recording_redactor(redaction)?,
     };
     let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
         .await
@@ -208,7 +214,7 @@ async fn record_command(
     redaction: &RedactionArgs,
     argv: Vec<String>,
 ) -> Result<u8, Failure> {
-    let redactor = redactor(redaction)?;
+    let redactor = recording_redactor(redaction)?;
     let mode = match mode {
         ModeArg::Once => RecordMode::Once,
         ModeArg::NewEpisodes => RecordMode::NewEpisodes,
