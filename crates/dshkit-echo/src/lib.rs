@@ -13,7 +13,9 @@
 //! - `recorder`: what both recording proxies share, each message kept as its text;
 //! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
 //! - [`http`]: the replaying server over Streamable HTTP;
-//! - [`lint`]: cassette checks and the readable timeline.
+//! - [`lint`]: cassette checks and the readable timeline;
+//! - [`verify`]: the recorded requests sent to the live server, the answers compared;
+//! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison.
 
 pub mod cassette;
 pub mod contract;
@@ -31,3 +33,4 @@ pub mod redact;
 mod server_process;
 pub mod stdio;
 pub mod verify;
+pub mod volatile;
