@@ -201,13 +201,15 @@ impl PathRoots {
     /// string's content (a token holds nothing JSON escapes, so it stands in
     /// the text as it reads).
     pub fn expand_json_text<'a>(&self, text: &'a [u8]) -> Cow<'a, [u8]> {
-        let start = TOKEN_START.as_bytes();
-        if self.here.is_empty() || !text.windows(start.len()).any(|w| w == start) {
+        if self.here.is_empty() {
             return Cow::Borrowed(text);
         }
         let Ok(as_str) = std::str::from_utf8(text) else {
             return Cow::Borrowed(text);
         };
+        if !as_str.contains(TOKEN_START) {
+            return Cow::Borrowed(text);
+        }
         let mut out = as_str.to_owned();
         for (root, path) in &self.here {
             let escaped = serde_json::to_string(path).expect("a string serializes");
