@@ -83,6 +83,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     detect_secrets()?;
     python_sdk()?;
     playwright()?;
+    echo_servers(&peers)?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -326,6 +327,32 @@ pub(crate) fn playwright() -> anyhow::Result<PathBuf> {
 /// returns its `python`.
 pub(crate) fn python_sdk() -> anyhow::Result<PathBuf> {
     python_venv("harness/pypi/mcp-sdk.txt", "mcp-sdk", "python")
+}
+
+/// The real MCP servers of the Echo corpus: the npm ones (with the SDK client
+/// that drives them) pinned by `harness/echo-servers`, whose scripts import
+/// from the install through a `node_modules` link, and `mcp-server-time` from
+/// `PyPI` in its venv, pinned by `harness/pypi/echo-servers.txt`.
+fn echo_servers(peers: &Peers) -> anyhow::Result<()> {
+    let source = root().join("harness/echo-servers");
+    let dest = peers.dir.join("echo-servers");
+    npm_install(
+        &source,
+        &dest,
+        "the Echo corpus servers (memory, filesystem, sequential-thinking)",
+    )?;
+    let link = source.join("node_modules");
+    let target = Path::new("../../target/peers/echo-servers/node_modules");
+    if std::fs::read_link(&link).ok().as_deref() != Some(target) {
+        let _ = std::fs::remove_file(&link);
+        dshkit_os::fs::symlink(target, &link).context("linking harness/echo-servers/node_modules")?;
+    }
+    python_venv(
+        "harness/pypi/echo-servers.txt",
+        "echo-servers-py",
+        "mcp-server-time",
+    )?;
+    Ok(())
 }
 
 /// A Python virtual environment under `target/peers/<dir>` with the pinned

@@ -1,4 +1,7 @@
-//! The cassette format, version 1: JSON Lines, one record per line, a header first.
+//! The cassette format, version 2: JSON Lines, one record per line, a header first.
+//! Version 2 adds the header's `paths`: the roots (the working directory, the
+//! home) whose paths the records hold as tokens (see [`crate::paths`]). A
+//! version 1 cassette reads as one with no roots.
 //! Written append-safe (each record one `write` of a whole line) or atomically (a
 //! temporary file renamed over the old one). Read leniently where a crash can leave
 //! damage (a cut last line) and strictly where a reader cannot know the meaning (a
@@ -11,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Longest line read (64 MiB); a longer one is damage, not data.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -61,6 +64,11 @@ pub struct Header {
     pub redacted: bool,
     /// Seconds since the Unix epoch.
     pub created_at: u64,
+    /// The roots (`cwd`, `home`) whose paths the records hold as their tokens
+    /// (`{{dshkit:cwd}}`); replay and verify put this machine's paths there.
+    /// Empty in version 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 impl Header {
@@ -77,7 +85,16 @@ impl Header {
             created_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            paths: Vec::new(),
         }
+    }
+
+    /// This machine's paths of the roots the records hold as tokens.
+    pub fn path_roots(&self) -> crate::paths::PathRoots {
+        if self.paths.is_empty() {
+            return crate::paths::PathRoots::none();
+        }
+        crate::paths::PathRoots::here().only(&self.paths)
     }
 }
 
@@ -710,13 +727,29 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_cassette_reads_as_one_without_path_tokens() {
+        let path = Path::new("old.jsonl");
+        let old = br#"{"type":"header","formatVersion":1,"recorder":"dshkit 0.1.0","transport":"stdio","era":"2025","redacted":true,"createdAt":1}
+{"type":"interaction","ordinal":1,"request":{"jsonrpc":"2.0","id":1,"method":"ping"},"responses":[{"jsonrpc":"2.0","id":1,"result":{}}],"ms":1}
+"#;
+        let loaded = parse(path, old).unwrap();
+        assert_eq!(loaded.cassette.header.format_version, 1);
+        assert!(loaded.cassette.header.paths.is_empty());
+        assert!(loaded.cassette.header.path_roots().is_empty());
+        assert_eq!(loaded.cassette.interactions().count(), 1);
+        // Written again, a header without roots leaves `paths` out.
+        let written = serde_json::to_value(&loaded.cassette.header).unwrap();
+        assert!(written.get("paths").is_none(), "{written}");
+    }
+
+    #[test]
     fn future_versions_are_refused_unknown_records_skipped_and_damage_in_the_middle_is_an_error() {
         let path = Path::new("t.jsonl");
-        let future = br#"{"type":"header","formatVersion":2}
+        let future = br#"{"type":"header","formatVersion":3}
 "#;
         assert!(matches!(
             parse(path, future),
-            Err(CassetteError::FutureVersion { found: 2, .. })
+            Err(CassetteError::FutureVersion { found: 3, .. })
         ));
         let mut header = serde_json::to_string(&Header::new("stdio")).unwrap();
         header.push('\n');

@@ -43,7 +43,7 @@ struct Replay {
 /// address and the server future.
 pub async fn bind(
     port: u16,
-    options: ReplayOptions,
+    mut options: ReplayOptions,
 ) -> Result<
     (
         std::net::SocketAddr,
@@ -55,6 +55,7 @@ pub async fn bind(
     for warning in &index.warnings {
         tracing::warn!("{}: {warning}", options.cassette.display());
     }
+    crate::stdio::with_cassette_paths(&index.header, &mut options.redactor);
     let era = index.header.era.clone();
     let initialize = index.handshake.clone();
     let next_ordinal = index.max_ordinal + 1;

@@ -269,8 +269,11 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     pub(crate) fn new(options: RecordOptions, transport: &str) -> Self {
+        let mut header = Header::new(transport);
+        // The redactor writes these roots' paths as their tokens.
+        header.paths = options.redactor.paths().names();
         Self {
-            header: Header::new(transport),
+            header,
             appender: None,
             waiting: Vec::new(),
             pending: HashMap::new(),
@@ -616,6 +619,47 @@ mod tests {
             );
             assert_eq!(message.has_method, tree.get("method").is_some(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_recording_writes_the_roots_paths_as_tokens_and_names_them_in_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let roots = crate::paths::PathRoots::new(
+            Some(std::path::Path::new("/tmp/rec-1")),
+            Some(std::path::Path::new("/home/ana")),
+        );
+        let redactor = Redactor::new(&[], &[]).unwrap().with_paths(roots);
+        let options = RecordOptions {
+            argv: Vec::new(),
+            cassette: cassette.clone(),
+            mode: crate::cassette::RecordMode::Once,
+            redactor: redactor.clone(),
+        };
+        let mut recorder = Recorder::new(options, "stdio");
+        let request = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{"path":"/tmp/rec-1/a.txt"}}}"#;
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"/tmp/rec-1/a.txt in /home/ana"}]}}"#;
+        let now = Instant::now();
+        recorder.on_client_at(Message::parse(request, &redactor).unwrap(), now);
+        recorder.on_server_at(Message::parse(answer, &redactor).unwrap(), now);
+        recorder.finish().unwrap();
+        let loaded = crate::cassette::read(&cassette).unwrap();
+        assert_eq!(loaded.cassette.header.paths, ["cwd", "home"]);
+        assert_eq!(loaded.cassette.header.format_version, 2);
+        let interaction = &loaded.cassette.into_interactions()[0];
+        assert_eq!(
+            interaction.request["params"]["arguments"]["path"],
+            "{{dshkit:cwd}}/a.txt"
+        );
+        assert_eq!(
+            interaction.responses[0]["result"]["content"][0]["text"],
+            "{{dshkit:cwd}}/a.txt in {{dshkit:home}}"
+        );
+        let text = std::fs::read_to_string(&cassette).unwrap();
+        assert!(
+            !text.contains("/tmp/rec-1") && !text.contains("REDACTED"),
+            "{text}"
+        );
     }
 
     #[test]

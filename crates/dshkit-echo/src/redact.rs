@@ -9,6 +9,11 @@
 //! credentials in URLs and headers, connection strings, secret-named
 //! assignments). A keyword prefilter (one Aho-Corasick pass) decides which rules
 //! can match at all, so clean text costs one scan, not one per rule.
+//!
+//! Before any rule runs, the paths of the roots it was given (the working
+//! directory, the home) become their tokens (see [`crate::paths`]): a path is
+//! never a secret. The rules never look into a placeholder or a token (see
+//! [`crate::opaque`]), so redacting twice gives what redacting once gave.
 
 use std::borrow::Cow;
 
@@ -18,8 +23,10 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Keys whose string values are secrets whatever they look like.
-pub const SECRET_KEY_PATTERN: &str = r"(?i)(^auth$|token|secret|passw(or)?d|^pwd$|api[_-]?key|authorization|credential|cookie|private[_-]?key|session[_-]?id|access[_-]?key)";
+pub use crate::env_secrets::{MIN_ENV_SECRET_CHARS, name_looks_secret, value_looks_secret};
+use crate::opaque::{self, Parts};
+use crate::paths::PathRoots;
+
 /// Words that make a JSON key's value a secret wherever they stand in the key
 /// (`auth` and `pwd` only as the whole key).
 pub const SECRET_KEY_WORDS: &[&str] = &[
@@ -48,9 +55,10 @@ pub const SECRET_KEY_WORDS: &[&str] = &[
 const MIN_SECRET_TEXT: usize = 8;
 /// Shortest text the rules without keywords run on.
 const MIN_UNCONDITIONAL_TEXT: usize = 50;
-/// Shortest environment variable value redacted by name (shorter ones are too
-/// likely to appear by chance).
-pub const MIN_ENV_SECRET_CHARS: usize = 8;
+/// Most passes of redaction over one text (see [`Redactor::redact`]): each
+/// pass that changes something turns readable text into placeholders and
+/// tokens, and a pass after the second has never been seen to find more.
+const MAX_PASSES: usize = 4;
 
 /// A pattern rule: its stable id, the keywords one of which the text must contain
 /// (none: always run) and the regex. The secret is capture group 1 when the regex
@@ -83,6 +91,13 @@ pub struct Redactor {
     custom: u128,
     /// (name, value) of environment variables to redact literally.
     literals: Vec<(String, String)>,
+    /// The words [`Self::clears_json_text`] looks for in any case, and the
+    /// keywords with a capital letter, kept to build its first look again
+    /// for other roots.
+    clear_any_case_words: Vec<&'static str>,
+    exact_case_words: Vec<&'static str>,
+    /// Paths normalised to their tokens before any rule runs.
+    paths: PathRoots,
     /// For [`Self::clears_json_text`]: every word that makes some string or key
     /// worth a closer look, in two automata as the keywords are (the keywords
     /// in any case with the secret-key words, `auth` and `pwd`; the keywords
@@ -425,8 +440,17 @@ pub fn placeholder(rule: &str, secret: &str) -> String {
     format!("[REDACTED:{rule}:{}]", &digest[..8])
 }
 
-fn is_placeholder(text: &str) -> bool {
-    text.starts_with("[REDACTED:") && text.ends_with(']')
+/// Whether `secret`, found by an assignment rule in `whole`, is the shell's
+/// working directory: a path assigned to `PWD` (`PWD=/home/ana/app`), which
+/// the rules would otherwise take for a password (`MYSQL_PWD` is one).
+fn is_working_directory(whole: &str, secret: &str) -> bool {
+    let Some(at) = whole.find(secret) else {
+        return false;
+    };
+    let name = whole[..at]
+        .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '=' | ':' | '"' | '\''))
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+    name.eq_ignore_ascii_case("pwd") && crate::env_secrets::is_path(secret)
 }
 
 /// Whether `text` is nothing but placeholders (and white space): already redacted.
@@ -457,9 +481,19 @@ pub struct Finding {
 
 impl Redactor {
     /// The built-in rules, the secret-looking keys, the values of the environment
-    /// variables named in `env_names` (plus every variable whose name looks secret),
-    /// and the `custom` regexes.
+    /// variables named in `env_names` (plus every variable whose name and value
+    /// look secret, see [`crate::env_secrets`]), and the `custom` regexes.
     pub fn new(env_names: &[String], custom: &[String]) -> Result<Self, regex::Error> {
+        Self::with_environment(env_names, custom, std::env::vars())
+    }
+
+    /// [`Self::new`] with the environment `variables` (name, value) instead
+    /// of this process's.
+    pub fn with_environment(
+        env_names: &[String],
+        custom: &[String],
+        variables: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, regex::Error> {
         let mut rules: Vec<Rule> = BUILT_IN
             .iter()
             .map(|(id, keywords, pattern)| Rule {
@@ -475,8 +509,8 @@ impl Redactor {
                 regex: Regex::new(pattern)?,
             });
         }
-        let (mut any_case, mut any_case_rules): (Vec<&str>, Vec<u128>) = (Vec::new(), Vec::new());
-        let (mut exact_case, mut exact_case_rules): (Vec<&str>, Vec<u128>) = (Vec::new(), Vec::new());
+        let (mut any_case, mut any_case_rules): (Vec<&'static str>, Vec<u128>) = (Vec::new(), Vec::new());
+        let (mut exact_case, mut exact_case_rules): (Vec<&'static str>, Vec<u128>) = (Vec::new(), Vec::new());
         let mut unconditional = 0u128;
         let mut overflow = Vec::new();
         for (index, rule) in rules.iter().enumerate() {
@@ -488,13 +522,13 @@ impl Redactor {
             if rule.keywords.is_empty() && !rule.id.starts_with("custom-") {
                 unconditional |= bit;
             }
-            for keyword in rule.keywords {
+            for &keyword in rule.keywords {
                 let (words, masks) = if keyword.chars().any(|c| c.is_ascii_uppercase()) {
                     (&mut exact_case, &mut exact_case_rules)
                 } else {
                     (&mut any_case, &mut any_case_rules)
                 };
-                match words.iter().position(|k| k == keyword) {
+                match words.iter().position(|k| *k == keyword) {
                     Some(at) => masks[at] |= bit,
                     None => {
                         words.push(keyword);
@@ -514,30 +548,30 @@ impl Redactor {
                 .build(words)
                 .expect("the keywords build an automaton")
         };
-        let secret_keys = Regex::new(SECRET_KEY_PATTERN).expect("compiles");
-        let mut literals: Vec<(String, String)> = std::env::vars()
+        // A variable named with --redact-env is taken at its word; any other
+        // must be named like a secret and hold a value that looks like one.
+        let mut literals: Vec<(String, String)> = variables
+            .into_iter()
             .filter(|(name, value)| {
-                (env_names.contains(name) || secret_keys.is_match(name) || name.ends_with("_KEY"))
-                    && value.chars().count() >= MIN_ENV_SECRET_CHARS
+                if env_names.contains(name) {
+                    value.chars().count() >= MIN_ENV_SECRET_CHARS
+                } else {
+                    name_looks_secret(name) && value_looks_secret(value)
+                }
             })
             .collect();
         // Longest first, so a value containing another is replaced whole.
         literals.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
-        let clear_any_case: Vec<&str> = any_case
+        let clear_any_case: Vec<&'static str> = any_case
             .iter()
             .copied()
             .chain(SECRET_KEY_WORDS.iter().copied())
             .chain(["auth", "pwd"])
             .collect();
-        let clear_exact_case: Vec<&str> = exact_case
-            .iter()
-            .copied()
-            .chain(literals.iter().map(|(_, value)| value.as_str()))
-            .collect();
-        Ok(Self {
-            clear_sieve: WordSieve::new(&clear_any_case, &clear_exact_case),
+        let mut redactor = Self {
+            clear_sieve: WordSieve::new(&[], &[]),
             clear_any_case: automaton(&clear_any_case, true),
-            clear_exact_case: automaton(&clear_exact_case, false),
+            clear_exact_case: automaton(&[], false),
             rules,
             any_case: automaton(&any_case, true),
             exact_case: automaton(&exact_case, false),
@@ -548,7 +582,48 @@ impl Redactor {
             overflow,
             custom,
             literals,
-        })
+            clear_any_case_words: clear_any_case,
+            exact_case_words: exact_case,
+            paths: PathRoots::none(),
+        };
+        redactor.build_clearing();
+        Ok(redactor)
+    }
+
+    /// The same redactor, normalising the paths of `paths` to their tokens
+    /// before any rule runs.
+    #[must_use]
+    pub fn with_paths(mut self, paths: PathRoots) -> Self {
+        self.set_paths(paths);
+        self
+    }
+
+    /// Normalises the paths of `paths` (and no others) from now on.
+    pub fn set_paths(&mut self, paths: PathRoots) {
+        self.paths = paths;
+        self.build_clearing();
+    }
+
+    /// The roots whose paths this redactor normalises.
+    pub fn paths(&self) -> &PathRoots {
+        &self.paths
+    }
+
+    /// The first look and the automata of [`Self::clears_json_text`]: the
+    /// words in any case, and exactly the keywords with a capital letter, the
+    /// secrets of the environment and the paths of the roots.
+    fn build_clearing(&mut self) {
+        let exact_case: Vec<&str> = self
+            .exact_case_words
+            .iter()
+            .copied()
+            .chain(self.literals.iter().map(|(_, value)| value.as_str()))
+            .chain(self.paths.spellings())
+            .collect();
+        self.clear_sieve = WordSieve::new(&self.clear_any_case_words, &exact_case);
+        self.clear_exact_case = AhoCorasick::builder()
+            .build(&exact_case)
+            .expect("the words build an automaton");
     }
 
     /// The ids of the rules, built-in first.
@@ -637,10 +712,18 @@ impl Redactor {
         }
     }
 
-    /// Whether the string `value` under `key` is replaced whole: `key` names a
-    /// secret and `value` is neither empty, a placeholder nor a reference.
-    fn hides_under_key(&self, key: &str, value: &str) -> bool {
-        self.is_secret_key(key) && !value.is_empty() && !is_redacted(value) && !is_reference(value)
+    /// What the string `value` under `key` is replaced with whole, if it is:
+    /// when `key` names a secret and `value` (its paths normalised) is neither
+    /// empty, a placeholder nor a reference, nor a path under `pwd` (the
+    /// working directory).
+    fn hidden_under_key(&self, key: &str, value: &str) -> Option<String> {
+        if !self.is_secret_key(key) || value.is_empty() {
+            return None;
+        }
+        let value = self.paths.normalise(value);
+        let working_directory = key.eq_ignore_ascii_case("pwd") && crate::env_secrets::is_path(&value);
+        let kept = is_redacted(&value) || is_reference(&value) || working_directory;
+        (!kept).then(|| placeholder("secret-key", &value))
     }
 
     /// Whether a JSON key names a secret (`token`, `password`, `api_key`, …).
@@ -662,50 +745,109 @@ impl Redactor {
         self.redact(text).into_owned()
     }
 
-    /// Redacts every secret in `text`; borrows it when there is none.
+    /// Redacts every secret in `text`, its paths normalised first; borrows it
+    /// when nothing changed.
+    ///
+    /// Only the stretches between placeholders and tokens are read. Each
+    /// pass normalises the paths, then replaces the environment's secrets,
+    /// then runs the rules in order, each on what the ones before it left. A
+    /// placeholder cuts the text, and a stretch that now starts where a secret
+    /// ended may hold what the text around it did not (a path, or a URL's
+    /// credentials glued to a token: `sq0csp-…https://user:pass@host`), so a
+    /// pass that changed something is followed by another: a second
+    /// redaction finds nothing the first left.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut out = Cow::Borrowed(text);
-        if text.len() < MIN_SECRET_TEXT && self.custom == 0 && self.overflow.is_empty() {
-            return out;
+        let paths = !self.paths.is_empty() && self.paths.spellings().any(|path| text.contains(path));
+        let short = text.len() < MIN_SECRET_TEXT && self.custom == 0 && self.overflow.is_empty();
+        if short && !paths {
+            return Cow::Borrowed(text);
         }
-        for (name, value) in &self.literals {
-            if out.contains(value.as_str()) {
-                out = Cow::Owned(out.replace(value.as_str(), &placeholder(&format!("env-{name}"), value)));
+        let quiet = !paths
+            && !opaque::any(text)
+            && !self
+                .literals
+                .iter()
+                .any(|(_, value)| text.contains(value.as_str()))
+            && self.candidates(text) == 0
+            && self.overflow.is_empty();
+        if quiet {
+            return Cow::Borrowed(text);
+        }
+        let mut parts = Parts::of(text);
+        let mut changed = false;
+        for _ in 0..MAX_PASSES {
+            let mut pass_changed = parts.rewrite(|part, out| match self.paths.normalise(part) {
+                Cow::Owned(normalised) => {
+                    out.append(&normalised);
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            });
+            if !short {
+                pass_changed |= self.redact_secrets(&mut parts);
+            }
+            changed |= pass_changed;
+            if !pass_changed {
+                break;
             }
         }
-        let candidates = self.candidates(&out);
-        if candidates == 0 && self.overflow.is_empty() {
-            return out;
+        if changed {
+            Cow::Owned(parts.join())
+        } else {
+            Cow::Borrowed(text)
         }
+    }
+
+    /// One pass of the environment's secrets and the rules over the readable
+    /// `parts`; whether it replaced anything.
+    fn redact_secrets(&self, parts: &mut Parts) -> bool {
+        let mut changed = false;
+        for (name, value) in &self.literals {
+            changed |= parts.rewrite(|part, out| {
+                if !part.contains(value.as_str()) {
+                    return false;
+                }
+                for (index, piece) in part.split(value.as_str()).enumerate() {
+                    if index > 0 {
+                        out.opaque(&placeholder(&format!("env-{name}"), value));
+                    }
+                    out.text(piece);
+                }
+                true
+            });
+        }
+        let candidates = parts.texts().fold(0, |bits, part| bits | self.candidates(part));
         for index in self.rules_in(candidates) {
             let rule = &self.rules[index];
-            if !rule.regex.is_match(&out) {
+            changed |= parts.rewrite(|part, out| Self::apply_rule(rule, part, out));
+        }
+        changed
+    }
+
+    /// Adds `part` to `out` with each secret `rule` finds in it replaced by its
+    /// placeholder; false (and nothing added) when it finds none.
+    fn apply_rule(rule: &Rule, part: &str, out: &mut Parts) -> bool {
+        if !rule.regex.is_match(part) {
+            return false;
+        }
+        let mut changed = false;
+        let mut last = 0;
+        for caps in rule.regex.captures_iter(part) {
+            let whole = caps.get(0).expect("group 0");
+            let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
+            let value = secret.as_str();
+            if is_reference(value) || is_working_directory(whole.as_str(), value) {
                 continue;
             }
-            let replaced = rule
-                .regex
-                .replace_all(&out, |caps: &regex::Captures<'_>| {
-                    let whole = caps.get(0).expect("group 0").as_str();
-                    match (1..caps.len()).find_map(|g| caps.get(g)) {
-                        Some(secret) if is_placeholder(secret.as_str()) || is_reference(secret.as_str()) => {
-                            whole.to_owned()
-                        }
-                        Some(secret) => {
-                            let at = secret.start() - caps.get(0).expect("group 0").start();
-                            format!(
-                                "{}{}{}",
-                                &whole[..at],
-                                placeholder(&rule.id, secret.as_str()),
-                                &whole[at + secret.len()..]
-                            )
-                        }
-                        None => placeholder(&rule.id, whole),
-                    }
-                })
-                .into_owned();
-            out = Cow::Owned(replaced);
+            out.text(&part[last..secret.start()]);
+            out.opaque(&placeholder(&rule.id, value));
+            last = secret.end();
+            changed = true;
         }
-        out
+        if changed {
+            out.text(&part[last..]);
+        }
+        changed
     }
 
     /// Redacts a JSON value in place: every string, and whole values under
@@ -724,10 +866,13 @@ impl Redactor {
                 let mut changed = false;
                 for (key, v) in map.iter_mut() {
                     match v {
-                        Value::String(s) if self.hides_under_key(key, s) => {
-                            *s = placeholder("secret-key", s);
-                            changed = true;
-                        }
+                        Value::String(s) => match self.hidden_under_key(key, s) {
+                            Some(hidden) => {
+                                *s = hidden;
+                                changed = true;
+                            }
+                            None => changed |= self.value(v),
+                        },
                         _ => changed |= self.value(v),
                     }
                 }
@@ -746,35 +891,37 @@ impl Redactor {
             let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
             (line, column)
         };
-        for (name, value) in &self.literals {
-            for (offset, _) in text.match_indices(value.as_str()) {
-                let (line, column) = at(offset);
-                found.push(Finding {
-                    rule: format!("env-{name}"),
-                    line,
-                    column,
-                    hint: hint(value),
-                });
-            }
-        }
-        for index in self.rules_in(self.candidates(text)) {
-            let rule = &self.rules[index];
-            for caps in rule.regex.captures_iter(text) {
-                let secret = (1..caps.len())
-                    .find_map(|g| caps.get(g))
-                    .or_else(|| caps.get(0))
-                    .expect("group 0");
-                let value = secret.as_str();
-                if is_placeholder(value) || value.contains("[REDACTED:") || is_reference(value) {
-                    continue;
+        // Only the stretches between placeholders and tokens are read, as
+        // redaction reads them.
+        for (start, stretch) in opaque::stretches(text) {
+            for (name, value) in &self.literals {
+                for (offset, _) in stretch.match_indices(value.as_str()) {
+                    let (line, column) = at(start + offset);
+                    found.push(Finding {
+                        rule: format!("env-{name}"),
+                        line,
+                        column,
+                        hint: hint(value),
+                    });
                 }
-                let (line, column) = at(secret.start());
-                found.push(Finding {
-                    rule: rule.id.clone(),
-                    line,
-                    column,
-                    hint: hint(value),
-                });
+            }
+            for index in self.rules_in(self.candidates(stretch)) {
+                let rule = &self.rules[index];
+                for caps in rule.regex.captures_iter(stretch) {
+                    let whole = caps.get(0).expect("group 0");
+                    let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
+                    let value = secret.as_str();
+                    if is_reference(value) || is_working_directory(whole.as_str(), value) {
+                        continue;
+                    }
+                    let (line, column) = at(start + secret.start());
+                    found.push(Finding {
+                        rule: rule.id.clone(),
+                        line,
+                        column,
+                        hint: hint(value),
+                    });
+                }
             }
         }
         // Values under secret-looking keys, when the text is JSON lines.
@@ -793,7 +940,7 @@ impl Redactor {
             Value::Object(map) => {
                 for (key, v) in map {
                     match v {
-                        Value::String(s) if self.hides_under_key(key, s) => {
+                        Value::String(s) if self.hidden_under_key(key, s).is_some() => {
                             found.push(Finding {
                                 rule: format!("secret-key {key}"),
                                 line,
@@ -857,7 +1004,8 @@ impl<'r, 'k> Touches<'r, 'k> {
     /// Whether the string `value` would be redacted.
     pub(crate) fn string(&self, value: &str) -> bool {
         self.redactor.is_some_and(|redactor| {
-            self.key.is_some_and(|key| redactor.hides_under_key(key, value))
+            self.key
+                .is_some_and(|key| redactor.hidden_under_key(key, value).is_some())
                 || matches!(redactor.redact(value), Cow::Owned(redacted) if redacted != value)
         })
     }
@@ -1206,3 +1354,6 @@ mod corpus_tests {
         assert!(files >= 10, "{files} files");
     }
 }
+
+#[cfg(test)]
+mod never_twice_tests;

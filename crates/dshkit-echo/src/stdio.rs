@@ -659,8 +659,11 @@ enum Step<'f> {
 }
 
 impl Replayer {
-    fn open(options: &ReplayOptions) -> Result<Self, EchoError> {
+    /// Opens the cassette; `options.redactor` takes the roots its header names
+    /// (see [`with_cassette_paths`]).
+    fn open(options: &mut ReplayOptions) -> Result<Self, EchoError> {
         let index = CassetteIndex::open(&options.cassette, &options.matching)?;
+        with_cassette_paths(&index.header, &mut options.redactor);
         for warning in &index.warnings {
             tracing::warn!("{}: {warning}", options.cassette.display());
         }
@@ -704,6 +707,16 @@ impl Replayer {
     }
 }
 
+/// Makes `redactor` normalise this machine's paths of the roots `header`
+/// names, and no others: live requests are keyed as the recording was, and
+/// what is appended holds the same tokens. A version 1 cassette names none.
+pub(crate) fn with_cassette_paths(header: &crate::cassette::Header, redactor: &mut Redactor) {
+    let paths = header.path_roots();
+    if *redactor.paths() != paths {
+        redactor.set_paths(paths);
+    }
+}
+
 /// The error line a miss of `request` is answered with.
 fn miss_line(request: &LiveRequest<'_>, miss: &crate::matcher::Miss) -> Vec<u8> {
     json_line(&json!({"jsonrpc": "2.0", "id": request.id(), "error": {
@@ -722,9 +735,9 @@ fn json_line(message: &Value) -> Vec<u8> {
 pub async fn replay(
     mut client_in: impl AsyncBufRead + Unpin,
     mut client_out: impl AsyncWrite + Unpin,
-    options: ReplayOptions,
+    mut options: ReplayOptions,
 ) -> Result<ReplaySummary, EchoError> {
-    let mut replayer = Replayer::open(&options)?;
+    let mut replayer = Replayer::open(&mut options)?;
     let mut live: Option<Live> = None;
     let mut ordinal = replayer.max_ordinal;
     let mut frame = Vec::new();
@@ -765,11 +778,12 @@ pub async fn replay(
 fn replay_blocking(
     input: blocking_client::Blocking,
     mut output: blocking_client::Blocking,
-    options: &ReplayOptions,
+    options: &mut ReplayOptions,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<ReplaySummary, EchoError> {
     use std::io::{BufRead, Read as _};
     let mut replayer = Replayer::open(options)?;
+    let options = &*options;
     let mut input = std::io::BufReader::new(input);
     let mut frame = Vec::new();
     let write = |output: &mut blocking_client::Blocking, line: &[u8]| {
@@ -835,7 +849,7 @@ where
 async fn replay_on_thread(
     input: blocking_client::Blocking,
     output: blocking_client::Blocking,
-    options: ReplayOptions,
+    mut options: ReplayOptions,
 ) -> Result<ReplaySummary, EchoError> {
     let (done, replayed) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
@@ -845,7 +859,7 @@ async fn replay_on_thread(
                 .enable_time()
                 .build()
                 .map_err(io("the replay thread's runtime"))
-                .and_then(|runtime| replay_blocking(input, output, &options, &runtime));
+                .and_then(|runtime| replay_blocking(input, output, &mut options, &runtime));
             let _ = done.send(result);
         })
         .map_err(io("the replay thread"))?;
@@ -1001,28 +1015,33 @@ pub(crate) fn outgoing(
         None => matcher.find_position(tree_of(request)?, Some(&options.redactor))?,
     };
     let matcher = &*matcher;
+    let paths = options.redactor.paths();
     let mut line = Vec::new();
     if !options.annotate
         && options.timing == Timing::None
         && let Some(response) = matcher.answer(position, &mut line)?
         && let Some(place) = id_place(response)
     {
+        let response = splice(response, &place, &request.id_json());
         return Ok(Outgoing {
             delay: None,
             notifications: Vec::new(),
             gaps: Vec::new(),
-            responses: vec![splice(response, &place, &request.id_json())],
+            responses: vec![expand_paths(paths, response)],
         });
     }
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
-        let (notifications, responses) = playback(
+        let (mut notifications, mut responses) = playback(
             &interaction,
             tree_of(request)?,
             &request.id(),
             options,
             cassette_id,
         );
+        for message in notifications.iter_mut().chain(&mut responses) {
+            paths.expand_value(message);
+        }
         return Ok(Outgoing {
             delay: recorded_delay(interaction.ms, options.timing),
             gaps: notification_gaps(
@@ -1038,11 +1057,14 @@ pub(crate) fn outgoing(
         });
     }
     let reply: Reply<'_> = matcher.parse(position, &mut line)?;
-    let notifications = if reply.notifications.is_empty() {
+    let mut notifications = if reply.notifications.is_empty() {
         reply.notifications
     } else {
         with_live_token(reply.notifications, request.progress_token())
     };
+    for notification in &mut notifications {
+        paths.expand_value(notification);
+    }
     let id = request.id_json();
     Ok(Outgoing {
         delay: recorded_delay(reply.ms, options.timing),
@@ -1051,9 +1073,18 @@ pub(crate) fn outgoing(
         responses: reply
             .responses
             .iter()
-            .map(|r| with_live_id(r.get(), &id))
+            .map(|r| expand_paths(paths, with_live_id(r.get(), &id)))
             .collect(),
     })
+}
+
+/// A recorded response's text with this machine's paths where the cassette
+/// holds tokens; the same bytes when it holds none.
+fn expand_paths(paths: &crate::paths::PathRoots, response: Vec<u8>) -> Vec<u8> {
+    match paths.expand_json_text(&response) {
+        std::borrow::Cow::Borrowed(_) => response,
+        std::borrow::Cow::Owned(expanded) => expanded,
+    }
 }
 
 /// The tree of the live `request`, or the miss of one that has none.
@@ -1289,9 +1320,25 @@ mod tests {
     /// What `replay` writes for `requests` (one per line) out of a cassette of
     /// `interactions`.
     async fn replayed(interactions: Vec<Value>, requests: &[&str]) -> Vec<Value> {
+        replayed_under(
+            &crate::cassette::Header::new("stdio"),
+            false,
+            interactions,
+            requests,
+        )
+        .await
+    }
+
+    /// [`replayed`] with the cassette's `header`, annotated or not.
+    async fn replayed_under(
+        header: &crate::cassette::Header,
+        annotate: bool,
+        interactions: Vec<Value>,
+        requests: &[&str],
+    ) -> Vec<Value> {
         let dir = tempfile::tempdir().unwrap();
         let cassette = dir.path().join("c.jsonl");
-        let mut text = serde_json::to_string(&crate::cassette::Header::new("stdio")).unwrap();
+        let mut text = serde_json::to_string(header).unwrap();
         for interaction in interactions {
             text.push('\n');
             text.push_str(&interaction.to_string());
@@ -1302,7 +1349,7 @@ mod tests {
             cassette,
             timing: Timing::None,
             on_miss: OnMiss::Error,
-            annotate: false,
+            annotate,
             matching: MatchOptions::default(),
             redactor: Redactor::new(&[], &[]).unwrap(),
             peer: Peer::Unobserved,
@@ -1364,6 +1411,53 @@ mod tests {
         assert_eq!(out[5]["id"], 5);
         assert_eq!(out[5]["error"]["data"]["reason"], "not_recorded", "{out:?}");
         assert_eq!(out.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_cassette_recorded_elsewhere_answers_with_the_paths_of_this_directory() {
+        // Recorded in another directory: the cassette holds the working
+        // directory as its token. The live request names a file here; replay
+        // keys it with the token and answers with this directory's path, in
+        // the response and in the notification before it.
+        let here = std::env::current_dir().unwrap();
+        let here = here.to_str().unwrap();
+        let interactions = || {
+            vec![json!({"type": "interaction", "ordinal": 1,
+                "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_text_file",
+                    "arguments": {"path": "{{dshkit:cwd}}/notes.txt"}}},
+                "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "{{dshkit:cwd}}/notes.txt: hello"}]}}],
+                "notifications": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "reading {{dshkit:cwd}}"}}],
+                "ms": 0})]
+        };
+        let live = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read_text_file","arguments":{{"path":"{here}/notes.txt"}}}}}}"#
+        );
+        let mut header = crate::cassette::Header::new("stdio");
+        header.paths = vec!["cwd".into()];
+        for annotate in [false, true] {
+            let out = replayed_under(&header, annotate, interactions(), &[&live]).await;
+            assert_eq!(out.len(), 2, "{out:?}");
+            assert_eq!(out[0]["params"]["data"], format!("reading {here}"));
+            assert_eq!(out[1]["id"], 7, "{out:?}");
+            assert_eq!(
+                out[1]["result"]["content"][0]["text"],
+                format!("{here}/notes.txt: hello"),
+                "annotated: {annotate}"
+            );
+        }
+        // Without the header's `paths` (format 1) nothing is normalised or
+        // expanded: the token is text like any other.
+        let old = crate::cassette::Header {
+            format_version: 1,
+            ..crate::cassette::Header::new("stdio")
+        };
+        let token = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"read_text_file","arguments":{"path":"{{dshkit:cwd}}/notes.txt"}}}"#;
+        let out = replayed_under(&old, false, interactions(), &[&live, token]).await;
+        assert_eq!(out[0]["error"]["data"]["reason"], "arguments_differ", "{out:?}");
+        assert_eq!(
+            out[2]["result"]["content"][0]["text"],
+            "{{dshkit:cwd}}/notes.txt: hello"
+        );
     }
 
     /// What replay writes for `requests` out of a cassette of `lines`, under `timing`.

@@ -1,18 +1,23 @@
 //! `dshkit echo verify`: send the recorded requests to the live server and compare
 //! its answers with the recording, volatile values (timestamps, UUIDs, epochs)
-//! normalised first.
+//! normalised first (see [`crate::volatile`]) and the members the caller
+//! expects to change left out.
+//!
+//! A cassette that holds path tokens (format 2) is verified from anywhere: the
+//! requests go out with this machine's paths where the tokens stand, and the
+//! live answers are normalised to the tokens before they are compared.
 
 use std::time::Duration;
 
-use regex::Regex;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use crate::cassette::{CassetteError, Record};
-use crate::matcher::differing_paths;
+use crate::cassette::{Record, Records};
+use crate::matcher::differing_pointers;
 use crate::redact::Redactor;
 use crate::stdio::EchoError;
+pub use crate::volatile::Normaliser;
 
 /// Longest wait for one answer.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,60 +37,123 @@ pub enum Outcome {
 pub struct Check {
     pub ordinal: u64,
     pub method: String,
+    /// The tool a `tools/call` called.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     pub outcome: Outcome,
-    /// Where the answers differ (JSON paths), for CHANGED.
+    /// Where the answers differ, for CHANGED: JSON pointers into the answer
+    /// (`/result/content/0/text`), as `--ignore` takes them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
-/// Replaces volatile values so that two honest answers compare equal.
-pub struct Normaliser {
-    timestamp: Regex,
-    uuid: Regex,
+/// A member of an answer that `--ignore` leaves out of the comparison: a JSON
+/// pointer (RFC 6901) into the JSON-RPC answer, e.g. `/result/content/0/text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    text: String,
+    tokens: Vec<String>,
 }
 
-impl Default for Normaliser {
-    fn default() -> Self {
-        Self {
-            timestamp: Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
-                .expect("compiles"),
-            uuid: Regex::new(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-                .expect("compiles"),
+/// Why a text is no [`Pointer`] `--ignore` takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PointerError {
+    #[error("`{0}` is not a JSON pointer: it starts with `/`, e.g. /result/content/0/text")]
+    NoLeadingSlash(String),
+    #[error("`{0}` is not a JSON pointer: `~` is written `~0` and `/` inside a name `~1`")]
+    BadEscape(String),
+    #[error("the empty pointer names the whole answer: ignoring it would compare nothing")]
+    WholeAnswer,
+}
+
+impl Pointer {
+    pub fn parse(text: &str) -> Result<Self, PointerError> {
+        if text.is_empty() {
+            return Err(PointerError::WholeAnswer);
         }
+        let Some(rest) = text.strip_prefix('/') else {
+            return Err(PointerError::NoLeadingSlash(text.to_owned()));
+        };
+        let tokens = rest
+            .split('/')
+            .map(|token| {
+                let mut out = String::with_capacity(token.len());
+                let mut chars = token.chars();
+                while let Some(c) = chars.next() {
+                    if c != '~' {
+                        out.push(c);
+                        continue;
+                    }
+                    match chars.next() {
+                        Some('0') => out.push('~'),
+                        Some('1') => out.push('/'),
+                        _ => return Err(PointerError::BadEscape(text.to_owned())),
+                    }
+                }
+                Ok(out)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            text: text.to_owned(),
+            tokens,
+        })
     }
-}
 
-impl Normaliser {
-    pub fn value(&self, value: &mut Value) {
-        match value {
-            Value::String(s) => {
-                let replaced = self.timestamp.replace_all(s, "<timestamp>");
-                let replaced = self.uuid.replace_all(&replaced, "<uuid>").into_owned();
-                *s = replaced;
+    /// Leaves the member it names out of `answer`: a member of an object is
+    /// removed, an item of an array becomes `null`; nothing when `answer`
+    /// holds no such member.
+    pub fn leave_out(&self, answer: &mut Value) {
+        let Some((last, parents)) = self.tokens.split_last() else {
+            return;
+        };
+        let mut at = answer;
+        for token in parents {
+            let next = match at {
+                Value::Object(map) => map.get_mut(token),
+                Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+                _ => None,
+            };
+            let Some(next) = next else { return };
+            at = next;
+        }
+        match at {
+            Value::Object(map) => {
+                map.remove(last);
             }
-            Value::Number(n) => {
-                // Epoch seconds or milliseconds between 2001 and 2096.
-                if let Some(v) = n.as_u64()
-                    && ((1_000_000_000..4_000_000_000).contains(&v)
-                        || (1_000_000_000_000..4_000_000_000_000).contains(&v))
-                {
-                    *value = json!("<epoch>");
+            Value::Array(items) => {
+                if let Some(item) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                    *item = Value::Null;
                 }
             }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.value(v)),
             _ => {}
         }
     }
+}
+
+impl std::fmt::Display for Pointer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// What a verification leaves out and how it reads the answers.
+#[derive(Debug)]
+pub struct VerifyOptions {
+    /// Applied to each live answer as the recording was redacted; it takes
+    /// the roots the cassette's header names.
+    pub redactor: Redactor,
+    /// Members of each answer left out of the comparison.
+    pub ignore: Vec<Pointer>,
 }
 
 /// Compares a recorded answer with a live one (both already normalised).
 pub fn compare(recorded: &Value, live: &Value) -> (Outcome, Vec<String>) {
     match (recorded.get("error"), live.get("error")) {
         (None, None) => {
-            let paths = differing_paths(&recorded["result"], &live["result"]);
+            let paths = differing_pointers(&recorded["result"], &live["result"], "/result");
             if paths.is_empty() {
                 (Outcome::Match, paths)
             } else {
@@ -216,52 +284,62 @@ impl Live {
 
 /// Sends every recorded request to the live server, in order, and compares the
 /// answers.
-pub async fn verify(
-    records: impl IntoIterator<Item = Result<Record, CassetteError>>,
+pub async fn verify<R: std::io::BufRead>(
+    mut records: Records<R>,
     target: &Target,
-    redactor: &Redactor,
+    options: VerifyOptions,
 ) -> Result<Vec<Check>, EchoError> {
+    let VerifyOptions { mut redactor, ignore } = options;
+    crate::stdio::with_cassette_paths(records.header(), &mut redactor);
+    let paths = redactor.paths().clone();
     let mut live = Live::start(target)?;
     let normaliser = Normaliser::default();
     let mut checks = Vec::new();
     // Record by record: a cassette of any size is verified in bounded memory.
-    for record in records {
+    for record in records.by_ref() {
         let Record::Interaction(interaction) = record? else {
             continue;
         };
         let method = interaction.request["method"].as_str().unwrap_or("?").to_owned();
+        let tool = (method == "tools/call")
+            .then(|| interaction.request["params"]["name"].as_str().map(str::to_owned))
+            .flatten();
         let mut request = interaction.request.clone();
+        // The live server is here: it gets this machine's paths.
+        paths.expand_value(&mut request);
         request["id"] = json!(format!("dshkit-verify-{}", interaction.ordinal));
         let answer = live.send(&request).await;
+        let check = |outcome, paths, detail| Check {
+            ordinal: interaction.ordinal,
+            method: method.clone(),
+            tool: tool.clone(),
+            outcome,
+            paths,
+            detail,
+        };
         let check = match (answer, interaction.responses.last()) {
             (Some(mut now), Some(then)) => {
                 let mut then = then.clone();
                 redactor.value(&mut now);
-                normaliser.value(&mut now);
-                normaliser.value(&mut then);
-                let (outcome, paths) = compare(&then, &now);
-                Check {
-                    ordinal: interaction.ordinal,
-                    method,
-                    outcome,
-                    paths,
-                    detail: None,
+                for answer in [&mut now, &mut then] {
+                    normaliser.value(answer);
+                    for pointer in &ignore {
+                        pointer.leave_out(answer);
+                    }
                 }
+                let (outcome, paths) = compare(&then, &now);
+                check(outcome, paths, None)
             }
-            (None, _) => Check {
-                ordinal: interaction.ordinal,
-                method,
-                outcome: Outcome::Missing,
-                paths: Vec::new(),
-                detail: Some(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())),
-            },
-            (Some(_), None) => Check {
-                ordinal: interaction.ordinal,
-                method,
-                outcome: Outcome::Changed,
-                paths: Vec::new(),
-                detail: Some("the recording holds no answer to compare with".into()),
-            },
+            (None, _) => check(
+                Outcome::Missing,
+                Vec::new(),
+                Some(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())),
+            ),
+            (Some(_), None) => check(
+                Outcome::Changed,
+                Vec::new(),
+                Some("the recording holds no answer to compare with".into()),
+            ),
         };
         // The handshake is complete once initialize is answered.
         if interaction.request["method"] == "initialize" {
@@ -279,6 +357,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pointers_are_read_as_rfc_6901_writes_them_and_leave_out_what_they_name() {
+        let pointer = Pointer::parse("/result/content/0/a~1b~0c").unwrap();
+        let mut answer = json!({"result": {"content": [{"a/b~c": 1, "d": 2}], "n": 3}});
+        pointer.leave_out(&mut answer);
+        assert_eq!(answer, json!({"result": {"content": [{"d": 2}], "n": 3}}));
+        Pointer::parse("/result/content/0")
+            .unwrap()
+            .leave_out(&mut answer);
+        assert_eq!(answer, json!({"result": {"content": [null], "n": 3}}));
+        // What the answer does not hold is left as it is.
+        for absent in ["/result/none/x", "/result/content/7", "/result/n/x", "/error"] {
+            Pointer::parse(absent).unwrap().leave_out(&mut answer);
+        }
+        assert_eq!(answer, json!({"result": {"content": [null], "n": 3}}));
+        assert_eq!(Pointer::parse("/").unwrap().tokens, [""]);
+        assert_eq!(
+            Pointer::parse("result/content"),
+            Err(PointerError::NoLeadingSlash("result/content".into()))
+        );
+        assert_eq!(
+            Pointer::parse("/a~2"),
+            Err(PointerError::BadEscape("/a~2".into()))
+        );
+        assert_eq!(Pointer::parse("/a~"), Err(PointerError::BadEscape("/a~".into())));
+        assert_eq!(Pointer::parse(""), Err(PointerError::WholeAnswer));
+    }
+
+    #[test]
+    fn a_changed_answer_names_the_pointers_it_changed_at() {
+        let recorded = json!({"result": {"content": [{"text": "a"}], "m/x": 1}});
+        let live = json!({"result": {"content": [{"text": "b"}], "m/x": 2}});
+        assert_eq!(
+            compare(&recorded, &live),
+            (
+                Outcome::Changed,
+                vec!["/result/content/0/text".to_owned(), "/result/m~1x".to_owned()]
+            )
+        );
+    }
+
+    #[test]
     fn volatile_values_are_normalised_and_changes_classified() {
         let normaliser = Normaliser::default();
         let mut a = json!({"result": {"at": "2026-11-30T15:00:00Z", "id": "0f8fad5b-d9cb-469f-a165-70867728950e", "t": 1_796_050_532, "n": 3}});
@@ -287,7 +406,7 @@ mod tests {
         normaliser.value(&mut b);
         assert_eq!(compare(&a, &b).0, Outcome::Match);
         let c = json!({"result": {"at": "<timestamp>", "id": "<uuid>", "t": "<epoch>", "n": 4}});
-        assert_eq!(compare(&a, &c), (Outcome::Changed, vec!["n".to_owned()]));
+        assert_eq!(compare(&a, &c), (Outcome::Changed, vec!["/result/n".to_owned()]));
         let error = json!({"error": {"code": -32602, "message": "bad"}});
         assert_eq!(compare(&a, &error).0, Outcome::ErrorShapeChanged);
         assert_eq!(

@@ -127,12 +127,18 @@ pub(crate) enum EchoCommand {
     },
     /// Send the recorded requests to the live server and compare its answers
     /// (timestamps, UUIDs and epochs normalised): MATCH, CHANGED,
-    /// ERROR-SHAPE-CHANGED or MISSING per request. Exit 0 clean, 1 drift, 2 error.
+    /// ERROR-SHAPE-CHANGED or MISSING per request. Exit 0 clean, 1 drift, 2 error,
+    /// 3 refused input (an --ignore that is no JSON pointer).
     Verify {
         cassette: PathBuf,
         /// A live Streamable HTTP server (`http://…/mcp`) instead of a command.
         #[arg(long, value_name = "URL", conflicts_with = "argv")]
         url: Option<String>,
+        /// A member of each answer expected to change, left out of the
+        /// comparison: a JSON pointer into the answer, e.g.
+        /// /result/structuredContent/requestId (repeatable).
+        #[arg(long = "ignore", value_name = "POINTER")]
+        ignore: Vec<String>,
         #[command(flatten)]
         redaction: RedactionArgs,
         /// The live server's command line (stdio).
@@ -200,8 +206,9 @@ pub(crate) enum OverlayModeArg {
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RedactionArgs {
-    /// Also redact the value of this environment variable (repeatable); variables
-    /// whose names look secret (TOKEN, SECRET, PASSWORD, API_KEY, *_KEY) always are.
+    /// Also redact the value of this environment variable (repeatable); a variable
+    /// whose name looks secret (TOKEN, SECRET, PASSWORD, API_KEY, *_KEY, …) always
+    /// is when its value looks like one (not a path, a number or a boolean).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub(crate) redact_env: Vec<String>,
     /// Also redact matches of this regex (repeatable).

@@ -25,6 +25,12 @@ fn redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
         .map_err(|e| Failure::refused(anyhow!("a --redact pattern is not a valid regex: {e}")))
 }
 
+/// The redactor of a recording: it also writes the paths of this working
+/// directory and home as their tokens, so the cassette replays from anywhere.
+fn recording_redactor(args: &RedactionArgs) -> Result<Redactor, Failure> {
+    Ok(redactor(args)?.with_paths(dshkit_echo::paths::PathRoots::here()))
+}
+
 /// The MCP client side of a proxy: this process's stdin and stdout.
 fn client_streams() -> (
     BufReader<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
@@ -151,6 +157,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Verify {
             cassette: path,
             url,
+            ignore,
             redaction,
             argv,
         } => {
@@ -158,7 +165,16 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
                 Some(url) => dshkit_echo::verify::Target::Http(url),
                 None => dshkit_echo::verify::Target::Stdio(argv),
             };
-            verify_command(&path, &redactor(&redaction)?, &target, out).await
+            let ignore = ignore
+                .iter()
+                .map(|text| dshkit_echo::verify::Pointer::parse(text))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| Failure::refused(anyhow!("--ignore: {e}")))?;
+            let options = dshkit_echo::verify::VerifyOptions {
+                redactor: redactor(&redaction)?,
+                ignore,
+            };
+            verify_command(&path, options, &target, out).await
         }
         EchoCommand::Snapshot {
             cassette: path,
@@ -192,7 +208,7 @@ async fn record_http_command(
         argv: Vec::new(),
         cassette: output,
         mode,
-        redactor: redactor(redaction)?,
+        redactor: recording_redactor(redaction)?,
     };
     let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
         .await
@@ -208,7 +224,7 @@ async fn record_command(
     redaction: &RedactionArgs,
     argv: Vec<String>,
 ) -> Result<u8, Failure> {
-    let redactor = redactor(redaction)?;
+    let redactor = recording_redactor(redaction)?;
     let mode = match mode {
         ModeArg::Once => RecordMode::Once,
         ModeArg::NewEpisodes => RecordMode::NewEpisodes,
@@ -339,7 +355,7 @@ const VERIFY_ERROR: u8 = 2;
 
 async fn verify_command(
     path: &Path,
-    redactor: &Redactor,
+    options: dshkit_echo::verify::VerifyOptions,
     target: &dshkit_echo::verify::Target,
     out: Output,
 ) -> Result<u8, Failure> {
@@ -356,7 +372,7 @@ async fn verify_command(
             return Ok(VERIFY_ERROR);
         }
     };
-    let checks = match dshkit_echo::verify::verify(records, target, redactor).await {
+    let checks = match dshkit_echo::verify::verify(records, target, options).await {
         Ok(checks) => checks,
         Err(e) => {
             note(&format!("error: {e}"));
@@ -372,14 +388,18 @@ async fn verify_command(
     } else {
         let mut text = String::new();
         for check in &checks {
+            let request = match &check.tool {
+                Some(tool) => format!("{} {tool}", check.method),
+                None => check.method.clone(),
+            };
             text.push_str(&format!(
-                "#{:<4} {:<22} {:<26}{}{}\n",
+                "#{:<4} {:<22} {:<36}{}{}\n",
                 check.ordinal,
                 serde_json::to_value(check.outcome)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default(),
-                check.method,
+                request,
                 if check.paths.is_empty() {
                     String::new()
                 } else {

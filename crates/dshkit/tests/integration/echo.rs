@@ -835,7 +835,45 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         .find(|c| c["method"] == "tools/call" && c["outcome"] != "MATCH")
         .unwrap();
     assert_eq!(sum["outcome"], "CHANGED", "{report}");
-    assert_eq!(sum["paths"], json!(["content[0].text"]));
+    assert_eq!(sum["tool"], "get-sum", "a row names the tool it called");
+    assert_eq!(
+        sum["paths"],
+        json!(["/result/content/0/text"]),
+        "where it changed, as --ignore takes it"
+    );
+    let text = output(dshkit_command(dir.path()).args(&verify[1..]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines().any(|l| l.contains("CHANGED")
+            && l.contains("tools/call get-sum")
+            && l.contains("/result/content/0/text")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("MATCH") && l.contains("tools/call echo")),
+        "{text}"
+    );
+
+    // The changed member, ignored: no drift.
+    let mut ignoring = vec![
+        "--json",
+        "echo",
+        "verify",
+        cassette_arg,
+        "--ignore",
+        "/result/content/0/text",
+        "--",
+    ];
+    ignoring.extend(live);
+    let ignored = output(dshkit_command(dir.path()).args(&ignoring));
+    assert_eq!(
+        ignored.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ignored.stdout)
+    );
+    assert_eq!(stdout_json(&ignored)["drift"], 0);
     let broken = output(dshkit_command(dir.path()).args([
         "echo",
         "verify",
@@ -848,6 +886,35 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         Some(2),
         "an unstartable server is an error, not drift"
     );
+}
+
+#[test]
+fn verify_refuses_an_ignore_that_is_no_json_pointer() {
+    // Refused input (exit 3) with what a pointer looks like, before the
+    // cassette is read or any server starts.
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("c.jsonl");
+    std::fs::write(&cassette, "").unwrap();
+    for bad in ["result/content/0/text", "/result/a~2b", "/a~", ""] {
+        let refused = output(dshkit_command(dir.path()).args([
+            "echo",
+            "verify",
+            cassette.to_str().unwrap(),
+            "--ignore",
+            "/result/fine",
+            "--ignore",
+            bad,
+            "--",
+            "/nonexistent/server",
+        ]));
+        assert_eq!(refused.status.code(), Some(3), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("--ignore") && stderr.contains("pointer"),
+            "{stderr}"
+        );
+        assert!(refused.stdout.is_empty(), "nothing was verified");
+    }
 }
 
 #[test]

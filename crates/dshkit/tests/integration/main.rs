@@ -8,6 +8,7 @@ mod devtools;
 mod dsh_agent;
 mod dsh_plugin;
 mod echo;
+mod echo_corpus;
 mod liveloop_app;
 mod liveloop_tool;
 mod mcp_http;
