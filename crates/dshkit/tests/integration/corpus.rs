@@ -22,7 +22,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use dshkit_test::{Peers, processes_mentioning, spawn_guarded, workspace_root};
+use dshkit_test::{Peers, processes_mentioning, read_ready_line, spawn_guarded, workspace_root};
 use serde_json::{Value, json};
 
 use crate::support::{dshkit_command, output};
@@ -99,6 +99,39 @@ fn verify_broken_copy(case: &Case, edit: &Edit) {
     verify(case, copy.path(), Expected::FailedOnTheThrownError);
 }
 
+/// `dshkit run DIR`, then `dshkit verify URL` with the URL of the running app
+/// at `case.expect_path`: the page the URL names is the one verified, and the
+/// report names it.
+fn verify_url_with_path(case: &Case, dir: &Path, expected: Expected) {
+    let peers = Peers::get();
+    let home = tempfile::tempdir().unwrap();
+    let path = corpus_path(&peers);
+    let mut server = spawn_guarded(dshkit_command(home.path()).env("PATH", &path).arg("run").arg(dir));
+    let origin = read_ready_line(&mut server, "http://", Duration::from_mins(2));
+    let page = format!(
+        "{}{}",
+        origin.trim_end_matches('/'),
+        case.expect_path.expect("a path to verify")
+    );
+    let run = run_verify(case, OsStr::new(&page), home.path(), &path);
+    print_figures(&page, None, &run, expected);
+    assert_verdict(&run, expected);
+    assert_eq!(run.report["requestedUrl"], page, "{:#}", run.report);
+    assert_eq!(run.report["url"], page, "{:#}", run.report);
+
+    // `dshkit run` stops its server when it is asked to stop.
+    server.terminate(Duration::from_secs(10));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_mentioning(dir.to_str().unwrap()).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        processes_mentioning(dir.to_str().unwrap()).is_empty(),
+        "processes of {} left behind",
+        dir.display()
+    );
+}
+
 /// `dshkit detect` and `dshkit verify` on `dir` as `case` says; asserts the
 /// detection, the verdict, the report's URL and run profile, and that no
 /// process of the app is left.
@@ -107,8 +140,28 @@ fn verify(case: &Case, dir: &Path, expected: Expected) {
     let home = tempfile::tempdir().unwrap();
     let path = corpus_path(&peers);
     let (candidate, detect_time) = detect(case, dir, home.path(), &path);
-    let run = run_verify(case, dir, home.path(), &path);
-    print_figures(dir, detect_time, &run, expected);
+    let run = run_verify(case, dir.as_os_str(), home.path(), &path);
+    print_figures(&dir.display().to_string(), Some(detect_time), &run, expected);
+    assert_verdict(&run, expected);
+    assert_the_report_names_the_app(case, dir, &candidate, &run.report);
+
+    // Nothing of the app is left running.
+    let left = processes_mentioning(dir.to_str().unwrap());
+    assert!(
+        left.is_empty(),
+        "processes of {} left behind: {left:?}",
+        dir.display()
+    );
+    if let Some(port) = case.port {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "port {port} is still served"
+        );
+    }
+}
+
+/// The verdict and exit code `expected`; a FAILED one for the thrown error alone.
+fn assert_verdict(run: &VerifyRun, expected: Expected) {
     let report = &run.report;
     match expected {
         Expected::Verified => {
@@ -133,21 +186,6 @@ fn verify(case: &Case, dir: &Path, expected: Expected) {
                 );
             }
         }
-    }
-    assert_the_report_names_the_app(case, dir, &candidate, report);
-
-    // Nothing of the app is left running.
-    let left = processes_mentioning(dir.to_str().unwrap());
-    assert!(
-        left.is_empty(),
-        "processes of {} left behind: {left:?}",
-        dir.display()
-    );
-    if let Some(port) = case.port {
-        assert!(
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-            "port {port} is still served"
-        );
     }
 }
 
@@ -184,10 +222,11 @@ struct VerifyRun {
     took: Duration,
 }
 
-/// `dshkit verify DIR --json` with the steps and assertions of `case`.
-fn run_verify(case: &Case, dir: &Path, home: &Path, path: &OsStr) -> VerifyRun {
+/// `dshkit verify TARGET --json` (a directory or a URL) with the steps and
+/// assertions of `case`.
+fn run_verify(case: &Case, target: &OsStr, home: &Path, path: &OsStr) -> VerifyRun {
     let mut command = dshkit_command(home);
-    command.env("PATH", path).arg("verify").arg(dir).arg("--json");
+    command.env("PATH", path).arg("verify").arg(target).arg("--json");
     for step in case.steps {
         command.args(["--step", step]);
     }
@@ -235,13 +274,13 @@ fn run_verify(case: &Case, dir: &Path, home: &Path, path: &OsStr) -> VerifyRun {
 }
 
 #[expect(clippy::print_stderr, reason = "the corpus's figures")]
-fn print_figures(dir: &Path, detect: Duration, run: &VerifyRun, expected: Expected) {
+fn print_figures(target: &str, detect: Option<Duration>, run: &VerifyRun, expected: Expected) {
+    let seconds =
+        |took: Option<Duration>| took.map_or_else(|| "-".to_owned(), |t| format!("{:.2} s", t.as_secs_f64()));
     eprintln!(
-        "corpus {}: detect {:.2} s, ready {}, verify {:.1} s, verdict {} (expected {expected:?}); reasons: {}",
-        dir.display(),
-        detect.as_secs_f64(),
-        run.ready
-            .map_or_else(|| "never".to_owned(), |at| format!("{:.1} s", at.as_secs_f64())),
+        "corpus {target}: detect {}, ready {}, verify {:.1} s, verdict {} (expected {expected:?}); reasons: {}",
+        seconds(detect),
+        seconds(run.ready),
         run.took.as_secs_f64(),
         run.report["verdict"],
         run.report["reasons"]
@@ -400,16 +439,47 @@ fn sveltekit_client_side_navigation_keeps_the_layout_state_and_is_verified() {
     verify_installed(&SVELTEKIT, Expected::Verified);
 }
 
+/// The About page of `sveltekit-minimal` throws once it is mounted.
+const SVELTEKIT_ABOUT_THROWS: Edit = Edit {
+    file: "src/routes/about/+page.svelte",
+    find: "<h1>About this app</h1>\n",
+    replace: "<script lang=\"ts\">\n\timport { onMount } from 'svelte';\n\tonMount(() => {\n\t\tthrow new Error('thrown by the corpus after the interaction');\n\t});\n</script>\n\n<h1>About this app</h1>\n",
+};
+
 #[test]
 fn sveltekit_page_that_throws_after_client_side_navigation_fails() {
-    verify_broken_copy(
-        &SVELTEKIT,
-        &Edit {
-            file: "src/routes/about/+page.svelte",
-            find: "<h1>About this app</h1>\n",
-            replace: "<script lang=\"ts\">\n\timport { onMount } from 'svelte';\n\tonMount(() => {\n\t\tthrow new Error('thrown by the corpus after the interaction');\n\t});\n</script>\n\n<h1>About this app</h1>\n",
-        },
+    verify_broken_copy(&SVELTEKIT, &SVELTEKIT_ABOUT_THROWS);
+}
+
+// A URL with a path: the page it names is verified, not the app's root.
+
+const SVELTEKIT_ABOUT: Case = Case {
+    steps: &[],
+    expect_text: &["About this app"],
+    expect_path: Some("/about"),
+    ..SVELTEKIT
+};
+
+#[test]
+fn sveltekit_page_named_by_a_url_with_a_path_is_verified() {
+    let peers = Peers::get();
+    verify_url_with_path(
+        &SVELTEKIT_ABOUT,
+        &installed(&peers, SVELTEKIT_ABOUT.app),
+        Expected::Verified,
     );
+}
+
+/// The app's root is healthy; the page the URL names throws.
+#[test]
+fn sveltekit_page_named_by_a_url_with_a_path_that_throws_fails() {
+    let peers = Peers::get();
+    let copy = broken_copy(
+        &peers,
+        &installed(&peers, SVELTEKIT_ABOUT.app),
+        &SVELTEKIT_ABOUT_THROWS,
+    );
+    verify_url_with_path(&SVELTEKIT_ABOUT, copy.path(), Expected::FailedOnTheThrownError);
 }
 
 // A server that answers 503 while it starts: Nuxt 4's dev server.
