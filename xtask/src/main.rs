@@ -3,7 +3,9 @@
 //! - `setup`: install what the tests need (Chromium via apt, the npm peers with
 //!   Node 22, the DSH testbed), cached under `target/peers/` by lock hash.
 //! - `demo`: set up, build dshkit, run its main job (`dshkit verify` on the example app).
-//! - `test [ARGS]`: set up, then run the whole suite with cargo-nextest.
+//! - `test [--corpus] [ARGS]`: set up, then run the whole suite with cargo-nextest;
+//!   `--corpus` installs every app of the real-framework corpus and runs its slow
+//!   (`#[ignore]`d) cases too.
 //! - `soak [N] [ARGS]`: the suite (or the tests ARGS select) N times while a CPU hog
 //!   keeps every core busy; a test that passes only on an idle machine fails here.
 //! - `test-windows`: the Windows build's tests under Wine (see `windows.rs`).
@@ -34,7 +36,7 @@ use std::process::{Command, ExitCode};
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("setup") => setup::all().map(|_| ()),
+        Some("setup") => setup(&args[1..]),
         Some("demo") => demo(),
         Some("test") => test(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
@@ -45,7 +47,7 @@ fn main() -> ExitCode {
         Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | demo | test [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
@@ -236,11 +238,57 @@ fn soak(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the whole suite: every crate's unit and integration tests, with the real peers.
-fn test(extra: &[String]) -> anyhow::Result<()> {
-    setup::all()?;
-    run(Command::new(env!("CARGO"))
-        .args(["nextest", "run", "--workspace", "--profile", "ci"])
-        .args(extra)
-        .current_dir(root()))
+/// `setup [--corpus]`: installs the peers; `--corpus` adds every corpus app.
+fn setup(args: &[String]) -> anyhow::Result<()> {
+    let (corpus, rest) = corpus_flag(args);
+    anyhow::ensure!(rest.is_empty(), "usage: cargo xtask setup [--corpus]");
+    let peers = setup::all()?;
+    if corpus {
+        setup::corpus(&peers, setup::CorpusSet::All)?;
+    }
+    Ok(())
+}
+
+/// Splits `--corpus` from the other arguments.
+fn corpus_flag(args: &[String]) -> (bool, Vec<String>) {
+    let rest: Vec<String> = args.iter().filter(|a| *a != "--corpus").cloned().collect();
+    (rest.len() < args.len(), rest)
+}
+
+/// Runs the whole suite: every crate's unit and integration tests, with the real
+/// peers. With `--corpus`, every corpus app is installed and the corpus cases the
+/// suite skips (`#[ignore]`d as slow) run after it, in a second nextest run that
+/// fails when it finds none; both runs must pass.
+fn test(args: &[String]) -> anyhow::Result<()> {
+    let (corpus, extra) = corpus_flag(args);
+    let peers = setup::all()?;
+    if corpus {
+        setup::corpus(&peers, setup::CorpusSet::All)?;
+    }
+    let nextest = || {
+        let mut command = Command::new(env!("CARGO"));
+        command
+            .args(["nextest", "run", "--profile", "ci"])
+            .current_dir(root());
+        command
+    };
+    let suite = run(nextest().arg("--workspace").args(&extra));
+    if !corpus {
+        return suite;
+    }
+    let slow = run(nextest().args([
+        "--package",
+        "dshkit",
+        "--run-ignored",
+        "only",
+        "--no-tests",
+        "fail",
+        "-E",
+        "test(/^corpus::/)",
+    ]));
+    match (suite, slow) {
+        (Ok(()), slow) => slow,
+        (Err(suite), Ok(())) => Err(suite),
+        (Err(suite), Err(slow)) => Err(suite.context(format!("and the slow corpus cases: {slow:#}"))),
+    }
 }

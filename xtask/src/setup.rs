@@ -84,6 +84,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     python_sdk()?;
     playwright()?;
     echo_servers(&peers)?;
+    corpus(&peers, CorpusSet::Default)?;
     let node = peers.node();
     anyhow::ensure!(
         node.is_file(),
@@ -384,4 +385,147 @@ fn python_venv(requirements: &str, dir: &str, executable: &str) -> anyhow::Resul
     )?;
     std::fs::write(&stamp, &key)?;
     Ok(executable)
+}
+
+/// Which apps of the real-framework corpus (`harness/corpus/`) to install.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CorpusSet {
+    /// The apps the default suite verifies (`cargo xtask test`).
+    Default,
+    /// Every app (`cargo xtask test --corpus`).
+    All,
+}
+
+/// The package manager a corpus app is installed and run with.
+#[derive(Clone, Copy)]
+enum Installer {
+    Npm,
+    /// pnpm 12, from `harness/corpus/tools`.
+    Pnpm,
+}
+
+/// The corpus apps: their folder under `harness/corpus/`, their package manager
+/// and whether the default suite verifies them. The default ones cover one app
+/// of each class (shadow DOM, a framework's own shadow root, a server that
+/// answers 503 while it starts, scripts run in a new process group, client-side
+/// navigation, hydration); the static site needs no install. The others are the
+/// `#[ignore]`d cases of `crates/dshkit/tests/integration/corpus.rs`, which
+/// `--corpus` runs.
+const CORPUS: &[(&str, Installer, bool)] = &[
+    ("vite-lit", Installer::Npm, true),
+    ("next-default", Installer::Npm, true),
+    ("sveltekit-minimal", Installer::Npm, true),
+    ("nuxt-minimal", Installer::Npm, true),
+    ("pnpm-workspace", Installer::Pnpm, true),
+    ("astro-minimal", Installer::Npm, true),
+    ("vite-vanilla", Installer::Npm, false),
+    ("vite-vue", Installer::Npm, false),
+    ("vite-react", Installer::Npm, false),
+    ("vite-preact", Installer::Npm, false),
+    ("vite-svelte", Installer::Npm, false),
+    ("vite-solid", Installer::Npm, false),
+    ("angular-default", Installer::Npm, false),
+];
+
+/// Installs the corpus apps of `set` under `target/peers/corpus/<name>`, each
+/// keyed by the hash of its whole folder (its lock file included).
+pub(crate) fn corpus(peers: &Peers, set: CorpusSet) -> anyhow::Result<()> {
+    let tools = peers.dir.join("corpus/tools");
+    let mut pnpm_installed = false;
+    for &(name, installer, default) in CORPUS {
+        if set == CorpusSet::Default && !default {
+            continue;
+        }
+        if matches!(installer, Installer::Pnpm) && !pnpm_installed {
+            npm_install(
+                &root().join("harness/corpus/tools"),
+                &tools,
+                "the corpus's package managers (pnpm 12)",
+            )?;
+            pnpm_installed = true;
+        }
+        install_corpus_app(peers, name, installer, &tools)?;
+    }
+    Ok(())
+}
+
+/// Copies `harness/corpus/<name>` to `target/peers/corpus/<name>` and installs
+/// it from its committed lock file, unless the same folder is installed there.
+fn install_corpus_app(peers: &Peers, name: &str, installer: Installer, tools: &Path) -> anyhow::Result<()> {
+    let source = root().join("harness/corpus").join(name);
+    let dest = peers.dir.join("corpus").join(name);
+    let mut hasher = Sha256::new();
+    hash_tree(&source, &source, &mut hasher)?;
+    if matches!(installer, Installer::Pnpm) {
+        // A new pnpm installs the workspace again.
+        hasher.update(std::fs::read(
+            root().join("harness/corpus/tools/package-lock.json"),
+        )?);
+    }
+    let key = hex::encode(hasher.finalize());
+    let stamp = dest.join(".dshkit-install-key");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key) && dest.join("node_modules").is_dir() {
+        return Ok(());
+    }
+    let _ = std::fs::remove_dir_all(&dest);
+    std::fs::create_dir_all(&dest)?;
+    copy_tree(&source, &dest)?;
+    let mut command = match installer {
+        // `npm ci`: exactly the lock, and an error when package.json disagrees with it.
+        Installer::Npm => {
+            let mut npm = Command::new("npm");
+            npm.args([
+                "ci",
+                "--prefer-offline",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+            ]);
+            npm
+        }
+        Installer::Pnpm => {
+            let mut pnpm = Command::new(tools.join("node_modules/.bin/pnpm"));
+            pnpm.args(["install", "--frozen-lockfile", "--store-dir"])
+                .arg(peers.dir.join("corpus/.pnpm-store"));
+            pnpm
+        }
+    };
+    let manager = match installer {
+        Installer::Npm => "npm",
+        Installer::Pnpm => "pnpm 12",
+    };
+    // Node 22 first: the frameworks' install scripts (`nuxt prepare`) need it.
+    quiet_step(
+        &format!("the corpus app {name} with {manager}"),
+        &format!("corpus-{name}"),
+        command.current_dir(&dest).env("PATH", crate::path_with(peers)),
+    )?;
+    std::fs::write(&stamp, &key)?;
+    Ok(())
+}
+
+/// Feeds every file under `dir` (but `node_modules`) to `hasher`: its path
+/// relative to `base`, its length and its bytes, in a stable order.
+fn hash_tree(base: &Path, dir: &Path, hasher: &mut Sha256) -> anyhow::Result<()> {
+    let mut entries = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        if entry.file_name() == "node_modules" {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            hash_tree(base, &path, hasher)?;
+            continue;
+        }
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let relative = path.strip_prefix(base).unwrap_or(&path);
+        hasher.update(relative.to_string_lossy().as_bytes());
+        hasher.update([0]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    Ok(())
 }

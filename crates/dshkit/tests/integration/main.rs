@@ -4,6 +4,7 @@
 mod broken_home;
 mod cli;
 mod conformance;
+mod corpus;
 mod devtools;
 mod dsh_agent;
 mod dsh_plugin;
