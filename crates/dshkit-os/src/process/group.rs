@@ -15,9 +15,6 @@ pub struct Group {
     inner: imp::Group,
     #[cfg(unix)]
     watchdog: Option<super::watchdog::Watchdog>,
-    /// The other groups of the tree the watchdog was told of.
-    #[cfg(unix)]
-    watched: std::sync::Mutex<Vec<super::Identity>>,
 }
 
 impl Group {
@@ -51,8 +48,6 @@ impl Group {
             inner,
             #[cfg(unix)]
             watchdog: None,
-            #[cfg(unix)]
-            watched: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -79,15 +74,13 @@ impl Group {
         let Some(watchdog) = &self.watchdog else {
             return;
         };
-        let now = self.inner.other_groups();
-        let mut watched = self.watched.lock().expect("lock");
-        for gone in watched.iter().filter(|g| !now.contains(g)) {
-            watchdog.unwatch(*gone);
+        let (new, gone) = self.inner.untold_groups();
+        for group in gone {
+            watchdog.unwatch(group);
         }
-        for new in now.iter().filter(|g| !watched.contains(g)) {
-            watchdog.watch(*new);
+        for group in new {
+            watchdog.watch(group);
         }
-        *watched = now;
     }
 
     /// Asks the group to stop as a person at the terminal would (SIGINT, which
@@ -207,18 +200,17 @@ mod tests {
     }
 
     #[test]
-    fn the_watchdog_leaves_a_group_that_ended_alone() {
+    fn the_watchdog_still_stops_the_leaders_group_once_told_an_other_group_ended() {
         let (mut leader, leader_identity, child) = leader_with_a_child_elsewhere();
         let mut tree = Group::adopt_tree(leader.id()).unwrap();
         tree.bind_to_dshkit().unwrap();
         assert!(tree.members().contains(&child.pid));
-        assert_eq!(*tree.watched.lock().unwrap(), [child], "the watchdog was told");
         assert!(child.kill());
         assert!(wait_gone(vec![child], Duration::from_secs(30)).is_empty());
         // Seen gone: the watchdog is told to forget the child's group, whose
         // number may be reused; the leader's own group is still its to stop.
         assert_eq!(tree.members(), [leader.id()]);
-        assert!(tree.watched.lock().unwrap().is_empty());
+        assert_eq!(tree.inner.untold_groups(), (Vec::new(), Vec::new()), "all told");
         drop(tree);
         assert!(wait_gone(vec![leader_identity], Duration::from_secs(30)).is_empty());
         let _ = leader.wait();

@@ -53,8 +53,9 @@ pub(super) struct Group {
     /// (`pid_max` may be as low as 32768): from here on it has no members and is
     /// sent nothing.
     over: AtomicBool,
-    /// The tree followed beyond the group, when asked for.
-    tree: Option<Mutex<Tree>>,
+    /// The tree followed beyond the group, when asked for (boxed: most groups
+    /// follow none, and a group sits in its owner's every value).
+    tree: Option<Box<Mutex<Tree>>>,
 }
 
 /// What a group that follows its tree has seen.
@@ -65,6 +66,8 @@ struct Tree {
     known: Vec<Identity>,
     /// The other process groups the last look found members leading.
     groups: Vec<Identity>,
+    /// Those of them the watchdog was told of.
+    told: Vec<Identity>,
 }
 
 /// The most members a group that follows its tree keeps track of.
@@ -90,10 +93,11 @@ impl Group {
         Ok(Self {
             leader,
             over: AtomicBool::new(false),
-            tree: Some(Mutex::new(Tree {
+            tree: Some(Box::new(Mutex::new(Tree {
                 known,
                 groups: Vec::new(),
-            })),
+                told: Vec::new(),
+            }))),
         })
     }
 
@@ -106,12 +110,19 @@ impl Group {
     }
 
     /// The other process groups of the tree (each named by its leader, with the
-    /// leader's start time) that the last look found; none without a tree.
-    pub(super) fn other_groups(&self) -> Vec<Identity> {
-        self.tree
-            .as_ref()
-            .map(|tree| tree.lock().expect("lock").groups.clone())
-            .unwrap_or_default()
+    /// leader's start time) the last look found that the watchdog was not told
+    /// of yet, and those it was told of that are gone; from now on it counts as
+    /// told. None without a tree.
+    pub(super) fn untold_groups(&self) -> (Vec<Identity>, Vec<Identity>) {
+        let Some(tree) = &self.tree else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut tree = tree.lock().expect("lock");
+        let new = tree.groups.iter().filter(|g| !tree.told.contains(g)).copied().collect();
+        let gone = tree.told.iter().filter(|g| !tree.groups.contains(g)).copied().collect();
+        let Tree { groups, told, .. } = &mut *tree;
+        told.clone_from(groups);
+        (new, gone)
     }
 
     /// The live members, from one read of the process table.
@@ -245,6 +256,19 @@ mod tests {
         // The leader and its child gone: the members once seen are still known.
         let known: Vec<Identity> = table[..4].iter().map(Entry::identity).collect();
         assert_eq!(pids(tree_members(10, &known, &table[2..])), [12, 13]);
+    }
+
+    #[test]
+    fn the_watchdog_is_told_each_other_group_once_and_each_that_ended() {
+        let group = Group::adopt_tree(std::process::id()).unwrap();
+        let (a, b) = (row(21, 1, 21, 1).identity(), row(22, 1, 22, 2).identity());
+        let set = |groups: Vec<Identity>| group.tree.as_ref().unwrap().lock().unwrap().groups = groups;
+        set(vec![a, b]);
+        assert_eq!(group.untold_groups(), (vec![a, b], Vec::new()));
+        assert_eq!(group.untold_groups(), (Vec::new(), Vec::new()));
+        set(vec![b]);
+        assert_eq!(group.untold_groups(), (Vec::new(), vec![a]));
+        assert_eq!(Group::adopt(1).unwrap().untold_groups(), (Vec::new(), Vec::new()));
     }
 
     #[test]
