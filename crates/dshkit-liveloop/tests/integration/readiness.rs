@@ -1,0 +1,127 @@
+//! Readiness on real projects: a server that answers 503 while it starts, a
+//! start that never ends well.
+
+use std::path::Path;
+use std::time::Duration;
+
+use dshkit_liveloop::detect::detect;
+use dshkit_liveloop::runtime::failure::FailureCause;
+use dshkit_liveloop::runtime::{PortConflict, RunSpec, RuntimeConfig, RuntimeManager, ServerState};
+use dshkit_os::process::{Identity, wait_gone};
+
+/// Far beyond any start on a loaded machine; an assertion says what happened.
+const READY_WAIT: Duration = Duration::from_mins(2);
+
+/// A server that answers as Nuxt's dev server does while it starts: a 503
+/// loading page that polls its own URL and reloads. It starts serving the app
+/// once a file `started` exists (a start that takes as long as the test wants),
+/// and logs each 503 it answers.
+fn starting_app(dir: &Path) {
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{ "name": "starting-app", "private": true, "scripts": { "dev": "node server.js" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.js"),
+        r#"
+const http = require("http");
+const fs = require("fs");
+const loading = `<!doctype html><title>starting</title><p>__LOADING__ Starting...</p><script>
+const poll = async () => { try { if (!(await fetch(location.href).then((r) => r.text())).includes("__LOADING__")) return location.reload(); } catch {} setTimeout(poll, 200); }; poll();
+</script>`;
+let answered = 0;
+const server = http.createServer((req, res) => {
+  if (!fs.existsSync("started")) {
+    console.log(`answered 503 (${++answered})`);
+    res.writeHead(503, { "content-type": "text/html" });
+    return res.end(loading);
+  }
+  res.writeHead(200, { "content-type": "text/html" });
+  res.end("<!doctype html><title>app</title><h1>The app</h1>");
+});
+server.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${server.address().port}/`));
+"#,
+    )
+    .unwrap();
+}
+
+/// Polls until the server logged `text` or left the `starting` state, for at
+/// most `READY_WAIT`; returns its state then.
+async fn logged_or_settled(runtime: &RuntimeManager, id: &str, text: &str) -> ServerState {
+    let deadline = std::time::Instant::now() + READY_WAIT;
+    loop {
+        let (lines, _) = runtime.logs(id, 50).await.unwrap();
+        let state = runtime.status(Some(id)).await.unwrap()[0].state;
+        if state != ServerState::Starting || lines.iter().any(|l| l.contains(text)) {
+            return state;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never logged {text:?}: {lines:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_answers_503_while_it_starts_is_ready_only_once_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    starting_app(dir.path());
+    let detection = detect(dir.path(), None).unwrap();
+    let spec = RunSpec::of(&detection.root, &detection.candidates[0]).unwrap();
+    let runtime = RuntimeManager::new(RuntimeConfig {
+        ready_timeout: READY_WAIT,
+        ..RuntimeConfig::default()
+    });
+    let started = runtime.start(spec, PortConflict::Fail).await.unwrap();
+    // Only readiness asks the server anything: a second 503 is a second probe,
+    // made after the first answer was taken as "not yet".
+    let state = logged_or_settled(&runtime, &started.id, "answered 503 (2)").await;
+    let status = &runtime.status(Some(&started.id)).await.unwrap()[0];
+    assert_eq!(state, ServerState::Starting, "a 503 is not ready: {status:?}");
+    std::fs::write(dir.path().join("started"), "").unwrap();
+    let ready = runtime.wait_ready(&started.id, READY_WAIT).await.unwrap();
+    assert!(
+        ready
+            .url_reason
+            .as_deref()
+            .unwrap()
+            .ends_with("answered HTTP 200"),
+        "{ready:?}"
+    );
+    runtime.stop(&started.id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_server_that_answers_503_to_its_deadline_fails_naming_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    starting_app(dir.path());
+    let detection = detect(dir.path(), None).unwrap();
+    let spec = RunSpec::of(&detection.root, &detection.candidates[0]).unwrap();
+    let runtime = RuntimeManager::new(RuntimeConfig {
+        ready_timeout: Duration::from_secs(15),
+        ..RuntimeConfig::default()
+    });
+    let started = runtime.start(spec, PortConflict::Fail).await.unwrap();
+    let leader = Identity::of(started.pid.unwrap()).unwrap();
+    let error = runtime.wait_ready(&started.id, READY_WAIT).await.unwrap_err();
+    assert_eq!(error.code(), "NOT_READY", "{error}");
+    let failure = error.start_failure().unwrap();
+    assert_eq!(
+        failure.cause,
+        FailureCause::TimedOut {
+            after_secs: 15,
+            last_answer: Some(503),
+            stopped: true
+        },
+        "{failure}"
+    );
+    assert!(!failure.app_is_broken());
+    let status = &runtime.status(Some(&started.id)).await.unwrap()[0];
+    assert_eq!(status.state, ServerState::Failed);
+    assert!(
+        wait_gone(vec![leader], Duration::from_secs(30)).is_empty(),
+        "the server was stopped at its deadline"
+    );
+}
