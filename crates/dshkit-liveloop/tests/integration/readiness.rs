@@ -1,5 +1,5 @@
-//! Readiness on real projects: a server that answers 503 while it starts, a
-//! start that never ends well.
+//! Readiness on real projects: a server that answers 503 while it starts (and
+//! the page it serves meanwhile), a start that never ends well.
 
 use std::path::Path;
 use std::time::Duration;
@@ -124,4 +124,77 @@ async fn a_server_that_answers_503_to_its_deadline_fails_naming_the_answer() {
         wait_gone(vec![leader], Duration::from_secs(30)).is_empty(),
         "the server was stopped at its deadline"
     );
+}
+
+/// A verification that meets a server's starting page judges the page that
+/// replaced it: the 503 loading page's own document and polls, superseded by
+/// the same URL loaded again, are no failures of the verified page.
+#[tokio::test]
+async fn a_starting_page_the_server_replaced_leaves_no_failure_in_the_verdict() {
+    use dshkit_liveloop::preview::{PreviewConfig, PreviewManager, Viewport};
+    use dshkit_liveloop::verify::evidence::EvidenceStore;
+    use dshkit_liveloop::verify::{Assertion, Verdict, VerifyContext, VerifyRequest, verify};
+
+    // `/` answers its loading page (as Nuxt's does while it starts) to the
+    // document and the first poll, then serves the app; `/blank` always serves.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("server.js"),
+        r#"
+const loading = `<!doctype html><title>starting</title><p>__LOADING__ Starting...</p><script>
+const poll = async () => { try { if (!(await fetch(location.href).then((r) => r.text())).includes("__LOADING__")) return location.reload(); } catch {} setTimeout(poll, 200); }; poll();
+</script>`;
+let starting = 2;
+const server = require("http").createServer((req, res) => {
+  if (req.url === "/" && starting > 0) {
+    starting--;
+    res.writeHead(503, { "content-type": "text/html" });
+    return res.end(loading);
+  }
+  res.writeHead(req.url === "/" || req.url === "/blank" ? 200 : 404, { "content-type": "text/html" });
+  res.end("<!doctype html><title>app</title><h1>The app</h1>");
+});
+server.listen(0, "127.0.0.1", () => console.log(`port ${server.address().port}`));
+"#,
+    )
+    .unwrap();
+    let peers = dshkit_test::Peers::get();
+    let mut node = dshkit_test::spawn_guarded(
+        std::process::Command::new(peers.node())
+            .arg(dir.path().join("server.js"))
+            .current_dir(dir.path()),
+    );
+    let port = dshkit_test::read_ready_line(&mut node, "port ", Duration::from_mins(1));
+    let origin = format!("http://127.0.0.1:{}", port.trim().trim_start_matches("port "));
+    let previews = PreviewManager::new(PreviewConfig::default());
+    let session = previews
+        .open("t", &format!("{origin}/blank"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let request = VerifyRequest {
+        url: Some("/".into()),
+        assertions: vec![
+            Assertion::TextPresent {
+                text: "The app".into(),
+            },
+            Assertion::Status { code: 200 },
+        ],
+        ..VerifyRequest::default()
+    };
+    let context = VerifyContext {
+        evidence: EvidenceStore::new(dir.path().join("evidence")),
+        workspace: dir.path().to_owned(),
+        source_dir: None,
+        runtime: None,
+        progress: dshkit_liveloop::progress::Progress::default(),
+    };
+    let report = verify(&session, &request, &context).await.unwrap();
+    assert_eq!(
+        report.judgement.verdict,
+        Verdict::Verified,
+        "{:#?}",
+        report.judgement
+    );
+    assert!(report.failed_requests.is_empty(), "{:?}", report.failed_requests);
+    previews.shutdown().await;
 }
