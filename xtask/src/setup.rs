@@ -70,6 +70,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
             &format!("the {app} fixture app"),
         )?;
     }
+    pnpm_app(&peers)?;
     install_project(
         &root().join("harness/detect-peer"),
         &peers.dir.join("detect-peer"),
@@ -248,6 +249,56 @@ pub(crate) fn npm_install_with(source: &Path, dest: &Path, what: &str, flags: &[
 fn install_project(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()> {
     npm_install(source, dest, what)?;
     copy_tree(source, dest)
+}
+
+/// pnpm 12 (pinned by `harness/pnpm`, installed with npm) and the Vite + React
+/// fixture installed with it: `harness/apps/vite-react`'s sources with
+/// `harness/apps/vite-react-pnpm`'s `package.json` and `pnpm-lock.yaml`, into
+/// `target/peers/apps/vite-react-pnpm`, keyed by the hash of both locks and the
+/// sources. pnpm runs on the machine's Node; its store is `target/peers/pnpm-store`.
+fn pnpm_app(peers: &Peers) -> anyhow::Result<()> {
+    let pnpm_dir = peers.dir.join("pnpm");
+    npm_install(&root().join("harness/pnpm"), &pnpm_dir, "pnpm 12")?;
+    let bin = pnpm_dir.join("node_modules/.bin");
+    let project = root().join("harness/apps/vite-react-pnpm");
+    let sources = root().join("harness/apps/vite-react");
+    let dest = peers.dir.join("apps/vite-react-pnpm");
+    let mut key = Sha256::new();
+    for file in [
+        project.join("package.json"),
+        project.join("pnpm-lock.yaml"),
+        root().join("harness/pnpm/package-lock.json"),
+    ] {
+        key.update(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
+    }
+    let key = hex::encode(key.finalize());
+    let stamp = dest.join(".dshkit-install-key");
+    let installed = std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key);
+    if !(installed && dest.join("node_modules").is_dir()) {
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::create_dir_all(&dest)?;
+        std::fs::copy(project.join("package.json"), dest.join("package.json"))?;
+        std::fs::copy(project.join("pnpm-lock.yaml"), dest.join("pnpm-lock.yaml"))?;
+        let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )))?;
+        quiet_step(
+            "the vite-react fixture app with pnpm 12",
+            "pnpm-vite-react-pnpm",
+            Command::new(bin.join("pnpm"))
+                .args(["install", "--frozen-lockfile", "--prefer-offline", "--store-dir"])
+                .arg(peers.dir.join("pnpm-store"))
+                .current_dir(&dest)
+                .env("PATH", path),
+        )?;
+        std::fs::write(&stamp, &key)?;
+    }
+    // The sources follow the harness on every run, as install_project's do;
+    // the manifest and lock stay pnpm's.
+    copy_tree(&sources, &dest)?;
+    std::fs::copy(project.join("package.json"), dest.join("package.json"))?;
+    let _ = std::fs::remove_file(dest.join("package-lock.json"));
+    Ok(())
 }
 
 fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {

@@ -1,16 +1,92 @@
-//! Readiness on real projects: a server that answers 503 while it starts (and
-//! the page it serves meanwhile), a start that never ends well.
+//! Readiness on real projects: a dev server pnpm 12 runs in a process group of
+//! its own, a server that answers 503 while it starts, a start that never ends
+//! well.
 
 use std::path::Path;
 use std::time::Duration;
 
-use dshkit_liveloop::detect::detect;
+use dshkit_liveloop::detect::{Framework, PackageManager, detect};
 use dshkit_liveloop::runtime::failure::FailureCause;
 use dshkit_liveloop::runtime::{PortConflict, RunSpec, RuntimeConfig, RuntimeManager, ServerState};
-use dshkit_os::process::{Identity, wait_gone};
+use dshkit_os::process::{Identity, entry, tree, wait_gone};
 
 /// Far beyond any start on a loaded machine; an assertion says what happened.
 const READY_WAIT: Duration = Duration::from_mins(2);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn a_pnpm_12_vite_app_is_ready_once_vite_listens_and_stops_with_its_whole_tree() {
+    let peers = dshkit_test::Peers::get();
+    let app = peers.app("vite-react-pnpm");
+    let pnpm = peers.dir.join("pnpm/node_modules/.bin/pnpm");
+    assert!(
+        pnpm.exists(),
+        "{} is missing: run `cargo xtask setup`",
+        pnpm.display()
+    );
+    let detection = detect(&app, None).unwrap();
+    let candidate = &detection.candidates[0];
+    assert_eq!(
+        (candidate.framework, candidate.package_manager),
+        (Framework::ViteReact, Some(PackageManager::Pnpm))
+    );
+    assert_eq!(candidate.argv, ["pnpm", "run", "dev"]);
+    // The detected profile, with this install's pnpm and a port of this test's
+    // own (Vite's 5173 is other tests' too).
+    let port = free_port();
+    let mut spec = RunSpec::of(&detection.root, candidate).unwrap();
+    spec.argv = vec![
+        pnpm.display().to_string(),
+        "run".into(),
+        "dev".into(),
+        "--port".into(),
+        port.to_string(),
+        "--strictPort".into(),
+    ];
+    spec.expected_port = Some(port);
+    let runtime = RuntimeManager::new(RuntimeConfig {
+        ready_timeout: READY_WAIT,
+        ..RuntimeConfig::default()
+    });
+    let started = runtime.start(spec, PortConflict::Fail).await.unwrap();
+    let ready = runtime.wait_ready(&started.id, READY_WAIT).await;
+    let (logs, _) = runtime.logs(&started.id, 20).await.unwrap();
+    let ready = ready.unwrap_or_else(|e| panic!("{e}; log: {logs:#?}"));
+    assert_eq!(ready.state, ServerState::Ready);
+    assert!(
+        ready.url_reason.as_deref().unwrap().contains("process tree"),
+        "{ready:?}"
+    );
+
+    // pnpm 12 runs the script in a group of its own: Vite is not in pnpm's.
+    let leader = Identity::of(started.pid.unwrap()).unwrap();
+    let members = tree(leader);
+    let vite = members
+        .iter()
+        .find(|m| dshkit_os::process::command_line(m.pid).contains("vite"))
+        .unwrap_or_else(|| panic!("no vite in {members:?}"));
+    assert_ne!(
+        entry(vite.pid).unwrap().group,
+        Some(leader.pid),
+        "Vite runs in pnpm's own group: this pnpm does not make the case"
+    );
+
+    let stopped = runtime.stop(&started.id).await.unwrap();
+    assert_eq!(stopped.state, ServerState::Stopped, "{stopped:?}");
+    let left = wait_gone(members, Duration::ZERO);
+    assert!(left.is_empty(), "{left:?} outlived the stop");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port {port} is still served"
+    );
+}
 
 /// A server that answers as Nuxt's dev server does while it starts: a 503
 /// loading page that polls its own URL and reloads. It starts serving the app
