@@ -402,7 +402,10 @@ Error: Build failed with 1 error:
 
     #[test]
     fn a_long_block_is_cut_at_its_limit() {
-        let log = (0..100).map(|i| format!("Error line {i}")).collect::<Vec<_>>().join("\n");
+        let log = (0..100)
+            .map(|i| format!("Error line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         assert_eq!(failure(&log).error_lines.len(), MAX_ERROR_LINES);
     }
 }

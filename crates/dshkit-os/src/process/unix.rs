@@ -118,8 +118,18 @@ impl Group {
             return (Vec::new(), Vec::new());
         };
         let mut tree = tree.lock().expect("lock");
-        let new = tree.groups.iter().filter(|g| !tree.told.contains(g)).copied().collect();
-        let gone = tree.told.iter().filter(|g| !tree.groups.contains(g)).copied().collect();
+        let new = tree
+            .groups
+            .iter()
+            .filter(|g| !tree.told.contains(g))
+            .copied()
+            .collect();
+        let gone = tree
+            .told
+            .iter()
+            .filter(|g| !tree.groups.contains(g))
+            .copied()
+            .collect();
         let Tree { groups, told, .. } = &mut *tree;
         told.clone_from(groups);
         (new, gone)
