@@ -902,9 +902,14 @@ pub fn report_without_server(
     context: &VerifyContext,
 ) -> Result<Report, VerifyError> {
     let mut reason = format!("{}, so no page was loaded", failure.summary());
-    if !failure.error_lines.is_empty() {
-        reason.push_str("; it printed:");
-        for line in &failure.error_lines {
+    let (heading, lines) = if failure.error_lines.is_empty() {
+        ("; its last log lines:", &failure.log_tail)
+    } else {
+        ("; it printed:", &failure.error_lines)
+    };
+    if !lines.is_empty() {
+        reason.push_str(heading);
+        for line in lines {
             reason.push('\n');
             reason.push_str(line);
         }

@@ -178,6 +178,19 @@ pub(crate) fn detection_text(detection: &Detection) -> String {
     text
 }
 
+/// How much longer than the server's own deadline the CLI waits for it, so
+/// that deadline decides (and the server is stopped and says so) before the
+/// wait gives up.
+const READY_WAIT_MARGIN: Duration = Duration::from_secs(10);
+
+/// A runtime whose servers get `ready_timeout_secs` to become ready.
+fn runtime_for(ready_timeout_secs: u64) -> RuntimeManager {
+    RuntimeManager::new(dshkit_liveloop::runtime::RuntimeConfig {
+        ready_timeout: Duration::from_secs(ready_timeout_secs),
+        ..dshkit_liveloop::runtime::RuntimeConfig::default()
+    })
+}
+
 /// What starting the app came to.
 enum Started {
     Ready(Box<ServerStatus>),
@@ -229,7 +242,10 @@ async fn start_app_inner(
         .start(spec, conflict)
         .await
         .map_err(|e| Refusal::runtime(&e))?;
-    let ready = match runtime.wait_ready(&started.id, ready_timeout).await {
+    let ready = match runtime
+        .wait_ready(&started.id, ready_timeout + READY_WAIT_MARGIN)
+        .await
+    {
         Ok(ready) => ready,
         Err(RuntimeError::NotReady(failure)) => {
             let mut status = runtime
@@ -261,7 +277,7 @@ pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failur
 }
 
 async fn serve(args: RunArgs, out: Output) -> Result<u8, Failure> {
-    let runtime = RuntimeManager::default();
+    let runtime = runtime_for(args.ready_timeout_secs);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
     let status = match start_app(
         &runtime,
@@ -466,7 +482,7 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     let request = request_of(&args)?;
     let evidence = evidence_store()?;
     let target = args.target.clone().unwrap_or_else(|| ".".into());
-    let runtime = RuntimeManager::default();
+    let runtime = runtime_for(args.ready_timeout_secs);
     let is_url = target.starts_with("http://") || target.starts_with("https://");
     let (url, workspace, source, server) = if is_url {
         (

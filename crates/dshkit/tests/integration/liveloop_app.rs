@@ -734,3 +734,52 @@ fn a_react_state_update_after_a_slow_request_is_in_the_result_of_the_click() {
         assert!(text.contains(effect), "after {button:?}: {text}");
     }
 }
+
+#[test]
+fn a_dev_server_not_ready_in_time_is_unverified_with_a_report() {
+    let app = tempfile::tempdir().unwrap();
+    // A server that says "not yet" for good, as a start that never ends would.
+    std::fs::write(
+        app.path().join("package.json"),
+        r#"{ "name": "never-ready", "private": true, "scripts": { "dev": "node server.js" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        app.path().join("server.js"),
+        r#"const s = require("http").createServer((q, r) => { r.writeHead(503); r.end("starting"); });
+s.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${s.address().port}/`));"#,
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = output(dshkit_command(home.path()).args([
+        "verify",
+        app.path().to_str().unwrap(),
+        "--ready-timeout-secs",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "UNVERIFIED", "{report:#}");
+    assert_eq!(
+        report["runtime"]["failure"]["cause"]["kind"], "timed_out",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["runtime"]["failure"]["cause"]["stopped"], true,
+        "{report:#}"
+    );
+    assert!(
+        report["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the dev server was not ready within 3 s"),
+        "{report:#}"
+    );
+}
