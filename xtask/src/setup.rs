@@ -70,6 +70,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
             &format!("the {app} fixture app"),
         )?;
     }
+    pnpm_app(&peers)?;
     install_project(
         &root().join("harness/detect-peer"),
         &peers.dir.join("detect-peer"),
@@ -253,6 +254,62 @@ fn install_project(source: &Path, dest: &Path, what: &str) -> anyhow::Result<()>
     copy_tree(source, dest)
 }
 
+/// pnpm 12, pinned by `harness/pnpm` and installed with npm under
+/// `target/peers/pnpm`; returns the folder of its `pnpm`.
+fn pnpm(peers: &Peers) -> anyhow::Result<PathBuf> {
+    let dir = peers.dir.join("pnpm");
+    npm_install(&root().join("harness/pnpm"), &dir, "pnpm 12")?;
+    Ok(dir.join("node_modules/.bin"))
+}
+
+/// pnpm 12 (see [`pnpm`]) and the Vite + React
+/// fixture installed with it: `harness/apps/vite-react`'s sources with
+/// `harness/apps/vite-react-pnpm`'s `package.json` and `pnpm-lock.yaml`, into
+/// `target/peers/apps/vite-react-pnpm`, keyed by the hash of both locks and the
+/// sources. pnpm runs on the machine's Node; its store is `target/peers/pnpm-store`.
+fn pnpm_app(peers: &Peers) -> anyhow::Result<()> {
+    let bin = pnpm(peers)?;
+    let project = root().join("harness/apps/vite-react-pnpm");
+    let sources = root().join("harness/apps/vite-react");
+    let dest = peers.dir.join("apps/vite-react-pnpm");
+    let mut key = Sha256::new();
+    for file in [
+        project.join("package.json"),
+        project.join("pnpm-lock.yaml"),
+        root().join("harness/pnpm/package-lock.json"),
+    ] {
+        key.update(std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?);
+    }
+    let key = hex::encode(key.finalize());
+    let stamp = dest.join(".dshkit-install-key");
+    let installed = std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == key);
+    if !(installed && dest.join("node_modules").is_dir()) {
+        let _ = std::fs::remove_dir_all(&dest);
+        std::fs::create_dir_all(&dest)?;
+        std::fs::copy(project.join("package.json"), dest.join("package.json"))?;
+        std::fs::copy(project.join("pnpm-lock.yaml"), dest.join("pnpm-lock.yaml"))?;
+        let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )))?;
+        quiet_step(
+            "the vite-react fixture app with pnpm 12",
+            "pnpm-vite-react-pnpm",
+            Command::new(bin.join("pnpm"))
+                .args(["install", "--frozen-lockfile", "--prefer-offline", "--store-dir"])
+                .arg(peers.dir.join("pnpm-store"))
+                .current_dir(&dest)
+                .env("PATH", path),
+        )?;
+        std::fs::write(&stamp, &key)?;
+    }
+    // The sources follow the harness on every run, as install_project's do;
+    // the manifest and lock stay pnpm's.
+    copy_tree(&sources, &dest)?;
+    std::fs::copy(project.join("package.json"), dest.join("package.json"))?;
+    let _ = std::fs::remove_file(dest.join("package-lock.json"));
+    Ok(())
+}
+
 fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
         let entry = entry?;
@@ -400,7 +457,7 @@ pub(crate) enum CorpusSet {
 #[derive(Clone, Copy)]
 enum Installer {
     Npm,
-    /// pnpm 12, from `harness/corpus/tools`.
+    /// pnpm 12 (see [`pnpm`]).
     Pnpm,
 }
 
@@ -430,37 +487,31 @@ const CORPUS: &[(&str, Installer, bool)] = &[
 /// Installs the corpus apps of `set` under `target/peers/corpus/<name>`, each
 /// keyed by the hash of its whole folder (its lock file included).
 pub(crate) fn corpus(peers: &Peers, set: CorpusSet) -> anyhow::Result<()> {
-    let tools = peers.dir.join("corpus/tools");
-    let mut pnpm_installed = false;
+    let pnpm = pnpm(peers)?;
     for &(name, installer, default) in CORPUS {
         if set == CorpusSet::Default && !default {
             continue;
         }
-        if matches!(installer, Installer::Pnpm) && !pnpm_installed {
-            npm_install(
-                &root().join("harness/corpus/tools"),
-                &tools,
-                "the corpus's package managers (pnpm 12)",
-            )?;
-            pnpm_installed = true;
-        }
-        install_corpus_app(peers, name, installer, &tools)?;
+        install_corpus_app(peers, name, installer, &pnpm)?;
     }
     Ok(())
 }
 
 /// Copies `harness/corpus/<name>` to `target/peers/corpus/<name>` and installs
 /// it from its committed lock file, unless the same folder is installed there.
-fn install_corpus_app(peers: &Peers, name: &str, installer: Installer, tools: &Path) -> anyhow::Result<()> {
+fn install_corpus_app(
+    peers: &Peers,
+    name: &str,
+    installer: Installer,
+    pnpm_bin: &Path,
+) -> anyhow::Result<()> {
     let source = root().join("harness/corpus").join(name);
     let dest = peers.dir.join("corpus").join(name);
     let mut hasher = Sha256::new();
     hash_tree(&source, &source, &mut hasher)?;
     if matches!(installer, Installer::Pnpm) {
         // A new pnpm installs the workspace again.
-        hasher.update(std::fs::read(
-            root().join("harness/corpus/tools/package-lock.json"),
-        )?);
+        hasher.update(std::fs::read(root().join("harness/pnpm/package-lock.json"))?);
     }
     let key = hex::encode(hasher.finalize());
     let stamp = dest.join(".dshkit-install-key");
@@ -484,7 +535,7 @@ fn install_corpus_app(peers: &Peers, name: &str, installer: Installer, tools: &P
             npm
         }
         Installer::Pnpm => {
-            let mut pnpm = Command::new(tools.join("node_modules/.bin/pnpm"));
+            let mut pnpm = Command::new(pnpm_bin.join("pnpm"));
             pnpm.args(["install", "--frozen-lockfile", "--store-dir"])
                 .arg(peers.dir.join("corpus/.pnpm-store"));
             pnpm

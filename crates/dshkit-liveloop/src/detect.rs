@@ -65,10 +65,23 @@ impl PackageManager {
 
     /// The argv that runs `script`.
     pub fn run_script(self, script: &str) -> Vec<String> {
+        vec![self.program().into(), "run".into(), script.into()]
+    }
+
+    /// The name as people write it.
+    pub fn name(self) -> &'static str {
         match self {
-            Self::Npm => vec!["npm".into(), "run".into(), script.into()],
-            other => vec![other.program().into(), "run".into(), script.into()],
+            Self::Npm => "npm",
+            Self::Pnpm => "pnpm",
+            Self::Yarn => "Yarn",
+            Self::Bun => "Bun",
         }
+    }
+}
+
+impl std::fmt::Display for PackageManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -94,6 +107,26 @@ pub enum Framework {
 }
 
 impl Framework {
+    /// The name as people write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ViteReact => "Vite + React",
+            Self::ViteVue => "Vite + Vue",
+            Self::ViteSvelte => "Vite + Svelte",
+            Self::Vite => "Vite",
+            Self::Next => "Next.js",
+            Self::Nuxt => "Nuxt",
+            Self::SvelteKit => "SvelteKit",
+            Self::Astro => "Astro",
+            Self::Remix => "Remix",
+            Self::ReactRouter => "React Router",
+            Self::Angular => "Angular",
+            Self::CreateReactApp => "Create React App",
+            Self::StaticHtml => "a static site",
+            Self::Generic => "a dev script",
+        }
+    }
+
     /// The port the framework's dev server listens on by default.
     pub fn default_port(self) -> Option<u16> {
         match self {
@@ -112,6 +145,12 @@ impl Framework {
     }
 }
 
+impl std::fmt::Display for Framework {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One app found, with its run profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,7 +158,8 @@ pub struct Candidate {
     /// The app directory, relative to the workspace root (`.` for the root).
     pub dir: PathBuf,
     pub framework: Framework,
-    pub package_manager: PackageManager,
+    /// `None` for a static site, which dshkit serves itself.
+    pub package_manager: Option<PackageManager>,
     /// Why this package manager: `packageManager field`, `pnpm-lock.yaml`, ...
     pub package_manager_source: String,
     /// Scripts a person could run, by name.
@@ -150,25 +190,94 @@ pub struct Detection {
     pub truncated: bool,
 }
 
+/// Candidates a [`ChooseError`] lists.
+pub const MAX_LISTED_CHOICES: usize = 10;
+
+/// A candidate as a refusal lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Choice {
+    pub dir: PathBuf,
+    pub framework: Framework,
+    pub confidence: u8,
+}
+
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, confidence {})",
+            self.dir.display(),
+            self.framework,
+            self.confidence
+        )
+    }
+}
+
+/// Why [`Detection::choose`] picked no app. Each surface adds how to choose in
+/// its own spelling (the CLI's `--app DIR`, MCP's `app`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChooseError {
+    #[error("no web app found (no package.json with a dev/start script or known framework, no index.html)")]
+    NoApp,
+    #[error("no app in {}; found: {}", wanted.display(), list(candidates))]
+    NotFound {
+        wanted: PathBuf,
+        candidates: Vec<Choice>,
+    },
+    #[error(
+        "ambiguous workspace: more than one app is equally likely and none is guessed; candidates: {}",
+        list(candidates)
+    )]
+    Ambiguous { candidates: Vec<Choice> },
+}
+
+impl ChooseError {
+    /// A stable code for programs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoApp => "NO_APP",
+            Self::NotFound { .. } => "NO_SUCH_APP",
+            Self::Ambiguous { .. } => "AMBIGUOUS_APP",
+        }
+    }
+
+    /// The apps to choose from (at most [`MAX_LISTED_CHOICES`]), best first.
+    pub fn candidates(&self) -> &[Choice] {
+        match self {
+            Self::NoApp => &[],
+            Self::NotFound { candidates, .. } | Self::Ambiguous { candidates } => candidates,
+        }
+    }
+}
+
+fn list(choices: &[Choice]) -> String {
+    if choices.is_empty() {
+        return "none".to_owned();
+    }
+    choices
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Detection {
     /// The app to run: the one in directory `app` (relative to the root) when given,
-    /// else the top candidate unless the detection is ambiguous. The error says
+    /// else the top candidate unless the detection is ambiguous. The error lists
     /// what to choose from.
-    pub fn choose(&self, app: Option<&Path>) -> Result<&Candidate, String> {
-        let listing = || {
+    pub fn choose(&self, app: Option<&Path>) -> Result<&Candidate, ChooseError> {
+        let candidates = || {
             self.candidates
                 .iter()
-                .take(10)
-                .map(|c| {
-                    format!(
-                        "{} ({:?}, confidence {})",
-                        c.dir.display(),
-                        c.framework,
-                        c.confidence
-                    )
+                .take(MAX_LISTED_CHOICES)
+                .map(|c| Choice {
+                    dir: c.dir.clone(),
+                    framework: c.framework,
+                    confidence: c.confidence,
                 })
-                .collect::<Vec<_>>()
-                .join(", ")
+                .collect()
         };
         if let Some(app) = app {
             let wanted = if app.as_os_str().is_empty() {
@@ -180,18 +289,17 @@ impl Detection {
                 .candidates
                 .iter()
                 .find(|c| c.dir == wanted)
-                .ok_or_else(|| format!("no app in {}; found: {}", wanted.display(), listing()));
+                .ok_or_else(|| ChooseError::NotFound {
+                    wanted: wanted.to_owned(),
+                    candidates: candidates(),
+                });
         }
         if self.ambiguous {
-            return Err(format!(
-                "ambiguous workspace: choose the app directory explicitly; candidates: {}",
-                listing()
-            ));
+            return Err(ChooseError::Ambiguous {
+                candidates: candidates(),
+            });
         }
-        self.candidates.first().ok_or_else(|| {
-            "no web app found (no package.json with a dev/start script or known framework, no index.html)"
-                .to_owned()
-        })
+        self.candidates.first().ok_or(ChooseError::NoApp)
     }
 }
 
@@ -449,7 +557,7 @@ fn inspect(
     detection.candidates.push(Candidate {
         dir: relative,
         framework,
-        package_manager,
+        package_manager: Some(package_manager),
         package_manager_source,
         scripts,
         argv,
@@ -464,8 +572,8 @@ fn static_page(dir: PathBuf) -> Candidate {
     Candidate {
         dir,
         framework: Framework::StaticHtml,
-        package_manager: PackageManager::Npm,
-        package_manager_source: "none needed".into(),
+        package_manager: None,
+        package_manager_source: "none needed: dshkit serves the files itself".into(),
         scripts: BTreeMap::new(),
         argv: Vec::new(),
         expected_port: None,
@@ -521,7 +629,7 @@ mod tests {
         let found = detect(ws.path(), None).unwrap();
         let top = &found.candidates[0];
         assert_eq!(top.framework, Framework::ViteReact);
-        assert_eq!(top.package_manager, PackageManager::Pnpm);
+        assert_eq!(top.package_manager, Some(PackageManager::Pnpm));
         assert_eq!(top.argv, ["pnpm", "run", "dev"]);
         assert_eq!(top.expected_port, Some(5173));
         assert_eq!(top.confidence, 90);
@@ -540,7 +648,7 @@ mod tests {
         let top = &detect(ws.path(), None).unwrap().candidates[0];
         assert_eq!(
             (top.framework, top.package_manager),
-            (Framework::Next, PackageManager::Yarn)
+            (Framework::Next, Some(PackageManager::Yarn))
         );
         assert_eq!(top.argv, ["yarn", "run", "dev"]);
     }
@@ -584,6 +692,16 @@ mod tests {
         let found = detect(ws.path(), None).unwrap();
         assert!(found.ambiguous, "{found:#?}");
         assert_eq!(found.candidates.len(), 2);
+        let refused = found.choose(None).unwrap_err();
+        assert_eq!(refused.code(), "AMBIGUOUS_APP");
+        assert_eq!(
+            refused.to_string(),
+            "ambiguous workspace: more than one app is equally likely and none is guessed; candidates: apps/admin (Vite + Vue, confidence 90), apps/shop (Vite + Vue, confidence 90)"
+        );
+        assert_eq!(
+            found.choose(Some(Path::new("apps/shop"))).unwrap().dir,
+            Path::new("apps/shop")
+        );
         assert!(found.diagnostics.iter().any(|d| d.contains("ambiguous")));
         assert_eq!(found.workspaces.len(), 1);
     }

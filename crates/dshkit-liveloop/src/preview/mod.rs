@@ -2,6 +2,7 @@
 //! loopback-only network policy, bounded observation, and interaction through
 //! element refs from a fixed snapshot script.
 
+mod documents;
 mod error;
 mod manager;
 mod observe;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::documents::MainDocuments;
 use super::policy::BlockReason;
 
 /// Console entries kept per window.
@@ -79,6 +80,10 @@ impl<T> Ring<T> {
     fn clear(&mut self) {
         self.items.clear();
         self.dropped = 0;
+    }
+
+    fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
+        self.items.retain(keep);
     }
 }
 
@@ -167,6 +172,9 @@ pub struct NetworkEntry {
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_type: Option<String>,
+    /// The loader of the document that made the request.
+    #[serde(skip)]
+    loader: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -184,6 +192,7 @@ struct InFlight {
     since: Instant,
     /// The order in which the page started it (see [`Observations::request_mark`]).
     seq: u64,
+    loader: Option<String>,
 }
 
 impl InFlight {
@@ -226,6 +235,9 @@ pub struct Observations {
     /// WebSockets the page (or an observed worker) opened (authority, URL) that no
     /// refusal matched yet.
     page_sockets: VecDeque<(String, String)>,
+    /// The main frame's documents: a starting page's "not yet" that the same
+    /// URL replaced is no failure of the window.
+    documents: MainDocuments,
 }
 
 /// Most JavaScript contexts tracked per page (frames and workers each have one).
@@ -247,6 +259,7 @@ impl Default for Observations {
             retired: HashSet::new(),
             refused_unclaimed: VecDeque::new(),
             page_sockets: VecDeque::new(),
+            documents: MainDocuments::default(),
         }
     }
 }
@@ -463,8 +476,14 @@ impl Observations {
             "Page.frameNavigated" => {
                 let frame = &params["frame"];
                 if frame.get("parentId").is_none() {
-                    self.navigations
-                        .push(clip(frame["url"].as_str().unwrap_or_default()));
+                    let url = frame["url"].as_str().unwrap_or_default();
+                    self.navigations.push(clip(url));
+                    let text = |key: &str| frame[key].as_str().unwrap_or_default();
+                    if let Some(old) = self.documents.committed(text("id"), text("loaderId"), url) {
+                        self.network
+                            .retain(|entry| entry.loader.as_deref() != Some(old.loader.as_str()));
+                        self.document_status = old.successor_status;
+                    }
                 }
             }
             "Network.webSocketCreated" => self.page_socket(params["url"].as_str().unwrap_or_default()),
@@ -564,15 +583,24 @@ impl Observations {
                         resource_type: params["type"].as_str().map(str::to_owned),
                         since: Instant::now(),
                         seq,
+                        loader: params["loaderId"].as_str().map(str::to_owned),
                     },
                 );
             }
             "Network.responseReceived" => {
                 let status = params["response"]["status"].as_u64().unwrap_or(0);
-                if params["type"] == "Document" && self.document_status.is_none() {
-                    self.document_status = u16::try_from(status).ok();
+                let loader = params["loaderId"].as_str();
+                if params["type"] == "Document" {
+                    self.documents.response(
+                        params["frameId"].as_str().unwrap_or_default(),
+                        loader.unwrap_or_default(),
+                        u16::try_from(status).unwrap_or(0),
+                    );
+                    if self.document_status.is_none() {
+                        self.document_status = u16::try_from(status).ok();
+                    }
                 }
-                if status >= 400 {
+                if status >= 400 && !self.documents.is_superseded(loader) {
                     let request = self
                         .in_flight
                         .get(params["requestId"].as_str().unwrap_or_default());
@@ -582,6 +610,7 @@ impl Observations {
                         status: u16::try_from(status).ok(),
                         error: None,
                         resource_type: params["type"].as_str().map(str::to_owned),
+                        loader: loader.map(str::to_owned),
                     });
                 }
             }
@@ -595,13 +624,14 @@ impl Observations {
                     .remove(params["requestId"].as_str().unwrap_or_default())
                 {
                     let canceled = params["canceled"].as_bool().unwrap_or(false);
-                    if !canceled {
+                    if !canceled && !self.documents.is_superseded(request.loader.as_deref()) {
                         self.network.push(NetworkEntry {
                             url: clip(&request.url),
                             method: request.method,
                             status: None,
                             error: params["errorText"].as_str().map(str::to_owned),
                             resource_type: request.resource_type,
+                            loader: request.loader,
                         });
                     }
                 }
@@ -700,6 +730,63 @@ mod tests {
         assert_eq!(entries[1].error.as_deref(), Some("net::ERR_CONNECTION_REFUSED"));
         o.reset_window();
         assert!(o.network.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod superseded_documents {
+    use serde_json::json;
+
+    use super::Observations;
+
+    fn document(o: &mut Observations, request: &str, loader: &str, status: u16) {
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": request, "loaderId": loader, "request": {"url": "http://x/", "method": "GET"}, "type": "Document"}));
+        o.ingest("Network.responseReceived", &json!({"requestId": request, "loaderId": loader, "frameId": "main", "response": {"url": "http://x/", "status": status}, "type": "Document"}));
+        o.ingest("Network.loadingFinished", &json!({"requestId": request}));
+        o.ingest(
+            "Page.frameNavigated",
+            &json!({"frame": {"id": "main", "loaderId": loader, "url": "http://x/"}}),
+        );
+    }
+
+    fn fetch(o: &mut Observations, request: &str, loader: &str, status: u16) {
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": request, "loaderId": loader, "request": {"url": "http://x/", "method": "GET"}, "type": "Fetch"}));
+        o.ingest("Network.responseReceived", &json!({"requestId": request, "loaderId": loader, "frameId": "main", "response": {"url": "http://x/", "status": status}, "type": "Fetch"}));
+        o.ingest("Network.loadingFinished", &json!({"requestId": request}));
+    }
+
+    #[test]
+    fn a_starting_page_that_the_same_url_replaced_leaves_no_failure_in_the_window() {
+        let mut o = Observations::default();
+        // Nuxt's loading page: a 503 that polls its own URL, then reloads.
+        document(&mut o, "d1", "L1", 503);
+        fetch(&mut o, "f1", "L1", 503);
+        fetch(&mut o, "f2", "L1", 503);
+        assert_eq!(o.failed_requests().count(), 3);
+        document(&mut o, "d2", "L2", 200);
+        assert_eq!(
+            o.failed_requests().count(),
+            0,
+            "{:?}",
+            o.network.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(o.document_status, Some(200));
+        // A poll of the old page answered late is not the new page's either;
+        // the new page's own failures count.
+        fetch(&mut o, "f3", "L1", 503);
+        fetch(&mut o, "f4", "L2", 500);
+        let failed: Vec<_> = o.failed_requests().map(|n| n.status).collect();
+        assert_eq!(failed, [Some(500)]);
+    }
+
+    #[test]
+    fn an_app_error_page_reloaded_keeps_its_failures() {
+        let mut o = Observations::default();
+        document(&mut o, "d1", "L1", 500);
+        fetch(&mut o, "f1", "L1", 500);
+        document(&mut o, "d2", "L2", 200);
+        assert_eq!(o.failed_requests().count(), 2);
+        assert_eq!(o.document_status, Some(500), "the first document of the window");
     }
 }
 

@@ -2,7 +2,9 @@
 //! is ready, keep bounded logs, and stop the whole process tree. A foreign process
 //! is never stopped; only argv built by the detector is ever run.
 
+pub mod failure;
 mod process;
+mod readiness;
 pub mod ready;
 pub mod static_site;
 
@@ -18,11 +20,17 @@ use tokio::sync::watch;
 
 use crate::detect::{Candidate, Framework, PackageManager};
 use crate::preview::Ring;
+use failure::{FAILURE_LOG_TAIL, FailureCause, StartFailure};
 use process::Spawned;
 use static_site::StaticSite;
 
 /// How long a start may take to become ready (a first Next.js compile is slow).
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long readiness waits on a server that answers with an error of its own
+/// (HTTP 500, 501, 505 and up) for another answer before it takes that one as
+/// ready: a page that fails to build answers so for good, and the verification
+/// judges it. A 502, 503 or 504 says "not yet" and is waited on to the deadline.
+pub const DEFAULT_ERROR_ANSWER_WAIT: Duration = Duration::from_secs(5);
 /// Steps of getting ready a server records for progress reports.
 const MAX_READY_STEPS: usize = 8;
 /// How long a stopped server gets between TERM and KILL.
@@ -37,9 +45,9 @@ pub const MAX_SERVERS: usize = 8;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {
-    #[error(
-        "port {port} is already in use by {holder}; pass onPortConflict `adopt` to use that server, or `other_port` to start on a free port"
-    )]
+    /// The expected port has a listener. Each surface says how to adopt it or
+    /// move aside in its own spelling ([`PortConflict`]).
+    #[error("port {port} is already in use by {holder}")]
     PortInUse { port: u16, holder: String },
     #[error("no server `{0}`; see status for the servers this runtime knows")]
     UnknownServer(String),
@@ -63,8 +71,12 @@ pub enum RuntimeError {
     },
     #[error("already managing {0} servers; stop one first")]
     TooMany(usize),
-    #[error("the server did not become ready: {0}")]
-    NotReady(String),
+    /// The start ended, or is still going at the end of the wait, without a
+    /// ready server; what the server printed is in the failure.
+    #[error("{0}")]
+    NotReady(Box<StartFailure>),
+    #[error("server `{0}` was stopped before it was ready")]
+    StoppedBeforeReady(String),
 }
 
 impl RuntimeError {
@@ -80,7 +92,16 @@ impl RuntimeError {
             Self::NoDirectory { .. } => "NO_DIRECTORY",
             Self::Spawn { .. } => "SPAWN_FAILED",
             Self::TooMany(_) => "TOO_MANY_SERVERS",
-            Self::NotReady(_) => "NOT_READY",
+            Self::NotReady(failure) if failure.app_is_broken() => "EXITED_BEFORE_READY",
+            Self::NotReady(_) | Self::StoppedBeforeReady(_) => "NOT_READY",
+        }
+    }
+
+    /// Why a start ended without a ready server, when that is what happened.
+    pub fn start_failure(&self) -> Option<&StartFailure> {
+        match self {
+            Self::NotReady(failure) => Some(failure),
+            _ => None,
         }
     }
 }
@@ -105,7 +126,8 @@ pub struct RunSpec {
     /// Canonical app directory.
     pub dir: PathBuf,
     pub framework: Framework,
-    pub package_manager: PackageManager,
+    /// `None` for a static site (served by dshkit itself).
+    pub package_manager: Option<PackageManager>,
     /// From the detector; empty for a static site (served by dshkit itself).
     pub argv: Vec<String>,
     pub expected_port: Option<u16>,
@@ -149,7 +171,7 @@ impl RunSpec {
         };
         let mut argv = self.argv.clone();
         if !flags.is_empty() {
-            if self.package_manager == PackageManager::Npm {
+            if self.package_manager == Some(PackageManager::Npm) {
                 argv.push("--".into());
             }
             argv.extend(flags);
@@ -194,6 +216,9 @@ pub struct ServerStatus {
     pub url_reason: Option<String>,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// Why it never became ready, with the error the server printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<StartFailure>,
     pub uptime_ms: u128,
     /// A start of an identical profile found this server already running.
     pub reused: bool,
@@ -207,6 +232,9 @@ struct Inner {
     logs: Ring<LogLine>,
     exit_code: Option<i32>,
     error: Option<String>,
+    failure: Option<StartFailure>,
+    /// The last status an own URL answered while the server was not ready yet.
+    last_answer: Option<u16>,
 }
 
 struct Server {
@@ -241,6 +269,7 @@ impl Server {
             url_reason: inner.url_reason.clone(),
             exit_code: inner.exit_code,
             error: inner.error.clone(),
+            failure: inner.failure.clone(),
             uptime_ms: self.started.elapsed().as_millis(),
             reused,
         }
@@ -288,12 +317,27 @@ impl Server {
             .map(|l| format!("[{}] {}", l.stream, l.text))
             .collect()
     }
+
+    /// The failure of a start that ended without a ready server, read from its log.
+    fn start_failure(&self, cause: FailureCause) -> StartFailure {
+        let tail = self.log_tail(FAILURE_LOG_TAIL);
+        let inner = self.inner.lock().expect("lock");
+        StartFailure::from_log(cause, inner.logs.iter().map(|l| l.text.as_str()), tail)
+    }
+
+    /// Ends a start without a ready server: `state` (exited or failed), and why.
+    fn fail(&self, state: ServerState, failure: StartFailure) {
+        let summary = failure.summary();
+        self.inner.lock().expect("lock").failure = Some(failure);
+        self.set_state(state, Some(summary));
+    }
 }
 
 /// Runtime settings.
 #[derive(Debug, Clone, Copy)]
 pub struct RuntimeConfig {
     pub ready_timeout: Duration,
+    pub error_answer_wait: Duration,
     pub stop_grace: Duration,
     pub log_lines: usize,
 }
@@ -302,6 +346,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            error_answer_wait: DEFAULT_ERROR_ANSWER_WAIT,
             stop_grace: DEFAULT_STOP_GRACE,
             log_lines: DEFAULT_LOG_LINES,
         }
@@ -418,13 +463,7 @@ impl RuntimeManager {
             if let Some(err) = stderr {
                 pumps.push(tokio::spawn(pump_logs(err, "stderr", Arc::clone(&server))));
             }
-            tokio::spawn(watch_readiness(
-                Arc::clone(&server),
-                port,
-                self.config.ready_timeout,
-                self.config.stop_grace,
-                pumps,
-            ));
+            tokio::spawn(readiness::watch(Arc::clone(&server), port, self.config, pumps));
             server
         };
         let status = server.status(false);
@@ -456,6 +495,8 @@ impl RuntimeManager {
                 logs: Ring::new(self.config.log_lines),
                 exit_code: None,
                 error: None,
+                failure: None,
+                last_answer: None,
             }),
             state: watch::Sender::new(state),
             steps: Mutex::new(Vec::new()),
@@ -500,20 +541,23 @@ impl RuntimeManager {
         // The last step (the HTTP answer) and the state change come together.
         server.report_steps(seen, progress);
         let status = server.status(false);
-        match status.state {
-            ServerState::Ready => Ok(status),
-            ServerState::Starting => Err(RuntimeError::NotReady(format!(
-                "still starting after {} ms; the last log lines: {}",
-                timeout.as_millis(),
-                server.log_tail(5).join(" | ")
-            ))),
-            _ => Err(RuntimeError::NotReady(format!(
-                "{}; the last log lines: {}",
-                status
-                    .error
-                    .unwrap_or_else(|| format!("state {:?}", status.state)),
-                server.log_tail(8).join(" | ")
-            ))),
+        match (status.state, &status.failure) {
+            (ServerState::Ready, _) => Ok(status),
+            (ServerState::Exited | ServerState::Failed, Some(failure)) => {
+                Err(RuntimeError::NotReady(Box::new(failure.clone())))
+            }
+            // Still starting when the caller's wait ended: the server goes on.
+            (ServerState::Starting, _) => {
+                let last_answer = server.inner.lock().expect("lock").last_answer;
+                Err(RuntimeError::NotReady(Box::new(server.start_failure(
+                    FailureCause::TimedOut {
+                        after_secs: timeout.as_secs(),
+                        last_answer,
+                        stopped: false,
+                    },
+                ))))
+            }
+            _ => Err(RuntimeError::StoppedBeforeReady(status.id)),
         }
     }
 
@@ -665,9 +709,6 @@ fn describe_holders(holders: &[u32]) -> String {
     }
 }
 
-/// How long an exited server's log pumps get to read its last lines.
-const LOG_DRAIN: Duration = Duration::from_secs(2);
-
 /// Reads one stream into the server's bounded log, cutting long lines, and notes
 /// every loopback URL printed.
 async fn pump_logs(mut stream: impl AsyncRead + Unpin, name: &'static str, server: Arc<Server>) {
@@ -709,105 +750,6 @@ fn push_line(server: &Server, stream: &'static str, raw: &[u8], cut: bool) {
         }
     }
     inner.logs.push(LogLine { stream, text });
-}
-
-/// Moves a started server to `ready` once a candidate URL held by its process
-/// group answers HTTP; to `exited` if it ends first; to `failed` (and stops it) at
-/// the deadline.
-async fn watch_readiness(
-    server: Arc<Server>,
-    port: Option<u16>,
-    timeout: Duration,
-    grace: Duration,
-    log_pumps: Vec<tokio::task::JoinHandle<()>>,
-) {
-    let deadline = Instant::now() + timeout;
-    let (mut told_url, mut told_ports) = (false, false);
-    loop {
-        {
-            let mut process = server.process.lock().await;
-            let Some(spawned) = process.as_mut() else {
-                return; // stopped meanwhile
-            };
-            if let Ok(Some(exit)) = spawned.child.try_wait() {
-                let code = exit.code();
-                server.inner.lock().expect("lock").exit_code = code;
-                drop(process);
-                // The last lines are in the log once the pumps reach the end of the
-                // pipes (bounded: a grandchild may hold them open).
-                let _ = tokio::time::timeout(LOG_DRAIN, futures::future::join_all(log_pumps)).await;
-                let tail = server.log_tail(3).join(" | ");
-                server.set_state(
-                    ServerState::Exited,
-                    Some(format!(
-                        "exited with {} before it was ready: {tail}",
-                        code.map_or_else(|| "a signal".to_owned(), |c| format!("code {c}"))
-                    )),
-                );
-                return;
-            }
-            let members = spawned.group.members();
-            let ours = process::listening_ports(&members);
-            let mut candidates: Vec<(url::Url, String)> = server
-                .inner
-                .lock()
-                .expect("lock")
-                .logged_urls
-                .iter()
-                .map(|u| (u.clone(), "printed in the server log".to_owned()))
-                .collect();
-            if let Some(url) = port.and_then(|p| url::Url::parse(&format!("http://localhost:{p}/")).ok()) {
-                let why = format!("the expected port {}", url.port().unwrap_or_default());
-                candidates.push((url, why));
-            }
-            drop(process);
-            if !told_url && let Some((url, _)) = candidates.iter().find(|(_, why)| why.starts_with("printed"))
-            {
-                told_url = true;
-                server.step(format!("the server log printed {url}"));
-            }
-            if !told_ports && !ours.is_empty() {
-                told_ports = true;
-                let ports: Vec<String> = ours.iter().map(u16::to_string).collect();
-                server.step(format!("its process group listens on port {}", ports.join(", ")));
-            }
-            for (url, why) in candidates {
-                let Some(candidate_port) = url.port() else {
-                    continue;
-                };
-                if !ours.contains(&candidate_port) {
-                    continue;
-                }
-                if let Ok(status) = ready::probe(&url, Duration::from_secs(2)).await {
-                    server.step(format!("{url} answered HTTP {status}"));
-                    {
-                        let mut inner = server.inner.lock().expect("lock");
-                        inner.url = Some(url);
-                        inner.url_reason = Some(format!(
-                            "{why}, listened on by the server's process group, answered HTTP {status}"
-                        ));
-                    }
-                    server.set_state(ServerState::Ready, None);
-                    return;
-                }
-            }
-        }
-        if Instant::now() >= deadline {
-            let tail = server.log_tail(3).join(" | ");
-            server.set_state(
-                ServerState::Failed,
-                Some(format!(
-                    "not ready within {} s (no loopback URL of its own answered); stopped it. Last log lines: {tail}",
-                    timeout.as_secs()
-                )),
-            );
-            if let Some(mut spawned) = server.process.lock().await.take() {
-                spawned.stop(grace).await;
-            }
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
 }
 
 /// A random id: `prefix-` and 16 hex digits.

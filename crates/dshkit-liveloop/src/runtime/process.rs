@@ -1,6 +1,8 @@
-//! Dev-server processes: spawned in a group of their own that dies with dshkit
-//! (even when dshkit is killed), stopped as a whole, and the process table read
-//! to prove it. The platform parts are `dshkit_os::process`.
+//! Dev-server processes: spawned in a group of their own that follows the whole
+//! process tree (a script a package manager runs in a group of its own is a
+//! member), dies with dshkit (even when dshkit is killed), is stopped as a
+//! whole, and the process table read to prove it. The platform parts are
+//! `dshkit_os::process`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,7 +24,8 @@ pub(crate) struct Spawned {
     leader: Option<Identity>,
 }
 
-/// Starts `argv` in `dir` in a new process group, stdout and stderr piped.
+/// Starts `argv` in `dir` in a new process group that follows its tree, stdout
+/// and stderr piped.
 pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> std::io::Result<Spawned> {
     let (program, rest) = argv
         .split_first()
@@ -48,7 +51,7 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
     let pid = child
         .id()
         .ok_or_else(|| std::io::Error::other("the child exited at once"))?;
-    let mut group = match Group::adopt(pid) {
+    let mut group = match Group::adopt_tree(pid) {
         Ok(group) => group,
         Err(e) => {
             let _ = child.start_kill();
@@ -68,14 +71,15 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
 
 impl Spawned {
     /// Stops the group the way a person at the terminal would: INT (Ctrl-C, which
-    /// dev servers handle fastest), then TERM after a third of `grace`, then KILL at
-    /// `grace`. Returns the members still alive afterwards (empty on success): the
-    /// process table, not the leader's exit, is the authority.
+    /// dev servers handle fastest) to every member of the tree, then TERM after a
+    /// third of `grace`, then KILL from `grace` on (again at each look, for a
+    /// member started meanwhile). Returns the members still alive afterwards
+    /// (empty on success): the process table, not the leader's exit, is the
+    /// authority.
     pub(crate) async fn stop(&mut self, grace: Duration) -> Vec<u32> {
         let began = Instant::now();
         self.group.interrupt();
         let mut termed = false;
-        let mut killed = false;
         loop {
             let _ = self.child.try_wait();
             if self.group.members().is_empty() {
@@ -85,9 +89,8 @@ impl Spawned {
                 self.group.terminate();
                 termed = true;
             }
-            if !killed && began.elapsed() >= grace {
+            if began.elapsed() >= grace {
                 self.group.kill();
-                killed = true;
             }
             if began.elapsed() >= grace + KILL_WAIT {
                 break;

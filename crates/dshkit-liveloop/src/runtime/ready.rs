@@ -60,9 +60,30 @@ pub fn urls_in(line: &str) -> Vec<url::Url> {
     found
 }
 
+/// What an HTTP answer says about a starting server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Serving: any status below 500 (a 404 is a running server; the
+    /// verification judges the content).
+    Ready,
+    /// "Not yet": 502, 503 or 504, as a dev server answers while it starts
+    /// (Nuxt's loading page is a 503) or while the process behind its proxy does.
+    NotYet,
+    /// Another 5xx: an error of the app's own, or of a start still in progress.
+    AppError,
+}
+
+/// How readiness takes an answer with `status`.
+pub fn classify(status: u16) -> Answer {
+    match status {
+        502..=504 => Answer::NotYet,
+        500.. => Answer::AppError,
+        _ => Answer::Ready,
+    }
+}
+
 /// The HTTP status `url` answers with, or why it does not. A plain HTTP/1.1 GET on
-/// loopback: any status line counts as an answer (a 404 or 500 is a running server;
-/// the verification judges the content).
+/// loopback; [`classify`] says what the status means for readiness.
 pub async fn probe(url: &url::Url, timeout: Duration) -> Result<u16, String> {
     let port = url.port_or_known_default().ok_or("no port")?;
     let host = url.host_str().ok_or("no host")?;
@@ -112,6 +133,18 @@ pub async fn probe(url: &url::Url, timeout: Duration) -> Result<u16, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_starting_servers_unavailable_answers_are_not_yet_and_its_own_errors_are_apart() {
+        assert_eq!(classify(200), Answer::Ready);
+        assert_eq!(classify(404), Answer::Ready);
+        for status in [502, 503, 504] {
+            assert_eq!(classify(status), Answer::NotYet, "{status}");
+        }
+        for status in [500, 501, 505, 599] {
+            assert_eq!(classify(status), Answer::AppError, "{status}");
+        }
+    }
 
     #[test]
     fn finds_dev_server_urls_in_coloured_logs() {

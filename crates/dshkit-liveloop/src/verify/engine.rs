@@ -939,6 +939,47 @@ pub fn unverified_without_browser(
     persist(report, context)
 }
 
+/// The report for an app whose dev server never became ready, so no page was
+/// loaded. A server that ended by itself shows the app broken (its
+/// configuration, build or dependencies): `FAILED`, with the error block the
+/// server printed and a next step at the place it names. One that was only not
+/// ready in time shows nothing about the app: `UNVERIFIED`.
+pub fn report_without_server(
+    failure: &crate::runtime::failure::StartFailure,
+    requested_url: &str,
+    context: &VerifyContext,
+) -> Result<Report, VerifyError> {
+    let mut reason = format!("{}, so no page was loaded", failure.summary());
+    let (heading, lines) = if failure.error_lines.is_empty() {
+        ("; its last log lines:", &failure.log_tail)
+    } else {
+        ("; it printed:", &failure.error_lines)
+    };
+    if !lines.is_empty() {
+        reason.push_str(heading);
+        for line in lines {
+            reason.push('\n');
+            reason.push_str(line);
+        }
+    }
+    let mut report = Report::blank(
+        "no-server",
+        crate::preview::Viewport::default(),
+        requested_url,
+        context,
+    );
+    report.judgement = Judgement {
+        verdict: if failure.app_is_broken() {
+            super::Verdict::Failed
+        } else {
+            super::Verdict::Unverified
+        },
+        reasons: vec![reason],
+        next_action: failure.next_step(),
+    };
+    persist(report, context)
+}
+
 fn persist(mut report: Report, context: &VerifyContext) -> Result<Report, VerifyError> {
     let session = report.session.clone();
     let dir = context.evidence.session_dir(&session)?;

@@ -1,5 +1,6 @@
 //! Preview sessions against real Chromium and loopback fixture servers.
 
+mod readiness;
 mod runtime;
 mod verify;
 

@@ -115,7 +115,7 @@ async fn a_foreign_listener_on_the_expected_port_is_refused_adopted_or_avoided_b
     let spec = RunSpec {
         dir: std::fs::canonicalize(dir.path()).unwrap(),
         framework: Framework::Generic,
-        package_manager: PackageManager::Npm,
+        package_manager: Some(PackageManager::Npm),
         argv: vec!["npm".into(), "run".into(), "dev".into()],
         expected_port: Some(port),
     };
@@ -172,8 +172,17 @@ async fn a_server_that_dies_before_ready_reports_its_exit_and_log_tail() {
     let text = error.to_string();
     assert!(text.contains("exited with code"), "{text}");
     assert!(text.contains("vite-plugin-missing"), "{text}");
+    assert_eq!(error.code(), "EXITED_BEFORE_READY");
+    let failure = error.start_failure().unwrap();
+    assert!(failure.app_is_broken());
+    assert_eq!(
+        failure.error_lines,
+        ["Error: Cannot find module vite-plugin-missing"],
+        "the server's own line, not npm's epilogue: {failure:?}"
+    );
     let status = &runtime.status(Some(&started.id)).await.unwrap()[0];
     assert_eq!(status.state, ServerState::Exited);
+    assert_eq!(status.failure.as_ref(), Some(failure));
 }
 
 #[tokio::test]

@@ -1,19 +1,55 @@
-//! The Unix watchdog: a shell that outlives dshkit to stop a process group.
+//! The Unix watchdog: a shell that outlives dshkit to stop a process group, and
+//! the other groups of its tree that dshkit told it of.
 
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-/// Waits for its stdin to close, then TERM to the group, and KILL if the group
-/// is still there after `$2` tenths of a second. It looks every tenth and leaves
-/// as soon as the group is gone: a pid is free for reuse once its group is empty,
-/// and a blind KILL seconds later could hit a group that merely has the same
-/// number. `sh` is everywhere and needs no part of dshkit to stay alive. (dash's
-/// `kill` takes no `--`: a negative pid after the signal names the group.)
-const SCRIPT: &str = "read _ignored; kill -TERM -\"$1\" 2>/dev/null || exit 0; i=0; \
-     while kill -0 -\"$1\" 2>/dev/null; do \
-     if [ \"$i\" -ge \"$2\" ]; then kill -KILL -\"$1\" 2>/dev/null; exit 0; fi; \
-     sleep 0.1; i=$((i + 1)); done; exit 0";
+use super::Identity;
+
+/// Reads lines until its stdin closes: `+ GROUP START` adds a group of the tree
+/// (named by its leader, with the leader's start time), `- GROUP` drops one.
+/// Then TERM to the group `$1` and to those others, and KILL to any still there
+/// after `$2` tenths of a second. It looks every tenth and leaves as soon as
+/// they are gone: a pid is free for reuse once its group is empty, and a blind
+/// KILL seconds later could hit a group that merely has the same number. So an
+/// other group is signalled only while its leader is the process dshkit saw
+/// (its start time read from `/proc`; where there is none, as on macOS, while
+/// the group exists). `sh` is everywhere and needs no part of dshkit to stay
+/// alive. (dash's `kill` takes no `--`: a negative pid after the signal names
+/// the group.)
+const SCRIPT: &str = r#"main=$1; grace=$2; others=""
+while read -r op group start; do
+  case "$op" in
+    +) others="$others $group:$start" ;;
+    -) kept=""; for o in $others; do [ "${o%%:*}" = "$group" ] || kept="$kept $o"; done; others=$kept ;;
+  esac
+done
+groups=""
+kill -0 -"$main" 2>/dev/null && groups=$main
+for o in $others; do
+  group=${o%%:*}; start=${o#*:}
+  if [ -d /proc/self ]; then
+    [ -r "/proc/$group/stat" ] || continue
+    read -r stat < "/proc/$group/stat"; stat=${stat##*") "}
+    set -- $stat; shift 19
+    [ "$1" = "$start" ] || continue
+  fi
+  kill -0 -"$group" 2>/dev/null && groups="$groups $group"
+done
+[ -n "$groups" ] || exit 0
+for group in $groups; do kill -TERM -"$group" 2>/dev/null; done
+i=0
+while :; do
+  alive=""
+  for group in $groups; do kill -0 -"$group" 2>/dev/null && alive="$alive $group"; done
+  [ -n "$alive" ] || exit 0
+  if [ "$i" -ge "$grace" ]; then
+    for group in $alive; do kill -KILL -"$group" 2>/dev/null; done
+    exit 0
+  fi
+  groups=$alive; sleep 0.1; i=$((i + 1))
+done"#;
 
 /// How long a group gets to stop on TERM before the watchdog sends KILL.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
@@ -51,6 +87,25 @@ impl Watchdog {
             child: Some(child),
             stdin,
         })
+    }
+
+    /// Adds an other group of the tree (named by its leader) to those the
+    /// watchdog stops.
+    pub(super) fn watch(&self, group: Identity) {
+        self.tell(&format!("+ {} {}\n", group.pid, group.started.0));
+    }
+
+    /// Drops an other group: it is over, and its number may be reused.
+    pub(super) fn unwatch(&self, group: Identity) {
+        self.tell(&format!("- {}\n", group.pid));
+    }
+
+    /// A watchdog that no longer reads has gone: what it is told is lost, and
+    /// nothing else can be done about it here.
+    fn tell(&self, line: &str) {
+        if let Some(mut stdin) = self.stdin.as_ref() {
+            let _ = stdin.write_all(line.as_bytes());
+        }
     }
 
     /// Stops the watchdog without letting it act, and reaps it.

@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_env::Environment;
-use dshkit_liveloop::detect::{Detection, detect};
+use dshkit_liveloop::detect::{Choice, ChooseError, Detection, detect};
 use dshkit_liveloop::preview::{PreviewConfig, PreviewManager};
-use dshkit_liveloop::runtime::{RunSpec, RuntimeManager, ServerStatus};
+use dshkit_liveloop::runtime::failure::StartFailure;
+use dshkit_liveloop::runtime::{RunSpec, RuntimeError, RuntimeManager, ServerStatus};
 use dshkit_liveloop::verify::evidence::{EvidenceStore, Retention};
 use dshkit_liveloop::verify::{
     Assertion, ReferenceSpec, Report, Step, Verdict, VerifyContext, VerifyRequest, page_url,
@@ -19,7 +20,106 @@ use crate::exit::{self, Failure};
 use crate::output::{Color, Output, progress};
 
 fn detection_of(dir: &Path) -> Result<Detection, Failure> {
-    detect(dir, None).map_err(Failure::refused)
+    detect(dir, None).map_err(|e| Refusal::new("NO_WORKSPACE", e.to_string()).into())
+}
+
+/// An input the CLI refuses, with a stable code, the CLI's own hint in its
+/// message, and the apps to choose from when that is the trouble. Under
+/// `--json` it is written to stdout as `{"error": {...}}`.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Refusal {
+    code: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    candidates: Vec<Choice>,
+}
+
+impl Refusal {
+    fn new(code: &'static str, message: String) -> Self {
+        Self {
+            code,
+            message,
+            candidates: Vec::new(),
+        }
+    }
+
+    /// A choice the CLI cannot make, with `--app DIR` to make it.
+    fn choose(error: &ChooseError) -> Self {
+        let hint = match error.candidates().first() {
+            Some(first) => format!(
+                "; pass --app DIR with one of those directories (e.g. --app {})",
+                first.dir.display()
+            ),
+            None => String::new(),
+        };
+        Self {
+            code: error.code(),
+            message: format!("{error}{hint}"),
+            candidates: error.candidates().to_vec(),
+        }
+    }
+
+    /// A runtime error as the CLI says it: a port conflict names the CLI's flag.
+    fn runtime(error: &RuntimeError) -> Self {
+        let hint = match error {
+            RuntimeError::PortInUse { .. } => {
+                "; pass --on-port-conflict adopt to use that server, or --on-port-conflict other-port to start on a free port"
+            }
+            _ => "",
+        };
+        Self::new(error.code(), format!("{error}{hint}"))
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+impl From<Refusal> for Failure {
+    fn from(refusal: Refusal) -> Self {
+        Failure::refused(refusal)
+    }
+}
+
+/// Under `--json`, a failure still writes an object on stdout:
+/// `{"error": {"code", "message", "exitCode", "candidates"?}}`.
+fn json_failure(failure: &Failure, out: Output) {
+    let mut error = match failure.error.downcast_ref::<Refusal>() {
+        Some(refusal) => serde_json::to_value(refusal).unwrap_or_default(),
+        None => serde_json::json!({
+            "code": if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" },
+            "message": format!("{:#}", failure.error),
+        }),
+    };
+    error["exitCode"] = serde_json::json!(failure.code);
+    out.json(&serde_json::json!({ "error": error }));
+}
+
+/// The CLI's text for a start that ended without a ready server: what happened,
+/// the server's own error lines, and the next step.
+fn start_failure_text(failure: &StartFailure) -> String {
+    let mut text = failure.summary();
+    if failure.error_lines.is_empty() {
+        text.push_str("; the last log lines:");
+        for line in &failure.log_tail {
+            text.push_str("\n    ");
+            text.push_str(line);
+        }
+    } else {
+        text.push_str("; it printed:");
+        for line in &failure.error_lines {
+            text.push_str("\n    ");
+            text.push_str(line);
+        }
+    }
+    text.push_str("\n  next: ");
+    text.push_str(&failure.next_step());
+    text
 }
 
 pub(crate) fn detect_command(args: &DetectArgs, out: Output) -> Result<u8, Failure> {
@@ -55,12 +155,14 @@ pub(crate) fn detection_text(detection: &Detection) -> String {
         } else {
             candidate.argv.join(" ")
         };
+        let manager = match candidate.package_manager {
+            Some(manager) => format!("via {manager} ({})", candidate.package_manager_source),
+            None => format!("({})", candidate.package_manager_source),
+        };
         text.push_str(&format!(
-            "  {}  {:?} via {:?} ({}), confidence {}: {}{}\n    because: {}\n",
+            "  {}  {} {manager}, confidence {}: {}{}\n    because: {}\n",
             candidate.dir.display(),
             candidate.framework,
-            candidate.package_manager,
-            candidate.package_manager_source,
             candidate.confidence,
             argv,
             candidate
@@ -76,17 +178,38 @@ pub(crate) fn detection_text(detection: &Detection) -> String {
     text
 }
 
+/// How much longer than the server's own deadline the CLI waits for it, so
+/// that deadline decides (and the server is stopped and says so) before the
+/// wait gives up.
+const READY_WAIT_MARGIN: Duration = Duration::from_secs(10);
+
+/// A runtime whose servers get `ready_timeout_secs` to become ready.
+fn runtime_for(ready_timeout_secs: u64) -> RuntimeManager {
+    RuntimeManager::new(dshkit_liveloop::runtime::RuntimeConfig {
+        ready_timeout: Duration::from_secs(ready_timeout_secs),
+        ..dshkit_liveloop::runtime::RuntimeConfig::default()
+    })
+}
+
+/// What starting the app came to.
+enum Started {
+    Ready(Box<ServerStatus>),
+    /// The start ended, or the wait did, without a ready server (its status
+    /// then, which holds the failure).
+    NeverReady(Box<StartFailure>, Box<ServerStatus>),
+}
+
 /// Detects, chooses and starts the app in `dir`; waits until it is ready. On
-/// failure nothing it started is left running.
+/// failure nothing it started is left running. Returns the app's directory too.
 async fn start_app(
     runtime: &RuntimeManager,
     dir: &Path,
     app: Option<&Path>,
     conflict: dshkit_liveloop::runtime::PortConflict,
     ready_timeout: Duration,
-) -> Result<(ServerStatus, PathBuf), Failure> {
+) -> Result<(Started, PathBuf), Failure> {
     let started = start_app_inner(runtime, dir, app, conflict, ready_timeout).await;
-    if started.is_err() {
+    if !matches!(started, Ok((Started::Ready(_), _))) {
         runtime.shutdown().await;
     }
     started
@@ -98,14 +221,14 @@ async fn start_app_inner(
     app: Option<&Path>,
     conflict: dshkit_liveloop::runtime::PortConflict,
     ready_timeout: Duration,
-) -> Result<(ServerStatus, PathBuf), Failure> {
+) -> Result<(Started, PathBuf), Failure> {
     progress(&format!("detecting the web app in {}", dir.display()));
     let detection = detection_of(dir)?;
-    let candidate = detection.choose(app).map_err(|e| Failure::refused(anyhow!(e)))?;
-    let spec = RunSpec::of(&detection.root, candidate).map_err(Failure::refused)?;
+    let candidate = detection.choose(app).map_err(|e| Refusal::choose(&e))?;
+    let spec = RunSpec::of(&detection.root, candidate).map_err(|e| Refusal::runtime(&e))?;
     let source = spec.dir.clone();
     progress(&format!(
-        "found {:?} in {} (confidence {}); starting {}",
+        "found {} in {} (confidence {}); starting {}",
         candidate.framework,
         candidate.dir.display(),
         candidate.confidence,
@@ -115,30 +238,61 @@ async fn start_app_inner(
             format!("`{}`", spec.argv.join(" "))
         }
     ));
-    let started = runtime.start(spec, conflict).await.map_err(Failure::refused)?;
-    let ready = runtime
-        .wait_ready(&started.id, ready_timeout)
+    let started = runtime
+        .start(spec, conflict)
         .await
-        .map_err(Failure::runtime)?;
+        .map_err(|e| Refusal::runtime(&e))?;
+    let ready = match runtime
+        .wait_ready(&started.id, ready_timeout + READY_WAIT_MARGIN)
+        .await
+    {
+        Ok(ready) => ready,
+        Err(RuntimeError::NotReady(failure)) => {
+            let mut status = runtime
+                .status(Some(&started.id))
+                .await
+                .map_err(Failure::runtime)?
+                .remove(0);
+            status.failure = Some((*failure).clone());
+            return Ok((Started::NeverReady(failure, Box::new(status)), source));
+        }
+        Err(error) => return Err(Failure::runtime(error)),
+    };
     progress(&format!(
         "ready at {} ({})",
         ready.url.as_deref().unwrap_or("?"),
         ready.url_reason.as_deref().unwrap_or("")
     ));
-    Ok((ready, source))
+    Ok((Started::Ready(Box::new(ready)), source))
 }
 
 pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failure> {
-    let runtime = RuntimeManager::default();
+    let result = serve(args, out).await;
+    if out.json
+        && let Err(failure) = &result
+    {
+        json_failure(failure, out);
+    }
+    result
+}
+
+async fn serve(args: RunArgs, out: Output) -> Result<u8, Failure> {
+    let runtime = runtime_for(args.ready_timeout_secs);
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
-    let (status, _) = start_app(
+    let status = match start_app(
         &runtime,
         &dir,
         args.app.as_deref(),
         args.on_port_conflict.into(),
         Duration::from_secs(args.ready_timeout_secs),
     )
-    .await?;
+    .await?
+    {
+        (Started::Ready(status), _) => *status,
+        (Started::NeverReady(failure, _), _) => {
+            return Err(Failure::runtime(anyhow!(start_failure_text(&failure))));
+        }
+    };
     if out.json {
         out.json(&status);
     } else {
@@ -298,10 +452,34 @@ fn evidence_store() -> Result<EvidenceStore, Failure> {
 }
 
 pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
+    let result = verify_target(args, out).await;
+    if out.json
+        && let Err(failure) = &result
+    {
+        json_failure(failure, out);
+    }
+    result
+}
+
+/// Writes `report` (JSON or text) and returns the exit code of its verdict.
+fn print_report(report: &Report, out: Output) -> u8 {
+    if out.json {
+        out.json(report);
+    } else {
+        out.write(&report_text(report, out));
+    }
+    match report.judgement.verdict {
+        Verdict::Verified | Verdict::VerifiedWithWarnings => exit::SUCCESS,
+        Verdict::Failed => exit::PROBLEM_FOUND,
+        Verdict::Unverified => exit::UNVERIFIED,
+    }
+}
+
+async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     let request = request_of(&args)?;
     let evidence = evidence_store()?;
     let target = args.target.clone().unwrap_or_else(|| ".".into());
-    let runtime = RuntimeManager::default();
+    let runtime = runtime_for(args.ready_timeout_secs);
     let is_url = target.starts_with("http://") || target.starts_with("https://");
     let (url, workspace, source, server) = if is_url {
         (
@@ -312,14 +490,20 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
         )
     } else {
         let dir = PathBuf::from(&target);
-        let (status, source) = start_app(
+        let (status, source) = match start_app(
             &runtime,
             &dir,
             args.app.as_deref(),
             args.on_port_conflict.into(),
             Duration::from_secs(args.ready_timeout_secs),
         )
-        .await?;
+        .await?
+        {
+            (Started::Ready(status), source) => (*status, source),
+            (Started::NeverReady(failure, status), source) => {
+                return report_never_ready(&failure, &status, &dir, source, &evidence, out);
+            }
+        };
         let workspace = dshkit_os::fs::canonicalize(&dir).map_err(Failure::refused)?;
         (
             status.url.clone().unwrap_or_default(),
@@ -364,16 +548,30 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
     if let Err(e) = evidence.apply_retention(Retention::default(), std::time::SystemTime::now()) {
         tracing::warn!(%e, "evidence retention failed");
     }
-    if out.json {
-        out.json(&report);
-    } else {
-        out.write(&report_text(&report, out));
-    }
-    Ok(match report.judgement.verdict {
-        Verdict::Verified | Verdict::VerifiedWithWarnings => exit::SUCCESS,
-        Verdict::Failed => exit::PROBLEM_FOUND,
-        Verdict::Unverified => exit::UNVERIFIED,
-    })
+    Ok(print_report(&report, out))
+}
+
+/// The verdict on an app whose dev server never became ready: `FAILED` when it
+/// ended by itself (the app's build is broken), `UNVERIFIED` when it was only
+/// not ready in time; a report either way.
+fn report_never_ready(
+    failure: &StartFailure,
+    status: &ServerStatus,
+    dir: &Path,
+    source: PathBuf,
+    evidence: &EvidenceStore,
+    out: Output,
+) -> Result<u8, Failure> {
+    let context = VerifyContext {
+        evidence: evidence.clone(),
+        workspace: dshkit_os::fs::canonicalize(dir).map_err(Failure::refused)?,
+        source_dir: Some(source),
+        runtime: serde_json::to_value(status).ok(),
+        progress: dshkit_liveloop::progress::Progress::new(progress),
+    };
+    let report = dshkit_liveloop::verify::engine::report_without_server(failure, "", &context)
+        .map_err(Failure::runtime)?;
+    Ok(print_report(&report, out))
 }
 
 /// The human summary of a report.
@@ -384,12 +582,16 @@ pub(crate) fn report_text(report: &Report, out: Output) -> String {
         Verdict::Failed => ("FAILED", Color::Red),
         Verdict::Unverified => ("UNVERIFIED", Color::Red),
     };
-    let mut text = format!(
-        "{}  {}  {:?}\n",
-        out.paint(label, color),
-        report.requested_url,
-        report.title
-    );
+    let mut text = if report.requested_url.is_empty() {
+        format!("{}  (no page was loaded)\n", out.paint(label, color))
+    } else {
+        format!(
+            "{}  {}  {:?}\n",
+            out.paint(label, color),
+            report.requested_url,
+            report.title
+        )
+    };
     if !report.loaded_url.is_empty() && report.loaded_url != report.requested_url {
         text.push_str(&format!("  loaded at {}\n", report.loaded_url));
     }
@@ -422,7 +624,8 @@ pub(crate) fn report_text(report: &Report, out: Output) -> String {
         ));
     }
     for reason in &report.judgement.reasons {
-        text.push_str(&format!("  why: {reason}\n"));
+        // A reason of several lines (a server's error block) keeps them under it.
+        text.push_str(&format!("  why: {}\n", reason.replace('\n', "\n       ")));
     }
     text.push_str(&format!("  next: {}\n", report.judgement.next_action));
     if let Some(shot) = &report.screenshot {
@@ -458,4 +661,47 @@ pub(crate) fn report_text(report: &Report, out: Output) -> String {
         Color::Dim,
     ));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cli_names_its_own_flags_in_a_port_conflict_and_an_ambiguous_workspace() {
+        let conflict = Refusal::runtime(&RuntimeError::PortInUse {
+            port: 5173,
+            holder: "pid 42 (node vite)".into(),
+        });
+        assert_eq!(conflict.code, "PORT_IN_USE");
+        assert_eq!(
+            conflict.message,
+            "port 5173 is already in use by pid 42 (node vite); pass --on-port-conflict adopt to use that server, or --on-port-conflict other-port to start on a free port"
+        );
+        let ambiguous = Refusal::choose(&ChooseError::Ambiguous {
+            candidates: vec![Choice {
+                dir: "apps/web".into(),
+                framework: dshkit_liveloop::detect::Framework::ViteReact,
+                confidence: 90,
+            }],
+        });
+        assert!(
+            ambiguous
+                .message
+                .ends_with("candidates: apps/web (Vite + React, confidence 90); pass --app DIR with one of those directories (e.g. --app apps/web)"),
+            "{}",
+            ambiguous.message
+        );
+    }
+
+    #[test]
+    fn a_detection_reads_with_the_names_people_write() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("index.html"), "<h1>hi</h1>").unwrap();
+        let text = detection_text(&detect(dir.path(), None).unwrap());
+        assert!(
+            text.contains(".  a static site (none needed: dshkit serves the files itself), confidence 40: (built-in static server)"),
+            "{text}"
+        );
+    }
 }

@@ -85,7 +85,7 @@ fn installed(peers: &Peers, app: &str) -> PathBuf {
 
 /// `PATH` with the corpus's pnpm 12, then Node 22, first.
 fn corpus_path(peers: &Peers) -> std::ffi::OsString {
-    let mut dirs = vec![peers.dir.join("corpus/tools/node_modules/.bin")];
+    let mut dirs = vec![peers.dir.join("pnpm/node_modules/.bin")];
     dirs.extend(std::env::split_paths(&peers.path_var()));
     std::env::join_paths(dirs).expect("valid PATH")
 }

@@ -217,13 +217,195 @@ fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
     .unwrap();
     let detect = output(dshkit_command(home.path()).args(["detect", repo.path().to_str().unwrap()]));
     assert_eq!(detect.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&detect.stdout).contains("ambiguous"));
+    let listing = String::from_utf8_lossy(&detect.stdout);
+    assert!(listing.contains("ambiguous"), "{listing}");
+    assert!(
+        listing.contains(
+            "apps/web  Vite via npm (default (no lockfile)), confidence 90: npm run dev on port 5173"
+        ),
+        "names as people write them: {listing}"
+    );
     let verify = output(dshkit_command(home.path()).args(["verify", repo.path().to_str().unwrap()]));
     assert_eq!(verify.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&verify.stderr);
     assert!(
-        stderr.contains("apps/admin") && stderr.contains("apps/web"),
+        stderr.contains("apps/admin (Vite, confidence 90)") && stderr.contains("apps/web"),
         "{stderr}"
+    );
+    assert!(stderr.contains("pass --app DIR"), "the CLI's own flag: {stderr}");
+    assert!(verify.stdout.is_empty(), "no report without --json");
+
+    // With --json a refusal is a JSON object on stdout, with the candidates.
+    let verify =
+        output(dshkit_command(home.path()).args(["verify", repo.path().to_str().unwrap(), "--json"]));
+    assert_eq!(verify.status.code(), Some(3));
+    let refusal: Value = serde_json::from_slice(&verify.stdout)
+        .unwrap_or_else(|_| panic!("no JSON: {}", String::from_utf8_lossy(&verify.stdout)));
+    assert_eq!(refusal["error"]["code"], "AMBIGUOUS_APP", "{refusal}");
+    assert_eq!(refusal["error"]["exitCode"], 3);
+    assert_eq!(refusal["error"]["candidates"][0]["dir"], "apps/admin");
+    assert_eq!(refusal["error"]["candidates"][1]["dir"], "apps/web");
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--app DIR"),
+        "{refusal}"
+    );
+
+    // Over MCP the same refusal names `app`, the tool's own argument.
+    let ws = repo.path().display().to_string();
+    let mut mcp = Session::start_with(&["--workspace", &ws, "--allow-run"], &[]);
+    mcp.initialize("2025-11-25");
+    let refused = mcp.call(1, "liveloop_runtime", &json!({"operation": "start"}));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let message = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        message.contains("pass `app`") && !message.contains("--app"),
+        "{message}"
+    );
+    assert_eq!(
+        refused["result"]["structuredContent"]["candidates"][0]["dir"], "apps/admin",
+        "{refused}"
+    );
+}
+
+/// A copy of the Vite React fixture whose `vite.config.ts` misses a `}`, its
+/// dependencies linked from the shared install.
+fn broken_vite_app(dir: &Path) {
+    let peers = dshkit_test::Peers::get();
+    let fixture = peers.app("vite-react");
+    for file in ["index.html", "package.json", "package-lock.json"] {
+        std::fs::copy(fixture.join(file), dir.join(file)).unwrap();
+    }
+    std::fs::create_dir(dir.join("src")).unwrap();
+    for file in ["main.jsx", "App.jsx"] {
+        std::fs::copy(fixture.join("src").join(file), dir.join("src").join(file)).unwrap();
+    }
+    std::fs::write(
+        dir.join("vite.config.ts"),
+        "import { defineConfig } from \"vite\";\nimport react from \"@vitejs/plugin-react\";\n\nexport default defineConfig({\n  plugins: [react()],\n  server: { port: 5173\n});\n",
+    )
+    .unwrap();
+    dshkit_os::fs::symlink(fixture.join("node_modules"), dir.join("node_modules")).unwrap();
+}
+
+#[test]
+fn a_real_vite_app_whose_config_does_not_parse_is_failed_with_vites_own_error() {
+    let peers = dshkit_test::Peers::get();
+    let app = tempfile::tempdir().unwrap();
+    broken_vite_app(app.path());
+    let home = tempfile::tempdir().unwrap();
+    let verify = |json: bool| {
+        let mut command = dshkit_command(home.path());
+        // Vite's port may be another test's: the server dies before it listens
+        // either way.
+        command.env("PATH", peers.path_var()).args([
+            "verify",
+            app.path().to_str().unwrap(),
+            "--on-port-conflict",
+            "other-port",
+            "--expect-text",
+            "Count is 0",
+        ]);
+        if json {
+            command.arg("--json");
+        }
+        output(&mut command)
+    };
+
+    let out = verify(false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("FAILED  (no page was loaded)"), "{text}");
+    for line in [
+        "why: the dev server exited with code 1 before it was ready, so no page was loaded; it printed:",
+        "[PARSE_ERROR] Expected `,` or `}` but found `)`",
+        "╭─[ vite.config.ts:7:2 ]",
+        "next: Fix vite.config.ts:7:2 ([PARSE_ERROR] Expected `,` or `}` but found `)`)",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    assert!(!text.contains("    at "), "no stack frame: {text}");
+
+    let out = verify(true);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "FAILED", "{report:#}");
+    assert_eq!(report["runtime"]["state"], "exited", "{report:#}");
+    assert_eq!(report["runtime"]["failure"]["location"], "vite.config.ts:7:2");
+    assert!(
+        report["nextAction"]
+            .as_str()
+            .unwrap()
+            .starts_with("Fix vite.config.ts:7:2"),
+        "{report:#}"
+    );
+    assert!(Path::new(report["reportPath"].as_str().unwrap()).is_file());
+}
+
+#[test]
+fn a_broken_app_over_mcp_gives_the_servers_error_from_runtime_and_verify() {
+    let peers = dshkit_test::Peers::get();
+    let workspace = tempfile::tempdir().unwrap();
+    broken_vite_app(workspace.path());
+    let evidence = tempfile::tempdir().unwrap();
+    let ws = workspace.path().display().to_string();
+    let ev = evidence.path().display().to_string();
+    let path = peers.path_var();
+    let mut mcp = Session::start_with(
+        &["--workspace", &ws, "--allow-run"],
+        &[
+            ("DSHKIT_EVIDENCE_ROOT", ev.as_str()),
+            ("PATH", path.to_str().unwrap()),
+        ],
+    );
+    mcp.initialize("2025-11-25");
+    let started = mcp.call(
+        1,
+        "liveloop_runtime",
+        &json!({"operation": "start", "onPortConflict": "other_port"}),
+    );
+    assert_eq!(started["result"]["isError"], true, "{started}");
+    let facts = &started["result"]["structuredContent"];
+    assert_eq!(facts["code"], "EXITED_BEFORE_READY", "{started}");
+    assert_eq!(facts["failure"]["location"], "vite.config.ts:7:2", "{started}");
+    assert!(
+        facts["failure"]["errorLines"]
+            .to_string()
+            .contains("[PARSE_ERROR] Expected"),
+        "{started}"
+    );
+    let message = started["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        message.contains("vite.config.ts:7:2") && !message.contains("    at "),
+        "{message}"
+    );
+
+    // The server that never became ready is a FAILED verdict, with the same facts.
+    let server = facts["server"].as_str().expect("the server's id").to_owned();
+    let verified = mcp.call(2, "liveloop_verify", &json!({"server": server}));
+    let report = ok(&verified);
+    assert_eq!(report["verdict"], "FAILED", "{verified}");
+    assert!(
+        report["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("[PARSE_ERROR] Expected"),
+        "{verified}"
+    );
+    assert!(
+        report["nextAction"]
+            .as_str()
+            .unwrap()
+            .starts_with("Fix vite.config.ts:7:2"),
+        "{verified}"
     );
 }
 
@@ -454,7 +636,7 @@ fn a_runtime_start_and_a_plugin_check_report_their_stages_as_progress() {
     let url = server["url"].as_str().unwrap();
     let port = reqwest::Url::parse(url).unwrap().port().unwrap();
     assert!(
-        stages[0].starts_with("spawned `") && stages[0].contains("process group"),
+        stages[0].starts_with("spawned `") && stages[0].contains("process tree"),
         "{stages:?}"
     );
     assert_eq!(
@@ -467,7 +649,7 @@ fn a_runtime_start_and_a_plugin_check_report_their_stages_as_progress() {
         "{stages:?}"
     );
     assert!(
-        stages.contains(&format!("its process group listens on port {port}")),
+        stages.contains(&format!("its process tree listens on port {port}")),
         "{stages:?}"
     );
     let id = server["id"].as_str().unwrap();
@@ -551,4 +733,53 @@ fn a_react_state_update_after_a_slow_request_is_in_the_result_of_the_click() {
         let text = ok(&clicked)["text"].as_str().unwrap().to_owned();
         assert!(text.contains(effect), "after {button:?}: {text}");
     }
+}
+
+#[test]
+fn a_dev_server_not_ready_in_time_is_unverified_with_a_report() {
+    let app = tempfile::tempdir().unwrap();
+    // A server that says "not yet" for good, as a start that never ends would.
+    std::fs::write(
+        app.path().join("package.json"),
+        r#"{ "name": "never-ready", "private": true, "scripts": { "dev": "node server.js" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        app.path().join("server.js"),
+        r#"const s = require("http").createServer((q, r) => { r.writeHead(503); r.end("starting"); });
+s.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${s.address().port}/`));"#,
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = output(dshkit_command(home.path()).args([
+        "verify",
+        app.path().to_str().unwrap(),
+        "--ready-timeout-secs",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "UNVERIFIED", "{report:#}");
+    assert_eq!(
+        report["runtime"]["failure"]["cause"]["kind"], "timed_out",
+        "{report:#}"
+    );
+    assert_eq!(
+        report["runtime"]["failure"]["cause"]["stopped"], true,
+        "{report:#}"
+    );
+    assert!(
+        report["reasons"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the dev server was not ready within 3 s"),
+        "{report:#}"
+    );
 }
