@@ -16,7 +16,9 @@ use super::error::PreviewError;
 use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
 use super::proxy::{PolicyProxy, Refusal};
-use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
+use super::snapshot::{
+    CLOSED_ROOTS_SCRIPT, Snapshot, parse_ref, snapshot_expression, text_includes_expression,
+};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
 pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
@@ -198,6 +200,10 @@ impl BlankPreview {
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": SETTLE_SCRIPT }),
+            ),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": CLOSED_ROOTS_SCRIPT }),
             ),
         ];
         let commands = page.commands();
@@ -683,16 +689,11 @@ impl PreviewSession {
         })
     }
 
-    /// Whether the page's rendered text contains `text` (the whole text, not the
-    /// bounded snapshot).
+    /// Whether the page's rendered text contains `text` (the whole text, open
+    /// shadow roots included, not the bounded snapshot).
     pub(crate) async fn text_contains(&self, text: &str) -> Result<bool, PreviewError> {
         let _serial = self.operation.lock().await;
-        let needle = serde_json::to_string(text).expect("a string serializes");
-        let found = self
-            .evaluate(&format!(
-                "!!(document.body && document.body.innerText.includes({needle}))"
-            ))
-            .await?;
+        let found = self.evaluate(&text_includes_expression(text)).await?;
         Ok(found.as_bool() == Some(true))
     }
 
@@ -918,13 +919,15 @@ impl PreviewSession {
                 "a wait needs `text`, `url` or both".into(),
             ));
         }
-        let quote = |s: Option<&str>| serde_json::to_string(&s).expect("strings serialize");
-        let expression = format!(
-            "(() => {{ const text = {}, url = {}; return (text === null || (document.body && document.body.innerText.includes(text))) \
-             && (url === null || location.href.includes(url)); }})()",
-            quote(text),
-            quote(url)
+        let url_holds = url.map_or_else(
+            || "true".to_owned(),
+            |u| {
+                let quoted = serde_json::to_string(u).expect("a string serializes");
+                format!("location.href.includes({quoted})")
+            },
         );
+        let text_holds = text.map_or_else(|| "true".to_owned(), text_includes_expression);
+        let expression = format!("({url_holds}) && ({text_holds})");
         let timeout = timeout.min(MAX_WAIT);
         let started = Instant::now();
         loop {
@@ -1054,7 +1057,9 @@ impl PreviewSession {
         let focused = self
             .evaluate(&format!(
                 "(() => {{ const e = {element}; if (!e) return 'detached'; \
-                 e.scrollIntoView({{block: 'center'}}); e.focus(); if (document.activeElement !== e) return e.isConnected ? 'unfocused' : 'detached'; \
+                 e.scrollIntoView({{block: 'center'}}); e.focus(); let a = document.activeElement; \
+                 while (a && a !== e && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; \
+                 if (a !== e) return e.isConnected ? 'unfocused' : 'detached'; \
                  if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
                  else if (e.isContentEditable) document.execCommand('selectAll'); }} return 'focused'; }})()"
             ))

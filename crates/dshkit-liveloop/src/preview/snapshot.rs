@@ -3,8 +3,21 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The snapshot script; the only script dshkit evaluates in a page to read it.
+/// The snapshot script; with [`PAGE_TEXT_SCRIPT`], the only script dshkit
+/// evaluates in a page to read it.
 pub const SNAPSHOT_SCRIPT: &str = include_str!("snapshot.js");
+/// The page text as a person reads it, open shadow roots included: the
+/// snapshot's text and what text assertions and waits look in.
+pub const PAGE_TEXT_SCRIPT: &str = include_str!("page_text.js");
+/// Installed before any page script: notes the hosts of closed shadow roots, so
+/// a snapshot names what it cannot read.
+pub const CLOSED_ROOTS_SCRIPT: &str = include_str!("closed_roots.js");
+/// Framework tooling that is not the app, by its element's name: left out of the
+/// outline, the page text and the warnings with everything inside it. Astro's
+/// dev toolbar (a shadow root of its own on every page of `astro dev`).
+pub const FRAMEWORK_TOOLING: &[&str] = &["astro-dev-toolbar"];
+/// Most hosts of closed shadow roots a snapshot's warning names (it counts the rest).
+pub const MAX_NAMED_CLOSED_HOSTS: usize = 5;
 /// Nodes an outline shows by default (the compact view; more by paging).
 pub const DEFAULT_MAX_NODES: usize = 400;
 /// Most nodes one snapshot collects (every one of them reachable by paging,
@@ -177,9 +190,18 @@ impl Snapshot {
 
 /// The expression that runs the script for `generation`.
 pub fn snapshot_expression(generation: u64) -> String {
+    let tooling = serde_json::to_string(FRAMEWORK_TOOLING).expect("names serialize");
     format!(
-        "({SNAPSHOT_SCRIPT})({generation}, {{maxNodes: {MAX_SNAPSHOT_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}}})"
+        "({SNAPSHOT_SCRIPT})({generation}, {{maxNodes: {MAX_SNAPSHOT_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}, maxNamedHosts: {MAX_NAMED_CLOSED_HOSTS}, tooling: {tooling}}}, {PAGE_TEXT_SCRIPT})"
     )
+}
+
+/// The expression that is true when the whole page text (not the snapshot's
+/// bounded copy) contains `needle`.
+pub fn text_includes_expression(needle: &str) -> String {
+    let left_out = serde_json::to_string(FRAMEWORK_TOOLING).expect("names serialize");
+    let needle = serde_json::to_string(needle).expect("a string serializes");
+    format!("({PAGE_TEXT_SCRIPT})({left_out}).includes({needle})")
 }
 
 /// A parsed element ref `r<generation>-<index>`.
@@ -247,6 +269,16 @@ mod tests {
         );
         assert_eq!(snapshot.find("button", "Go").len(), 1);
         assert!(snapshot.find("button", "Stop").is_empty());
+    }
+
+    #[test]
+    fn the_page_text_leaves_out_tooling_and_quotes_the_needle() {
+        let expression = text_includes_expression("a\"); alert(1); (\"");
+        assert!(expression.contains(r#"["astro-dev-toolbar"]"#), "{expression}");
+        assert!(
+            expression.ends_with(r#".includes("a\"); alert(1); (\"")"#),
+            "{expression}"
+        );
     }
 
     fn wide(rows: usize) -> Snapshot {

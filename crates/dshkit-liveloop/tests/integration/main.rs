@@ -1,6 +1,7 @@
 //! Preview sessions against real Chromium and loopback fixture servers.
 
 mod runtime;
+mod shadow;
 mod verify;
 
 use std::net::IpAddr;
