@@ -31,7 +31,7 @@ pub use session::{
 };
 pub use snapshot::{
     CLOSED_ROOTS_SCRIPT, DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS,
-    DEFAULT_MAX_VISITED, FRAMEWORK_TOOLING, MAX_FOUND, MAX_NAMED_CLOSED_HOSTS, MAX_SNAPSHOT_NODES,
-    MAX_VIEW_CHARS, Node, OutlineView, PAGE_TEXT_SCRIPT, SNAPSHOT_SCRIPT, Snapshot, parse_ref,
-    snapshot_expression, text_includes_expression,
+    DEFAULT_MAX_VISITED, ErrorOverlay, FRAMEWORK_ERROR_OVERLAYS, FRAMEWORK_TOOLING, MAX_FOUND,
+    MAX_NAMED_CLOSED_HOSTS, MAX_OVERLAY_CHARS, MAX_SNAPSHOT_NODES, MAX_VIEW_CHARS, Node, OutlineView,
+    PAGE_TEXT_SCRIPT, SNAPSHOT_SCRIPT, Snapshot, parse_ref, snapshot_expression, text_includes_expression,
 };

@@ -169,6 +169,25 @@ pub struct NetworkEntry {
     pub resource_type: Option<String>,
 }
 
+impl NetworkEntry {
+    /// What the request loaded, when it is the app's code: the page itself, or a
+    /// source module or stylesheet it loads (a dev server builds these on request).
+    pub fn code_kind(&self) -> Option<&'static str> {
+        match self.resource_type.as_deref() {
+            Some("Document") => Some("the page itself"),
+            Some("Script") => Some("a source module"),
+            Some("Stylesheet") => Some("a stylesheet"),
+            _ => None,
+        }
+    }
+
+    /// An HTTP 5xx for the app's code (see [`Self::code_kind`]): the dev server
+    /// could not build or serve it, which is likely why the rest failed.
+    pub fn is_code_server_error(&self) -> bool {
+        self.status.is_some_and(|status| status >= 500) && self.code_kind().is_some()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockedEntry {
     pub url: String,
@@ -832,6 +851,29 @@ mod refused_sockets {
             blocked(&o).is_empty(),
             "a socket of the last window claims nothing"
         );
+    }
+
+    #[test]
+    fn only_a_5xx_for_the_page_or_its_code_is_a_code_server_error() {
+        let entry = |status: Option<u16>, kind: &str| NetworkEntry {
+            url: "http://127.0.0.1:1/src/App.tsx".into(),
+            method: "GET".into(),
+            status,
+            error: None,
+            resource_type: Some(kind.into()),
+        };
+        for kind in ["Script", "Stylesheet", "Document"] {
+            assert!(entry(Some(500), kind).is_code_server_error(), "{kind}");
+            assert!(!entry(Some(404), kind).is_code_server_error(), "{kind} 404");
+            assert!(
+                !entry(None, kind).is_code_server_error(),
+                "{kind} without an answer"
+            );
+        }
+        // An API answering 500 is the app's failure, not its build's.
+        for kind in ["Fetch", "XHR", "Image"] {
+            assert!(!entry(Some(503), kind).is_code_server_error(), "{kind}");
+        }
     }
 }
 

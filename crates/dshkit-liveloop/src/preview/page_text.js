@@ -1,7 +1,7 @@
 // dshkit's page text: the text a person reads on the page, in the order it is
 // shown. Evaluated as `(PAGE_TEXT)(skip)`, `skip` the tag names of framework
-// tooling, which is not the app (left out with everything inside it). It reads
-// the page and never changes it.
+// tooling and error overlays, which are not the app (left out with everything
+// inside them). It reads the page and never changes it.
 //
 // `innerText` leaves out what open shadow roots show and puts slotted content
 // where it sits in the DOM, not where its slot shows it. So the parts of the page

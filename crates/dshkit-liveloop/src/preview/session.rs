@@ -17,7 +17,8 @@ use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
 use super::proxy::{PolicyProxy, Refusal};
 use super::snapshot::{
-    CLOSED_ROOTS_SCRIPT, Snapshot, parse_ref, snapshot_expression, text_includes_expression,
+    CLOSED_ROOTS_SCRIPT, Snapshot, error_overlay_probe_expression, parse_ref, snapshot_expression,
+    text_includes_expression,
 };
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
@@ -697,6 +698,24 @@ impl PreviewSession {
         Ok(found.as_bool() == Some(true))
     }
 
+    /// Waits, at most `limit`, until a framework's error overlay is on the page,
+    /// when the page may still draw one (see [`error_overlay_probe_expression`]);
+    /// returns at once on any other page. Returns whether one is shown.
+    pub(crate) async fn wait_for_error_overlay(&self, limit: Duration) -> Result<bool, PreviewError> {
+        let _serial = self.operation.lock().await;
+        let probe = error_overlay_probe_expression();
+        let started = Instant::now();
+        loop {
+            match self.evaluate(&probe).await?.as_str() {
+                Some("shown") => return Ok(true),
+                Some("awaited") if started.elapsed() < limit => {
+                    tokio::time::sleep(OVERLAY_POLL).await;
+                }
+                _ => return Ok(false),
+            }
+        }
+    }
+
     /// The last snapshot, whose refs are the live ones; a new one when there is
     /// none. Paging, scoping and searching read it, so they keep its refs.
     pub async fn last_snapshot(&self) -> Result<Snapshot, PreviewError> {
@@ -1264,6 +1283,9 @@ const ROLE_NAME_REREADS: usize = 2;
 
 /// The longest a wait may last.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// How often [`PreviewSession::wait_for_error_overlay`] looks again.
+const OVERLAY_POLL: Duration = Duration::from_millis(25);
 
 /// Most workers of one preview whose requests are observed; later ones run
 /// unobserved (the proxy still decides their connections).

@@ -5,16 +5,20 @@
 // interactive elements refs `r<generation>-<index>`. Refs live in a registry of
 // weak references that replaces the previous generation's; the DOM is never
 // touched (an attribute would break the hydration of server-rendered apps).
-// Framework tooling that is not the app (`limits.tooling`) is left out whole.
+// Framework tooling that is not the app (`limits.tooling`) and a framework's
+// error overlay (`limits.overlays`) are left out whole; the overlay is read for
+// its message.
 (function (generation, limits, pageText) {
   const registry = new Map();
   Object.defineProperty(globalThis, Symbol.for("dshkit.refs"), { value: registry, configurable: true, enumerable: false });
   const warnings = [];
   const nodes = [];
-  const skipped = new Set(limits.tooling);
+  const overlays = new Set(limits.overlays);
+  const skipped = new Set([...limits.tooling, ...limits.overlays]);
   // Hosts whose closed root a page script attached (see `closed_roots.js`).
   const closedHosts = globalThis[Symbol.for("dshkit.closedShadowHosts")];
   const closed = [];
+  let errorOverlay = null;
   let visited = 0;
   let index = 0;
   const IMPLICIT = {
@@ -99,9 +103,34 @@
     if (["textbox", "searchbox", "combobox", "spinbutton"].includes(role)) return e.getAttribute("placeholder") || e.getAttribute("title") || "";
     return contentOf(e) || e.getAttribute("title") || "";
   };
+  // The message and place of an error overlay: Vite's own `vite-error-overlay`, or
+  // Astro's, which takes Vite's element name with a layout of its own.
+  const readOverlay = (root) => {
+    const part = (selector) => clip(root.querySelector(selector)?.textContent, limits.maxOverlay);
+    if (root.querySelector("#message-content")) {
+      const file = root.querySelector("#code header h2");
+      return {
+        source: "astro", message: clip([part("#name"), part("#message-content")].filter(Boolean).join(": "), limits.maxOverlay),
+        file: clip(file && (file.title || file.textContent), limits.maxOverlay),
+      };
+    }
+    // Vite's: the message without the code frame a parser may put in it (its
+    // header names the line and column when the overlay's own place does not).
+    const full = root.querySelector(".message-body")?.textContent || "";
+    const lines = full.split("\n");
+    const frame = lines.findIndex((line) => /^\s*(?:[╭╰│┬|]|\d+\s*[│|])/.test(line));
+    const message = clip(part(".plugin") + " " + (frame < 0 ? lines : lines.slice(0, frame)).join(" "), limits.maxOverlay);
+    let file = part(".file");
+    const header = full.match(/╭─\[\s*([^\]]+?):(\d+):(\d+)\s*\]/);
+    if (header && !/:\d+:\d+$/.test(file)) {
+      file = file && file.endsWith(header[1]) ? file + ":" + header[2] + ":" + header[3] : header.slice(1).join(":");
+    }
+    return { source: "vite", message, file };
+  };
   const walk = (e, depth) => {
     if (visited >= limits.maxVisited) return;
     visited++;
+    if (overlays.has(e.localName) && e.shadowRoot && !errorOverlay && shown(e) !== HIDDEN) errorOverlay = readOverlay(e.shadowRoot);
     const seen = skipped.has(e.localName) ? HIDDEN : shown(e);
     if (seen === HIDDEN) return;
     if (!e.shadowRoot && closedHosts && closedHosts.has(e)) closed.push(describe(e));
@@ -145,7 +174,7 @@
   }
   const text = pageText([...skipped]);
   return {
-    url: location.href, title: document.title, nodes, warnings,
+    url: location.href, title: document.title, nodes, warnings, errorOverlay,
     text: text.length > limits.maxText ? text.slice(0, limits.maxText) : text,
     textTruncated: text.length > limits.maxText, textLength: text.length,
     readyState: document.readyState,
