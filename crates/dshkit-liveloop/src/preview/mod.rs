@@ -9,6 +9,7 @@ mod policy;
 mod proxy;
 mod session;
 mod snapshot;
+mod world;
 
 pub use error::PreviewError;
 pub use manager::{

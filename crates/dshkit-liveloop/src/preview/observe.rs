@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::policy::BlockReason;
+use super::world::MainWorld;
 
 /// Console entries kept per window.
 pub const DEFAULT_MAX_CONSOLE: usize = 200;
@@ -245,6 +246,8 @@ pub struct Observations {
     /// WebSockets the page (or an observed worker) opened (authority, URL) that no
     /// refusal matched yet.
     page_sockets: VecDeque<(String, String)>,
+    /// The top document's main-world context, where the preview's scripts run.
+    world: MainWorld,
 }
 
 /// Most JavaScript contexts tracked per page (frames and workers each have one).
@@ -266,6 +269,7 @@ impl Default for Observations {
             retired: HashSet::new(),
             refused_unclaimed: VecDeque::new(),
             page_sockets: VecDeque::new(),
+            world: MainWorld::default(),
         }
     }
 }
@@ -453,8 +457,16 @@ impl Observations {
         })
     }
 
+    /// The top document's main-world JavaScript context, when it is known.
+    pub(crate) fn main_world(&self) -> Option<i64> {
+        self.world.context()
+    }
+
     /// Takes one CDP event of the page.
     pub fn ingest(&mut self, method: &str, params: &Value) {
+        if method.starts_with("Runtime.executionContext") || method == "Page.frameNavigated" {
+            self.world.ingest(method, params);
+        }
         match method {
             "Runtime.consoleAPICalled" if self.is_retired_context(&params["executionContextId"]) => {}
             "Runtime.exceptionThrown"

@@ -2,7 +2,7 @@
 //! applied at the request stage, its observations, and serialised interactions.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -17,9 +17,10 @@ use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
 use super::proxy::{PolicyProxy, Refusal};
 use super::snapshot::{
-    CLOSED_ROOTS_SCRIPT, Snapshot, error_overlay_probe_expression, parse_ref, snapshot_expression,
-    text_includes_expression,
+    CLOSED_ROOTS_SCRIPT, SNAPSHOT_FUNCTION, Snapshot, error_overlay_probe_expression, parse_ref,
+    snapshot_expression, text_includes_expression,
 };
+use super::world::{call_expression, page_value};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
 pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
@@ -519,17 +520,15 @@ impl PreviewSession {
         if budget.is_zero() {
             return (Settled::default(), None);
         }
-        let snapshot = snapshot.map_or_else(|| "null".to_owned(), snapshot_expression);
-        let expression = format!(
-            "(() => {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
-             const done = (o) => {{ const loading = document.readyState === 'loading'; \
-             let snapshot = null; if (o.settled && !loading) {{ try {{ snapshot = {snapshot}; }} catch {{}} }} \
-             return {{ ...o, loading, snapshot }}; }}; \
-             return s ? s.settle({since}, {}).then(done) : done({{ settled: true }}); }})()",
-            budget.as_millis()
-        );
+        let args = [json!(since), json!(budget.as_millis()), json!(snapshot)];
+        let settle = async {
+            match self.call_in_world(&SETTLE_FUNCTION, &args).await {
+                Some(outcome) => outcome,
+                None => self.evaluate(&call_expression(&SETTLE_FUNCTION, &args)).await,
+            }
+        };
         // The page's own budget ends the wait; the margin covers a hung renderer.
-        match tokio::time::timeout(budget + Duration::from_secs(1), self.evaluate(&expression)).await {
+        match tokio::time::timeout(budget + Duration::from_secs(1), settle).await {
             Ok(Ok(mut outcome)) => (
                 Settled {
                     complete: outcome["settled"].as_bool() == Some(true),
@@ -735,7 +734,15 @@ impl PreviewSession {
 
     async fn snapshot_now(&self) -> Result<Snapshot, PreviewError> {
         let generation = self.next_generation();
-        let value = self.evaluate(&snapshot_expression(generation)).await?;
+        let value = match self.call_in_world(&SNAPSHOT_FUNCTION, &[json!(generation)]).await {
+            Some(Ok(value)) => value,
+            // The context went with its document before the call ran: the
+            // current document is asked.
+            None | Some(Err(PreviewError::Cdp(dshkit_cdp::CdpError::Protocol { .. }))) => {
+                self.evaluate(&snapshot_expression(generation)).await?
+            }
+            Some(Err(error)) => return Err(error),
+        };
         self.commit_snapshot(value, generation)
     }
 
@@ -767,14 +774,25 @@ impl PreviewSession {
                 json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
             )
             .await?;
-        if let Some(details) = reply.get("exceptionDetails") {
-            let text = details["exception"]["description"]
-                .as_str()
-                .or_else(|| details["text"].as_str())
-                .unwrap_or("exception");
-            return Err(PreviewError::Interaction(format!("page script failed: {text}")));
-        }
-        Ok(reply["result"]["value"].clone())
+        page_value(reply)
+    }
+
+    /// Calls `function`, a constant declaration, with `args` in the top
+    /// document's main world through `Runtime.callFunctionOn`: V8 compiles its
+    /// source once per document, where an expression with the arguments in it is
+    /// compiled on every call. `None` when that world is not known yet.
+    async fn call_in_world(&self, function: &str, args: &[Value]) -> Option<Result<Value, PreviewError>> {
+        let context = self.observe(Observations::main_world)?;
+        let arguments: Vec<Value> = args.iter().map(|value| json!({ "value": value })).collect();
+        let reply = self
+            .page
+            .call(
+                "Runtime.callFunctionOn",
+                json!({ "functionDeclaration": function, "executionContextId": context, "arguments": arguments,
+                        "returnByValue": true, "awaitPromise": true }),
+            )
+            .await;
+        Some(reply.map_err(PreviewError::from).and_then(page_value))
     }
 
     /// The ref an interaction acts on, checked against the current generation.
@@ -1179,6 +1197,20 @@ impl PreviewSession {
         })
     }
 }
+
+/// The page side of [`PreviewSession::settle`] (see `settle.js`) as a function
+/// of `(since, budget, generation)`: settles, then, when the page settled and is
+/// not loading and `generation` is not null, takes the snapshot in the same task.
+static SETTLE_FUNCTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "function (since, budget, generation) {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
+         const done = (o) => {{ const loading = document.readyState === 'loading'; let snapshot = null; \
+         if (o.settled && !loading && generation !== null) {{ try {{ snapshot = ({})(generation); }} catch {{}} }} \
+         return {{ ...o, loading, snapshot }}; }}; \
+         return s ? s.settle(since, budget).then(done) : done({{ settled: true }}); }}",
+        *SNAPSHOT_FUNCTION
+    )
+});
 
 /// The JavaScript expression for the live element behind `reference` (from the
 /// snapshot's registry), or `null` once it left the document.
