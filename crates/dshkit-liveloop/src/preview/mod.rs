@@ -10,6 +10,7 @@ mod policy;
 mod proxy;
 mod session;
 mod snapshot;
+mod world;
 
 pub use error::PreviewError;
 pub use manager::{
@@ -31,7 +32,8 @@ pub use session::{
     NAVIGATION_RESPONSE_TIMEOUT, PreviewSession, Purpose, SETTLE_SCRIPT, Screenshot, Target, Viewport,
 };
 pub use snapshot::{
-    DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MAX_VISITED, MAX_FOUND,
-    MAX_SNAPSHOT_NODES, MAX_VIEW_CHARS, Node, OutlineView, SNAPSHOT_SCRIPT, Snapshot, parse_ref,
-    snapshot_expression,
+    CLOSED_ROOTS_SCRIPT, DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS,
+    DEFAULT_MAX_VISITED, ErrorOverlay, FRAMEWORK_ERROR_OVERLAYS, FRAMEWORK_TOOLING, MAX_FOUND,
+    MAX_NAMED_CLOSED_HOSTS, MAX_OVERLAY_CHARS, MAX_SNAPSHOT_NODES, MAX_VIEW_CHARS, Node, OutlineView,
+    PAGE_TEXT_SCRIPT, SNAPSHOT_SCRIPT, Snapshot, parse_ref, snapshot_expression, text_includes_expression,
 };

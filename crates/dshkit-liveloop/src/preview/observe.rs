@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::documents::MainDocuments;
 use super::policy::BlockReason;
+use super::world::MainWorld;
 
 /// Console entries kept per window.
 pub const DEFAULT_MAX_CONSOLE: usize = 200;
@@ -177,6 +178,25 @@ pub struct NetworkEntry {
     loader: Option<String>,
 }
 
+impl NetworkEntry {
+    /// What the request loaded, when it is the app's code: the page itself, or a
+    /// source module or stylesheet it loads (a dev server builds these on request).
+    pub fn code_kind(&self) -> Option<&'static str> {
+        match self.resource_type.as_deref() {
+            Some("Document") => Some("the page itself"),
+            Some("Script") => Some("a source module"),
+            Some("Stylesheet") => Some("a stylesheet"),
+            _ => None,
+        }
+    }
+
+    /// An HTTP 5xx for the app's code (see [`Self::code_kind`]): the dev server
+    /// could not build or serve it, which is likely why the rest failed.
+    pub fn is_code_server_error(&self) -> bool {
+        self.status.is_some_and(|status| status >= 500) && self.code_kind().is_some()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BlockedEntry {
     pub url: String,
@@ -238,6 +258,8 @@ pub struct Observations {
     /// The main frame's documents: a starting page's "not yet" that the same
     /// URL replaced is no failure of the window.
     documents: MainDocuments,
+    /// The top document's main-world context, where the preview's scripts run.
+    world: MainWorld,
 }
 
 /// Most JavaScript contexts tracked per page (frames and workers each have one).
@@ -260,6 +282,7 @@ impl Default for Observations {
             refused_unclaimed: VecDeque::new(),
             page_sockets: VecDeque::new(),
             documents: MainDocuments::default(),
+            world: MainWorld::default(),
         }
     }
 }
@@ -447,8 +470,16 @@ impl Observations {
         })
     }
 
+    /// The top document's main-world JavaScript context, when it is known.
+    pub(crate) fn main_world(&self) -> Option<i64> {
+        self.world.context()
+    }
+
     /// Takes one CDP event of the page.
     pub fn ingest(&mut self, method: &str, params: &Value) {
+        if method.starts_with("Runtime.executionContext") || method == "Page.frameNavigated" {
+            self.world.ingest(method, params);
+        }
         match method {
             "Runtime.consoleAPICalled" if self.is_retired_context(&params["executionContextId"]) => {}
             "Runtime.exceptionThrown"
@@ -919,6 +950,29 @@ mod refused_sockets {
             blocked(&o).is_empty(),
             "a socket of the last window claims nothing"
         );
+    }
+
+    #[test]
+    fn only_a_5xx_for_the_page_or_its_code_is_a_code_server_error() {
+        let entry = |status: Option<u16>, kind: &str| NetworkEntry {
+            url: "http://127.0.0.1:1/src/App.tsx".into(),
+            method: "GET".into(),
+            status,
+            error: None,
+            resource_type: Some(kind.into()),
+        };
+        for kind in ["Script", "Stylesheet", "Document"] {
+            assert!(entry(Some(500), kind).is_code_server_error(), "{kind}");
+            assert!(!entry(Some(404), kind).is_code_server_error(), "{kind} 404");
+            assert!(
+                !entry(None, kind).is_code_server_error(),
+                "{kind} without an answer"
+            );
+        }
+        // An API answering 500 is the app's failure, not its build's.
+        for kind in ["Fetch", "XHR", "Image"] {
+            assert!(!entry(Some(503), kind).is_code_server_error(), "{kind}");
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! applied at the request stage, its observations, and serialised interactions.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -16,7 +16,11 @@ use super::error::PreviewError;
 use super::observe::Observations;
 use super::policy::{Decision, NetworkPolicy};
 use super::proxy::{PolicyProxy, Refusal};
-use super::snapshot::{Snapshot, parse_ref, snapshot_expression};
+use super::snapshot::{
+    CLOSED_ROOTS_SCRIPT, SNAPSHOT_FUNCTION, Snapshot, error_overlay_probe_expression, parse_ref,
+    snapshot_expression, text_includes_expression,
+};
+use super::world::{call_expression, page_value};
 
 /// Script installed before any page script (no service workers, WebRTC, WebTransport).
 pub const HARDEN_SCRIPT: &str = include_str!("harden.js");
@@ -213,6 +217,10 @@ impl BlankPreview {
             (
                 "Page.addScriptToEvaluateOnNewDocument",
                 json!({ "source": SETTLE_SCRIPT }),
+            ),
+            (
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": CLOSED_ROOTS_SCRIPT }),
             ),
         ];
         let commands = page.commands();
@@ -555,17 +563,15 @@ impl PreviewSession {
         if budget.is_zero() {
             return (Settled::default(), None);
         }
-        let snapshot = snapshot.map_or_else(|| "null".to_owned(), snapshot_expression);
-        let expression = format!(
-            "(() => {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
-             const done = (o) => {{ const loading = document.readyState === 'loading'; \
-             let snapshot = null; if (o.settled && !loading) {{ try {{ snapshot = {snapshot}; }} catch {{}} }} \
-             return {{ ...o, loading, snapshot }}; }}; \
-             return s ? s.settle({since}, {}).then(done) : done({{ settled: true }}); }})()",
-            budget.as_millis()
-        );
+        let args = [json!(since), json!(budget.as_millis()), json!(snapshot)];
+        let settle = async {
+            match self.call_in_world(&SETTLE_FUNCTION, &args).await {
+                Some(outcome) => outcome,
+                None => self.evaluate(&call_expression(&SETTLE_FUNCTION, &args)).await,
+            }
+        };
         // The page's own budget ends the wait; the margin covers a hung renderer.
-        match tokio::time::timeout(budget + Duration::from_secs(1), self.evaluate(&expression)).await {
+        match tokio::time::timeout(budget + Duration::from_secs(1), settle).await {
             Ok(Ok(mut outcome)) => (
                 Settled {
                     complete: outcome["settled"].as_bool() == Some(true),
@@ -741,17 +747,30 @@ impl PreviewSession {
         })
     }
 
-    /// Whether the page's rendered text contains `text` (the whole text, not the
-    /// bounded snapshot).
+    /// Whether the page's rendered text contains `text` (the whole text, open
+    /// shadow roots included, not the bounded snapshot).
     pub(crate) async fn text_contains(&self, text: &str) -> Result<bool, PreviewError> {
         let _serial = self.operation.lock().await;
-        let needle = serde_json::to_string(text).expect("a string serializes");
-        let found = self
-            .evaluate(&format!(
-                "!!(document.body && document.body.innerText.includes({needle}))"
-            ))
-            .await?;
+        let found = self.evaluate(&text_includes_expression(text)).await?;
         Ok(found.as_bool() == Some(true))
+    }
+
+    /// Waits, at most `limit`, until a framework's error overlay is on the page,
+    /// when the page may still draw one (see [`error_overlay_probe_expression`]);
+    /// returns at once on any other page. Returns whether one is shown.
+    pub(crate) async fn wait_for_error_overlay(&self, limit: Duration) -> Result<bool, PreviewError> {
+        let _serial = self.operation.lock().await;
+        let probe = error_overlay_probe_expression();
+        let started = Instant::now();
+        loop {
+            match self.evaluate(&probe).await?.as_str() {
+                Some("shown") => return Ok(true),
+                Some("awaited") if started.elapsed() < limit => {
+                    tokio::time::sleep(OVERLAY_POLL).await;
+                }
+                _ => return Ok(false),
+            }
+        }
     }
 
     /// The last snapshot, whose refs are the live ones; a new one when there is
@@ -773,7 +792,15 @@ impl PreviewSession {
 
     async fn snapshot_now(&self) -> Result<Snapshot, PreviewError> {
         let generation = self.next_generation();
-        let value = self.evaluate(&snapshot_expression(generation)).await?;
+        let value = match self.call_in_world(&SNAPSHOT_FUNCTION, &[json!(generation)]).await {
+            Some(Ok(value)) => value,
+            // The context went with its document before the call ran: the
+            // current document is asked.
+            None | Some(Err(PreviewError::Cdp(dshkit_cdp::CdpError::Protocol { .. }))) => {
+                self.evaluate(&snapshot_expression(generation)).await?
+            }
+            Some(Err(error)) => return Err(error),
+        };
         self.commit_snapshot(value, generation)
     }
 
@@ -805,14 +832,25 @@ impl PreviewSession {
                 json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
             )
             .await?;
-        if let Some(details) = reply.get("exceptionDetails") {
-            let text = details["exception"]["description"]
-                .as_str()
-                .or_else(|| details["text"].as_str())
-                .unwrap_or("exception");
-            return Err(PreviewError::Interaction(format!("page script failed: {text}")));
-        }
-        Ok(reply["result"]["value"].clone())
+        page_value(reply)
+    }
+
+    /// Calls `function`, a constant declaration, with `args` in the top
+    /// document's main world through `Runtime.callFunctionOn`: V8 compiles its
+    /// source once per document, where an expression with the arguments in it is
+    /// compiled on every call. `None` when that world is not known yet.
+    async fn call_in_world(&self, function: &str, args: &[Value]) -> Option<Result<Value, PreviewError>> {
+        let context = self.observe(Observations::main_world)?;
+        let arguments: Vec<Value> = args.iter().map(|value| json!({ "value": value })).collect();
+        let reply = self
+            .page
+            .call(
+                "Runtime.callFunctionOn",
+                json!({ "functionDeclaration": function, "executionContextId": context, "arguments": arguments,
+                        "returnByValue": true, "awaitPromise": true }),
+            )
+            .await;
+        Some(reply.map_err(PreviewError::from).and_then(page_value))
     }
 
     /// The ref an interaction acts on, checked against the current generation.
@@ -976,13 +1014,15 @@ impl PreviewSession {
                 "a wait needs `text`, `url` or both".into(),
             ));
         }
-        let quote = |s: Option<&str>| serde_json::to_string(&s).expect("strings serialize");
-        let expression = format!(
-            "(() => {{ const text = {}, url = {}; return (text === null || (document.body && document.body.innerText.includes(text))) \
-             && (url === null || location.href.includes(url)); }})()",
-            quote(text),
-            quote(url)
+        let url_holds = url.map_or_else(
+            || "true".to_owned(),
+            |u| {
+                let quoted = serde_json::to_string(u).expect("a string serializes");
+                format!("location.href.includes({quoted})")
+            },
         );
+        let text_holds = text.map_or_else(|| "true".to_owned(), text_includes_expression);
+        let expression = format!("({url_holds}) && ({text_holds})");
         let timeout = timeout.min(MAX_WAIT);
         let started = Instant::now();
         loop {
@@ -1112,7 +1152,9 @@ impl PreviewSession {
         let focused = self
             .evaluate(&format!(
                 "(() => {{ const e = {element}; if (!e) return 'detached'; \
-                 e.scrollIntoView({{block: 'center'}}); e.focus(); if (document.activeElement !== e) return e.isConnected ? 'unfocused' : 'detached'; \
+                 e.scrollIntoView({{block: 'center'}}); e.focus(); let a = document.activeElement; \
+                 while (a && a !== e && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; \
+                 if (a !== e) return e.isConnected ? 'unfocused' : 'detached'; \
                  if ({select_all}) {{ if (typeof e.select === 'function') e.select(); \
                  else if (e.isContentEditable) document.execCommand('selectAll'); }} return 'focused'; }})()"
             ))
@@ -1213,6 +1255,20 @@ impl PreviewSession {
         })
     }
 }
+
+/// The page side of [`PreviewSession::settle`] (see `settle.js`) as a function
+/// of `(since, budget, generation)`: settles, then, when the page settled and is
+/// not loading and `generation` is not null, takes the snapshot in the same task.
+static SETTLE_FUNCTION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "function (since, budget, generation) {{ const s = globalThis[Symbol.for('dshkit.settle')]; \
+         const done = (o) => {{ const loading = document.readyState === 'loading'; let snapshot = null; \
+         if (o.settled && !loading && generation !== null) {{ try {{ snapshot = ({})(generation); }} catch {{}} }} \
+         return {{ ...o, loading, snapshot }}; }}; \
+         return s ? s.settle(since, budget).then(done) : done({{ settled: true }}); }}",
+        *SNAPSHOT_FUNCTION
+    )
+});
 
 /// The JavaScript expression for the live element behind `reference` (from the
 /// snapshot's registry), or `null` once it left the document.
@@ -1332,6 +1388,9 @@ const ROLE_NAME_REREADS: usize = 2;
 
 /// The longest a wait may last.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// How often [`PreviewSession::wait_for_error_overlay`] looks again.
+const OVERLAY_POLL: Duration = Duration::from_millis(25);
 
 /// Most workers of one preview whose requests are observed; later ones run
 /// unobserved (the proxy still decides their connections).

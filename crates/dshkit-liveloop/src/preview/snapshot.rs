@@ -1,10 +1,32 @@
 //! The DOM snapshot: a fixed internal script, refs with generations, and the
 //! compact outline the model reads.
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Serialize};
 
-/// The snapshot script; the only script dshkit evaluates in a page to read it.
+/// The snapshot script; with [`PAGE_TEXT_SCRIPT`], the only script dshkit
+/// evaluates in a page to read it.
 pub const SNAPSHOT_SCRIPT: &str = include_str!("snapshot.js");
+/// The page text as a person reads it, open shadow roots included: the
+/// snapshot's text and what text assertions and waits look in.
+pub const PAGE_TEXT_SCRIPT: &str = include_str!("page_text.js");
+/// Installed before any page script: notes the hosts of closed shadow roots, so
+/// a snapshot names what it cannot read.
+pub const CLOSED_ROOTS_SCRIPT: &str = include_str!("closed_roots.js");
+/// Framework tooling that is not the app, by its element's name: left out of the
+/// outline, the page text and the warnings with everything inside it. Astro's
+/// dev toolbar (a shadow root of its own on every page of `astro dev`).
+pub const FRAMEWORK_TOOLING: &[&str] = &["astro-dev-toolbar"];
+/// A framework's error overlay, by its element's name: read for its message
+/// ([`ErrorOverlay`]) and otherwise left out like tooling, so its code frame
+/// (the app's source) never passes a text assertion. `vite-error-overlay`, which
+/// Vite draws and Astro draws its own under the same name.
+pub const FRAMEWORK_ERROR_OVERLAYS: &[&str] = &["vite-error-overlay"];
+/// Most hosts of closed shadow roots a snapshot's warning names (it counts the rest).
+pub const MAX_NAMED_CLOSED_HOSTS: usize = 5;
+/// Longest error overlay message or file kept (characters).
+pub const MAX_OVERLAY_CHARS: usize = 500;
 /// Nodes an outline shows by default (the compact view; more by paging).
 pub const DEFAULT_MAX_NODES: usize = 400;
 /// Most nodes one snapshot collects (every one of them reachable by paging,
@@ -63,6 +85,36 @@ impl Node {
     }
 }
 
+/// A framework's error overlay on the page (`vite-error-overlay`, drawn by Vite
+/// or by Astro): the dev server's own account of why the app's code did not
+/// build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorOverlay {
+    /// The framework that drew it (`vite`, `astro`).
+    pub source: String,
+    /// The error, with the plugin that raised it (at most [`MAX_OVERLAY_CHARS`]).
+    pub message: String,
+    /// The file, line and column it names, when it names one.
+    #[serde(default)]
+    pub file: String,
+}
+
+impl ErrorOverlay {
+    /// One line for a reason: who says what, and where.
+    pub fn summary(&self) -> String {
+        let who = match self.source.as_str() {
+            "vite" => "Vite",
+            "astro" => "Astro",
+            other => other,
+        };
+        let mut line = format!("{who}'s error overlay shows: {}", self.message);
+        if !self.file.is_empty() && !self.message.contains(&self.file) {
+            line.push_str(&format!(" (at {})", self.file));
+        }
+        line
+    }
+}
+
 /// One page of an outline.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -87,6 +139,9 @@ pub struct Snapshot {
     pub title: String,
     pub nodes: Vec<Node>,
     pub warnings: Vec<String>,
+    /// A framework's error overlay covering the page, when one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_overlay: Option<ErrorOverlay>,
     pub text: String,
     pub text_truncated: bool,
     pub text_length: usize,
@@ -175,10 +230,45 @@ impl Snapshot {
     }
 }
 
-/// The expression that runs the script for `generation`.
-pub fn snapshot_expression(generation: u64) -> String {
+/// The snapshot as a function of its generation, with its limits and the page
+/// text script in it: one constant source, which V8 compiles once per document
+/// when it is called through `Runtime.callFunctionOn` (an expression with the
+/// generation in it is compiled anew on every snapshot, about 1 ms here).
+pub(super) static SNAPSHOT_FUNCTION: LazyLock<String> = LazyLock::new(|| {
+    let tooling = serde_json::to_string(FRAMEWORK_TOOLING).expect("names serialize");
+    let overlays = serde_json::to_string(FRAMEWORK_ERROR_OVERLAYS).expect("names serialize");
     format!(
-        "({SNAPSHOT_SCRIPT})({generation}, {{maxNodes: {MAX_SNAPSHOT_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}}})"
+        "function (generation) {{ return ({SNAPSHOT_SCRIPT})(generation, {{maxNodes: {MAX_SNAPSHOT_NODES}, maxVisited: {DEFAULT_MAX_VISITED}, maxName: {DEFAULT_MAX_NAME_CHARS}, maxText: {DEFAULT_MAX_TEXT_CHARS}, maxOverlay: {MAX_OVERLAY_CHARS}, maxNamedHosts: {MAX_NAMED_CLOSED_HOSTS}, tooling: {tooling}, overlays: {overlays}}}, {PAGE_TEXT_SCRIPT}); }}"
+    )
+});
+
+/// The expression that runs the snapshot for `generation` (where the page's main
+/// world is not known: [`SNAPSHOT_FUNCTION`] is cheaper).
+pub fn snapshot_expression(generation: u64) -> String {
+    format!("({})({generation})", *SNAPSHOT_FUNCTION)
+}
+
+/// The expression that is true when the whole page text (not the snapshot's
+/// bounded copy) contains `needle`.
+pub fn text_includes_expression(needle: &str) -> String {
+    let left_out: Vec<&str> = FRAMEWORK_TOOLING
+        .iter()
+        .chain(FRAMEWORK_ERROR_OVERLAYS)
+        .copied()
+        .collect();
+    let left_out = serde_json::to_string(&left_out).expect("names serialize");
+    let needle = serde_json::to_string(needle).expect("a string serializes");
+    format!("({PAGE_TEXT_SCRIPT})({left_out}).includes({needle})")
+}
+
+/// The expression that tells whether an error overlay is on the page (`"shown"`),
+/// may still be drawn (`"awaited"`: the page loads Vite's dev client, which
+/// draws it once the server tells it of a build error), or will not (`"none"`).
+pub(super) fn error_overlay_probe_expression() -> String {
+    let overlays = serde_json::to_string(FRAMEWORK_ERROR_OVERLAYS).expect("names serialize");
+    format!(
+        "{overlays}.some((name) => document.querySelector(name)) ? 'shown' \
+         : document.querySelector('script[src*=\"/@vite/client\"]') ? 'awaited' : 'none'"
     )
 }
 
@@ -236,6 +326,7 @@ mod tests {
                 },
             ],
             warnings: vec![],
+            error_overlay: None,
             text: String::new(),
             text_truncated: false,
             text_length: 0,
@@ -247,6 +338,41 @@ mod tests {
         );
         assert_eq!(snapshot.find("button", "Go").len(), 1);
         assert!(snapshot.find("button", "Stop").is_empty());
+    }
+
+    #[test]
+    fn an_error_overlay_names_its_framework_and_its_place_once() {
+        let overlay = ErrorOverlay {
+            source: "vite".into(),
+            message: "[plugin:vite:oxc] Expected `,` or `)` but found `;`".into(),
+            file: "/app/src/App.jsx:4:39".into(),
+        };
+        assert_eq!(
+            overlay.summary(),
+            "Vite's error overlay shows: [plugin:vite:oxc] Expected `,` or `)` but found `;` (at /app/src/App.jsx:4:39)"
+        );
+        let named = ErrorOverlay {
+            source: "astro".into(),
+            message: "CompilerError: Unexpected \";\" at /app/src/pages/index.astro:2:14".into(),
+            file: "/app/src/pages/index.astro:2:14".into(),
+        };
+        assert_eq!(
+            named.summary(),
+            "Astro's error overlay shows: CompilerError: Unexpected \";\" at /app/src/pages/index.astro:2:14"
+        );
+    }
+
+    #[test]
+    fn the_page_text_leaves_out_tooling_and_error_overlays_and_quotes_the_needle() {
+        let expression = text_includes_expression("a\"); alert(1); (\"");
+        assert!(
+            expression.contains(r#"["astro-dev-toolbar","vite-error-overlay"]"#),
+            "{expression}"
+        );
+        assert!(
+            expression.ends_with(r#".includes("a\"); alert(1); (\"")"#),
+            "{expression}"
+        );
     }
 
     fn wide(rows: usize) -> Snapshot {
@@ -285,6 +411,7 @@ mod tests {
             title: "t".into(),
             nodes,
             warnings: vec![],
+            error_overlay: None,
             text: String::new(),
             text_truncated: false,
             text_length: 0,

@@ -12,7 +12,9 @@ use super::diff::{self, Rgba};
 use super::evidence::{EvidenceFile, EvidenceStore, REPORT_FORMAT_VERSION};
 use super::fingerprint::{Fingerprint, fingerprint};
 use super::verdict::{Judgement, Observed, judge};
-use crate::preview::{Action, Observations, PreviewError, PreviewSession, Target};
+use crate::preview::{
+    Action, ErrorOverlay, NetworkEntry, Observations, PreviewError, PreviewSession, Target,
+};
 
 /// Default quiet window after `DOMContentLoaded`.
 pub const DEFAULT_QUIET_MS: u64 = 100;
@@ -27,6 +29,12 @@ pub const MAX_STEPS: usize = 50;
 pub const MAX_ASSERTIONS: usize = 50;
 /// Entries of each kind (console errors, failed requests, ...) kept in a report.
 pub const MAX_REPORT_ENTRIES: usize = 20;
+/// Longest wait for a dev client to draw its error overlay after a source module
+/// answered HTTP 5xx (only on pages that load such a client).
+pub const MAX_ERROR_OVERLAY_WAIT: Duration = Duration::from_secs(1);
+/// Reasons of each kind (console errors, server errors, other failed requests)
+/// a verdict gives; the report lists up to [`MAX_REPORT_ENTRIES`] of each.
+pub const MAX_REASONS_OF_A_KIND: usize = 5;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -624,6 +632,11 @@ async fn collect(
     report: &mut Report,
     observed: &mut Observed,
 ) {
+    // A dev server that could not build a module tells its client, which draws
+    // the error overlay a moment after the load: its message is the reason.
+    if session.observe(|o| o.failed_requests().any(NetworkEntry::is_code_server_error)) {
+        let _ = session.wait_for_error_overlay(MAX_ERROR_OVERLAY_WAIT).await;
+    }
     match session.snapshot().await {
         Ok(snapshot) => {
             report.url.clone_from(&snapshot.url);
@@ -631,6 +644,7 @@ async fn collect(
             observed
                 .warnings
                 .extend(snapshot.warnings.iter().map(|w| format!("snapshot: {w}")));
+            observed.error_overlay = snapshot.error_overlay.as_ref().map(ErrorOverlay::summary);
             for assertion in &request.assertions {
                 let outcome = evaluate(session, &snapshot, assertion).await;
                 if !outcome.passed {
@@ -665,15 +679,28 @@ fn collect_observations(
         report.failed_requests = first(o.network.iter().map(|n| json!(n)));
         report.blocked_requests = first(o.blocked.iter().map(|b| json!(b)));
         if !request.allow_console_errors {
-            // Uncaught exceptions first: they are usually why everything else failed.
-            let (uncaught, logged): (Vec<_>, Vec<_>) = o.errors().take(5).partition(|e| e.is_uncaught());
-            observed
-                .failures
-                .splice(0..0, uncaught.iter().map(|e| e.summary()));
+            // The verdict ranks uncaught exceptions before the rest.
+            let (uncaught, logged): (Vec<_>, Vec<_>) = o
+                .errors()
+                .take(MAX_REASONS_OF_A_KIND)
+                .partition(|e| e.is_uncaught());
+            observed.uncaught.extend(uncaught.iter().map(|e| e.summary()));
             observed.failures.extend(logged.iter().map(|e| e.summary()));
         }
         if !request.allow_failed_requests {
-            for failed in o.failed_requests().take(5) {
+            // A 5xx for the app's code is kept however many other requests failed
+            // before it: the verdict ranks it first.
+            let (code, other): (Vec<_>, Vec<_>) = o.failed_requests().partition(|f| f.is_code_server_error());
+            for failed in code.into_iter().take(MAX_REASONS_OF_A_KIND) {
+                observed.server_errors.push(format!(
+                    "request {} {} failed: HTTP {} ({}: the dev server could not build or serve it)",
+                    failed.method,
+                    failed.url,
+                    failed.status.unwrap_or_default(),
+                    failed.code_kind().unwrap_or_default()
+                ));
+            }
+            for failed in other.into_iter().take(MAX_REASONS_OF_A_KIND) {
                 let why = failed.status.map_or_else(
                     || failed.error.clone().unwrap_or_default(),
                     |s| format!("HTTP {s}"),

@@ -2,6 +2,7 @@
 
 mod readiness;
 mod runtime;
+mod shadow;
 mod verify;
 
 use std::net::IpAddr;

@@ -220,6 +220,9 @@ fn view_output(
             ));
         }
     }
+    if let Some(overlay) = &snapshot.error_overlay {
+        text.push_str(&format!("error overlay: {}\n", overlay.summary()));
+    }
     for warning in &snapshot.warnings {
         text.push_str(&format!("warning: {warning}\n"));
     }
@@ -244,6 +247,7 @@ fn view_output(
         "within": within,
         "textLength": snapshot.text_length,
         "warnings": snapshot.warnings,
+        "errorOverlay": snapshot.error_overlay,
         "consoleErrors": error_count,
         "errors": first_errors,
         "observationWindow": OBSERVATION_WINDOW,

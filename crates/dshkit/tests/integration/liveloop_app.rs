@@ -601,6 +601,55 @@ fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
     );
 }
 
+#[test]
+fn a_real_vite_app_with_a_syntax_error_fails_first_at_the_module_vite_could_not_build() {
+    // The Vite fixture with an unclosed call in `App.jsx`: Vite answers 500 for
+    // the module and draws its error overlay; the text asserted is missing too.
+    let original =
+        std::fs::read_to_string(dshkit_test::Peers::get().app("vite-react").join("src/App.jsx")).unwrap();
+    let broken = original.replace("useState(0);", "useState(0;");
+    assert_ne!(broken, original, "the fixture's App.jsx calls useState(0)");
+    let app = vite_copy(str::to_owned, Some(&broken), "");
+    let home = tempfile::tempdir().unwrap();
+    let out = output(dshkit_command(home.path()).args([
+        "verify",
+        &format!("http://127.0.0.1:{}/", app.port),
+        "--json",
+        "--expect-text",
+        "Count is 0",
+        // In the overlay's code frame only: the overlay is not the app's text.
+        "--expect-text",
+        "setCount",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["verdict"], "FAILED", "{report:#}");
+    assert_eq!(report["assertions"][1]["passed"], false, "{report:#}");
+    let reasons: Vec<&str> = report["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        reasons[0].contains("/src/App.jsx failed: HTTP 500") && reasons[0].contains("source module"),
+        "the module Vite could not build comes first: {reasons:#?}"
+    );
+    assert!(
+        reasons[1].starts_with("Vite's error overlay shows:") && reasons[1].contains("/src/App.jsx:4:"),
+        "then the overlay's message with file and line: {reasons:#?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("\"Count is 0\"")),
+        "the missing text is still said: {reasons:#?}"
+    );
+    let next = report["nextAction"].as_str().unwrap();
+    assert!(
+        next.contains("/src/App.jsx:4:") && !next.contains("Count is 0"),
+        "{next}"
+    );
+}
+
 /// Sends `request` (a tools/call with a progress token) and returns the progress
 /// messages that came before its answer, and the answer.
 fn call_with_progress(mcp: &mut Session, request: &Value) -> (Vec<String>, Value) {
