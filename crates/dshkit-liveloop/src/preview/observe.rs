@@ -960,6 +960,7 @@ mod refused_sockets {
             status,
             error: None,
             resource_type: Some(kind.into()),
+            loader: None,
         };
         for kind in ["Script", "Stylesheet", "Document"] {
             assert!(entry(Some(500), kind).is_code_server_error(), "{kind}");
