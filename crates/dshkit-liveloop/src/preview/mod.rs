@@ -19,7 +19,8 @@ pub use manager::{
 };
 pub use observe::{
     BlockedEntry, ConsoleEntry, ConsoleSource, DEFAULT_MAX_BLOCKED, DEFAULT_MAX_CONSOLE,
-    DEFAULT_MAX_ENTRY_CHARS, DEFAULT_MAX_NAVIGATIONS, DEFAULT_MAX_NETWORK, NetworkEntry, Observations, Ring,
+    DEFAULT_MAX_ENTRY_CHARS, DEFAULT_MAX_NAVIGATIONS, DEFAULT_MAX_NETWORK, FRAMEWORK_DEV_NOTICES,
+    NetworkEntry, Observations, Ring,
 };
 pub use policy::{
     BlockReason, DEFAULT_DNS_TIMEOUT, Decision, NetworkPolicy, OriginError, PreviewOrigin, Resolver,

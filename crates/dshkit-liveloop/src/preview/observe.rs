@@ -118,7 +118,19 @@ pub struct ConsoleEntry {
     pub column: Option<u64>,
 }
 
+/// Notices frameworks print on every page in development, which say nothing of
+/// the app: the framework, and how its notice begins.
+pub const FRAMEWORK_DEV_NOTICES: &[(&str, &str)] = &[("Lit", "Lit is in dev mode.")];
+
 impl ConsoleEntry {
+    /// The framework whose development-mode notice this is, when it is one.
+    pub fn framework_notice(&self) -> Option<&'static str> {
+        FRAMEWORK_DEV_NOTICES
+            .iter()
+            .find(|(_, start)| self.text.starts_with(start))
+            .map(|(framework, _)| *framework)
+    }
+
     /// ` at url:line:column`, as much of it as is known; empty when nothing is.
     pub fn place(&self) -> String {
         match (&self.url, self.line, self.column) {

@@ -326,6 +326,9 @@ pub struct Report {
     pub assertions: Vec<AssertionOutcome>,
     pub console_errors: Vec<Value>,
     pub console_warnings: usize,
+    /// Development-mode notices of the app's framework (not the app's warnings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub framework_notices: Vec<String>,
     pub failed_requests: Vec<Value>,
     pub blocked_requests: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -367,6 +370,7 @@ impl Report {
             assertions: Vec::new(),
             console_errors: Vec::new(),
             console_warnings: 0,
+            framework_notices: Vec::new(),
             failed_requests: Vec::new(),
             blocked_requests: Vec::new(),
             screenshot: None,
@@ -409,6 +413,17 @@ fn redirect_warning(requested: &url::Url, loaded: &str) -> Option<String> {
             "the page loaded at {loaded}, not at the requested {requested} (redirected): every check is about {loaded}"
         )
     })
+}
+
+/// Longest page text a reason quotes.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// `text` cut to [`MAX_QUOTED_CHARS`], saying so.
+fn clipped(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 fn first<T: Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
@@ -675,7 +690,19 @@ fn collect_observations(
     session.observe(|o| {
         report.document_status = o.document_status;
         report.console_errors = first(o.errors().map(|e| json!(e)));
-        report.console_warnings = o.console.iter().filter(|e| e.level == "warning").count();
+        let warnings: Vec<_> = o
+            .console
+            .iter()
+            .filter(|e| e.level == "warning" && e.framework_notice().is_none())
+            .collect();
+        report.console_warnings = warnings.len();
+        report.framework_notices = o
+            .console
+            .iter()
+            .filter(|e| e.level == "warning")
+            .filter_map(|e| e.framework_notice().map(|f| format!("{f}: {}", e.text)))
+            .take(MAX_REPORT_ENTRIES)
+            .collect();
         report.failed_requests = first(o.network.iter().map(|n| json!(n)));
         report.blocked_requests = first(o.blocked.iter().map(|b| json!(b)));
         if !request.allow_console_errors {
@@ -710,10 +737,15 @@ fn collect_observations(
                     .push(format!("request {} {} failed: {why}", failed.method, failed.url));
             }
         }
-        if report.console_warnings > 0 {
-            observed
-                .warnings
-                .push(format!("{} console warning(s)", report.console_warnings));
+        if let Some(first) = warnings.first() {
+            observed.warnings.push(match warnings.len() {
+                1 => format!("console warning: {}{}", clipped(&first.text), first.place()),
+                n => format!(
+                    "{n} console warnings, the first: {}{}",
+                    clipped(&first.text),
+                    first.place()
+                ),
+            });
         }
         if !o.blocked.is_empty() {
             observed.warnings.push(format!(

@@ -83,14 +83,28 @@ impl Observed {
     }
 
     /// Every application failure, the likeliest cause first: build errors, then
-    /// uncaught exceptions, then the rest in the order observed.
+    /// uncaught exceptions, then the rest in the order observed; the same
+    /// failure seen again is said once, with its count.
     fn ranked_failures(&self) -> Vec<String> {
-        self.build_errors()
-            .chain(&self.uncaught)
-            .chain(&self.failures)
-            .cloned()
-            .collect()
+        counted(self.build_errors().chain(&self.uncaught).chain(&self.failures))
     }
+}
+
+/// `lines` in their order, each said once: a line seen `n > 1` times gets ` (×n)`.
+fn counted<'a>(lines: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut seen: Vec<(&String, usize)> = Vec::new();
+    for line in lines {
+        match seen.iter_mut().find(|(said, _)| *said == line) {
+            Some((_, count)) => *count += 1,
+            None => seen.push((line, 1)),
+        }
+    }
+    seen.into_iter()
+        .map(|(line, count)| match count {
+            1 => line.clone(),
+            n => format!("{line} (×{n})"),
+        })
+        .collect()
 }
 
 /// Most build errors the next action quotes.
@@ -139,10 +153,9 @@ pub fn judge(observed: &Observed) -> Judgement {
     }
     let failures = observed.ranked_failures();
     if let Some(first) = failures.first() {
-        let build: Vec<&str> = observed
-            .build_errors()
+        let build: Vec<String> = counted(observed.build_errors())
+            .into_iter()
             .take(MAX_BUILD_ERRORS_QUOTED)
-            .map(String::as_str)
             .collect();
         let next_action = if build.is_empty() {
             format!("Fix the first failure ({first}), then verify again.")
@@ -410,5 +423,22 @@ mod tests {
             ..clean()
         };
         assert_eq!(judge(&warned).verdict, Verdict::VerifiedWithWarnings);
+    }
+
+    #[test]
+    fn the_same_failure_seen_again_is_said_once_with_its_count() {
+        let twice = "request GET http://127.0.0.1:1/src/App.jsx failed: HTTP 500".to_owned();
+        let judgement = judge(&Observed {
+            server_errors: vec![twice.clone(), twice.clone()],
+            failures: vec!["assertion failed: text \"x\" is present".into()],
+            ..clean()
+        });
+        assert_eq!(judgement.reasons[0], format!("{twice} (×2)"));
+        assert_eq!(judgement.reasons.len(), 2, "{judgement:?}");
+        assert_eq!(
+            judgement.next_action.matches("App.jsx").count(),
+            1,
+            "{judgement:?}"
+        );
     }
 }

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use dshkit_liveloop::preview::{
-    Action, BlockReason, BrowserSource, ConsoleSource, PreviewConfig, PreviewManager, PreviewSession,
-    Resolver, Target, Viewport,
+    Action, BlockReason, BrowserSource, ConsoleSource, Eviction, PreviewConfig, PreviewManager,
+    PreviewSession, Resolver, Target, Viewport,
 };
 use dshkit_test::{Fixture, FixtureServer};
 
@@ -848,8 +848,9 @@ async fn the_session_limit_is_enforced_and_idle_sessions_are_closed() {
         .open(OWNER, &server.url("/"), Viewport::Desktop)
         .await
         .unwrap();
+    // Another owner's preview never makes room.
     let err = manager
-        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .open("someone-else", &server.url("/"), Viewport::Desktop)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "SESSION_LIMIT");
@@ -872,6 +873,28 @@ async fn the_session_limit_is_enforced_and_idle_sessions_are_closed() {
         [first.id.as_str()]
     );
     assert!(manager.take_evicted(OWNER).await.is_empty());
+    assert!(told.iter().all(|e| e.why == Eviction::Idle), "{told:?}");
+
+    // At the limit the owner's least recently used idle preview makes room; a
+    // busy one never does.
+    let busy = second.between_verifications().await;
+    let err = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "SESSION_LIMIT", "a preview in use is never closed");
+    drop(busy);
+    let third = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert_eq!(manager.list(OWNER).await[0].0, third.id);
+    let told = manager.take_evicted(OWNER).await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (told[0].id.as_str(), told[0].why),
+        (second.id.as_str(), Eviction::Limit)
+    );
 }
 
 #[tokio::test]

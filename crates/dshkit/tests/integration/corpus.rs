@@ -184,12 +184,15 @@ fn assert_verdict(run: &VerifyRun, expected: Expected) {
             );
             // The broken copy differs from the working app by the error alone:
             // besides it, only the case's own assertions may fail (the error
-            // can stop the page from showing what they expect). A failed step
-            // or request, or another exception, is about something else.
+            // can stop the page from showing what they expect), and the
+            // framework may warn of it. A failed step or request, or another
+            // exception, is about something else.
             for reason in report["reasons"].as_array().unwrap() {
                 let reason = reason.as_str().unwrap();
+                let warned = reason.starts_with("console warning: ")
+                    || reason.split_once(" console warnings, the first: ").is_some();
                 assert!(
-                    reason.contains(THROWN) || reason.starts_with("assertion failed: "),
+                    reason.contains(THROWN) || reason.starts_with("assertion failed: ") || warned,
                     "a reason that is not the thrown error: {reason}\n{report:#}"
                 );
             }
