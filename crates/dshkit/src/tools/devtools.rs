@@ -162,6 +162,7 @@ fn failure(error: &DebugError) -> ToolFailure {
         DebugError::TooManySessions | DebugError::TooManyWaiters => "LIMIT",
         DebugError::UnknownCheckpoint(_) => "UNKNOWN_CHECKPOINT",
         DebugError::NotLeaseOwner(_) => "NOT_LEASE_OWNER",
+        DebugError::ProtocolMismatch { .. } => "PROTOCOL_MISMATCH",
         _ => "COLLECTOR",
     };
     let mut failure = ToolFailure::new(error.to_string());
@@ -423,7 +424,10 @@ impl DevtoolsFamily {
                 } else {
                     targets
                         .iter()
-                        .map(|t| format!("{} ({}, pid {})", t.id, t.label, t.pid))
+                        .map(|t| match &t.problem {
+                            Some(problem) => format!("{} ({}, pid {}): {problem}", t.id, t.label, t.pid),
+                            None => format!("{} ({}, pid {})", t.id, t.label, t.pid),
+                        })
                         .collect::<Vec<_>>()
                         .join("\n")
                 };
