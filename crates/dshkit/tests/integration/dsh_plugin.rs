@@ -1041,3 +1041,45 @@ fn not_there_yet(failure: &str) -> bool {
         || failure.contains("STALE_ELEMENT_REF")
         || failure.contains("did not take the focus")
 }
+
+/// The host section of `dshkit mcp --describe`: what the plugin takes over for
+/// each tool, the descriptions DSH shows, the guidance and the skills. A
+/// description the plugin shows as the server lists it reads `(as listed)`; a
+/// skill's text is its file, checked whole here and shortened in the snapshot.
+#[test]
+fn the_binary_describes_the_host_seams_guidance_and_skills_the_plugin_interprets() {
+    let home = tempfile::tempdir().unwrap();
+    let described =
+        crate::support::stdout_json(&output(dshkit_command(home.path()).args(["mcp", "--describe"])));
+    let mut host = described["host"].clone();
+    let listed: std::collections::HashMap<String, serde_json::Value> = described["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["description"].clone()))
+        .collect();
+    let tools = host["tools"].as_array_mut().unwrap();
+    assert_eq!(tools.len(), listed.len(), "every listed tool has its entry");
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap().to_owned();
+        if tool["description"] == listed[&name] {
+            tool["description"] = "(as listed)".into();
+        }
+    }
+    let file = |path: &str| {
+        let text = std::fs::read_to_string(dshkit_test::workspace_root().join(path)).unwrap();
+        let (_, body) = text.split_once("\n---\n").unwrap();
+        body.trim_start().to_owned()
+    };
+    for skill in host["skills"].as_array_mut().unwrap() {
+        let expected = match skill["name"].as_str().unwrap() {
+            "live-loop" => file("skills/live-loop/SKILL.md"),
+            "dsh-runtime-debugging" => file("skills/dsh-runtime-debugging/SKILL.md"),
+            "plugin-fault-diagnosis" => dshkit_check::PLAYBOOK.to_owned(),
+            other => panic!("a skill with no known source: {other}"),
+        };
+        assert_eq!(skill["text"], expected.as_str(), "{}", skill["name"]);
+        skill["text"] = format!("({} lines)", expected.lines().count()).into();
+    }
+    insta::assert_json_snapshot!(host);
+}
