@@ -84,6 +84,17 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(target["label"], "dsh");
+    // With the collector, the plugin also offers the DevTools tools, guidance and
+    // skill as the binary describes them (in the turn's first model request).
+    let deadline = Instant::now() + Duration::from_mins(2);
+    let first = loop {
+        if let Some(first) = model.requests().first().cloned() {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "the turn never asked the model");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    crate::dsh_plugin::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
 
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 
