@@ -447,11 +447,15 @@ function fill(template, args) {
 
 /**
  * Asks the user through DSH's approval service, in the binary's words
- * (`approval`: action, reason, otherwise); anything but `allowed-once` refuses.
+ * (`approval`: action, the arguments it shows, reason, otherwise); anything but
+ * `allowed-once` refuses.
  */
 async function approve(ctx, toolName, approval, args, exec) {
   const service = ctx.get('approval');
-  const action = fill(approval.action, args);
+  const shown = (Array.isArray(approval.shows) ? approval.shows : [])
+    .filter((name) => args[name] !== undefined)
+    .map((name) => `${name} ${JSON.stringify(args[name])}`);
+  const action = `${fill(approval.action, args)}${shown.length > 0 ? ` (${shown.join(', ')})` : ''}`;
   const otherwise = String(approval.otherwise ?? '');
   if (!service || !exec.agent) {
     throw new Error(`${action} needs the user's approval, and this DSH has no approval service here; ${otherwise}`);

@@ -35,7 +35,8 @@ impl HostSeams {
 
 /// A side effect the user approves. `action`, `reason` and `otherwise` are
 /// fragments the host joins into its question and its refusals: "dshkit wants
-/// to {action}: {reason}", "did not {action}: (the outcome). {otherwise}".
+/// to {action} (the `shows` arguments given): {reason}", "did not {action}: (the
+/// outcome). {otherwise}".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approval {
@@ -47,6 +48,9 @@ pub struct Approval {
     /// What the user is asked to allow; `{name}` stands for the call's argument
     /// `name`.
     pub action: &'static str,
+    /// The call's arguments the question names after the action, those given
+    /// (so the user sees what exactly is approved).
+    pub shows: &'static [&'static str],
     /// What it does, in the user's terms.
     pub reason: &'static str,
     /// What the model does when it is not approved.
@@ -163,6 +167,9 @@ impl HostSeams {
         if let Some(approval) = &self.approval {
             property(approval.argument)?;
             check_when(approval.when)?;
+            for shown in approval.shows {
+                property(shown)?;
+            }
             for placeholder in placeholders(approval.action) {
                 if input_schema["properties"].get(placeholder).is_none() {
                     return Err(HostSeamError::UnknownPlaceholder(placeholder.to_owned()));
@@ -214,6 +221,7 @@ mod tests {
             any_of: &["start"],
         }),
         action: "{operation} the server",
+        shows: &["image"],
         reason: "it runs a program",
         otherwise: "ask the user to start it",
         host_words: &[
@@ -248,7 +256,7 @@ mod tests {
         assert_eq!(
             serde_json::to_value(seams).unwrap(),
             json!({"approval": {"argument": "confirm", "when": {"argument": "operation", "in": ["start"]},
-                "action": "{operation} the server", "reason": "it runs a program", "otherwise": "ask the user to start it"}})
+                "action": "{operation} the server", "shows": ["image"], "reason": "it runs a program", "otherwise": "ask the user to start it"}})
         );
     }
 
@@ -280,6 +288,10 @@ mod tests {
                 argument: "operation",
                 value: "restart"
             }
+        );
+        assert_eq!(
+            refused(approval(|a| a.shows = &["dir"]), description),
+            HostSeamError::UnknownArgument("dir")
         );
         assert_eq!(
             refused(approval(|a| a.action = "start {app}"), description),

@@ -656,6 +656,7 @@ impl DevtoolsFamily {
                         argument: "confirm",
                         when: None,
                         action: "profile the listeners of \"{event}\" in this DSH for a lease",
+                        shows: &["ttlMs"],
                         reason: "the event's dispatch is wrapped for the lease (timing only, no values) and restored afterwards",
                         otherwise: "ask the user to run `dshkit devtools profile` themselves",
                         host_words: &[(

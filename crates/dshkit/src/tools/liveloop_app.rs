@@ -526,6 +526,7 @@ Starting a process is a side effect: ask the user first and pass confirm: true. 
                         any_of: &["start", "restart"],
                     }),
                     action: "{operation} the dev server",
+                    shows: &["dir", "app", "server"],
                     reason: "it runs the detected dev command (never a shell string) in the workspace",
                     otherwise: "ask the user whether to start it, or to start it themselves and give you the URL (liveloop_runtime adopt)",
                     host_words: &[

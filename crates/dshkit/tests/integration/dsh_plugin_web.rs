@@ -374,9 +374,11 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     let (mut web, url) = dsh_web(&peers, home.path(), &model);
     let mut ui = WebUi::open(&url);
 
-    // Reject: nothing starts, and the agent is told what to ask.
+    // Reject: nothing starts, and the agent is told what to ask. The question
+    // names what would start.
     ui.send("Start the app.");
     ui.wait_for("Allow once");
+    ui.wait_for("dshkit wants to start the dev server (dir \"app\"): it runs the detected dev command");
     ui.keep_screenshot("approval-card");
     ui.click_until("button", "Reject", "the user rejected it");
 
