@@ -1,7 +1,9 @@
 // dshkit inside DSH: the client half (a classic script, no build step). It adds a
 // Live Preview tab to the conversation, a Verification Card for liveloop_verify
-// calls and a settings section, and reads everything through the host half's
-// `/dshkit` RPC channel.
+// calls and a settings section. The views render the report's structure (the
+// card: the host half's presentation metadata of the call, taken from its
+// structuredContent; the Live Preview: the host half's `/dshkit` RPC channel),
+// never the text the binary prints.
 //
 // Any error in a client half replaces DSH's whole UI, so: `apply` never throws,
 // every component renders inside an error boundary, and a failure shows a small
@@ -67,15 +69,17 @@ window.__ModuleLoader__.load({
       }, verdict ?? 'UNKNOWN');
     }
 
-    /** The latest verification's parts, parsed from the tool result text dshkit writes. */
-    function parseResult(text) {
-      const lines = text.split('\n');
-      const first = lines.find((l) => /^(verdict: )?(VERIFIED_WITH_WARNINGS|VERIFIED|FAILED|UNVERIFIED)\b/.test(l.trim())) ?? '';
-      const verdict = (first.match(/(VERIFIED_WITH_WARNINGS|VERIFIED|FAILED|UNVERIFIED)/) ?? [])[1];
-      const field = (name) => lines.find((l) => l.trim().startsWith(`${name}:`))?.trim().slice(name.length + 1).trim();
-      const reasons = lines.filter((l) => /^\s+[✓✗•-] /.test(l)).map((l) => l.trim()).slice(0, 8);
-      return { verdict, why: field('why'), next: field('next'), report: field('report'), reasons };
-    }
+    /** One assertion of a report as a line: its kind and what it names. */
+    const assertionLine = (assertion) => {
+      const { kind, ...named } = assertion ?? {};
+      return [kind ?? 'assertion', ...Object.values(named).map((v) => JSON.stringify(v))].join(' ');
+    };
+
+    /** The checks of a report's card: its steps, then its assertions, each passed or not. */
+    const checksOf = (card) => [
+      ...(Array.isArray(card.steps) ? card.steps : []).map((s) => ({ ok: s.ok, text: `step ${s.index ?? '?'} ${s.step}${s.error ? `: ${s.error}` : ''}` })),
+      ...(Array.isArray(card.assertions) ? card.assertions : []).map((a) => ({ ok: a.passed, text: `${assertionLine(a.assertion)}: ${a.detail}` })),
+    ];
 
     /** A call on the host half's channel; rejects with the host's message. */
     const rpcOf = (ctx) => async (endpoint, payload) => {
@@ -120,19 +124,27 @@ window.__ModuleLoader__.load({
     function VerificationCard({ block, dshkitRpc }) {
       const settled = block && 'kind' in block;
       if (!settled) return h(RunningCard, { callId: block?.callId, rpc: dshkitRpc });
-      const text = (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
       if (block.isError) {
+        // A call that could not run has no report: its message is what there is to show.
+        const text = (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
         return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'error', style: { fontSize: 13, padding: 4, color: palette.FAILED } },
           `dshkit verification could not run: ${text.split('\n')[0]}`);
       }
-      const parsed = parseResult(text);
+      const card = block.meta;
+      if (!card || typeof card !== 'object' || typeof card.verdict !== 'string') {
+        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'no-report', style: { fontSize: 13, padding: 4, color: palette.UNVERIFIED } },
+          'dshkit: this verification carries no structured report (an older dshkit plugin ran it); its text is in the tool output');
+      }
+      const reasons = Array.isArray(card.reasons) ? card.reasons : [];
       return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'done', style: { display: 'flex', gap: 12, padding: 6, border: '1px solid #d0d7de', borderRadius: 6, fontSize: 13 } },
         h('div', { style: { flex: 1, minWidth: 0 } },
-          h('div', null, h('strong', null, 'Verification '), h(Badge, { verdict: parsed.verdict })),
-          parsed.why ? h('div', { 'data-dshkit': 'why' }, parsed.why) : null,
-          h('ul', { style: { margin: '4px 0', paddingLeft: 16 } }, parsed.reasons.map((r, i) => h('li', { key: i }, r))),
-          parsed.next ? h('div', { 'data-dshkit': 'next' }, h('em', null, 'Next: '), parsed.next) : null),
-        parsed.report ? h(Thumbnail, { rpc: dshkitRpc, report: parsed.report, role: 'screenshot', width: 160 }) : null);
+          h('div', null, h('strong', null, 'Verification '), h(Badge, { verdict: card.verdict })),
+          card.downgrade ? h('div', { 'data-dshkit': 'downgrade' }, card.downgrade) : null,
+          reasons.map((r, i) => h('div', { key: i, 'data-dshkit': 'why' }, r)),
+          h('ul', { 'data-dshkit': 'checks', style: { margin: '4px 0', paddingLeft: 16 } },
+            checksOf(card).map((c, i) => h('li', { key: i }, `${c.ok ? '✓' : '✗'} ${c.text}`))),
+          card.nextAction ? h('div', { 'data-dshkit': 'next' }, h('em', null, 'Next: '), card.nextAction) : null),
+        card.reportPath ? h(Thumbnail, { rpc: dshkitRpc, report: card.reportPath, role: 'screenshot', width: 160 }) : null);
     }
 
     function LivePreview({ dshkitRpc: rpc }) {

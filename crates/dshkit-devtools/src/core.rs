@@ -10,7 +10,7 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::journal::{Change, Record, Window};
-use crate::link::{Link, LinkError};
+use crate::link::{COLLECTOR_PROTOCOL, Link, LinkError};
 use crate::topology::{Candidate, Comparison, Digest, Topology};
 
 /// Debug sessions open at once.
@@ -42,6 +42,13 @@ pub struct Target {
     /// When the collector started (ms since the Unix epoch).
     pub epoch: u64,
     pub label: String,
+    /// The line protocol its collector announces in the registry (`None`: it
+    /// announces none).
+    pub protocol: Option<u64>,
+    /// Why this core cannot use the target, when it cannot (a collector of
+    /// another protocol version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
     #[serde(skip)]
     pub socket: PathBuf,
 }
@@ -75,6 +82,30 @@ pub enum DebugError {
     Link(#[from] LinkError),
     #[error("the collector answered something unreadable: {0}")]
     Protocol(String),
+    #[error(
+        "the collector in target {target} speaks protocol {}, and this dshkit ({}) speaks protocol {core}: install the DSH plugin again with this dshkit (`dshkit dsh install --devtools`) and restart that DSH",
+        collector.map_or_else(|| "(none announced)".to_owned(), |v| v.to_string()),
+        env!("CARGO_PKG_VERSION")
+    )]
+    ProtocolMismatch {
+        target: String,
+        /// What the collector announced (`None`: no version).
+        collector: Option<u64>,
+        /// What this core speaks ([`COLLECTOR_PROTOCOL`]).
+        core: u64,
+    },
+}
+
+impl DebugError {
+    /// The refusal of a collector that announced `collector` instead of this
+    /// core's protocol, or `None` when it speaks this core's.
+    fn protocol_mismatch(target: &str, collector: Option<u64>) -> Option<Self> {
+        (collector != Some(COLLECTOR_PROTOCOL)).then(|| Self::ProtocolMismatch {
+            target: target.to_owned(),
+            collector,
+            core: COLLECTOR_PROTOCOL,
+        })
+    }
 }
 
 struct Attached {
@@ -176,6 +207,12 @@ impl DebugCore {
             _ => {
                 let link = Link::connect(&target.socket).await?;
                 let hello = link.request("hello").await?;
+                // A collector of another version would be misread: refused,
+                // with both versions and the fix.
+                let announced = hello.get("protocol").and_then(serde_json::Value::as_u64);
+                if let Some(mismatch) = DebugError::protocol_mismatch(&target.id, announced) {
+                    return Err(mismatch);
+                }
                 let baseline: Topology = serde_json::from_value(hello["baseline"].clone())
                     .map_err(|e| DebugError::Protocol(e.to_string()))?;
                 let attached = Arc::new(Attached {
@@ -697,11 +734,15 @@ fn discover(registry: &Path) -> Vec<Target> {
             continue;
         };
         let epoch = record["epoch"].as_u64().unwrap_or(0);
+        let id = format!("{pid}-{started}-{epoch}");
+        let protocol = record["protocol"].as_u64();
         targets.push(Target {
-            id: format!("{pid}-{started}-{epoch}"),
+            problem: DebugError::protocol_mismatch(&id, protocol).map(|e| e.to_string()),
+            id,
             pid,
             epoch,
             label: record["label"].as_str().unwrap_or("cordis").to_owned(),
+            protocol,
             socket: PathBuf::from(socket),
         });
     }

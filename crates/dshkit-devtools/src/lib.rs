@@ -18,5 +18,5 @@ pub use core::{
     MAX_LEASE, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS, SESSION_IDLE, Search, Snapshot, Target,
     WaitResult,
 };
-pub use link::{LinkError, MAX_LINE_BYTES, REQUEST_TIMEOUT};
+pub use link::{COLLECTOR_PROTOCOL, LinkError, MAX_LINE_BYTES, REQUEST_TIMEOUT};
 pub use topology::{Comparison, Digest};

@@ -14,6 +14,10 @@ use tokio::sync::{oneshot, watch};
 
 use crate::journal::{Change, Journal};
 
+/// Version of the line protocol between a collector and this core. A collector
+/// announces its own (in its registry file and its `hello` answer); one that
+/// announces another is refused with both versions and the fix.
+pub const COLLECTOR_PROTOCOL: u64 = 1;
 /// Longest a collector may take to answer a request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest line read from a collector (a topology of a large runtime).

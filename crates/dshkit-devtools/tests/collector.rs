@@ -9,7 +9,9 @@ use std::process::ChildStdin;
 use std::time::Duration;
 
 use dshkit_devtools::journal::Change;
-use dshkit_devtools::{DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS};
+use dshkit_devtools::{
+    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS,
+};
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
 use serde_json::Value;
 
@@ -26,12 +28,22 @@ impl Runtime {
     }
 
     fn start_labelled(registry: &Path, scenario: &str, label: &str) -> Self {
+        Self::start_with(
+            registry,
+            scenario,
+            label,
+            &workspace_root().join("packages/dsh-plugin/devtools.js"),
+        )
+    }
+
+    /// The runtime with `collector` as its collector module.
+    fn start_with(registry: &Path, scenario: &str, label: &str, collector: &Path) -> Self {
         let peers = Peers::get();
         let mut command = std::process::Command::new(peers.node());
         command
             .arg(workspace_root().join("crates/dshkit-devtools/tests/fixtures/runtime.mjs"))
             .arg(peers.cordis())
-            .arg(workspace_root().join("packages/dsh-plugin/devtools.js"))
+            .arg(collector)
             .arg(registry)
             .arg(scenario)
             .arg(label);
@@ -694,4 +706,58 @@ async fn waiters_and_traces_are_bounded_and_say_so() {
     assert_eq!(last_page["returned"], 20);
     assert_eq!(last_page["traces"][19]["id"], 210, "the newest are kept");
     assert!(last_page["cursor"].is_null());
+}
+
+/// A copy of the collector with `edit` applied (it must change the file).
+fn edited_collector(dir: &Path, name: &str, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let original = std::fs::read_to_string(workspace_root().join("packages/dsh-plugin/devtools.js")).unwrap();
+    let edited = edit(&original);
+    assert_ne!(edited, original, "{name}: the edit changed nothing");
+    let path = dir.join(name);
+    std::fs::write(&path, edited).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_collector_of_another_protocol_or_none_is_refused_with_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    // A later collector (protocol 2), and one whose `hello` names no version while
+    // its registry file still says 1: the `hello` answer is what is checked.
+    let later = edited_collector(dir.path(), "later.js", |s| {
+        s.replacen("export const PROTOCOL = 1;", "export const PROTOCOL = 2;", 1)
+    });
+    let unversioned = edited_collector(dir.path(), "unversioned.js", |s| {
+        s.replacen(
+            "case 'hello': return { protocol: PROTOCOL, ",
+            "case 'hello': return { ",
+            1,
+        )
+    });
+    for (collector, announced, listed) in [(later, Some(2), Some(2)), (unversioned, None, Some(1))] {
+        let registry = tempfile::tempdir().unwrap();
+        let _runtime = Runtime::start_with(registry.path(), "clean", "versioned", &collector);
+        let core = DebugCore::new(registry.path().to_owned());
+        let [target] = <[_; 1]>::try_from(core.targets()).unwrap();
+        assert_eq!(target.protocol, listed);
+        assert_eq!(target.problem.is_some(), listed != Some(1), "{target:?}");
+        let refused = core.attach(None).await.map(|a| a.session).unwrap_err();
+        let DebugError::ProtocolMismatch {
+            target: named,
+            collector,
+            core: speaks,
+        } = &refused
+        else {
+            panic!("not a protocol mismatch: {refused}");
+        };
+        assert_eq!(
+            (named.as_str(), *collector, *speaks),
+            (target.id.as_str(), announced, COLLECTOR_PROTOCOL)
+        );
+        let message = refused.to_string();
+        assert!(message.contains("dshkit dsh install --devtools"), "{message}");
+        assert!(
+            message.contains(&format!("speaks protocol {COLLECTOR_PROTOCOL}")),
+            "{message}"
+        );
+    }
 }

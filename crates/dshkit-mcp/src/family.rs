@@ -4,6 +4,8 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use crate::host::{GuidanceSpec, HostSeams, SkillSpec};
+
 #[expect(
     clippy::struct_excessive_bools,
     reason = "mirrors the four MCP tool annotation hints"
@@ -39,6 +41,9 @@ pub struct ToolSpec {
     /// JSON Schema of `structuredContent`, when the tool promises one.
     pub output_schema: Option<Value>,
     pub hints: ToolHints,
+    /// What a host that wraps the server takes over for this tool (asking the
+    /// user, attaching images, naming the owner); [`HostSeams::NONE`] for most.
+    pub host: HostSeams,
 }
 
 /// A fixed prompt a family serves (a playbook, say): no arguments, one message.
@@ -231,6 +236,16 @@ pub trait ToolFamily: Send + Sync + 'static {
 
     /// The prompts this family serves. Names are unique across families.
     fn prompts(&self) -> Vec<PromptSpec> {
+        Vec::new()
+    }
+
+    /// The skills this family gives a host's skill catalog.
+    fn skills(&self) -> Vec<SkillSpec> {
+        Vec::new()
+    }
+
+    /// The guidance this family gives a host's model instructions.
+    fn guidance(&self) -> Vec<GuidanceSpec> {
         Vec::new()
     }
 

@@ -9,7 +9,9 @@
 //! them to families.
 
 mod bound;
+mod describe;
 mod family;
+mod host;
 mod http;
 mod server;
 mod stdio;
@@ -19,10 +21,12 @@ pub use bound::{
     DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGES, DEFAULT_MAX_STRUCTURED_BYTES, DEFAULT_MAX_TEXT_BYTES,
     ResultLimits, bound_structured, bound_text,
 };
+pub use describe::HOST_FORMAT;
 pub use family::{
     LogLevel, PromptSpec, ResourceBody, ResourceRead, ResourceSpec, ToolCall, ToolFailure, ToolFamily,
     ToolHints, ToolImage, ToolLog, ToolOutput, ToolProgress, ToolSpec,
 };
+pub use host::{Approval, GuidanceSpec, HostSeamError, HostSeams, Images, Owner, SkillSpec, When};
 pub use http::{
     ConnectionLimits, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_IDLE,

@@ -52,6 +52,12 @@ pub enum RegistryError {
     UnknownFamily(String, String),
     #[error("tool `{0}` has an input schema that is not a JSON object")]
     BadSchema(String),
+    #[error("tool `{tool}`: {source}")]
+    HostSeam {
+        tool: String,
+        #[source]
+        source: crate::host::HostSeamError,
+    },
 }
 
 /// Options of a server instance.
@@ -70,6 +76,8 @@ struct Registry {
     tools: Vec<Tool>,
     routes: HashMap<String, usize>,
     prompts: Vec<PromptSpec>,
+    /// `--describe`'s host section (see [`crate::describe`]).
+    host: Value,
     /// The lowest level each client (by subject) wants log messages at; absent:
     /// [`DEFAULT_LOG_LEVEL`]. As many entries as live clients (sessions are bounded).
     log_levels: std::sync::Mutex<HashMap<String, LogFloor>>,
@@ -158,6 +166,7 @@ impl DshkitServer {
             }
         };
         let mut tools = Vec::new();
+        let mut host_tools = Vec::new();
         let mut routes: HashMap<String, usize> = HashMap::new();
         for (index, family) in families.iter().enumerate() {
             for spec in family.tools() {
@@ -170,9 +179,17 @@ impl DshkitServer {
                 }
                 routes.insert(spec.name.to_owned(), index);
                 tools.push(to_rmcp_tool(&spec)?);
+                spec.host
+                    .check(spec.description, &spec.input_schema)
+                    .map_err(|source| RegistryError::HostSeam {
+                        tool: spec.name.to_owned(),
+                        source,
+                    })?;
+                host_tools.push(crate::describe::host_tool(family.name(), &spec));
             }
         }
         let prompts = families.iter().flat_map(|f| f.prompts()).collect();
+        let host = crate::describe::host_section(&host_tools, &families);
         Ok(Self {
             registry: Arc::new(Registry {
                 options,
@@ -180,14 +197,16 @@ impl DshkitServer {
                 tools,
                 routes,
                 prompts,
+                host,
                 log_levels: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }
 
-    /// The tools exactly as `tools/list` gives them and the prompts with their
-    /// text, as one JSON value: what a host that wraps the server (the DSH plugin)
-    /// needs to describe the tools without starting the server.
+    /// The tools exactly as `tools/list` gives them, the prompts with their text
+    /// and the host section (each tool's host seams, guidance and skills), as one
+    /// JSON value: what a host that wraps the server (the DSH plugin) needs to
+    /// offer the tools without starting the server.
     pub fn describe(&self) -> serde_json::Value {
         let prompts: Vec<serde_json::Value> = self
             .registry
@@ -199,6 +218,7 @@ impl DshkitServer {
             "server": { "name": self.registry.options.name, "version": self.registry.options.version },
             "tools": self.registry.tools,
             "prompts": prompts,
+            "host": self.registry.host,
         })
     }
 
@@ -766,6 +786,7 @@ mod cancel_tests {
                     idempotent: true,
                     open_world: false,
                 },
+                host: crate::host::HostSeams::NONE,
             }]
         }
         fn call(&self, _call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {

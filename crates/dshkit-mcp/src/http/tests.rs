@@ -31,6 +31,7 @@ impl ToolFamily for WhoAmI {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             hints: ToolHints::READ_ONLY,
+            host: crate::host::HostSeams::NONE,
         }]
     }
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use dshkit_check::{CheckOptions, Report, Status};
 use dshkit_env::{Environment, dsh, locate, vars};
-use dshkit_mcp::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{
+    GuidanceSpec, HostSeams, PromptSpec, SkillSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput,
+    ToolSpec,
+};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -128,6 +131,7 @@ impl ToolFamily for CheckFamily {
                 idempotent: false,
                 open_world: false,
             },
+            host: HostSeams::NONE,
         }]
     }
 
@@ -137,6 +141,21 @@ impl ToolFamily for CheckFamily {
             title: "What to do after plugin_check fails",
             description: "The playbook for a plugin_check result with ok: false: how to read each failed check and fix it.",
             text: dshkit_check::PLAYBOOK,
+        }]
+    }
+
+    fn skills(&self) -> Vec<SkillSpec> {
+        vec![SkillSpec {
+            name: "plugin-fault-diagnosis",
+            description: "What to do when plugin_check reports ok: false for a DSH plugin tree: how to read each failed check and fix it before restarting DSH.",
+            text: dshkit_check::PLAYBOOK,
+        }]
+    }
+
+    fn guidance(&self) -> Vec<GuidanceSpec> {
+        vec![GuidanceSpec {
+            name: "plugin-check",
+            text: "Before restarting DSH after editing a DSH plugin, call plugin_check; on ok: false follow the plugin-fault-diagnosis skill.",
         }]
     }
 

@@ -2,7 +2,7 @@
 
 use dshkit_env::Environment;
 use dshkit_env::doctor::{self, DoctorReport};
-use dshkit_mcp::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{HostSeams, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
@@ -33,6 +33,7 @@ impl ToolFamily for CoreFamily {
                 input_schema: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
                 output_schema: Some(doctor_output_schema()),
                 hints: ToolHints::READ_ONLY,
+                host: HostSeams::NONE,
             },
             ToolSpec {
                 name: INFO,
@@ -41,6 +42,7 @@ impl ToolFamily for CoreFamily {
                 input_schema: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
                 output_schema: None,
                 hints: ToolHints::READ_ONLY,
+                host: HostSeams::NONE,
             },
         ]
     }

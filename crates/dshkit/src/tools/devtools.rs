@@ -8,7 +8,10 @@ use std::time::Duration;
 use dshkit_devtools::{
     DEFAULT_LEASE, DEFAULT_WAIT, DebugCore, DebugError, MAX_LEASE, MAX_PAGE, MAX_WAIT, Snapshot,
 };
-use dshkit_mcp::{PromptSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{
+    Approval, HostSeams, PromptSpec, SkillSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput,
+    ToolSpec,
+};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -162,6 +165,7 @@ fn failure(error: &DebugError) -> ToolFailure {
         DebugError::TooManySessions | DebugError::TooManyWaiters => "LIMIT",
         DebugError::UnknownCheckpoint(_) => "UNKNOWN_CHECKPOINT",
         DebugError::NotLeaseOwner(_) => "NOT_LEASE_OWNER",
+        DebugError::ProtocolMismatch { .. } => "PROTOCOL_MISMATCH",
         _ => "COLLECTOR",
     };
     let mut failure = ToolFailure::new(error.to_string());
@@ -423,7 +427,10 @@ impl DevtoolsFamily {
                 } else {
                     targets
                         .iter()
-                        .map(|t| format!("{} ({}, pid {})", t.id, t.label, t.pid))
+                        .map(|t| match &t.problem {
+                            Some(problem) => format!("{} ({}, pid {}): {problem}", t.id, t.label, t.pid),
+                            None => format!("{} ({}, pid {})", t.id, t.label, t.pid),
+                        })
                         .collect::<Vec<_>>()
                         .join("\n")
                 };
@@ -515,6 +522,7 @@ impl ToolFamily for DevtoolsFamily {
             input_schema,
             output_schema: None,
             hints: read,
+            host: HostSeams::NONE,
         };
         vec![
             spec(
@@ -578,16 +586,17 @@ impl ToolFamily for DevtoolsFamily {
     }
 
     fn prompts(&self) -> Vec<PromptSpec> {
-        let body = SKILL
-            .strip_prefix("---\n")
-            .and_then(|rest| rest.split_once("\n---\n"))
-            .map_or(SKILL, |(_, body)| body.trim_start());
+        let body = SkillSpec::from_file(SKILL).map_or(SKILL, |skill| skill.text);
         vec![PromptSpec {
             name: "dsh-runtime-debugging",
             title: "Debug a live DSH runtime",
             description: "The Cordis DevTools loop: discover, attach, snapshot, wait, inspect, checkpoint and compare, a finite profile with consent, facts reported apart from source diagnosis, detach.",
             text: body,
         }]
+    }
+
+    fn skills(&self) -> Vec<SkillSpec> {
+        SkillSpec::from_file(SKILL).into_iter().collect()
     }
 
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
@@ -606,6 +615,7 @@ impl DevtoolsFamily {
             input_schema,
             output_schema: None,
             hints: read,
+            host: HostSeams::NONE,
         };
         vec![
             spec(
@@ -640,6 +650,21 @@ impl DevtoolsFamily {
                     destructive: false,
                     idempotent: false,
                     open_world: false,
+                },
+                host: HostSeams {
+                    approval: Some(Approval {
+                        argument: "confirm",
+                        when: None,
+                        action: "profile the listeners of \"{event}\" in this DSH for a lease",
+                        shows: &["ttlMs"],
+                        reason: "the event's dispatch is wrapped for the lease (timing only, no values) and restored afterwards",
+                        otherwise: "ask the user to run `dshkit devtools profile` themselves",
+                        host_words: &[(
+                            "Ask the user first and pass confirm: true.",
+                            "The user is asked for approval first.",
+                        )],
+                    }),
+                    ..HostSeams::NONE
                 },
                 ..spec(
                     EXPERIMENT_START,

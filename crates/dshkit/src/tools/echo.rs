@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use dshkit_echo::cassette;
 use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::redact::Redactor;
-use dshkit_mcp::{ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{HostSeams, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -312,6 +312,7 @@ impl ToolFamily for EchoFamily {
                 input_schema: json!({"type": "object", "additionalProperties": false, "properties": {"dir": {"type": "string", "maxLength": 1024}}}),
                 output_schema: None,
                 hints: ToolHints::READ_ONLY,
+                host: HostSeams::NONE,
             },
             ToolSpec {
                 name: INSPECT,
@@ -320,6 +321,7 @@ impl ToolFamily for EchoFamily {
                 input_schema: json!({"type": "object", "required": ["cassette"], "additionalProperties": false, "properties": {"cassette": {"type": "string", "maxLength": 1024, "description": "a path inside the workspace"}}}),
                 output_schema: None,
                 hints: ToolHints::READ_ONLY,
+                host: HostSeams::NONE,
             },
             ToolSpec {
                 name: DIFF,
@@ -329,6 +331,7 @@ impl ToolFamily for EchoFamily {
                     "old": {"type": "string", "maxLength": 1024}, "new": {"type": "string", "maxLength": 1024}}}),
                 output_schema: None,
                 hints: ToolHints::READ_ONLY,
+                host: HostSeams::NONE,
             },
         ]
     }

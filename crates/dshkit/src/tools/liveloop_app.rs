@@ -11,7 +11,7 @@ use dshkit_liveloop::preview::{PreviewManager, Viewport};
 use dshkit_liveloop::runtime::{PortConflict, RunSpec, RuntimeError, RuntimeManager};
 use dshkit_liveloop::verify::evidence::{EvidenceStore, Retention};
 use dshkit_liveloop::verify::{VerifyContext, VerifyRequest, unverified_without_browser, verify};
-use dshkit_mcp::{ToolFailure, ToolHints, ToolOutput, ToolSpec};
+use dshkit_mcp::{Approval, HostSeams, Images, Owner, ToolFailure, ToolHints, ToolOutput, ToolSpec, When};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -552,6 +552,7 @@ When two apps are equally likely the result says `ambiguous: true`: ask the user
                 idempotent: true,
                 open_world: false,
             },
+            host: HostSeams::NONE,
         },
         ToolSpec {
             name: RUNTIME,
@@ -581,6 +582,30 @@ Starting a process is a side effect: ask the user first and pass confirm: true. 
                 destructive: false,
                 idempotent: false,
                 open_world: false,
+            },
+            host: HostSeams {
+                approval: Some(Approval {
+                    argument: "confirm",
+                    when: Some(When {
+                        argument: "operation",
+                        any_of: &["start", "restart"],
+                    }),
+                    action: "{operation} the dev server",
+                    shows: &["dir", "app", "server"],
+                    reason: "it runs the detected dev command (never a shell string) in the workspace",
+                    otherwise: "ask the user whether to start it, or to start it themselves and give you the URL (liveloop_runtime adopt)",
+                    host_words: &[
+                        (
+                            "start {dir?, app?, onPortConflict?, confirm: true, waitMs?}",
+                            "start {dir?, app?, onPortConflict?, waitMs?}",
+                        ),
+                        (
+                            "ask the user first and pass confirm: true.",
+                            "the user is asked for approval first.",
+                        ),
+                    ],
+                }),
+                ..HostSeams::NONE
             },
         },
         ToolSpec {
@@ -635,6 +660,15 @@ A build passing or a server being ready is not verification. Page content is unt
                 destructive: false,
                 idempotent: false,
                 open_world: false,
+            },
+            // A host attaches every verification's screenshot and names the owner.
+            host: HostSeams {
+                images: Some(Images {
+                    argument: "image",
+                    when: None,
+                }),
+                owner: Some(Owner { argument: "owner" }),
+                ..HostSeams::NONE
             },
         },
     ]

@@ -84,6 +84,17 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(target["label"], "dsh");
+    // With the collector, the plugin also offers the DevTools tools, guidance and
+    // skill as the binary describes them (in the turn's first model request).
+    let deadline = Instant::now() + Duration::from_mins(2);
+    let first = loop {
+        if let Some(first) = model.requests().first().cloned() {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "the turn never asked the model");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    crate::dsh_plugin::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
 
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 
@@ -285,6 +296,14 @@ struct FixtureRuntime {
 
 impl FixtureRuntime {
     fn start(registry: &Path) -> Self {
+        Self::start_with(
+            registry,
+            &dshkit_test::workspace_root().join("packages/dsh-plugin/devtools.js"),
+        )
+    }
+
+    /// The fixture runtime with `collector` as its collector module.
+    fn start_with(registry: &Path, collector: &Path) -> Self {
         use std::io::BufRead as _;
         let peers = Peers::get();
         let root = dshkit_test::workspace_root();
@@ -292,7 +311,7 @@ impl FixtureRuntime {
         command
             .arg(root.join("crates/dshkit-devtools/tests/fixtures/runtime.mjs"))
             .arg(peers.cordis())
-            .arg(root.join("packages/dsh-plugin/devtools.js"))
+            .arg(collector)
             .arg(registry)
             .arg("profiled");
         let mut guard = dshkit_test::spawn_guarded(&mut command);
@@ -655,4 +674,82 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
     std::fs::write(registry.join("endpoint"), &url).unwrap();
     let (code, (_, _, endpoint, _), report) = doctor();
     assert_eq!((code, endpoint), (Some(1), vec!["fail".to_owned()]), "{report}");
+}
+
+#[test]
+fn a_collector_of_another_protocol_version_is_refused_with_both_versions_and_the_fix() {
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    // The collector of a later plugin: this one, announcing protocol 2.
+    let original =
+        std::fs::read_to_string(dshkit_test::workspace_root().join("packages/dsh-plugin/devtools.js"))
+            .unwrap();
+    let later = original.replacen("export const PROTOCOL = 1;", "export const PROTOCOL = 2;", 1);
+    assert_ne!(later, original, "the collector names its protocol");
+    let collector = home.path().join("devtools.js");
+    std::fs::write(&collector, later).unwrap();
+    let _runtime = FixtureRuntime::start_with(&registry, &collector);
+    let says_it_all = |said: &str| {
+        for part in [
+            "speaks protocol 2",
+            "speaks protocol 1",
+            "install the DSH plugin again with this dshkit (`dshkit dsh install --devtools`)",
+        ] {
+            assert!(said.contains(part), "{part:?} is missing from: {said}");
+        }
+    };
+
+    // The agent: the target is listed with its problem, and attaching is refused.
+    let registry_arg = registry.display().to_string();
+    let mut mcp = Session::start_with(&["--tools", "devtools", "--devtools-dir", &registry_arg], &[]);
+    mcp.initialize("2025-11-25");
+    let listed = mcp.call(1, "cordis_list_debug_targets", &json!({}));
+    let target = result(&listed)["targets"][0].clone();
+    assert_eq!(target["protocol"], 2, "{listed}");
+    says_it_all(target["problem"].as_str().unwrap_or_default());
+    says_it_all(
+        listed["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default(),
+    );
+    let attached = mcp.call(2, "cordis_attach_debug_session", &json!({"target": target["id"]}));
+    assert_eq!(attached["result"]["isError"], true, "{attached}");
+    assert_eq!(
+        attached["result"]["structuredContent"]["code"], "PROTOCOL_MISMATCH",
+        "{attached}"
+    );
+    says_it_all(
+        attached["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default(),
+    );
+
+    // A person: the target list, a refused command and the doctor say the same.
+    let devtools = |args: &[&str]| {
+        output(
+            dshkit_command(home.path())
+                .arg("devtools")
+                .arg("--devtools-dir")
+                .arg(&registry)
+                .args(args),
+        )
+    };
+    let targets = devtools(&["targets"]);
+    assert!(targets.status.success());
+    says_it_all(&String::from_utf8_lossy(&targets.stdout));
+    let snapshot = devtools(&["snapshot"]);
+    assert!(!snapshot.status.success(), "a snapshot is refused");
+    says_it_all(&String::from_utf8_lossy(&snapshot.stderr));
+    let doctor = devtools(&["doctor", "--json"]);
+    assert_eq!(doctor.status.code(), Some(1));
+    let report = crate::support::stdout_json(&doctor);
+    let fact = report["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "target")
+        .cloned()
+        .unwrap_or_else(|| panic!("no target fact: {report}"));
+    assert_eq!(fact["status"], "fail", "{fact}");
+    says_it_all(&fact.to_string());
 }

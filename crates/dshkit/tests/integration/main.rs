@@ -8,6 +8,7 @@ mod corpus;
 mod devtools;
 mod dsh_agent;
 mod dsh_plugin;
+mod dsh_plugin_web;
 mod echo;
 mod echo_corpus;
 mod liveloop_app;

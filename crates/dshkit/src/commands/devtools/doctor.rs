@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use dshkit_devtools::DebugCore;
+use dshkit_devtools::{DebugCore, DebugError};
 use serde::Serialize;
 use serde_json::json;
 
@@ -189,7 +189,12 @@ async fn targets(registry: &Path) -> Vec<Fact> {
                 "target",
                 Status::Fail,
                 format!("{} ({}, pid {}): {error}", target.id, target.label, target.pid),
-                Some("restart that DSH; its collector does not answer"),
+                Some(match &error {
+                    DebugError::ProtocolMismatch { .. } => {
+                        "install the DSH plugin again with this dshkit (`dshkit dsh install --devtools`) and restart that DSH"
+                    }
+                    _ => "restart that DSH; its collector does not answer",
+                }),
             ),
             Err(_) => fact(
                 "target",

@@ -76,7 +76,11 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
         } else {
             let mut lines = String::new();
             for t in &targets {
-                let _ = writeln!(lines, "{}  {}  pid {}", t.id, t.label, t.pid);
+                let _ = write!(lines, "{}  {}  pid {}", t.id, t.label, t.pid);
+                if let Some(problem) = &t.problem {
+                    let _ = write!(lines, "  ({problem})");
+                }
+                lines.push('\n');
             }
             out.write(&lines);
         }

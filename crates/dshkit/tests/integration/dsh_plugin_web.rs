@@ -1,0 +1,625 @@
+//! The native DSH plugin's browser half in a real `dsh web`, driven as a person
+//! would: the Verification Card, the Live Preview, the approval card, the
+//! settings section, and a broken client half that leaves DSH's UI working.
+
+use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers};
+
+use crate::dsh_plugin::{PAGE, installed_home, processes_of, serve_page, verify_arguments};
+use crate::support::output;
+
+/// `dsh web` on a free port for `home`, with the fake model; returns it and its URL.
+fn dsh_web(peers: &Peers, home: &std::path::Path, model: &FakeModel) -> (dshkit_test::ChildGuard, String) {
+    let mut command = crate::cli::dsh_command(peers, home);
+    command
+        .args(["web", "--port", "0", "--no-open"])
+        .current_dir(home)
+        .env("DEEPSEEK_BASE_URL", &model.url)
+        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
+    let mut web = dshkit_test::spawn_guarded(&mut command);
+    let line = dshkit_test::read_ready_line(&mut web, "dsh web: ", std::time::Duration::from_mins(1));
+    let url = line.trim_start_matches("dsh web: ").to_owned();
+    (web, url)
+}
+
+/// Drives DSH's web UI in dshkit's own headless browser, over MCP.
+struct WebUi {
+    mcp: crate::mcp_stdio::Session,
+    session: String,
+    next_id: u64,
+}
+
+impl WebUi {
+    fn open(url: &str) -> Self {
+        let mut mcp = crate::mcp_stdio::Session::start(&[]);
+        mcp.initialize("2025-11-25");
+        let opened = mcp.call_within(
+            1,
+            "liveloop_browser",
+            &serde_json::json!({"operation": "open", "url": format!("{url}/")}),
+            std::time::Duration::from_secs(90),
+        );
+        let session = opened["result"]["structuredContent"]["session"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{opened}"))
+            .to_owned();
+        Self {
+            mcp,
+            session,
+            next_id: 2,
+        }
+    }
+
+    /// One operation; returns its text, panicking with it when it failed.
+    /// A target the UI has not rendered yet (a slow machine), or that it
+    /// re-rendered, is looked for again in a fresh snapshot, for a bounded time.
+    /// DSH's welcome notice is a modal that opens once its settings arrive over
+    /// the UI's WebSocket, which no settle waits for: when it covers the target
+    /// (which then does not take the focus), it is acknowledged.
+    #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
+    fn op(&mut self, arguments: serde_json::Value) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            match self.try_op(arguments.clone()) {
+                Ok(text) => return text,
+                Err(failure) if not_there_yet(&failure) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    let outline = self
+                        .try_op(serde_json::json!({"operation": "snapshot"}))
+                        .unwrap_or_default();
+                    if outline.contains("dialog \"Internal Testing Notice\"")
+                        && arguments["name"] != "Continue"
+                    {
+                        let _ = self.try_op(
+                            serde_json::json!({"operation": "click", "role": "button", "name": "Continue"}),
+                        );
+                    }
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+    }
+
+    /// One operation; its text, or the whole failure. Answers may take long on a
+    /// loaded machine: the bound is generous, never a measure of speed.
+    fn try_op(&mut self, mut arguments: serde_json::Value) -> Result<String, String> {
+        arguments["session"] = serde_json::json!(self.session);
+        self.next_id += 1;
+        let response = self.mcp.call_within(
+            self.next_id,
+            "liveloop_browser",
+            &arguments,
+            std::time::Duration::from_secs(90),
+        );
+        let text = response["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if response["result"]["isError"] == false {
+            Ok(text)
+        } else {
+            Err(format!("{arguments}: {text}\n{response}"))
+        }
+    }
+
+    fn click(&mut self, role: &str, name: &str) -> String {
+        self.op(serde_json::json!({"operation": "click", "role": role, "name": name}))
+    }
+
+    /// Clicks the first of several elements with this role and name.
+    fn click_first(&mut self, role: &str, name: &str) -> String {
+        let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+        let marker = format!("{role} \"{name}\" [ref=");
+        let reference = outline
+            .split(&marker)
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .unwrap_or_else(|| panic!("no {role} {name:?} in {outline}"))
+            .to_owned();
+        self.op(serde_json::json!({"operation": "click", "ref": reference}))
+    }
+
+    /// Waits for `text` on the page: up to four waits of 25 s (the tool's bound is
+    /// 30 s), so a slow machine only makes the test slower.
+    fn wait_for(&mut self, text: &str) {
+        let wait = serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 25_000});
+        let mut last = String::new();
+        for _ in 0..4 {
+            match self.try_op(wait.clone()) {
+                Ok(_) => return,
+                Err(failure) if failure.contains("TIMEOUT") => last = failure,
+                Err(failure) => panic!("{failure}"),
+            }
+        }
+        panic!("{text:?} never appeared: {last}");
+    }
+
+    /// Waits (bounded, generous) until a snapshot holds `needle`; returns it.
+    fn wait_for_outline(&mut self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+            if outline.contains(needle) {
+                return outline;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{needle:?} never appeared in: {outline}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
+    /// Clicks until `text` appears (a click on a card still being rendered can be
+    /// lost on a slow machine); at most three clicks.
+    fn click_until(&mut self, role: &str, name: &str, text: &str) {
+        for _ in 0..3 {
+            self.click(role, name);
+            let wait = serde_json::json!({"operation": "wait", "text": text, "timeoutMs": 25_000});
+            if self.try_op(wait).is_ok() {
+                return;
+            }
+        }
+        self.wait_for(text);
+    }
+
+    /// Clicks until a snapshot holds `expect`. DSH's welcome notice can open
+    /// over the page at any moment before (see [`Self::op`]) and take the click:
+    /// it is acknowledged and the click repeated, for a bounded time.
+    fn click_past_notice(&mut self, role: &str, name: &str, expect: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let clicked = self.click(role, name);
+            if clicked.contains(expect) {
+                return;
+            }
+            let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+            if outline.contains(expect) {
+                return;
+            }
+            if outline.contains("dialog \"Internal Testing Notice\"") {
+                self.click("button", "Continue");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{expect:?} never appeared after clicking {role} {name:?}: {outline}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+
+    /// Starts a new conversation in the home workspace and sends `message`.
+    fn send(&mut self, message: &str) {
+        self.wait_for("New Session");
+        let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+        if outline.contains("button \"Continue\"") {
+            self.click("button", "Continue");
+        }
+        // The first conversation picks the workspace; later ones inherit it.
+        if !outline.contains("textbox \"Describe what you want to build\"") {
+            self.click_past_notice("button", "Choose workspace", "button \"Open\"");
+            self.click("button", "Open");
+        }
+        self.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": message}));
+        self.op(serde_json::json!({"operation": "press", "key": "Enter"}));
+    }
+
+    /// A screenshot kept as a test artifact under `target/test-artifacts/dsh-plugin/`.
+    fn keep_screenshot(&mut self, name: &str) -> std::path::PathBuf {
+        self.next_id += 1;
+        let response = self.mcp.call_within(
+            self.next_id,
+            "liveloop_browser",
+            &serde_json::json!({"operation": "screenshot", "session": self.session}),
+            std::time::Duration::from_secs(90),
+        );
+        let path = response["result"]["structuredContent"]["screenshot"]["path"]
+            .as_str()
+            .or_else(|| response["result"]["structuredContent"]["path"].as_str())
+            .unwrap_or_else(|| panic!("no screenshot path: {response}"))
+            .to_owned();
+        let artifacts =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        let kept = artifacts.join(format!("{name}.png"));
+        std::fs::copy(&path, &kept).unwrap();
+        kept
+    }
+}
+
+#[test]
+fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    // The Verification Card: verdict, reason, next action and the thumbnail read
+    // over the plugin's RPC channel.
+    ui.wait_for("every criterion held");
+    ui.wait_for("Next:");
+    let chat = ui.wait_for_outline("img \"dshkit screenshot\"");
+    assert!(!chat.contains("Failed to load plugins"), "{chat}");
+    ui.keep_screenshot("verification-card");
+
+    // The Live Preview tab: the target, the latest verdict, the buttons, and the app
+    // framed (it sends no X-Frame-Options).
+    ui.click("tab", "Live Preview");
+    ui.wait_for("dshkit Live Preview");
+    ui.wait_for("Latest verdict:");
+    let preview = ui.wait_for_outline("button \"Stop\"");
+    for button in ["button \"Reload\"", "button \"Verify\"", "button \"Stop\""] {
+        assert!(preview.contains(button), "{button} missing: {preview}");
+    }
+    // The app is framed (dshkit's own test browser, whose policy admits one
+    // loopback origin, leaves the frame empty; a person's browser shows the app).
+    let app_url = format!("http://127.0.0.1:{}/", app.addr.port());
+    ui.wait_for_outline(&format!("iframe content is not included: {app_url}"));
+    ui.keep_screenshot("live-preview");
+    // Verify again from the view: a new report, and the model is not involved.
+    let reports = || {
+        crate::liveloop_tool::walk_files(&home.path().join(".local/state/dshkit/evidence"))
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("verify-"))
+            })
+            .count()
+    };
+    let (asked, written) = (model.requests().len(), reports());
+    assert!(written >= 1, "the agent's verification wrote its report");
+    ui.click("button", "Verify");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while reports() == written {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the view's Verify wrote no report"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        model.requests().len(),
+        asked,
+        "the view's Verify does not go through the model"
+    );
+}
+
+/// An app whose button tries to take DSH's tab away (`top.location`) and says
+/// what its script saw.
+const ESCAPING_APP: &str = "<!doctype html><title>Escaping app</title><h1>Framed app</h1>\
+<button onclick=\"const out = document.getElementById('outcome'); try { top.location.href = location.origin + '/escaped'; out.textContent = 'navigation started'; } catch (e) { out.textContent = 'navigation refused: ' + e.name; }\">Leave DSH</button><p id=outcome></p>";
+
+#[test]
+fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { axum::response::Html(ESCAPING_APP) }),
+        ),
+        true,
+    );
+    let model = FakeModel::start(
+        "liveloop_verify",
+        &serde_json::json!({
+            "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
+            "assertions": [{ "kind": "element", "role": "button", "name": "Leave DSH" }],
+        }),
+    );
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let artifacts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let run = output(
+        std::process::Command::new(peers.playwright_python())
+            .arg(dshkit_test::workspace_root().join("harness/dsh-ui/live_preview_frame.py"))
+            .arg(&url)
+            .arg(&chromium)
+            .arg(&artifacts),
+    );
+    assert!(
+        run.status.success(),
+        "the person's walk to the framed app failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sandbox = seen["sandbox"].as_str().unwrap_or_default();
+    for token in ["allow-scripts", "allow-forms", "allow-same-origin"] {
+        assert!(sandbox.split(' ').any(|t| t == token), "{token} missing: {seen}");
+    }
+    assert!(!sandbox.contains("allow-top-navigation"), "{seen}");
+    assert_eq!(seen["outcome"], "navigation refused: SecurityError", "{seen}");
+    assert_eq!(
+        seen["after"], seen["before"],
+        "DSH's tab stayed where it was: {seen}"
+    );
+    assert!(
+        seen["after"].as_str().unwrap_or_default().starts_with(&url),
+        "{seen}"
+    );
+}
+
+/// Waits (bounded) until no process carries this DSH home; panics with the survivors.
+fn assert_nothing_left(dsh_home: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = processes_of(dsh_home);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "left behind: {left:#?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_dev_server_start_asks_the_user_in_the_web_ui() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "web");
+    // The workspace (DSH's working directory) holds the example app.
+    let app = home.path().join("app");
+    std::fs::create_dir(&app).unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
+    for entry in std::fs::read_dir(&example).unwrap().flatten() {
+        std::fs::copy(entry.path(), app.join(entry.file_name())).unwrap();
+    }
+    let model = FakeModel::start(
+        "liveloop_runtime",
+        &serde_json::json!({ "operation": "start", "dir": "app", "confirm": true }),
+    );
+    let (mut web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+
+    // Reject: nothing starts, and the agent is told what to ask. The question
+    // names what would start.
+    ui.send("Start the app.");
+    ui.wait_for("Allow once");
+    ui.wait_for("dshkit wants to start the dev server (dir \"app\"): it runs the detected dev command");
+    ui.keep_screenshot("approval-card");
+    ui.click_until("button", "Reject", "the user rejected it");
+
+    // Allow once: the server starts and answers.
+    ui.click_first("button", "New session");
+    ui.send("Start the app.");
+    ui.wait_for("Allow once");
+    ui.click_until("button", "Allow once", "Ready http://127.0.0.1:");
+    ui.click("tab", "Live Preview");
+    ui.wait_for(": ready at http://127.0.0.1:");
+    ui.keep_screenshot("live-preview-server");
+
+    // Disposing DSH (SIGTERM) takes the sidecar and everything it started with it.
+    drop(ui);
+    assert!(dshkit_os::process::Identity::of(web.pid()).unwrap().terminate());
+    let _ = web.child.wait();
+    assert_nothing_left(&dsh_home);
+}
+
+#[test]
+fn a_failing_client_half_leaves_the_dsh_ui_working() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "web");
+    // Break the installed client half twice: its RPC channel does not exist, and
+    // the Verification Card throws while rendering.
+    let client = dsh_home.join("profiles/web/plugins/dshkit/client.js");
+    let original = std::fs::read_to_string(&client).unwrap();
+    let broken = original
+        .replacen("const CHANNEL = '/dshkit';", "const CHANNEL = '/dshkit-gone';", 1)
+        .replacen(
+            "function VerificationCard({ block, dshkitRpc }) {",
+            "function VerificationCard({ block, dshkitRpc }) {\n      throw new Error('card render failed on purpose');",
+            1,
+        );
+    assert_ne!(broken, original, "the client half changed");
+    std::fs::write(&client, broken).unwrap();
+
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    // The card's failure stays inside the card; the conversation goes on.
+    ui.wait_for("this view failed (card render failed on purpose)");
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+    ui.click("tab", "Live Preview");
+    ui.wait_for("dshkit Live Preview:");
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    assert!(!outline.contains("Failed to load plugins"), "{outline}");
+    assert!(
+        outline.contains("textbox \"Message the agent\""),
+        "DSH's composer is still there: {outline}"
+    );
+    assert!(outline.contains("tab \"Chat\""), "{outline}");
+    ui.keep_screenshot("client-half-failures");
+}
+
+#[test]
+fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = dshkit_test::LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { ([("x-frame-options", "DENY")], axum::response::Html(PAGE)) }),
+        ),
+        true,
+    );
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    ui.wait_for("every criterion held");
+    ui.click("tab", "Live Preview");
+    ui.wait_for("does not allow framing (X-Frame-Options: DENY): showing screenshots");
+    let outline = ui.wait_for_outline("img \"dshkit screenshot\"");
+    assert!(
+        !outline.contains("iframe content is not included"),
+        "no frame: {outline}"
+    );
+}
+
+#[test]
+fn the_settings_section_stores_what_the_rust_side_accepts() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let model = FakeModel::start("dshkit_doctor", &serde_json::json!({}));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    if outline.contains("button \"Continue\"") {
+        ui.click("button", "Continue");
+    }
+    // The plugin's section joins the settings once the UI has its plugins'
+    // settings, which may come after the dialog opens: it is waited for. A
+    // click the welcome notice took, or that a slow page lost, is repeated.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    ui.click("button", "Settings");
+    let nav = loop {
+        let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
+        if let Some(role) = ["button", "tab", "link", "menuitem"]
+            .into_iter()
+            .find(|role| settings.contains(&format!("{role} \"dshkit\"")))
+        {
+            break role;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dshkit section in the settings: {settings}"
+        );
+        if settings.contains("dialog \"Internal Testing Notice\"") {
+            ui.click("button", "Continue");
+        }
+        if !settings.contains("dialog \"Settings\"") {
+            ui.click("button", "Settings");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    ui.click_until(nav, "dshkit", "Preview session limit");
+    let fill = |ui: &mut WebUi, value: &str| {
+        ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Preview session limit", "text": value}));
+        ui.click("button", "Save dshkit settings");
+    };
+    // The Rust side's rule, shown as it says it; nothing is written.
+    fill(&mut ui, "99");
+    ui.wait_for("previewLimit must be between 1 and 16, not 99");
+    let settings_file = home.path().join(".config/dshkit/settings.json");
+    assert!(!settings_file.exists(), "an invalid value is never written");
+    fill(&mut ui, "3");
+    ui.wait_for("Saved to");
+    ui.keep_screenshot("settings");
+    let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_file).unwrap()).unwrap();
+    assert_eq!(stored, serde_json::json!({"previewLimit": 3}));
+}
+
+#[test]
+fn a_running_verification_shows_its_stage_and_a_stop_cancels_it_in_the_sidecar() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    // A step that waits (up to 30 s) for text the page never shows: the call runs
+    // until something stops it.
+    let app = serve_page();
+    let mut arguments = verify_arguments(&app);
+    arguments["steps"] = serde_json::json!([{ "action": "wait", "text": "never shown", "timeoutMs": 30000 }]);
+    let model = FakeModel::start("liveloop_verify", &arguments);
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+
+    // The running Verification Card shows the stage the sidecar reported.
+    ui.send("Verify the app.");
+    ui.wait_for("(step 1/1: wait \"never shown\")");
+    ui.keep_screenshot("verification-card-running");
+    // DSH's own stop aborts the call; the sidecar hears it as
+    // notifications/cancelled, stops the work and says so in its log.
+    ui.click("button", "Stop generating");
+    ui.click("tab", "Live Preview");
+    ui.wait_for("liveloop_verify was cancelled by the client; its work was stopped");
+    ui.keep_screenshot("sidecar-log-cancelled");
+}
+
+/// Whether a failed operation's target may only not be there yet: not rendered,
+/// re-rendered, or covered by DSH's welcome notice.
+fn not_there_yet(failure: &str) -> bool {
+    failure.contains("ELEMENT_NOT_FOUND")
+        || failure.contains("STALE_ELEMENT_REF")
+        || failure.contains("did not take the focus")
+}
+
+/// What the reworded dshkit says instead of every tool result's text.
+const REWORDED: &str = "dshkit said this in words the plugin has never seen";
+
+/// A dshkit whose tool results say [`REWORDED`] instead of their text, as a
+/// change of the Rust side's wording would: everything else (the structured
+/// content, the images, every other command) is the real binary's.
+fn reworded_dshkit(dir: &std::path::Path) -> std::path::PathBuf {
+    let script = dir.join("reworded-dshkit");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/usr/bin/env python3
+import json, os, subprocess, sys
+REAL = {real:?}
+if "--stdio" not in sys.argv[1:]:
+    os.execv(REAL, [REAL, *sys.argv[1:]])
+child = subprocess.Popen([REAL, *sys.argv[1:]], stdout=subprocess.PIPE)
+for line in child.stdout:
+    try:
+        message = json.loads(line)
+        for block in (message.get("result") or {{}}).get("content") or []:
+            if block.get("type") == "text":
+                block["text"] = {reworded:?}
+        line = (json.dumps(message) + "\n").encode()
+    except (ValueError, AttributeError):
+        pass
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+sys.exit(child.wait())
+"#,
+            real = crate::support::dshkit().display().to_string(),
+            reworded = REWORDED,
+        ),
+    )
+    .unwrap();
+    dshkit_os::fs::set_mode(&script, 0o755).unwrap();
+    script
+}
+
+#[test]
+fn the_verification_card_and_the_live_preview_show_the_structured_report_whatever_its_text_says() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "web");
+    // The plugin row runs the reworded dshkit.
+    let patch = dsh_home.join("profiles/web/cordis.patch.yml");
+    let row = std::fs::read_to_string(&patch).unwrap();
+    let binary = crate::support::dshkit().display().to_string();
+    assert!(row.contains(&binary), "{row}");
+    let reworded = reworded_dshkit(home.path());
+    std::fs::write(&patch, row.replace(&binary, &reworded.display().to_string())).unwrap();
+
+    let app = serve_page();
+    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
+    ui.send("Verify the app.");
+    // The text was reworded on its way: the model's answer carries the new words.
+    ui.wait_for(REWORDED);
+    let answered = model.requests().last().cloned().unwrap().to_string();
+    assert!(
+        answered.contains(REWORDED) && !answered.contains("every criterion held"),
+        "the model got the reworded text only: {answered}"
+    );
+    // The card still shows the verdict, the reasons, the checks and the next
+    // action, and the thumbnail of the report's screenshot.
+    ui.wait_for("Verification VERIFIED");
+    ui.wait_for("every criterion held and the evidence is complete");
+    ui.wait_for("✓ text_present \"Hello from the native plugin\": found in the page text");
+    ui.wait_for("Next: Done: cite this report as evidence.");
+    ui.wait_for_outline("img \"dshkit screenshot\"");
+    ui.keep_screenshot("verification-card-reworded");
+    // So does the Live Preview.
+    ui.click("tab", "Live Preview");
+    ui.wait_for("Latest verdict: VERIFIED every criterion held and the evidence is complete");
+    ui.keep_screenshot("live-preview-reworded");
+}
