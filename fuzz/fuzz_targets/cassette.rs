@@ -11,11 +11,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = dshkit_echo::lint::lint(&loaded.cassette);
-    let _ = dshkit_echo::lint::timeline(&loaded.cassette);
+    for record in &loaded.cassette.records {
+        let _ = dshkit_echo::lint::entry(record);
+    }
     let dir = std::env::temp_dir().join(format!("dshkit-fuzz-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("roundtrip.jsonl");
-    dshkit_echo::cassette::write_atomic(&path, &loaded.cassette).expect("writing an accepted cassette");
+    dshkit_echo::writer::write_atomic(&path, &loaded.cassette).expect("writing an accepted cassette");
     let again = dshkit_echo::cassette::read(&path).expect("reading back what was written");
     assert_eq!(again.cassette, loaded.cassette, "the round trip changed the cassette");
 });

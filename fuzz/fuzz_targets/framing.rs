@@ -33,15 +33,17 @@ thread_local! {
 
 fuzz_target!(|data: &[u8]| {
     let mut out = Vec::new();
-    let options = dshkit_echo::stdio::ReplayOptions {
+    let options = dshkit_echo::replay::ReplayOptions {
         cassette: cassette().clone(),
-        timing: dshkit_echo::stdio::Timing::None,
-        on_miss: dshkit_echo::stdio::OnMiss::Error,
+        timing: dshkit_echo::replay::Timing::None,
+        on_miss: dshkit_echo::replay::OnMiss::Error,
         annotate: true,
-        matching: dshkit_echo::matcher::MatchOptions::default(),
+        matching: dshkit_echo::key::MatchOptions::default(),
         redactor: redactor().clone(),
     };
-    let result = RUNTIME.with(|runtime| runtime.block_on(dshkit_echo::stdio::replay(data, &mut out, options)));
+    let unobserved = dshkit_echo::stdio::Peer::Unobserved;
+    let result =
+        RUNTIME.with(|runtime| runtime.block_on(dshkit_echo::stdio::replay(data, &mut out, options, unobserved)));
     if result.is_err() {
         return; // an over-long frame is refused, not answered
     }

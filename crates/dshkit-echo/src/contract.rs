@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::cassette::{self, Cassette};
-use crate::matcher::canonical;
+use crate::error::ContractError;
+use crate::key::canonical;
 
 /// Version of the snapshot format.
 pub const SNAPSHOT_VERSION: u32 = 1;
@@ -73,17 +74,20 @@ impl Contract {
     }
 
     /// Reads a snapshot, or a cassette (its tool listing).
-    pub fn read(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Self, ContractError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ContractError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
         if let Ok(snapshot) = serde_json::from_str::<Value>(&text)
             && snapshot["type"] == "contract"
         {
-            let version = snapshot["formatVersion"].as_u64().unwrap_or(0);
-            if version > u64::from(SNAPSHOT_VERSION) {
-                return Err(format!(
-                    "{}: contract format {version} is newer than this dshkit reads",
-                    path.display()
-                ));
+            let found = snapshot["formatVersion"].as_u64().unwrap_or(0);
+            if found > u64::from(SNAPSHOT_VERSION) {
+                return Err(ContractError::FutureVersion {
+                    path: path.to_owned(),
+                    found,
+                });
             }
             let tools = snapshot["tools"]
                 .as_array()
@@ -93,7 +97,7 @@ impl Contract {
                 .collect();
             return Ok(Self { tools });
         }
-        let loaded = cassette::parse(path, text.as_bytes()).map_err(|e| e.to_string())?;
+        let loaded = cassette::parse(path, text.as_bytes())?;
         Ok(Self::from_cassette(&loaded.cassette))
     }
 }

@@ -1,8 +1,9 @@
-//! Echo over Streamable HTTP. Replay: a loopback MCP endpoint that answers from the
-//! cassette. A request with recorded notifications is answered as an SSE stream
-//! (the notifications, then the response); one without as plain JSON. The 2025 era
-//! gets an `Mcp-Session-Id` from `initialize`. Recording: a loopback reverse proxy
-//! that streams every answer back as it arrives and records it on the way.
+//! Echo over Streamable HTTP, a transport only. Replay: a loopback MCP endpoint
+//! that answers as [`crate::replay`] decides. A request with recorded
+//! notifications is answered as an SSE stream (the notifications, then the
+//! response); one without as plain JSON. The 2025 era gets an `Mcp-Session-Id`
+//! from `initialize`. Recording: a loopback reverse proxy that streams every
+//! answer back as it arrives and hands it to the [`crate::recorder`] on the way.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,25 +15,20 @@ use dshkit_os::loopback::LoopbackNames;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::cassette;
-use crate::index::CassetteIndex;
+use crate::error::EchoError;
 use crate::live_request::{LiveRequest, Read};
-use crate::matcher::Matcher;
-use crate::stdio::{EchoError, Live, MISS_CODE, OnMiss, ReplayOptions, outgoing, pass_through, start_live};
+use crate::passthrough::Live;
+use crate::recorder::{RecordOptions, RecordSummary, Recorder};
+use crate::replay::{MISS_CODE, ReplayOptions, Replayer, Reply, parse_error};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 struct Replay {
-    matcher: Mutex<Matcher>,
+    replayer: Mutex<Replayer>,
     options: ReplayOptions,
     /// The real server for `--on-miss passthrough`, started on the first miss.
     live: tokio::sync::Mutex<Option<Live>>,
-    /// The recorded handshake, replayed to the real server before a passthrough.
-    initialize: Option<Value>,
-    /// Ordinal of the next appended interaction.
-    next_ordinal: std::sync::atomic::AtomicU64,
-    cassette_id: String,
     session: String,
     era: String,
     /// The Host and Origin values served.
@@ -51,40 +47,23 @@ pub async fn bind(
     ),
     EchoError,
 > {
-    let index = CassetteIndex::open(&options.cassette, &options.matching)?;
-    for warning in &index.warnings {
-        tracing::warn!("{}: {warning}", options.cassette.display());
-    }
-    crate::stdio::with_cassette_paths(&index.header, &mut options.redactor);
-    let era = index.header.era.clone();
-    let initialize = index.handshake.clone();
-    let next_ordinal = index.max_ordinal + 1;
-    let matcher = Matcher::indexed(index, options.matching.clone());
+    let replayer = Replayer::open(&mut options)?;
+    let era = replayer.era().to_owned();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
-        .map_err(|e| EchoError::Io {
-            what: "the replay listener",
-            error: e.to_string(),
-        })?;
-    let address = listener.local_addr().map_err(|e| EchoError::Io {
-        what: "the replay listener",
-        error: e.to_string(),
-    })?;
+        .map_err(EchoError::io("the replay listener"))?;
+    let address = listener
+        .local_addr()
+        .map_err(EchoError::io("the replay listener"))?;
     let mut session = [0u8; 16];
     getrandom::fill(&mut session).map_err(|e| EchoError::Io {
         what: "randomness for a session id",
         error: e.to_string(),
     })?;
     let state = Arc::new(Replay {
-        cassette_id: options
-            .cassette
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        matcher: Mutex::new(matcher),
+        replayer: Mutex::new(replayer),
         options,
         live: tokio::sync::Mutex::new(None),
-        initialize,
-        next_ordinal: std::sync::atomic::AtomicU64::new(next_ordinal),
         session: hex::encode(session),
         era,
         names: LoopbackNames::new(address.port(), [], []),
@@ -179,9 +158,7 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         Read::Request(request) => request,
         Read::NoReply => return status(StatusCode::ACCEPTED, ""), // a notification or an answer
         Read::NotJson => {
-            let mut response = json_response(
-                &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_700, "message": "Parse error: not JSON"}}),
-            );
+            let mut response = json_text_response(parse_error());
             *response.status_mut() = StatusCode::BAD_REQUEST;
             return response;
         }
@@ -189,22 +166,17 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     let Some(method) = request.method() else {
         return status(StatusCode::ACCEPTED, "");
     };
-    let found = outgoing(
-        &mut state.matcher.lock().expect("lock"),
-        &request,
-        &state.options,
-        &state.cassette_id,
-    );
-    let hit = match found {
-        Ok(hit) => hit,
-        Err(_) if let (OnMiss::Passthrough(_), Ok(tree)) = (&state.options.on_miss, request.tree()) => {
-            return passthrough(&state, tree, &request.id()).await;
-        }
-        Err(miss) => {
-            return json_response(&json!({"jsonrpc": "2.0", "id": request.id(), "error": {
-                "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
-            }}));
-        }
+    let opens_session = method == "initialize" && state.era == "2025";
+    let reply = state
+        .replayer
+        .lock()
+        .expect("lock")
+        .answer(request, &state.options);
+    let hit = match reply {
+        Reply::Hit(hit) => hit,
+        Reply::PassThrough(request) => return passthrough(&state, &request).await,
+        Reply::Send(message) => return json_text_response(message),
+        Reply::Nothing => return status(StatusCode::ACCEPTED, ""),
     };
     if let Some(wait) = hit.delay {
         tokio::time::sleep(wait).await;
@@ -238,7 +210,7 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         );
         response
     };
-    if method == "initialize" && state.era == "2025" {
+    if opens_session {
         response.headers_mut().insert(
             "mcp-session-id",
             state.session.parse().expect("hex is a valid header"),
@@ -250,22 +222,27 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
 /// A miss with `--on-miss passthrough`: the real server (started on the first
 /// miss, over stdio) answers; what it sent goes back as JSON or an SSE stream and
 /// is appended to the cassette as `origin: live`.
-async fn passthrough(state: &Replay, message: &Value, id: &Value) -> Response<Body> {
-    let OnMiss::Passthrough(argv) = &state.options.on_miss else {
-        unreachable!("called for passthrough only");
-    };
+async fn passthrough(state: &Replay, request: &Value) -> Response<Body> {
     let mut live = state.live.lock().await;
     let answered: Result<Vec<u8>, EchoError> = async {
         if live.is_none() {
-            *live = Some(start_live(argv, state.initialize.as_ref(), &state.options.cassette).await?);
+            let handshake = state.replayer.lock().expect("lock").handshake().cloned();
+            *live = Some(
+                Live::start(
+                    state.options.on_miss.argv(),
+                    handshake.as_ref(),
+                    &state.options.cassette,
+                )
+                .await?,
+            );
         }
         let server = live.as_mut().expect("just started");
-        let ordinal = state
-            .next_ordinal
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Numbered under the server's lock: appended in the order they are numbered.
+        let ordinal = state.replayer.lock().expect("lock").next_ordinal();
         let mut sent = Vec::new();
-        let interaction = pass_through(server, message, ordinal, &mut sent, &state.options).await?;
-        server.append(interaction, &state.options.redactor)?;
+        server
+            .pass_through(request, ordinal, &mut sent, &state.options)
+            .await?;
         Ok(sent)
     }
     .await;
@@ -274,7 +251,7 @@ async fn passthrough(state: &Replay, message: &Value, id: &Value) -> Response<Bo
         Err(error) => {
             // A dead server is started again on the next miss.
             *live = None;
-            return json_response(&json!({"jsonrpc": "2.0", "id": id, "error": {
+            return json_response(&json!({"jsonrpc": "2.0", "id": request["id"], "error": {
                 "code": MISS_CODE, "message": format!("echo: passthrough to the real server failed: {error}")
             }}));
         }
@@ -346,7 +323,7 @@ impl SseParser {
 struct Proxy {
     upstream: String,
     client: reqwest::Client,
-    recorder: Mutex<crate::recorder::Recorder>,
+    recorder: Mutex<Recorder>,
     /// The Host and Origin values served.
     names: LoopbackNames,
 }
@@ -357,7 +334,7 @@ pub struct RecordingProxy {
 }
 
 impl RecordingProxy {
-    pub fn finish(&self) -> Result<crate::stdio::RecordSummary, EchoError> {
+    pub fn finish(&self) -> Result<RecordSummary, EchoError> {
         self.proxy.recorder.lock().expect("lock").finish()
     }
 }
@@ -368,7 +345,7 @@ impl RecordingProxy {
 pub async fn bind_recorder(
     port: u16,
     upstream: &str,
-    options: crate::stdio::RecordOptions,
+    options: RecordOptions,
 ) -> Result<
     (
         std::net::SocketAddr,
@@ -377,23 +354,17 @@ pub async fn bind_recorder(
     ),
     EchoError,
 > {
-    if options.mode == cassette::RecordMode::Once && options.cassette.exists() {
-        return Err(cassette::CassetteError::Exists(options.cassette.clone()).into());
-    }
+    options.refuse_to_overwrite()?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
-        .map_err(|e| EchoError::Io {
-            what: "the recording listener",
-            error: e.to_string(),
-        })?;
-    let address = listener.local_addr().map_err(|e| EchoError::Io {
-        what: "the recording listener",
-        error: e.to_string(),
-    })?;
+        .map_err(EchoError::io("the recording listener"))?;
+    let address = listener
+        .local_addr()
+        .map_err(EchoError::io("the recording listener"))?;
     let proxy = Arc::new(Proxy {
         upstream: upstream.to_owned(),
         client: reqwest::Client::new(),
-        recorder: Mutex::new(crate::recorder::Recorder::new(options, "http")),
+        recorder: Mutex::new(Recorder::new(options, "http")),
         names: LoopbackNames::new(address.port(), [], []),
     });
     let app = axum::Router::new()

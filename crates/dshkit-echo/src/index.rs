@@ -15,8 +15,9 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::cassette::{CassetteError, FORMAT_VERSION, Header, Interaction, MAX_LINE_BYTES};
-use crate::matcher::{MatchOptions, call_key, key, method_only};
+use crate::cassette::{Header, Interaction, MAX_LINE_BYTES};
+use crate::error::{Action, CassetteError};
+use crate::key::{MatchOptions, key_check, key_hash, key_of_text};
 
 /// Where one interaction's line is.
 #[derive(Debug, Clone, Copy)]
@@ -122,9 +123,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for OneResponse<'a> {
 /// What matching needs of one interaction.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Facts {
-    /// Hash of its match key (see [`key_hash`]).
+    /// Hash of its match key (see [`crate::key::key_hash`]).
     pub(crate) key: u64,
-    /// The key's second hash, which confirms a hit (see [`key_check`]). With
+    /// The key's second hash, which confirms a hit (see [`crate::key::key_check`]). With
     /// 32 bits the facts stay 24 bytes, as they were with one hash.
     pub(crate) check: u32,
     /// Index into [`CassetteIndex::methods`].
@@ -158,47 +159,6 @@ pub struct CassetteIndex {
     pub max_ordinal: u64,
 }
 
-/// The hash a match key is pooled by. Keys are hashed in one process only (an
-/// index is built where it is used), so any fixed seed does.
-pub(crate) fn key_hash(key: &str) -> u64 {
-    use std::hash::BuildHasher;
-    foldhash::quality::FixedState::with_seed(0x6563_686f_6b65_7931).hash_one(key)
-}
-
-/// A second hash of a match key, independent of [`key_hash`] (another seed),
-/// that confirms a hit: a wrong answer needs two keys to collide in both, 96
-/// bits in all. A hit thus needs neither the recorded request nor its key, only
-/// the line's answer.
-pub(crate) fn key_check(key: &str) -> u32 {
-    use std::hash::BuildHasher;
-    let hash = foldhash::quality::FixedState::with_seed(0x6563_686f_6b65_7932).hash_one(key);
-    u32::try_from(hash >> 32).expect("the high 32 bits")
-}
-
-/// A map keyed by [`key_hash`]es, which it takes as their own hash.
-pub(crate) type ByKeyHash<V> = std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<Prehashed>>;
-
-/// Hashes a `u64` that is a hash already as itself.
-#[derive(Default)]
-pub(crate) struct Prehashed(u64);
-
-impl std::hash::Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64`s are hashed here; any other input still hashes, poorly.
-        for byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
-        }
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-}
-
 /// The part of a line the index reads; the rest is checked as JSON and skipped.
 #[derive(Deserialize)]
 struct Head<'a> {
@@ -225,63 +185,6 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
     <&RawValue>::deserialize(deserializer).map(Some)
 }
 
-/// A request's method and params, borrowed from its line.
-#[derive(Deserialize)]
-struct RequestHead<'a> {
-    #[serde(default, borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
-}
-
-/// A `tools/call`'s tool and arguments, borrowed from its line.
-#[derive(Deserialize)]
-struct CallHead<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
-/// The tool and match key of a `tools/call` with `params`, read from their text
-/// (no ignored paths); `None` when only the tree gives them (a name that is no
-/// string, params that are no object).
-pub(crate) fn call_head(params: &RawValue) -> Option<(Cow<'_, str>, String)> {
-    let call = serde_json::from_str::<CallHead<'_>>(params.get()).ok()?;
-    let arguments: Option<Value> = match call.arguments {
-        Some(arguments) => Some(serde_json::from_str(arguments.get()).ok()?),
-        None => None,
-    };
-    let key = call_key(&call.name, arguments.as_ref());
-    Some((call.name, key))
-}
-
-/// The method, tool and match key of a recorded request; the request itself only
-/// when it is the handshake. The common cases (a method-only request, a
-/// `tools/call` with no ignored paths) parse no more than the arguments.
-fn request_facts(
-    raw: &RawValue,
-    options: &MatchOptions,
-) -> Result<(String, Option<String>, String, Option<Value>), serde_json::Error> {
-    let head: RequestHead<'_> = serde_json::from_str(raw.get())?;
-    let method = head.method.as_deref().unwrap_or("");
-    if method_only(method) && !matches!(method, "initialize" | "server/discover") {
-        return Ok((method.to_owned(), None, method.to_owned(), None));
-    }
-    if method == "tools/call"
-        && options.ignore_paths.is_empty()
-        && let Some((tool, key)) = head.params.and_then(call_head)
-    {
-        return Ok((method.to_owned(), Some(tool.into_owned()), key, None));
-    }
-    let request: Value = serde_json::from_str(raw.get())?;
-    let method = request["method"].as_str().unwrap_or("").to_owned();
-    let tool = (method == "tools/call").then(|| request["params"]["name"].as_str().unwrap_or("").to_owned());
-    let key = key(&request, options);
-    let handshake = matches!(method.as_str(), "initialize" | "server/discover").then_some(request);
-    Ok((method, tool, key, handshake))
-}
-
 /// Interns `name` in `table`.
 fn intern(table: &mut Vec<String>, seen: &mut HashMap<String, u32>, name: &str) -> u32 {
     if let Some(&id) = seen.get(name) {
@@ -301,14 +204,18 @@ impl CassetteIndex {
         Self::open_in_stretches(path, options, MIN_CHUNK_BYTES)
     }
 
-    fn open_in_stretches(path: &Path, options: &MatchOptions, min_chunk: u64) -> Result<Self, CassetteError> {
+    pub(crate) fn open_in_stretches(
+        path: &Path,
+        options: &MatchOptions,
+        min_chunk: u64,
+    ) -> Result<Self, CassetteError> {
         let io = |action| io_error(path, action);
-        let file = std::fs::File::open(path).map_err(io("open"))?;
-        let size = file.metadata().map_err(io("read"))?.len();
+        let file = std::fs::File::open(path).map_err(io(Action::Open))?;
+        let size = file.metadata().map_err(io(Action::Read))?.len();
         if size <= IN_MEMORY_BYTES && size < min_chunk {
             // Read once, indexed and answered from memory.
             let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-            (&file).read_to_end(&mut bytes).map_err(io("read"))?;
+            (&file).read_to_end(&mut bytes).map_err(io(Action::Read))?;
             let chunk = Chunk::scan(path, &bytes[..], 0, true, options);
             return Self::join(path, file, Some(bytes), vec![chunk]);
         }
@@ -320,7 +227,7 @@ impl CassetteIndex {
                 &file,
                 size * i as u64 / wanted.clamp(1, threads.min(MAX_CHUNKS)) as u64,
             )
-            .map_err(io("read"))?;
+            .map_err(io(Action::Read))?;
             if at > *bounds.last().expect("starts with 0") && at < size {
                 bounds.push(at);
             }
@@ -492,7 +399,7 @@ impl CassetteIndex {
         buffer.resize(len as usize, 0);
         dshkit_os::fs::read_exact_at(&self.file, buffer, offset).map_err(|source| CassetteError::Io {
             path: self.path.clone(),
-            action: "read a recorded interaction",
+            action: Action::ReadInteraction,
             source,
         })?;
         Ok(buffer)
@@ -538,8 +445,9 @@ impl Chunk {
     ) -> Result<Self, CassetteError> {
         use std::io::Seek;
         let io = |action| io_error(path, action);
-        let mut file = std::fs::File::open(path).map_err(io("open"))?;
-        file.seek(std::io::SeekFrom::Start(start)).map_err(io("read"))?;
+        let mut file = std::fs::File::open(path).map_err(io(Action::Open))?;
+        file.seek(std::io::SeekFrom::Start(start))
+            .map_err(io(Action::Read))?;
         let reader = BufReader::with_capacity(1 << 16, file.take(end - start));
         Self::scan(path, reader, start, first, options)
     }
@@ -574,7 +482,7 @@ impl Chunk {
                 .by_ref()
                 .take(MAX_LINE_BYTES as u64 + 2)
                 .read_until(b'\n', &mut line)
-                .map_err(io("read"))?;
+                .map_err(io(Action::Read))?;
             if read == 0 {
                 break;
             }
@@ -598,7 +506,7 @@ impl Chunk {
                 continue;
             }
             if first && chunk.header.is_none() {
-                chunk.header = Some(parse_header(path, &line)?);
+                chunk.header = Some(Header::from_line(path, &line)?);
                 continue;
             }
             let head: Head<'_> = match serde_json::from_slice(&line) {
@@ -622,12 +530,14 @@ impl Chunk {
                     continue;
                 }
             }
-            let (method, tool, key, handshake) = head
+            let request = head
                 .request
-                .ok_or_else(|| bad("an interaction without a request".into()))
-                .and_then(|raw| request_facts(raw, options).map_err(|e| bad(e.to_string())))?;
-            if chunk.handshake.is_none() {
-                chunk.handshake = handshake;
+                .ok_or_else(|| bad("an interaction without a request".into()))?;
+            let keyed = key_of_text(request.get(), options).map_err(|e| bad(e.to_string()))?;
+            if matches!(keyed.method.as_str(), "initialize" | "server/discover") {
+                // The live server of a passthrough is opened with the first one.
+                let handshake: Value = serde_json::from_str(request.get()).map_err(|e| bad(e.to_string()))?;
+                chunk.handshake.get_or_insert(handshake);
             }
             chunk.locations.push(Location {
                 offset: line_start,
@@ -636,10 +546,12 @@ impl Chunk {
                 answer: AnswerSpan::of(&line, &head),
             });
             chunk.facts.push(Facts {
-                key: key_hash(&key),
-                check: key_check(&key),
-                method: intern(&mut chunk.methods, &mut method_ids, &method),
-                tool: tool.map(|name| intern(&mut chunk.tools, &mut tool_ids, &name)),
+                key: key_hash(&keyed.key),
+                check: key_check(&keyed.key),
+                method: intern(&mut chunk.methods, &mut method_ids, &keyed.method),
+                tool: keyed
+                    .tool
+                    .map(|name| intern(&mut chunk.tools, &mut tool_ids, &name)),
             });
             chunk.max_ordinal = chunk.max_ordinal.max(head.ordinal);
         }
@@ -648,7 +560,7 @@ impl Chunk {
 }
 
 /// Turns an I/O error while doing `action` to the cassette at `path` into its error.
-fn io_error(path: &Path, action: &'static str) -> impl FnOnce(std::io::Error) -> CassetteError + use<> {
+fn io_error(path: &Path, action: Action) -> impl FnOnce(std::io::Error) -> CassetteError + use<> {
     let path = path.to_owned();
     move |source| CassetteError::Io { path, action, source }
 }
@@ -681,222 +593,16 @@ fn shift_line(error: CassetteError, lines_before: u32) -> CassetteError {
     }
 }
 
-fn parse_header(path: &Path, line: &[u8]) -> Result<Header, CassetteError> {
-    let no_header = |reason: String| CassetteError::NoHeader {
-        path: path.to_owned(),
-        reason,
-    };
-    let value: Value = serde_json::from_slice(line).map_err(|e| no_header(e.to_string()))?;
-    if value["type"] != "header" {
-        return Err(no_header(format!("type is {}", value["type"])));
-    }
-    let found = value["formatVersion"].as_u64().unwrap_or(0);
-    if found > u64::from(FORMAT_VERSION) {
-        return Err(CassetteError::FutureVersion {
-            path: path.to_owned(),
-            found,
-        });
-    }
-    serde_json::from_value(value).map_err(|e| no_header(e.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::cassette::Record;
-    use crate::matcher::{Matcher, Miss};
-
-    fn line(ordinal: u64, request: Value) -> String {
-        let record = Record::Interaction(crate::matcher::tests::recorded(ordinal, request));
-        serde_json::to_string(&record).unwrap()
-    }
+    use crate::cassette::test_records::write_cassette as write;
 
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn call(tool: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-    }
-
-    fn write(lines: &[String], clean_end: bool) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.jsonl");
-        let mut text = serde_json::to_string(&Header::new("stdio")).unwrap();
-        for l in lines {
-            text.push('\n');
-            text.push_str(l);
-        }
-        if clean_end {
-            text.push('\n');
-        }
-        std::fs::write(&path, text).unwrap();
-        (dir, path)
-    }
-
-    #[test]
-    fn an_indexed_cassette_answers_as_the_parsed_one_does() {
-        let lines = [
-            line(1, json!({"method": "initialize", "params": {}})),
-            r#"{"type":"message","from":"client","message":{"method":"notifications/initialized"}}"#
-                .to_owned(),
-            line(2, json!({"method": "tools/list"})),
-            line(3, call("sum", json!({"a": 1, "b": 2}))),
-            line(4, call("sum", json!({"b": 2, "a": 1}))),
-            line(5, call("echo", json!({"message": "hi"}))),
-            line(6, call("now", Value::Null)),
-        ];
-        let (_dir, path) = write(&lines, true);
-        let options = MatchOptions::default();
-        let index = CassetteIndex::open(&path, &options).unwrap();
-        assert_eq!(index.len(), 6);
-        assert_eq!(index.max_ordinal, 6);
-        assert_eq!(index.handshake.as_ref().unwrap()["method"], "initialize");
-        assert!(index.warnings.is_empty());
-        let mut matcher = Matcher::indexed(index, options);
-        let ordinal = |m: &mut Matcher, request: &Value| m.find(request, None).map(|i| i.ordinal);
-        assert_eq!(
-            ordinal(&mut matcher, &call("sum", json!({"b": 2, "a": 1}))),
-            Ok(3)
-        );
-        assert_eq!(
-            ordinal(&mut matcher, &call("sum", json!({"a": 1, "b": 2}))),
-            Ok(4)
-        );
-        assert!(matches!(
-            matcher.find(&call("sum", json!({"a": 1, "b": 2})), None),
-            Err(Miss::Exhausted { recorded: 2, .. })
-        ));
-        for _ in 0..2 {
-            assert_eq!(ordinal(&mut matcher, &json!({"method": "tools/list"})), Ok(2));
-        }
-        assert_eq!(
-            ordinal(&mut matcher, &call("now", Value::Null)),
-            Ok(6),
-            "null arguments are keyed as none, on both sides"
-        );
-        let hit = matcher
-            .find(&call("echo", json!({"message": "hi"})), None)
-            .unwrap();
-        assert_eq!(
-            hit.responses[0]["result"]["n"], 5,
-            "the answer is read from its line"
-        );
-        assert_eq!(
-            matcher
-                .find(&call("echo", json!({"message": "bye"})), None)
-                .unwrap_err(),
-            Miss::ArgumentsDiffer {
-                tool: "echo".into(),
-                paths: vec!["message".into()]
-            }
-        );
-        assert_eq!(
-            matcher.find(&call("drop", json!({})), None).unwrap_err(),
-            Miss::UnknownTool {
-                tool: "drop".into(),
-                recorded: vec!["echo".into(), "now".into(), "sum".into()]
-            }
-        );
-    }
-
-    #[test]
-    fn a_file_indexed_in_stretches_keeps_its_order_line_numbers_and_pools() {
-        // Split into stretches of 256 KiB (on a machine with two cores or more).
-        let count = 5000;
-        let padding = "p".repeat(60);
-        let mut lines: Vec<String> = (1..=count)
-            .map(|i| {
-                let tool = if i % 2 == 0 { "even" } else { "odd" };
-                line(
-                    u64::try_from(i).unwrap(),
-                    call(tool, json!({"n": i % 1000, "pad": padding})),
-                )
-            })
-            .collect();
-        let unknown = count - 10;
-        lines[unknown] = r#"{"type":"future-record"}"#.to_owned();
-        let (_dir, path) = write(&lines, true);
-        let index = CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 256 * 1024).unwrap();
-        assert_eq!(index.len(), count - 1);
-        assert_eq!(index.max_ordinal, u64::try_from(count).unwrap());
-        // The header is line 1: the replaced record is on line `unknown + 2`.
-        assert_eq!(
-            index.warnings,
-            vec![format!(
-                "line {}: unknown record type \"future-record\", skipped",
-                unknown + 2
-            )]
-        );
-        let mut matcher = Matcher::indexed(index, MatchOptions::default());
-        // Each key was recorded count/1000 times, across both halves: in order.
-        let mut seen = Vec::new();
-        while let Ok(hit) = matcher.find(&call("odd", json!({"n": 7, "pad": padding})), None) {
-            seen.push(hit.ordinal);
-        }
-        assert_eq!(seen, [7, 1007, 2007, 3007, 4007]);
-        assert_eq!(seen.last().copied().map(|o| o % 1000), Some(7));
-
-        lines[count - 5] = "{broken".to_owned();
-        let (_dir, path) = write(&lines, true);
-        let error =
-            CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 256 * 1024).unwrap_err();
-        assert!(
-            matches!(error, CassetteError::BadRecord { line, .. } if line == count - 5 + 2),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn damage_is_refused_forgiven_or_told_as_the_reader_does() {
-        let good = line(1, call("echo", json!({"message": "a"})));
-        // Valid JSON whose answer is not an interaction's: found at the hit.
-        let damaged = r#"{"type":"interaction","ordinal":2,"request":{"method":"tools/call","params":{"name":"echo","arguments":{"message":"b"}}},"responses":"oops","ms":0}"#.to_owned();
-        let cut = line(3, call("echo", json!({"message": "c"})))[..40].to_owned();
-        let (_dir, path) = write(&[good.clone(), damaged.clone(), cut], false);
-        let index = CassetteIndex::open(&path, &MatchOptions::default()).unwrap();
-        assert_eq!(index.len(), 2);
-        assert!(
-            index.warnings[0].contains("line 4 is cut short"),
-            "{:?}",
-            index.warnings
-        );
-        let mut matcher = Matcher::indexed(index, MatchOptions::default());
-        let miss = matcher
-            .find(&call("echo", json!({"message": "b"})), None)
-            .unwrap_err();
-        assert_eq!(miss.reason(), "damaged");
-        assert!(
-            miss.message().contains(":3: not a JSON record"),
-            "{}",
-            miss.message()
-        );
-        assert_eq!(
-            matcher
-                .find(&call("echo", json!({"message": "a"})), None)
-                .unwrap()
-                .ordinal,
-            1
-        );
-
-        let (_dir, path) = write(&[good, "{not json".into(), damaged], true);
-        let error = CassetteIndex::open(&path, &MatchOptions::default()).unwrap_err();
-        assert!(
-            matches!(error, CassetteError::BadRecord { line: 3, .. }),
-            "{error}"
-        );
-
-        let dir = tempfile::tempdir().unwrap();
-        let future = dir.path().join("f.jsonl");
-        std::fs::write(&future, "{\"type\":\"header\",\"formatVersion\":99}\n").unwrap();
-        assert!(matches!(
-            CassetteIndex::open(&future, &MatchOptions::default()),
-            Err(CassetteError::FutureVersion { found: 99, .. })
-        ));
-        std::fs::write(&future, "").unwrap();
-        assert!(matches!(
-            CassetteIndex::open(&future, &MatchOptions::default()),
-            Err(CassetteError::NoHeader { .. })
-        ));
     }
 
     /// A line with `responses` and the members `rest` after them.

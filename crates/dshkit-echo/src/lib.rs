@@ -1,36 +1,55 @@
 //! Echo: record and replay MCP servers so agent tests are deterministic and never
 //! touch a live server by accident.
 //!
-//! - [`cassette`]: the versioned JSONL format, its reader and writers;
+//! - [`error`]: Echo's errors, each with a code and a kind the binary maps to
+//!   an exit code;
+//! - [`cassette`]: the versioned JSONL format, its one header check and its
+//!   reader; [`writer`]: how cassettes are appended to and replaced
+//!   (atomically);
 //! - [`redact`]: secrets replaced by stable placeholders before anything is written;
 //! - `env_secrets`: which environment variables hold secrets (name and value);
 //! - `opaque`: placeholders and path tokens, which no rule reads into;
 //! - [`paths`]: the working directory and the home as tokens, across machines;
+//! - [`key`]: how a request is keyed for matching, on the recorded and the live side;
 //! - [`index`]: a cassette indexed for replay, each answer parsed when hit;
+//! - [`matcher`]: ordered pools per key, and near-miss explanations;
+//! - `json_diff`: where two JSON values differ (paths, pointers);
 //! - `live_id`: a recorded response with the live id put in, its text kept;
 //! - `live_request`: a live request read from its text, its tree built on demand;
-//! - [`matcher`]: request keys, ordered pools and near-miss explanations;
-//! - `recorder`: what both recording proxies share, each message kept as its text;
-//! - [`stdio`]: the transparent recording proxy and the replaying server over stdio;
-//! - [`http`]: the replaying server over Streamable HTTP;
+//! - [`replay`]: what a replay answers a frame with, without a transport;
+//! - `passthrough`: the real server a replay passes a miss to;
+//! - [`recorder`]: what both recording proxies share, each message kept as its text;
+//! - `frame`, `server_process`: a stdio frame, and a server Echo starts;
+//! - [`stdio`]: the recording proxy and the replaying server over stdio;
+//! - [`http`]: the replaying server and the recording proxy over Streamable HTTP;
 //! - [`lint`]: cassette checks and the readable timeline;
 //! - [`verify`]: the recorded requests sent to the live server, the answers compared;
-//! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison.
+//! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison;
+//! - [`contract`]: tool contracts, snapshotted and diffed.
 
 pub mod cassette;
 pub mod contract;
 mod env_secrets;
+pub mod error;
+mod frame;
 pub mod http;
 pub mod index;
+mod json_diff;
+pub mod key;
 pub mod lint;
 mod live_id;
 mod live_request;
 pub mod matcher;
 mod opaque;
+mod passthrough;
 pub mod paths;
-mod recorder;
+pub mod recorder;
 pub mod redact;
+pub mod replay;
 mod server_process;
 pub mod stdio;
 pub mod verify;
 pub mod volatile;
+pub mod writer;
+
+pub use frame::MAX_FRAME_BYTES;

@@ -320,7 +320,7 @@ mod tests {
 
     use super::*;
     use crate::cassette::Header;
-    use crate::matcher::tests::recorded;
+    use crate::cassette::test_records::recorded;
 
     #[test]
     fn record_by_record_the_findings_are_bounded_and_the_rest_counted() {

@@ -13,7 +13,7 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::matcher::{MatchOptions, call_key, call_key_of_text, method_only};
+use crate::key::{MatchOptions, call_key, call_key_of_text, method_only};
 use crate::redact::{Redactor, Touches};
 
 /// What a frame from the client is.
@@ -288,6 +288,14 @@ impl<'a> LiveRequest<'a> {
             .map_err(String::as_str)
     }
 
+    /// The request's tree, taken (see [`Self::tree`]).
+    pub(crate) fn into_tree(self) -> Result<Value, String> {
+        match self.tree.into_inner() {
+            Some(tree) => tree,
+            None => parse_frame(self.text).map_err(|e| e.to_string()),
+        }
+    }
+
     /// The member `name` of the tree; `null` without one.
     fn member(&self, name: &str) -> &Value {
         self.tree().map_or(&Value::Null, |tree| &tree[name])
@@ -322,7 +330,7 @@ impl<'a> LiveRequest<'a> {
         &self.member("params")["_meta"]["progressToken"]
     }
 
-    /// The request's match key (see [`crate::matcher::key`]), written from its
+    /// The request's match key (see [`crate::key::key`]), written from its
     /// text, and its method; `None` when only the tree gives the key: ignored
     /// paths, a method that is neither matched alone nor `tools/call`, a secret
     /// to redact first (the tree path checks again). `redactor` is the one the
@@ -363,7 +371,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::matcher::key;
+    use crate::key::key;
 
     /// The built-in rules, which the tests read requests with.
     fn built_in() -> &'static Redactor {

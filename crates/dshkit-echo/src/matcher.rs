@@ -1,299 +1,17 @@
-//! Request matching for replay: a key per request, ordered pools of recorded
-//! interactions per key, and a near-miss explanation when nothing matches.
+//! Request matching for replay: ordered pools of recorded interactions per
+//! key (the key is [`crate::key`]'s), the answer a live request takes from
+//! them, and a near-miss explanation when nothing matches.
 
 use std::borrow::Cow;
 use std::hash::BuildHasherDefault;
 
-use serde::Deserializer;
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 
 use crate::cassette::Interaction;
-use crate::index::{ByKeyHash, CassetteIndex, Facts, key_check, key_hash};
+use crate::index::{CassetteIndex, Facts};
+use crate::json_diff::differing_paths;
+use crate::key::{ByKeyHash, MatchOptions, key, key_check, key_hash, method_only};
 use crate::redact::Redactor;
-
-/// Methods matched on the method alone.
-pub(crate) fn method_only(method: &str) -> bool {
-    matches!(method, "initialize" | "server/discover" | "ping") || method.ends_with("/list")
-}
-
-/// JSON with object keys sorted at every level, whatever order they came in.
-pub fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    serde_json::to_string(&sorted(value)).expect("JSON serializes")
-}
-
-/// Removes `path` (dot-separated keys, e.g. `params.arguments.requestedAt`).
-fn remove_path(value: &mut Value, path: &str) {
-    let mut parts: Vec<&str> = path.split('.').collect();
-    let Some(last) = parts.pop() else { return };
-    let mut current = value;
-    for part in parts {
-        match current.get_mut(part) {
-            Some(next) => current = next,
-            None => return,
-        }
-    }
-    if let Some(map) = current.as_object_mut() {
-        map.remove(last);
-    }
-}
-
-/// How requests are matched.
-#[derive(Debug, Default, Clone)]
-pub struct MatchOptions {
-    /// Paths removed from a request before keying (`params.arguments.now`).
-    pub ignore_paths: Vec<String>,
-    /// When a key's pool is exhausted, answer with the next unused interaction of
-    /// the same method in recorded order.
-    pub sequential_fallback: bool,
-}
-
-/// The key of a (redacted) request.
-pub fn key(request: &Value, options: &MatchOptions) -> String {
-    let method = request["method"].as_str().unwrap_or("");
-    if method_only(method) {
-        return method.to_owned();
-    }
-    if !options.ignore_paths.is_empty() {
-        return key_without_paths(request, method, options);
-    }
-    // Written straight from the request, without copies: this runs once per
-    // recorded interaction when a cassette is indexed.
-    let params = request.get("params").unwrap_or(&Value::Null);
-    if method == "tools/call" {
-        return call_key(params["name"].as_str().unwrap_or(""), arguments(params));
-    }
-    let mut out = String::with_capacity(96);
-    out.push_str(method);
-    out.push(' ');
-    write_canonical(params, &["_meta", "cursor"], &mut out);
-    out
-}
-
-/// A call's arguments; `null` counts as none, as it does for the index.
-fn arguments(params: &Value) -> Option<&Value> {
-    params.get("arguments").filter(|arguments| !arguments.is_null())
-}
-
-/// The key of a `tools/call` of `tool` with `arguments`, when no paths are ignored.
-pub(crate) fn call_key(tool: &str, arguments: Option<&Value>) -> String {
-    let mut out = call_key_head(tool);
-    match arguments {
-        Some(arguments) => write_canonical(arguments, &[], &mut out),
-        None => out.push_str("{}"),
-    }
-    out
-}
-
-/// [`call_key`] of the arguments' JSON text, written as the text is read,
-/// without a tree; an error where the tree could not be built either.
-pub(crate) fn call_key_of_text(tool: &str, arguments: Option<&str>) -> serde_json::Result<String> {
-    let mut out = call_key_head(tool);
-    match arguments {
-        Some(text) => {
-            let mut reader = serde_json::Deserializer::from_str(text);
-            Canonical { out: &mut out }.deserialize(&mut reader)?;
-            reader.end()?;
-        }
-        None => out.push_str("{}"),
-    }
-    Ok(out)
-}
-
-/// The start of a `tools/call` key: the method and the tool.
-fn call_key_head(tool: &str) -> String {
-    let mut out = String::with_capacity(96);
-    out.push_str("tools/call ");
-    out.push_str(tool);
-    out.push(' ');
-    out
-}
-
-/// [`key`] with `options.ignore_paths` removed from a copy of the params first.
-fn key_without_paths(request: &Value, method: &str, options: &MatchOptions) -> String {
-    let mut params = request.get("params").cloned().unwrap_or(Value::Null);
-    if let Some(map) = params.as_object_mut() {
-        map.remove("_meta");
-        map.remove("cursor");
-    }
-    let mut wrapper = json!({ "params": params });
-    for path in &options.ignore_paths {
-        remove_path(&mut wrapper, path);
-    }
-    let params = &wrapper["params"];
-    if method == "tools/call" {
-        format!(
-            "tools/call {} {}",
-            params["name"].as_str().unwrap_or(""),
-            canonical(arguments(params).unwrap_or(&json!({})))
-        )
-    } else {
-        format!("{method} {}", canonical(params))
-    }
-}
-
-/// Writes `value` as [`canonical`] does, leaving out the top-level keys in `skip`.
-fn write_canonical(value: &Value, skip: &[&str], out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> =
-                map.iter().filter(|(k, _)| !skip.contains(&k.as_str())).collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(k, out);
-                out.push(':');
-                write_canonical(v, &[], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, &[], out);
-            }
-            out.push(']');
-        }
-        Value::String(text) => write_json_string(text, out),
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// Writes `text` as a JSON string, as `serde_json` would.
-fn write_json_string(text: &str, out: &mut String) {
-    if text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-        out.push_str(&Value::from(text).to_string());
-    } else {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
-    }
-}
-
-/// Writes one JSON value as [`write_canonical`] writes its tree, as it is read:
-/// objects sorted by key (the last of equal keys kept, as in a tree), numbers
-/// and strings written as `serde_json` writes them.
-struct Canonical<'o> {
-    out: &'o mut String,
-}
-
-impl<'de> DeserializeSeed<'de> for Canonical<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Canonical<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        self.out.push_str("null");
-        Ok(())
-    }
-
-    fn visit_bool<E>(self, value: bool) -> Result<(), E> {
-        self.out.push_str(if value { "true" } else { "false" });
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<(), E> {
-        write_number(&Value::from(value), self.out);
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<(), E> {
-        write_number(&Value::from(value), self.out);
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<(), E> {
-        write_number(&Value::from(value), self.out);
-        Ok(())
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<(), E> {
-        write_json_string(value, self.out);
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        self.out.push('[');
-        let mut first = true;
-        loop {
-            let before = self.out.len();
-            if !first {
-                self.out.push(',');
-            }
-            if items.next_element_seed(Canonical { out: self.out })?.is_none() {
-                self.out.truncate(before);
-                break;
-            }
-            first = false;
-        }
-        self.out.push(']');
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        // The values are written first, one after another, then put in key
-        // order behind their keys.
-        let start = self.out.len();
-        let mut entries: Vec<(Cow<'de, str>, std::ops::Range<usize>)> = Vec::new();
-        while let Some(key) = members.next_key::<Cow<'de, str>>()? {
-            let at = self.out.len() - start;
-            members.next_value_seed(Canonical { out: self.out })?;
-            entries.push((key, at..self.out.len() - start));
-        }
-        let values = self.out.split_off(start);
-        // Stable: of equal keys, the last is the one a tree keeps.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        self.out.push('{');
-        let mut first = true;
-        for (i, (key, range)) in entries.iter().enumerate() {
-            if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
-                continue;
-            }
-            if !first {
-                self.out.push(',');
-            }
-            first = false;
-            write_json_string(key, self.out);
-            self.out.push(':');
-            self.out.push_str(&values[range.clone()]);
-        }
-        self.out.push('}');
-        Ok(())
-    }
-}
-
-/// A number, written as its tree writes it.
-fn write_number(number: &Value, out: &mut String) {
-    use std::fmt::Write as _;
-    write!(out, "{number}").expect("a String takes any text");
-}
 
 /// Why a request found no recorded answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -665,195 +383,15 @@ impl Matcher {
     }
 }
 
-/// JSON paths (`a.b[2]`) where two values differ (at most 20).
-pub fn differing_paths(recorded: &Value, live: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    diff_into(recorded, live, String::new(), PathStyle::Dotted, &mut out);
-    out.truncate(20);
-    out
-}
-
-/// JSON pointers (RFC 6901, each under `prefix`) where two values differ (at
-/// most 20): `/content/0/text`.
-pub fn differing_pointers(recorded: &Value, live: &Value, prefix: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    diff_into(recorded, live, prefix.to_owned(), PathStyle::Pointer, &mut out);
-    out.truncate(20);
-    out
-}
-
-/// How [`diff_into`] writes a path.
-#[derive(Clone, Copy)]
-enum PathStyle {
-    /// `a.b[2]`, `(root)` for the whole value.
-    Dotted,
-    /// `/a/b/2`, with `~` and `/` escaped.
-    Pointer,
-}
-
-impl PathStyle {
-    fn member(self, path: &str, key: &str) -> String {
-        match self {
-            Self::Dotted if path.is_empty() => key.to_owned(),
-            Self::Dotted => format!("{path}.{key}"),
-            Self::Pointer => format!("{path}/{}", key.replace('~', "~0").replace('/', "~1")),
-        }
-    }
-
-    fn item(self, path: &str, index: usize) -> String {
-        match self {
-            Self::Dotted => format!("{path}[{index}]"),
-            Self::Pointer => format!("{path}/{index}"),
-        }
-    }
-
-    fn whole(self, path: String) -> String {
-        match self {
-            Self::Dotted if path.is_empty() => "(root)".into(),
-            _ => path,
-        }
-    }
-}
-
-fn diff_into(recorded: &Value, live: &Value, path: String, style: PathStyle, out: &mut Vec<String>) {
-    match (recorded, live) {
-        (Value::Object(old), Value::Object(new)) => {
-            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                let child = style.member(&path, key);
-                match (old.get(key), new.get(key)) {
-                    (Some(before), Some(after)) => diff_into(before, after, child, style, out),
-                    _ => out.push(child),
-                }
-            }
-        }
-        (Value::Array(old), Value::Array(new)) if old.len() == new.len() => {
-            for (index, (before, after)) in old.iter().zip(new).enumerate() {
-                diff_into(before, after, style.item(&path, index), style, out);
-            }
-        }
-        _ if recorded == live => {}
-        _ => out.push(style.whole(path)),
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    /// A recorded interaction answering `request` with `{"n": ordinal}`.
-    pub(crate) fn recorded(ordinal: u64, request: Value) -> Interaction {
-        Interaction {
-            ordinal,
-            request,
-            responses: vec![json!({"result": {"n": ordinal}})],
-            notifications: vec![],
-            notification_lead_us: vec![],
-            server_requests: vec![],
-            status: None,
-            ms: 0,
-            origin: "recorded".into(),
-        }
-    }
+    use crate::cassette::test_records::{recorded, recorded_line as line, write_cassette as write};
+    use crate::error::CassetteError;
 
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn call(id: u64, tool: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": {"progressToken": id}}})
-    }
-
-    /// Generated JSON text: objects with members out of order and repeated
-    /// (`\u0061` is `a` again), nesting, numbers in many notations (some out of
-    /// any tree's range), strings with escapes.
-    fn generated_json(rng: &mut dshkit_test::secrets::Rng, depth: u32) -> String {
-        const NUMBERS: &[&str] = &[
-            "0",
-            "-0",
-            "7",
-            "-12",
-            "1.5e3",
-            "1E+2",
-            "-1.0",
-            "0.1",
-            "1e-7",
-            "2.5e-310",
-            "0.000",
-            "3.141592653589793238",
-            "123456789012345678901234",
-            "18446744073709551615",
-            "18446744073709551616",
-            "-9223372036854775808",
-            "-9223372036854775809",
-            "1e400",
-        ];
-        const STRINGS: &[&str] = &[
-            r#""""#,
-            r#""hi""#,
-            r#""\"q\" \u00e9""#,
-            r#""tab\tnew\nline""#,
-            r#""é😀""#,
-            r#""\ud83d\ude00""#,
-        ];
-        const KEYS: &[&str] = &[
-            r#""b""#,
-            r#""a""#,
-            r#""c""#,
-            r#""\u0061""#,
-            r#""é""#,
-            r#""A""#,
-            r#""a b""#,
-        ];
-        fn pick(rng: &mut dshkit_test::secrets::Rng, items: &[&str]) -> String {
-            items[usize::try_from(rng.draw() % items.len() as u64).unwrap()].to_owned()
-        }
-        let kind = if depth >= 3 { 0 } else { rng.draw() % 3 };
-        match (kind, rng.draw() % 4) {
-            (0, 0) => pick(rng, NUMBERS),
-            (0, 1) => pick(rng, STRINGS),
-            (0, _) => pick(rng, &["true", "false", "null", "42"]),
-            (1, _) => {
-                let items: Vec<String> = (0..rng.draw() % 4)
-                    .map(|_| generated_json(rng, depth + 1))
-                    .collect();
-                format!("[{}]", items.join(" , "))
-            }
-            _ => {
-                let members: Vec<String> = (0..rng.draw() % 5)
-                    .map(|_| {
-                        let key = pick(rng, KEYS);
-                        format!("{key}: {}", generated_json(rng, depth + 1))
-                    })
-                    .collect();
-                format!("{{{}}}", members.join(","))
-            }
-        }
-    }
-
-    #[test]
-    fn a_key_written_as_the_arguments_are_read_is_the_trees_key() {
-        let mut rng = dshkit_test::secrets::Rng::from_env();
-        let (mut keyed, mut refused) = (0, 0);
-        for _ in 0..3000 {
-            let text = generated_json(&mut rng, 0);
-            match serde_json::from_str::<Value>(&text) {
-                Ok(tree) => {
-                    let read = call_key_of_text("t", Some(&text)).unwrap_or_else(|e| panic!("{e}: {text}"));
-                    assert_eq!(read, call_key("t", Some(&tree)), "{text}");
-                    keyed += 1;
-                }
-                Err(_) => {
-                    assert!(call_key_of_text("t", Some(&text)).is_err(), "{text}");
-                    refused += 1;
-                }
-            }
-        }
-        assert!(keyed > 1000 && refused > 10, "{keyed} keyed, {refused} refused");
-        assert_eq!(call_key_of_text("t", None).unwrap(), call_key("t", None));
-        assert!(
-            call_key_of_text("t", Some("{} x")).is_err(),
-            "text after the value"
-        );
     }
 
     #[test]
@@ -888,54 +426,6 @@ pub(crate) mod tests {
                 Err(Miss::Exhausted { recorded: 2, .. })
             ),
             "the colliding first interaction is never the answer"
-        );
-    }
-
-    #[test]
-    fn the_direct_key_writer_gives_the_canonical_form() {
-        let nested =
-            json!({"z": [3, {"b": "x\"y", "a": null}], "a": {"d": 1.5, "c": true}, "_meta": {"t": 1}});
-        let options = MatchOptions::default();
-        let with_paths = MatchOptions {
-            ignore_paths: vec!["params.nothing".into()],
-            ..MatchOptions::default()
-        };
-        for request in [
-            call(1, "sum", nested.clone()),
-            json!({"method": "tools/call", "params": {"name": "bare"}}),
-            json!({"method": "resources/read", "params": {"uri": "a", "cursor": "c", "_meta": {}, "x": nested}}),
-            json!({"method": "prompts/get"}),
-        ] {
-            assert_eq!(key(&request, &options), key(&request, &with_paths), "{request}");
-        }
-    }
-
-    #[test]
-    fn keys_ignore_ids_meta_cursors_key_order_and_configured_paths() {
-        let options = MatchOptions {
-            ignore_paths: vec!["params.arguments.now".into()],
-            ..MatchOptions::default()
-        };
-        assert_eq!(
-            key(&call(1, "sum", json!({"a": 1, "b": 2, "now": 5})), &options),
-            key(&call(9, "sum", json!({"b": 2, "a": 1, "now": 6})), &options)
-        );
-        assert_eq!(
-            key(
-                &json!({"method": "tools/list", "params": {"cursor": "x"}}),
-                &options
-            ),
-            "tools/list"
-        );
-        assert_ne!(
-            key(
-                &json!({"method": "resources/read", "params": {"uri": "a"}}),
-                &options
-            ),
-            key(
-                &json!({"method": "resources/read", "params": {"uri": "b"}}),
-                &options
-            )
         );
     }
 
@@ -1002,5 +492,176 @@ pub(crate) mod tests {
         let mut matcher = Matcher::new(vec![recorded(1, request)], MatchOptions::default());
         assert!(matcher.find(&live, None).is_err(), "unredacted it would miss");
         assert_eq!(matcher.find(&live, Some(&redactor)).unwrap().ordinal, 1);
+    }
+
+    #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
+    fn indexed_call(tool: &str, arguments: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    }
+
+    #[test]
+    fn an_indexed_cassette_answers_as_the_parsed_one_does() {
+        let lines = [
+            line(1, json!({"method": "initialize", "params": {}})),
+            r#"{"type":"message","from":"client","message":{"method":"notifications/initialized"}}"#
+                .to_owned(),
+            line(2, json!({"method": "tools/list"})),
+            line(3, indexed_call("sum", json!({"a": 1, "b": 2}))),
+            line(4, indexed_call("sum", json!({"b": 2, "a": 1}))),
+            line(5, indexed_call("echo", json!({"message": "hi"}))),
+            line(6, indexed_call("now", Value::Null)),
+        ];
+        let (_dir, path) = write(&lines, true);
+        let options = MatchOptions::default();
+        let index = CassetteIndex::open(&path, &options).unwrap();
+        assert_eq!(index.len(), 6);
+        assert_eq!(index.max_ordinal, 6);
+        assert_eq!(index.handshake.as_ref().unwrap()["method"], "initialize");
+        assert!(index.warnings.is_empty());
+        let mut matcher = Matcher::indexed(index, options);
+        let ordinal = |m: &mut Matcher, request: &Value| m.find(request, None).map(|i| i.ordinal);
+        assert_eq!(
+            ordinal(&mut matcher, &indexed_call("sum", json!({"b": 2, "a": 1}))),
+            Ok(3)
+        );
+        assert_eq!(
+            ordinal(&mut matcher, &indexed_call("sum", json!({"a": 1, "b": 2}))),
+            Ok(4)
+        );
+        assert!(matches!(
+            matcher.find(&indexed_call("sum", json!({"a": 1, "b": 2})), None),
+            Err(Miss::Exhausted { recorded: 2, .. })
+        ));
+        for _ in 0..2 {
+            assert_eq!(ordinal(&mut matcher, &json!({"method": "tools/list"})), Ok(2));
+        }
+        assert_eq!(
+            ordinal(&mut matcher, &indexed_call("now", Value::Null)),
+            Ok(6),
+            "null arguments are keyed as none, on both sides"
+        );
+        let hit = matcher
+            .find(&indexed_call("echo", json!({"message": "hi"})), None)
+            .unwrap();
+        assert_eq!(
+            hit.responses[0]["result"]["n"], 5,
+            "the answer is read from its line"
+        );
+        assert_eq!(
+            matcher
+                .find(&indexed_call("echo", json!({"message": "bye"})), None)
+                .unwrap_err(),
+            Miss::ArgumentsDiffer {
+                tool: "echo".into(),
+                paths: vec!["message".into()]
+            }
+        );
+        assert_eq!(
+            matcher.find(&indexed_call("drop", json!({})), None).unwrap_err(),
+            Miss::UnknownTool {
+                tool: "drop".into(),
+                recorded: vec!["echo".into(), "now".into(), "sum".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn a_file_indexed_in_stretches_keeps_its_order_line_numbers_and_pools() {
+        // Split into stretches of 256 KiB (on a machine with two cores or more).
+        let count = 5000;
+        let padding = "p".repeat(60);
+        let mut lines: Vec<String> = (1..=count)
+            .map(|i| {
+                let tool = if i % 2 == 0 { "even" } else { "odd" };
+                line(
+                    u64::try_from(i).unwrap(),
+                    indexed_call(tool, json!({"n": i % 1000, "pad": padding})),
+                )
+            })
+            .collect();
+        let unknown = count - 10;
+        lines[unknown] = r#"{"type":"future-record"}"#.to_owned();
+        let (_dir, path) = write(&lines, true);
+        let index = CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 256 * 1024).unwrap();
+        assert_eq!(index.len(), count - 1);
+        assert_eq!(index.max_ordinal, u64::try_from(count).unwrap());
+        // The header is line 1: the replaced record is on line `unknown + 2`.
+        assert_eq!(
+            index.warnings,
+            vec![format!(
+                "line {}: unknown record type \"future-record\", skipped",
+                unknown + 2
+            )]
+        );
+        let mut matcher = Matcher::indexed(index, MatchOptions::default());
+        // Each key was recorded count/1000 times, across both halves: in order.
+        let mut seen = Vec::new();
+        while let Ok(hit) = matcher.find(&indexed_call("odd", json!({"n": 7, "pad": padding})), None) {
+            seen.push(hit.ordinal);
+        }
+        assert_eq!(seen, [7, 1007, 2007, 3007, 4007]);
+        assert_eq!(seen.last().copied().map(|o| o % 1000), Some(7));
+
+        lines[count - 5] = "{broken".to_owned();
+        let (_dir, path) = write(&lines, true);
+        let error =
+            CassetteIndex::open_in_stretches(&path, &MatchOptions::default(), 256 * 1024).unwrap_err();
+        assert!(
+            matches!(error, CassetteError::BadRecord { line, .. } if line == count - 5 + 2),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn damage_is_refused_forgiven_or_told_as_the_reader_does() {
+        let good = line(1, indexed_call("echo", json!({"message": "a"})));
+        // Valid JSON whose answer is not an interaction's: found at the hit.
+        let damaged = r#"{"type":"interaction","ordinal":2,"request":{"method":"tools/call","params":{"name":"echo","arguments":{"message":"b"}}},"responses":"oops","ms":0}"#.to_owned();
+        let cut = line(3, indexed_call("echo", json!({"message": "c"})))[..40].to_owned();
+        let (_dir, path) = write(&[good.clone(), damaged.clone(), cut], false);
+        let index = CassetteIndex::open(&path, &MatchOptions::default()).unwrap();
+        assert_eq!(index.len(), 2);
+        assert!(
+            index.warnings[0].contains("line 4 is cut short"),
+            "{:?}",
+            index.warnings
+        );
+        let mut matcher = Matcher::indexed(index, MatchOptions::default());
+        let miss = matcher
+            .find(&indexed_call("echo", json!({"message": "b"})), None)
+            .unwrap_err();
+        assert_eq!(miss.reason(), "damaged");
+        assert!(
+            miss.message().contains(":3: not a JSON record"),
+            "{}",
+            miss.message()
+        );
+        assert_eq!(
+            matcher
+                .find(&indexed_call("echo", json!({"message": "a"})), None)
+                .unwrap()
+                .ordinal,
+            1
+        );
+
+        let (_dir, path) = write(&[good, "{not json".into(), damaged], true);
+        let error = CassetteIndex::open(&path, &MatchOptions::default()).unwrap_err();
+        assert!(
+            matches!(error, CassetteError::BadRecord { line: 3, .. }),
+            "{error}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let future = dir.path().join("f.jsonl");
+        std::fs::write(&future, "{\"type\":\"header\",\"formatVersion\":99}\n").unwrap();
+        assert!(matches!(
+            CassetteIndex::open(&future, &MatchOptions::default()),
+            Err(CassetteError::FutureVersion { found: 99, .. })
+        ));
+        std::fs::write(&future, "").unwrap();
+        assert!(matches!(
+            CassetteIndex::open(&future, &MatchOptions::default()),
+            Err(CassetteError::NoHeader { .. })
+        ));
     }
 }

@@ -8,15 +8,51 @@
 //! recorded call costs no JSON tree and no second serialization.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::cassette::{Appender, CassetteError, Header};
+use crate::cassette::Header;
+use crate::error::{CassetteError, EchoError};
 use crate::redact::Redactor;
-use crate::stdio::{EchoError, MAX_PENDING_REQUESTS, RecordOptions, RecordSummary};
+use crate::writer::{Appender, RecordMode};
+
+/// Client requests waiting for their answer, at most, while recording; past it
+/// the oldest is recorded as an unanswered message.
+pub const MAX_PENDING_REQUESTS: usize = 4096;
+
+/// What to record.
+#[derive(Debug)]
+pub struct RecordOptions {
+    /// The server's argv (stdio; empty for the HTTP proxy).
+    pub argv: Vec<String>,
+    pub cassette: PathBuf,
+    pub mode: RecordMode,
+    pub redactor: Redactor,
+}
+
+impl RecordOptions {
+    /// Refuses to start a recording in mode `once` over an existing cassette.
+    pub(crate) fn refuse_to_overwrite(&self) -> Result<(), CassetteError> {
+        if self.mode == RecordMode::Once && self.cassette.exists() {
+            return Err(CassetteError::Exists(self.cassette.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// What a recording did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordSummary {
+    pub interactions: u64,
+    pub messages: u64,
+    pub raw_lines: u64,
+    pub cassette: Option<PathBuf>,
+}
 
 /// One JSON-RPC message as it will be written (redacted), with the members
 /// that attribute it.
@@ -574,7 +610,7 @@ mod tests {
         let options = RecordOptions {
             argv: Vec::new(),
             cassette: cassette.clone(),
-            mode: crate::cassette::RecordMode::Once,
+            mode: RecordMode::Once,
             redactor: Redactor::new(&[], &[]).unwrap(),
         };
         (Recorder::new(options, "stdio"), cassette)
@@ -633,7 +669,7 @@ mod tests {
         let options = RecordOptions {
             argv: Vec::new(),
             cassette: cassette.clone(),
-            mode: crate::cassette::RecordMode::Once,
+            mode: RecordMode::Once,
             redactor: redactor.clone(),
         };
         let mut recorder = Recorder::new(options, "stdio");
@@ -800,5 +836,32 @@ mod tests {
                 assert_eq!(messages, expected);
             }
         }
+    }
+
+    #[test]
+    fn the_recorder_keeps_when_each_notification_came_before_its_response() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut recorder, cassette) = recorder_in(&dir);
+        let arrived = Instant::now();
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let parse = |text: &str| Message::parse(text, &redactor).unwrap();
+        recorder.on_client_at(
+            parse(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":3}}}"#),
+            arrived,
+        );
+        recorder.on_server_at(
+            parse(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":3,"progress":1}}"#),
+            arrived,
+        );
+        recorder.on_server_at(
+            parse(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            arrived + std::time::Duration::from_millis(20),
+        );
+        recorder.finish().unwrap();
+        let loaded = crate::cassette::read(&cassette).unwrap();
+        let interaction = &loaded.cassette.into_interactions()[0];
+        assert_eq!(interaction.notifications.len(), 1);
+        assert_eq!(interaction.notification_lead_us, [20_000]);
+        assert_eq!(interaction.ms, 20);
     }
 }

@@ -4,9 +4,17 @@
 //! server ignores its stdin closing.
 
 use std::ops::{Deref, DerefMut};
+use std::process::Stdio;
+use std::time::Duration;
 
 use dshkit_os::process::Group;
-use tokio::process::{Child, Command};
+use tokio::io::BufReader;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::error::EchoError;
+
+/// How long a server may take to exit once its stdin is closed.
+pub(crate) const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 /// The server's process (it derefs to the [`Child`]) and its group. Dropping
 /// it kills the server (`kill_on_drop`); dropping the group stops what the
@@ -46,5 +54,48 @@ impl Deref for ServerProcess {
 impl DerefMut for ServerProcess {
     fn deref_mut(&mut self) -> &mut Child {
         &mut self.child
+    }
+}
+
+/// Starts `argv` as a server spoken to over its stdin and stdout (its stderr
+/// is dshkit's): the process, and its two pipes.
+pub(crate) fn spawn_server(
+    argv: &[String],
+) -> Result<(ServerProcess, ChildStdin, BufReader<ChildStdout>), EchoError> {
+    let spawn_error = |error: String| EchoError::Spawn {
+        argv: argv.join(" "),
+        error,
+    };
+    let (program, rest) = argv
+        .split_first()
+        .ok_or_else(|| spawn_error("empty argv".into()))?;
+    let mut child = ServerProcess::spawn(
+        Command::new(program)
+            .args(rest)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit()),
+    )
+    .map_err(|e| spawn_error(e.to_string()))?;
+    let stdin = child.stdin.take().ok_or_else(|| spawn_error("no stdin".into()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| spawn_error("no stdout".into()))?;
+    Ok((child, stdin, BufReader::new(stdout)))
+}
+
+/// Closes the server's stdin and waits [`EXIT_GRACE`] for it to exit, then
+/// kills it.
+pub(crate) async fn close_server(child: ServerProcess, stdin: ChildStdin) {
+    drop(stdin);
+    reap_server(child, EXIT_GRACE).await;
+}
+
+/// Waits up to `grace` for the server to exit, then kills it.
+pub(crate) async fn reap_server(mut child: ServerProcess, grace: Duration) {
+    if tokio::time::timeout(grace, child.wait()).await.is_err() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
     }
 }

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::cassette::{Record, Records};
-use crate::matcher::differing_pointers;
+use crate::error::{EchoError, PointerError};
+use crate::json_diff::differing_pointers;
 use crate::redact::Redactor;
-use crate::stdio::EchoError;
 pub use crate::volatile::Normaliser;
 
 /// Longest wait for one answer.
@@ -55,18 +55,6 @@ pub struct Check {
 pub struct Pointer {
     text: String,
     tokens: Vec<String>,
-}
-
-/// Why a text is no [`Pointer`] `--ignore` takes.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PointerError {
-    #[error("`{0}` is not a JSON pointer: it starts with `/`, e.g. /result/content/0/text")]
-    NoLeadingSlash(String),
-    #[error("`{0}` is not a JSON pointer: `~` is written `~0` and `/` inside a name `~1`")]
-    BadEscape(String),
-    #[error("the empty pointer names the whole answer: ignoring it would compare nothing")]
-    WholeAnswer,
 }
 
 impl Pointer {
@@ -290,7 +278,7 @@ pub async fn verify<R: std::io::BufRead>(
     options: VerifyOptions,
 ) -> Result<Vec<Check>, EchoError> {
     let VerifyOptions { mut redactor, ignore } = options;
-    crate::stdio::with_cassette_paths(records.header(), &mut redactor);
+    records.header().scope_paths(&mut redactor);
     let paths = redactor.paths().clone();
     let mut live = Live::start(target)?;
     let normaliser = Normaliser::default();

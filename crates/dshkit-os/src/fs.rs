@@ -1,6 +1,7 @@
-//! The file-system facts that differ between platforms. On Windows, files
-//! under the user's profile are private by its ACLs, so the Unix mode checks
-//! have no counterpart there and report nothing.
+//! The file-system facts that differ between platforms, and the workspace's
+//! one atomic write ([`write_atomic`]). On Windows, files under the user's
+//! profile are private by its ACLs, so the Unix mode checks have no
+//! counterpart there and report nothing.
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::path::Path;
@@ -191,6 +192,115 @@ pub fn read_exact_at(file: &File, mut buffer: &mut [u8], mut offset: u64) -> std
     Ok(())
 }
 
+/// Bytes [`write_atomic`] gathers before each write to the new file.
+const ATOMIC_WRITE_BUFFER: usize = 256 * 1024;
+
+/// Replaces `path` with `bytes`, atomically: readers see the old file or the
+/// new one, never a part of it, and after a crash (a power cut included) the
+/// one that was in place last. `bytes` is read to its end (a slice, a file, or
+/// a reader that makes the content as it goes, so a large file needs no buffer
+/// of its size).
+///
+/// The content goes to a new file beside `path` (the same directory, so the
+/// rename cannot cross file systems) that takes the old file's permissions
+/// before anything is written; the new file is synced, renamed over `path`,
+/// and then the directory is synced, so the rename survives a crash too (on
+/// Unix; Windows gives no handle to a directory to sync, and NTFS journals the
+/// rename). A file system that cannot sync a directory is not an error. On an
+/// error before the rename the new file is removed and `path` is left as it
+/// was; one in syncing the directory is returned with the new file in place.
+pub fn write_atomic(path: &Path, mut bytes: impl std::io::Read) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let (temp, file) = create_beside(path, dir)?;
+    let written = (|| {
+        if let Ok(old) = std::fs::metadata(path) {
+            file.set_permissions(old.permissions())?;
+        }
+        let mut out = std::io::BufWriter::with_capacity(ATOMIC_WRITE_BUFFER, file);
+        std::io::copy(&mut bytes, &mut out)?;
+        let file = out.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        atomic_step("write");
+        synced(&file, "sync the file")?;
+        drop(file);
+        std::fs::rename(&temp, path)?;
+        atomic_step("rename");
+        Ok(())
+    })();
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(error);
+    }
+    sync_dir(dir)
+}
+
+/// A new file for [`write_atomic`] in `dir`, named after `path`
+/// (`.NAME.PID-N.tmp`): never one that exists, so two writes of one path at
+/// once never share it.
+fn create_beside(path: &Path, dir: &Path) -> std::io::Result<(std::path::PathBuf, File)> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path.file_name().map_or_else(
+        || std::borrow::Cow::Borrowed("file"),
+        std::ffi::OsStr::to_string_lossy,
+    );
+    let mut attempts = 0;
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => {
+                atomic_step("create");
+                return Ok((temp, file));
+            }
+            // Left by an earlier process that had this pid.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempts < 16 => attempts += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Makes a rename in `dir` durable (Unix).
+#[cfg_attr(
+    not(unix),
+    expect(clippy::unnecessary_wraps, reason = "a directory is synced on Unix only")
+)]
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        match File::open(dir).and_then(|dir| synced(&dir, "sync the directory")) {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Syncs `file` (a file or a directory) to the disk: the step of
+/// [`write_atomic`] named `step`.
+fn synced(file: &File, step: &'static str) -> std::io::Result<()> {
+    file.sync_all()?;
+    atomic_step(step);
+    Ok(())
+}
+
+/// Notes a step of [`write_atomic`] for the tests, which check their order.
+#[cfg(test)]
+fn atomic_step(step: &'static str) {
+    tests::ATOMIC_STEPS.with(|steps| steps.borrow_mut().push(step));
+}
+
+#[cfg(not(test))]
+fn atomic_step(_: &'static str) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +353,115 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
         let (available, total) = space(dir.path()).unwrap();
         assert!(available <= total && total > 0);
+    }
+
+    thread_local! {
+        /// The steps [`write_atomic`] took on this thread, in order.
+        pub(super) static ATOMIC_STEPS: std::cell::RefCell<Vec<&'static str>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// The names in `dir`, sorted.
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn an_atomic_write_syncs_the_file_renames_it_then_syncs_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, "old").unwrap();
+        ATOMIC_STEPS.with(|steps| steps.borrow_mut().clear());
+        write_atomic(&path, b"new".as_slice()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(listing(dir.path()), ["settings.json"], "no temporary file left");
+        let steps = ATOMIC_STEPS.with(|steps| steps.borrow().clone());
+        let mut expected = vec!["create", "write", "sync the file", "rename"];
+        if cfg!(unix) {
+            expected.push("sync the directory");
+        }
+        assert_eq!(steps, expected);
+    }
+
+    #[test]
+    fn an_atomic_write_keeps_the_old_files_permissions_and_makes_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("private");
+        std::fs::write(&path, "old").unwrap();
+        set_mode(&path, 0o600).unwrap();
+        write_atomic(&path, b"new".as_slice()).unwrap();
+        let metadata = std::fs::metadata(&path).unwrap();
+        assert!(!open_to_others(&metadata));
+        if let Some(mode) = mode(&metadata) {
+            assert_eq!(mode, 0o600);
+        }
+        // A path that did not exist is made; a reader of any kind is taken.
+        let fresh = dir.path().join("fresh.jsonl");
+        write_atomic(&fresh, std::io::Cursor::new(vec![b'x'; 300_000])).unwrap();
+        assert_eq!(std::fs::read(&fresh).unwrap().len(), 300_000);
+    }
+
+    /// A reader that gives `good` bytes and then fails.
+    struct FailingAfter(usize);
+
+    impl std::io::Read for FailingAfter {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::Error::other("the content could not be made"));
+            }
+            let n = self.0.min(buffer.len());
+            buffer[..n].fill(b'y');
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_the_old_file_and_removes_the_temporary_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, "old").unwrap();
+        let error = write_atomic(&path, FailingAfter(100_000)).unwrap_err();
+        assert_eq!(error.to_string(), "the content could not be made");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(listing(dir.path()), ["c.jsonl"]);
+
+        // The rename fails: a directory that is not empty stands at the path.
+        let occupied = dir.path().join("occupied");
+        std::fs::create_dir(&occupied).unwrap();
+        std::fs::write(occupied.join("inside"), "kept").unwrap();
+        assert!(write_atomic(&occupied, b"new".as_slice()).is_err());
+        assert_eq!(std::fs::read_to_string(occupied.join("inside")).unwrap(), "kept");
+        assert_eq!(listing(dir.path()), ["c.jsonl", "occupied"]);
+
+        // No directory to write in: nothing is made.
+        let nowhere = dir.path().join("missing").join("c.jsonl");
+        assert!(write_atomic(&nowhere, b"new".as_slice()).is_err());
+        assert_eq!(listing(dir.path()), ["c.jsonl", "occupied"]);
+    }
+
+    #[test]
+    fn atomic_writes_of_one_path_at_once_never_share_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared");
+        std::thread::scope(|scope| {
+            for n in 0..8u8 {
+                let path = &path;
+                scope.spawn(move || write_atomic(path, vec![n; 64 * 1024].as_slice()).unwrap());
+            }
+        });
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(written.len(), 64 * 1024);
+        assert!(
+            written.iter().all(|b| *b == written[0]),
+            "one writer's whole content"
+        );
+        assert_eq!(listing(dir.path()), ["shared"]);
     }
 }

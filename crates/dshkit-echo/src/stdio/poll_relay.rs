@@ -1,7 +1,7 @@
 //! The recording proxy's relay for this process's own stdin and stdout, where
 //! they are pipes (Linux) or sockets (Unix): one poll(2) loop on a thread of its
 //! own. A call through it costs a few µs of the proxy's CPU; through the event
-//! loop of [`super::record`], 20-40 µs more, most of it the event loop's code and
+//! loop of [`super::record::record`], 20-40 µs more, most of it the event loop's code and
 //! data coming back into cold caches at every wake-up (docs/echo.md).
 //!
 //! Each frame is forwarded first, then joins a [`Batch`] for the recording
@@ -17,10 +17,11 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
-use super::{
-    EchoError, MAX_FRAME_BYTES, Queue, RECORD_BATCH_AGE, RECORD_BATCH_BYTES, RECORD_BATCH_FRAMES,
-    RECORD_BATCH_IDLE, Seen, Side, io,
+use super::queue::{
+    Queue, RECORD_BATCH_AGE, RECORD_BATCH_BYTES, RECORD_BATCH_FRAMES, RECORD_BATCH_IDLE, Seen, Side,
 };
+use crate::error::EchoError;
+use crate::frame::MAX_FRAME_BYTES;
 
 /// Bytes read from a side at a time.
 const READ_CHUNK: usize = 64 * 1024;
@@ -185,7 +186,7 @@ pub(crate) fn relay(
         match poll(&mut fds, timeout.as_ref()) {
             Ok(_) => {}
             Err(Errno::INTR) => continue,
-            Err(e) => return Err(io("poll")(e.into())),
+            Err(e) => return Err(EchoError::io("poll")(e.into())),
         }
         if batch.due().is_some_and(|due| Instant::now() >= due) {
             batch.hand_over();
@@ -280,7 +281,7 @@ impl Direction {
         let read = match rustix::io::read(from, &mut *chunk) {
             Ok(read) => read,
             Err(Errno::AGAIN | Errno::INTR) => return Ok(()),
-            Err(e) => return Err(io(self.what.0)(e.into())),
+            Err(e) => return Err(EchoError::io(self.what.0)(e.into())),
         };
         if read == 0 {
             self.open = false;
@@ -300,7 +301,10 @@ impl Direction {
             }
             self.partial.extend_from_slice(line);
             if self.partial.len() > MAX_FRAME_BYTES {
-                return Err(EchoError::FrameTooLong(self.what.0));
+                return Err(EchoError::FrameTooLong {
+                    stream: self.what.0,
+                    limit: MAX_FRAME_BYTES,
+                });
             }
             let frame = std::mem::take(&mut self.partial);
             self.pass(&frame, to, batch)?;
@@ -312,7 +316,10 @@ impl Direction {
         }
         self.partial.extend_from_slice(rest);
         if self.partial.len() > MAX_FRAME_BYTES {
-            return Err(EchoError::FrameTooLong(self.what.0));
+            return Err(EchoError::FrameTooLong {
+                stream: self.what.0,
+                limit: MAX_FRAME_BYTES,
+            });
         }
         Ok(())
     }
@@ -323,7 +330,7 @@ impl Direction {
         let room = batch.room(frame.len());
         let at = Instant::now();
         if self.drained() {
-            let written = to.write(frame).map_err(io(self.what.1))?;
+            let written = to.write(frame).map_err(EchoError::io(self.what.1))?;
             self.unsent.extend_from_slice(&frame[written..]);
         } else {
             self.unsent.extend_from_slice(frame);
@@ -339,7 +346,9 @@ impl Direction {
 
     /// Writes what `to` takes of what waits for it.
     fn flush(&mut self, to: &Sink<'_>) -> Result<(), EchoError> {
-        self.sent += to.write(&self.unsent[self.sent..]).map_err(io(self.what.1))?;
+        self.sent += to
+            .write(&self.unsent[self.sent..])
+            .map_err(EchoError::io(self.what.1))?;
         if self.sent == self.unsent.len() {
             self.sent = 0;
             if self.unsent.capacity() > READ_CHUNK {
@@ -426,10 +435,14 @@ impl Drop for Batch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{RecordOptions, Recording};
+    use serde_json::Value;
+
+    use super::super::queue::Recording;
     use super::*;
-    use crate::cassette::RecordMode;
+    use crate::recorder::{RecordOptions, RecordSummary};
     use crate::redact::Redactor;
+    use crate::server_process::{EXIT_GRACE, ServerProcess, reap_server, spawn_server};
+    use crate::writer::RecordMode;
 
     #[tokio::test]
     async fn a_batch_is_handed_over_by_the_clock_of_the_frames_that_pass() {
@@ -479,5 +492,173 @@ mod tests {
         drop(batch);
         let summary = recording.finish().await.unwrap();
         assert_eq!(summary.messages, kept as u64 + 1 + RECORD_BATCH_FRAMES as u64);
+    }
+
+    /// A server for the poll relay's tests: it answers each request with an
+    /// empty result, `big` with a 4 MiB one, and on `mark` it also creates
+    /// the file its argument names.
+    const ANSWERING_SERVER: &str = r#"
+        const fs = require("fs");
+        require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+            const m = JSON.parse(line);
+            if (m.id === undefined) return;
+            const result = m.method === "big" ? { text: "x".repeat(4 << 20) } : {};
+            process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) + "\n");
+            if (m.method === "mark") fs.writeFileSync(process.argv[1], "marked");
+        });
+    "#;
+
+    /// A recording through the poll relay, its client on a socket.
+    struct PollRecording {
+        child: ServerProcess,
+        recording: Recording,
+        relay: std::thread::JoinHandle<Result<Ended, EchoError>>,
+        stopper: std::io::PipeWriter,
+        cassette: std::path::PathBuf,
+    }
+
+    impl PollRecording {
+        /// Records `argv` into `dir`'s cassette; returns the client's end too.
+        fn start(dir: &std::path::Path, argv: Vec<String>) -> (Self, std::os::unix::net::UnixStream) {
+            use std::os::fd::AsFd;
+            let (child, server_in, server_out) = spawn_server(&argv).unwrap();
+            let server_in = server_in.into_owned_fd().unwrap();
+            let server_out = server_out.into_inner().into_owned_fd().unwrap();
+            let cassette = dir.join("c.jsonl");
+            let recording = Recording::start(RecordOptions {
+                argv,
+                cassette: cassette.clone(),
+                mode: RecordMode::Once,
+                redactor: Redactor::new(&[], &[]).unwrap(),
+            })
+            .unwrap();
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let (stop, stopper) = std::io::pipe().unwrap();
+            let queue = recording.queue.clone();
+            let relay = std::thread::spawn(move || {
+                let client = ClientFds::socket(theirs.as_fd(), theirs.as_fd());
+                relay(client, server_in, server_out, stop.as_fd(), EXIT_GRACE, &queue)
+            });
+            let recording = Self {
+                child,
+                recording,
+                relay,
+                stopper,
+                cassette,
+            };
+            (recording, ours)
+        }
+
+        /// Waits for the relay to end (the client must have shut its input),
+        /// then for the server and the recording.
+        async fn finish(self) -> (Ended, RecordSummary) {
+            let ended = self.relay.join().unwrap().unwrap();
+            drop(self.stopper);
+            reap_server(self.child, EXIT_GRACE).await;
+            (ended, self.recording.finish().await.unwrap())
+        }
+    }
+
+    /// Waits until `done`, for at most a minute; polls, as a file has no event.
+    fn wait_for(what: &str, done: &dyn Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while !done() {
+            assert!(Instant::now() < deadline, "gave up waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The client on a socket leaves a 4 MiB answer unread. The relay must go
+    /// on forwarding what the client sends meanwhile: a relay whose write to
+    /// the client blocks would never pass the `mark` request on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_poll_relay_forwards_requests_while_the_client_leaves_an_answer_unread() {
+        use std::io::{BufRead, Write};
+
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("marked");
+        let argv: Vec<String> = vec![
+            dshkit_test::Peers::get().node().display().to_string(),
+            "-e".into(),
+            ANSWERING_SERVER.into(),
+            marker.display().to_string(),
+        ];
+        let (recording, mut ours) = PollRecording::start(dir.path(), argv);
+
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"big\"}\n")
+            .unwrap();
+        // The relay has filled the socket: what it holds of the answer waits.
+        wait_for("the answer to fill the socket", &|| {
+            rustix::io::ioctl_fionread(&ours).unwrap() >= 64 * 1024
+        });
+        // One request in two writes, a notification, then a last line without
+        // its newline.
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,").unwrap();
+        ours.write_all(
+            b"\"method\":\"mark\"}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n",
+        )
+        .unwrap();
+        wait_for("the mark request to reach the server", &|| marker.exists());
+        ours.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"last\"}")
+            .unwrap();
+        ours.shutdown(std::net::Shutdown::Write).unwrap();
+
+        let answers: Vec<Value> = std::io::BufReader::new(&ours)
+            .lines()
+            .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
+            .collect();
+        let (ended, summary) = recording.finish().await;
+
+        assert_eq!(ended, Ended::Finished);
+        let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+        assert_eq!(ids, [1, 2, 3], "every answer, in order");
+        assert_eq!(answers[0]["result"]["text"].as_str().map(str::len), Some(4 << 20));
+        assert_eq!((summary.interactions, summary.messages), (3, 1), "{summary:?}");
+    }
+
+    /// Frames wait in a batch while calls follow each other closely; once the
+    /// traffic pauses, what passed is recorded without waiting for more.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_poll_relay_records_what_passed_once_the_traffic_pauses() {
+        use std::io::{BufRead, Write};
+
+        let dir = tempfile::tempdir().unwrap();
+        let argv: Vec<String> = vec![
+            dshkit_test::Peers::get().node().display().to_string(),
+            "-e".into(),
+            ANSWERING_SERVER.into(),
+            dir.path().join("unused").display().to_string(),
+        ];
+        let (recording, mut ours) = PollRecording::start(dir.path(), argv);
+        let mut answers = std::io::BufReader::new(ours.try_clone().unwrap());
+        let mut answer = String::new();
+        for id in 1..=3 {
+            let method = if id == 1 { "initialize" } else { "ping" };
+            writeln!(
+                ours,
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{method}\"}}"
+            )
+            .unwrap();
+            answer.clear();
+            answers.read_line(&mut answer).unwrap();
+        }
+        let cassette = recording.cassette.clone();
+        let interactions = || {
+            std::fs::read_to_string(&cassette)
+                .map_or(0, |text| text.matches("\"type\":\"interaction\"").count())
+        };
+        wait_for(
+            "the three calls in the cassette, the relay still running",
+            &|| interactions() == 3,
+        );
+        assert!(
+            !recording.relay.is_finished(),
+            "the client has not ended its input"
+        );
+
+        ours.shutdown(std::net::Shutdown::Write).unwrap();
+        let (ended, summary) = recording.finish().await;
+        assert_eq!(ended, Ended::Finished);
+        assert_eq!(summary.interactions, 3, "{summary:?}");
     }
 }

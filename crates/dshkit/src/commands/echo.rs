@@ -4,13 +4,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use dshkit_echo::cassette::{self, RecordMode};
+use dshkit_echo::cassette;
+use dshkit_echo::error::ErrorKind;
+use dshkit_echo::key::MatchOptions;
 use dshkit_echo::lint::{Linter, entry};
-use dshkit_echo::matcher::MatchOptions;
+use dshkit_echo::recorder::{RecordOptions, RecordSummary};
 use dshkit_echo::redact::Redactor;
-use dshkit_echo::stdio::{
-    OnMiss, Peer, RecordOptions, ReplayOptions, Timing, record_stdio, replay, replay_stdio,
-};
+use dshkit_echo::replay::{OnMiss, ReplayOptions, Timing};
+use dshkit_echo::stdio::{Peer, record_stdio, replay, replay_stdio};
+use dshkit_echo::writer::RecordMode;
 use tokio::io::BufReader;
 
 use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
@@ -56,12 +58,13 @@ async fn until_signal<T>(
     }
 }
 
-/// A cassette that cannot be used is refused input (exit 3); anything else is a
-/// runtime failure (exit 4).
-fn echo_failure(error: dshkit_echo::stdio::EchoError) -> Failure {
-    match error {
-        dshkit_echo::stdio::EchoError::Cassette(_) => Failure::refused(error),
-        other => Failure::runtime(other),
+/// The failure of an Echo error of `kind`: refused input (exit 3) or a
+/// runtime failure (exit 4). Every Echo error's kind is its own method
+/// (`EchoError::kind`, `CassetteError::kind`, `ContractError::kind`).
+fn echo_failure(kind: ErrorKind, error: impl Into<anyhow::Error>) -> Failure {
+    match kind {
+        ErrorKind::Refused => Failure::refused(error),
+        ErrorKind::Runtime => Failure::runtime(error),
     }
 }
 
@@ -82,7 +85,7 @@ async fn serve_until_signal(
     until_signal(work).await.map(drop)
 }
 
-fn note_recorded(summary: &dshkit_echo::stdio::RecordSummary) {
+fn note_recorded(summary: &RecordSummary) {
     note(&format!(
         "recorded {} interaction(s), {} message(s){} into {}",
         summary.interactions,
@@ -212,9 +215,9 @@ async fn record_http_command(
     };
     let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
         .await
-        .map_err(echo_failure)?;
+        .map_err(|e| echo_failure(e.kind(), e))?;
     serve_until_signal(address, serving, out).await?;
-    note_recorded(&proxy.finish().map_err(echo_failure)?);
+    note_recorded(&proxy.finish().map_err(|e| echo_failure(e.kind(), e))?);
     Ok(exit::SUCCESS)
 }
 
@@ -244,11 +247,11 @@ async fn record_command(
                     annotate: false,
                     matching: MatchOptions::default(),
                     redactor,
-                    peer: Peer::Stdout,
                 },
+                Peer::Stdout,
             )
             .await
-            .map_err(Failure::runtime)
+            .map_err(|e| echo_failure(e.kind(), e))
         };
         let Some(summary) = until_signal(work).await? else {
             return Ok(exit::SUCCESS);
@@ -281,10 +284,7 @@ async fn record_command(
         stop,
     )
     .await
-    .map_err(|e| match e {
-        dshkit_echo::stdio::EchoError::Cassette(cassette::CassetteError::Exists(_)) => Failure::refused(e),
-        other => Failure::runtime(other),
-    })?;
+    .map_err(|e| echo_failure(e.kind(), e))?;
     note_recorded(&summary);
     Ok(exit::SUCCESS)
 }
@@ -326,20 +326,23 @@ fn replay_options(
             sequential_fallback: sequential,
         },
         redactor: redactor(redaction)?,
-        peer: Peer::Stdout,
     })
 }
 
 async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> Result<u8, Failure> {
     let (address, serving) = dshkit_echo::http::bind(port, options)
         .await
-        .map_err(echo_failure)?;
+        .map_err(|e| echo_failure(e.kind(), e))?;
     serve_until_signal(address, serving, out).await?;
     Ok(exit::SUCCESS)
 }
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
-    let work = async { replay_stdio(client_streams, options).await.map_err(echo_failure) };
+    let work = async {
+        replay_stdio(client_streams, options)
+            .await
+            .map_err(|e| echo_failure(e.kind(), e))
+    };
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };
@@ -424,7 +427,7 @@ async fn verify_command(
 
 fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u8, Failure> {
     use dshkit_echo::contract::Contract;
-    let contract = Contract::read(path).map_err(|e| Failure::refused(anyhow!(e)))?;
+    let contract = Contract::read(path).map_err(|e| echo_failure(e.kind(), e))?;
     if contract.tools.is_empty() {
         return Err(Failure::refused(anyhow!(
             "{} holds no tools/list answer",
@@ -443,7 +446,9 @@ fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u
     );
     match output {
         Some(file) => {
-            dshkit_dsh::patch::write_atomic(file, text.as_bytes()).map_err(Failure::runtime)?;
+            dshkit_os::fs::write_atomic(file, text.as_bytes())
+                .with_context(|| format!("writing {}", file.display()))
+                .map_err(Failure::runtime)?;
             note(&format!(
                 "{} tool(s) written to {}",
                 contract.tools.len(),
@@ -457,8 +462,8 @@ fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u
 
 fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
     use dshkit_echo::contract::{Contract, Severity, diff};
-    let before = Contract::read(old).map_err(|e| Failure::refused(anyhow!(e)))?;
-    let after = Contract::read(new).map_err(|e| Failure::refused(anyhow!(e)))?;
+    let before = Contract::read(old).map_err(|e| echo_failure(e.kind(), e))?;
+    let after = Contract::read(new).map_err(|e| echo_failure(e.kind(), e))?;
     let changes = diff(&before, &after);
     let count = |s: Severity| changes.iter().filter(|c| c.severity == s).count();
     let (breaking, dangerous) = (count(Severity::Breaking), count(Severity::Dangerous));
@@ -500,10 +505,10 @@ fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     // Record by record: a cassette of any size is linted in bounded memory.
-    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
+    let mut records = cassette::Records::open(path).map_err(|e| echo_failure(e.kind(), e))?;
     let mut linter = Linter::new(records.header());
     for record in records.by_ref() {
-        linter.record(&record.map_err(Failure::refused)?);
+        linter.record(&record.map_err(|e| echo_failure(e.kind(), e))?);
     }
     let mut findings = linter.finish();
     for warning in records.warnings().iter().cloned() {
@@ -543,7 +548,7 @@ const INSPECT_CHUNK: usize = 1024;
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
     // Record by record, written as read: a cassette of any size is shown in
     // bounded memory.
-    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
+    let mut records = cassette::Records::open(path).map_err(|e| echo_failure(e.kind(), e))?;
     let header = records.header().clone();
     let mut chunk = String::new();
     if out.json {
@@ -569,7 +574,7 @@ fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
         ));
     }
     for (index, record) in records.by_ref().enumerate() {
-        let entry = entry(&record.map_err(Failure::refused)?);
+        let entry = entry(&record.map_err(|e| echo_failure(e.kind(), e))?);
         if out.json {
             let separator = if index == 0 { "\n    " } else { ",\n    " };
             chunk.push_str(separator);
@@ -639,28 +644,10 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
             exit::PROBLEM_FOUND
         });
     }
-    // Record by record, in memory bounded by the longest line: a record without
-    // secrets keeps its bytes; the file is replaced whole once all are written.
-    let mut records = cassette::Records::open(path).map_err(Failure::refused)?;
-    let mut header = records.header().clone();
-    header.redacted = true;
-    let mut rewrite = cassette::Rewrite::create(path).map_err(Failure::runtime)?;
-    rewrite
-        .line(&serde_json::to_vec(&header).expect("a header serializes"))
-        .map_err(Failure::runtime)?;
-    let mut changed = false;
-    loop {
-        let Some(record) = records.next() else { break };
-        let mut record = record.map_err(Failure::refused)?;
-        let written = if dshkit_echo::stdio::redact_record(redactor, &mut record) {
-            changed = true;
-            rewrite.line(&serde_json::to_vec(&record).expect("a record serializes"))
-        } else {
-            rewrite.line(records.line())
-        };
-        written.map_err(Failure::runtime)?;
-    }
-    rewrite.commit().map_err(Failure::runtime)?;
+    // Record by record, in memory bounded by the longest line; the file is
+    // replaced whole (atomically) once every record is written.
+    let changed =
+        dshkit_echo::writer::redact_in_place(path, redactor).map_err(|e| echo_failure(e.kind(), e))?;
     out.write(&format!(
         "{}: {}\n",
         path.display(),

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use dshkit_echo::cassette;
+use dshkit_echo::error::CassetteError;
 use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::redact::Redactor;
 use dshkit_mcp::{HostSeams, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput, ToolSpec};
@@ -71,17 +72,16 @@ fn inside(root: &Path, relative: &str) -> Result<PathBuf, ToolFailure> {
     }
 }
 
-/// Whether the file starts with a cassette header (reads at most 4 KiB).
-fn is_cassette(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 4096];
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let n = file.read(&mut head).unwrap_or(0);
-    let first = head[..n].split(|b| *b == b'\n').next().unwrap_or(&[]);
-    serde_json::from_slice::<Value>(first)
-        .is_ok_and(|v| v["type"] == "header" && v.get("formatVersion").is_some())
+/// A cassette or a contract that cannot be read, as a tool failure: its code
+/// first, as the other families give theirs.
+fn failure(code: &str, error: &dyn std::fmt::Display) -> ToolFailure {
+    ToolFailure {
+        message: format!("{code}: {error}"),
+        structured: Some(Map::from_iter([
+            ("code".to_owned(), json!(code)),
+            ("message".to_owned(), json!(error.to_string())),
+        ])),
+    }
 }
 
 /// The cassettes under `root` (skipping hidden, `node_modules` and `target`
@@ -109,7 +109,7 @@ fn cassette_paths(root: PathBuf) -> (Vec<PathBuf>, bool) {
                 && Path::new(&name)
                     .extension()
                     .is_some_and(|e| e.eq_ignore_ascii_case("jsonl"))
-                && is_cassette(&entry.path())
+                && cassette::is_cassette(&entry.path())
             {
                 found.push(entry.path());
             }
@@ -119,13 +119,11 @@ fn cassette_paths(root: PathBuf) -> (Vec<PathBuf>, bool) {
 }
 
 /// A cassette's header, interactions and reader warnings, read record by record.
-fn count_interactions(
-    path: &std::path::Path,
-) -> Result<(dshkit_echo::cassette::Header, usize, usize), dshkit_echo::cassette::CassetteError> {
+fn count_interactions(path: &Path) -> Result<(cassette::Header, usize, usize), CassetteError> {
     let mut records = cassette::Records::open(path)?;
     let mut interactions = 0;
     for record in records.by_ref() {
-        interactions += usize::from(matches!(record?, dshkit_echo::cassette::Record::Interaction(_)));
+        interactions += usize::from(matches!(record?, cassette::Record::Interaction(_)));
     }
     Ok((records.header().clone(), interactions, records.warnings().len()))
 }
@@ -184,18 +182,17 @@ impl EchoFamily {
     fn inspect(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         let args: InspectArgs = arguments(INSPECT, args)?;
         let path = inside(&self.workspace, &args.cassette)?;
-        let failure = |e: dshkit_echo::cassette::CassetteError| ToolFailure::new(e.to_string());
         // Record by record: a cassette of any size is inspected in bounded memory.
-        let mut records = cassette::Records::open(&path).map_err(failure)?;
+        let mut records = cassette::Records::open(&path).map_err(|e| failure(e.code(), &e))?;
         let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
         let mut linter = Linter::new(records.header());
         let mut entries = Vec::new();
         let mut total = 0;
         for record in records.by_ref() {
-            let mut record = record.map_err(failure)?;
+            let mut record = record.map_err(|e| failure(e.code(), &e))?;
             // Redacted before anything is derived from it: a summary or a lint
             // message cut from a secret would no longer look like one.
-            let _ = dshkit_echo::stdio::redact_record(&redactor, &mut record);
+            record.redact(&redactor);
             linter.record(&record);
             if entries.len() < MAX_ENTRIES {
                 entries.push(entry(&record));
@@ -261,8 +258,8 @@ impl EchoFamily {
     fn diff(&self, args: Map<String, Value>) -> Result<ToolOutput, ToolFailure> {
         use dshkit_echo::contract::{Contract, Severity, diff};
         let args: DiffArgs = arguments(DIFF, args)?;
-        let old = Contract::read(&inside(&self.workspace, &args.old)?).map_err(ToolFailure::new)?;
-        let new = Contract::read(&inside(&self.workspace, &args.new)?).map_err(ToolFailure::new)?;
+        let old = Contract::read(&inside(&self.workspace, &args.old)?).map_err(|e| failure(e.code(), &e))?;
+        let new = Contract::read(&inside(&self.workspace, &args.new)?).map_err(|e| failure(e.code(), &e))?;
         let changes = diff(&old, &new);
         let count = |s: Severity| changes.iter().filter(|c| c.severity == s).count();
         let (breaking, dangerous, minor, info) = (
@@ -363,7 +360,7 @@ impl ToolFamily for EchoFamily {
             Box::pin(async move {
                 let (workspace, uri) = (self.workspace.clone(), uri.to_owned());
                 tokio::task::spawn_blocking(move || {
-                    let read = super::resources::read_cassette(&workspace, &uri, is_cassette)?;
+                    let read = super::resources::read_cassette(&workspace, &uri, cassette::is_cassette)?;
                     Ok(read)
                 })
                 .await

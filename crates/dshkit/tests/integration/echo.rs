@@ -729,6 +729,29 @@ fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
     );
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("format version 9 is newer"));
+    // The same cassette is refused input wherever it is read: when new episodes
+    // would be appended to it too.
+    let out = output(
+        dshkit_command(home.path())
+            .args([
+                "echo",
+                "record",
+                "-o",
+                future.to_str().unwrap(),
+                "--mode",
+                "new-episodes",
+                "--",
+                "true",
+            ])
+            .stdin(Stdio::null()),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("format version 9 is newer"));
     let garbage = dir.path().join("garbage.jsonl");
     std::fs::write(&garbage, "hello\n").unwrap();
     let out = output(dshkit_command(home.path()).args(["echo", "lint", garbage.to_str().unwrap()]));
@@ -1001,6 +1024,19 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
     let result = &diffed["result"]["structuredContent"];
     assert_eq!(result["breaking"], 1, "{diffed}");
     assert_eq!(result["changes"][0]["rule"], "input-required-added");
+
+    // A cassette damaged in its middle: the failure names its error by code.
+    std::fs::write(
+        recordings.join("broken.jsonl"),
+        format!("{header}\n{{\"type\": \"interaction\", \n{call}\n"),
+    )
+    .unwrap();
+    let broken = mcp.call(5, "echo_inspect", &json!({"cassette": "recordings/broken.jsonl"}));
+    assert_eq!(broken["result"]["isError"], true, "{broken}");
+    assert_eq!(
+        broken["result"]["structuredContent"]["code"], "CASSETTE_DAMAGED",
+        "{broken}"
+    );
 }
 
 #[test]
