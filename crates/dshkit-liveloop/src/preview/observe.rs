@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::documents::MainDocuments;
+use super::documents::{MainDocuments, is_outdated_module_answer};
 use super::policy::BlockReason;
 use super::world::MainWorld;
 
@@ -30,7 +30,8 @@ pub(crate) const MAX_UNMATCHED_SOCKETS: usize = 32;
 /// A ring buffer that counts what it had to drop.
 #[derive(Debug, Clone)]
 pub struct Ring<T> {
-    items: VecDeque<T>,
+    /// Each entry with its number: how many were pushed before it.
+    items: VecDeque<(u64, T)>,
     capacity: usize,
     dropped: u64,
     /// Entries ever pushed, across clears: tells a reader something new came.
@@ -48,16 +49,16 @@ impl<T> Ring<T> {
     }
 
     pub fn push(&mut self, item: T) {
-        self.pushed += 1;
         if self.items.len() == self.capacity {
             self.items.pop_front();
             self.dropped += 1;
         }
-        self.items.push_back(item);
+        self.items.push_back((self.pushed, item));
+        self.pushed += 1;
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.items.iter()
+        self.items.iter().map(|(_, item)| item)
     }
 
     pub fn len(&self) -> usize {
@@ -83,8 +84,13 @@ impl<T> Ring<T> {
         self.dropped = 0;
     }
 
-    fn retain(&mut self, keep: impl FnMut(&T) -> bool) {
-        self.items.retain(keep);
+    fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.items.retain(|(_, item)| keep(item));
+    }
+
+    /// Removes the entries pushed since [`Self::pushed`] was `mark`.
+    fn remove_since(&mut self, mark: u64) {
+        self.items.retain(|(number, _)| *number < mark);
     }
 }
 
@@ -270,6 +276,9 @@ pub struct Observations {
     /// The main frame's documents: a starting page's "not yet" that the same
     /// URL replaced is no failure of the window.
     documents: MainDocuments,
+    /// [`Ring::pushed`] of the console when the current main document
+    /// committed: what came after is that document's (or its frames').
+    document_console_mark: u64,
     /// The top document's main-world context, where the preview's scripts run.
     world: MainWorld,
 }
@@ -294,6 +303,7 @@ impl Default for Observations {
             refused_unclaimed: VecDeque::new(),
             page_sockets: VecDeque::new(),
             documents: MainDocuments::default(),
+            document_console_mark: 0,
             world: MainWorld::default(),
         }
     }
@@ -361,6 +371,12 @@ impl Observations {
 
     fn is_retired_context(&self, context: &Value) -> bool {
         context.as_i64().is_some_and(|id| self.retired.contains(&id))
+    }
+
+    /// Whether the page waits for the reload its dev server announced (it
+    /// answered one of the page's modules "outdated"): the page is not settled.
+    pub fn awaiting_reload(&self) -> bool {
+        self.documents.awaiting_reload()
     }
 
     /// Identifies the current window; changes on every reset.
@@ -525,8 +541,10 @@ impl Observations {
                     if let Some(old) = self.documents.committed(text("id"), text("loaderId"), url) {
                         self.network
                             .retain(|entry| entry.loader.as_deref() != Some(old.loader.as_str()));
+                        self.console.remove_since(self.document_console_mark);
                         self.document_status = old.successor_status;
                     }
+                    self.document_console_mark = self.console.pushed();
                 }
             }
             "Network.webSocketCreated" => self.page_socket(params["url"].as_str().unwrap_or_default()),
@@ -642,6 +660,10 @@ impl Observations {
                     if self.document_status.is_none() {
                         self.document_status = u16::try_from(status).ok();
                     }
+                }
+                let status_text = params["response"]["statusText"].as_str().unwrap_or_default();
+                if let Some(loader) = loader.filter(|_| is_outdated_module_answer(status, status_text)) {
+                    self.documents.outdated(loader);
                 }
                 if status >= 400 && !self.documents.is_superseded(loader) {
                     let request = self
@@ -820,6 +842,57 @@ mod superseded_documents {
         fetch(&mut o, "f4", "L2", 500);
         let failed: Vec<_> = o.failed_requests().map(|n| n.status).collect();
         assert_eq!(failed, [Some(500)]);
+    }
+
+    fn module(o: &mut Observations, request: &str, loader: &str, status: u16, status_text: &str) {
+        o.ingest("Network.requestWillBeSent", &json!({"requestId": request, "loaderId": loader, "request": {"url": "http://x/deps/d.js?v=1", "method": "GET"}, "type": "Script"}));
+        o.ingest("Network.responseReceived", &json!({"requestId": request, "loaderId": loader, "frameId": "main", "response": {"url": "http://x/deps/d.js?v=1", "status": status, "statusText": status_text}, "type": "Script"}));
+        o.ingest("Network.loadingFinished", &json!({"requestId": request}));
+    }
+
+    fn rejection(o: &mut Observations, text: &str) {
+        o.ingest(
+            "Runtime.exceptionThrown",
+            &json!({"exceptionDetails": {"text": text, "exception": {"description": text}}}),
+        );
+    }
+
+    #[test]
+    fn a_page_the_dev_server_reloads_for_outdated_modules_leaves_nothing_in_the_window() {
+        // Vite's first load: a dependency discovered late is re-optimised, the
+        // old one answered 504 "Outdated Optimize Dep", the page reloaded.
+        let mut o = Observations::default();
+        document(&mut o, "d1", "L1", 200);
+        module(&mut o, "m1", "L1", 504, "Outdated Optimize Dep");
+        rejection(&mut o, "TypeError: Failed to fetch dynamically imported module");
+        assert!(o.awaiting_reload(), "the page is not settled before its reload");
+        assert_eq!(o.failed_requests().count(), 1);
+        assert_eq!(o.errors().count(), 1);
+        document(&mut o, "d2", "L2", 200);
+        assert!(!o.awaiting_reload());
+        assert_eq!(o.failed_requests().count(), 0);
+        assert_eq!(
+            o.errors().count(),
+            0,
+            "{:?}",
+            o.console.iter().collect::<Vec<_>>()
+        );
+        // The reloaded page's own errors count.
+        rejection(&mut o, "Error: the app's own");
+        module(&mut o, "m2", "L2", 504, "Optimize Deps Processing Error");
+        assert_eq!(o.errors().count(), 1);
+        assert_eq!(o.failed_requests().count(), 1);
+        assert!(!o.awaiting_reload(), "a processing error announces no reload");
+    }
+
+    #[test]
+    fn a_page_with_an_outdated_module_that_is_not_reloaded_keeps_its_failures() {
+        let mut o = Observations::default();
+        document(&mut o, "d1", "L1", 200);
+        module(&mut o, "m1", "L1", 504, "Outdated Optimize Dep");
+        rejection(&mut o, "TypeError: Failed to fetch dynamically imported module");
+        assert_eq!(o.failed_requests().count(), 1);
+        assert_eq!(o.errors().count(), 1);
     }
 
     #[test]

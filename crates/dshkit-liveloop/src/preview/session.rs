@@ -623,12 +623,13 @@ impl PreviewSession {
     }
 
     /// Waits until no request is in flight for `quiet`, or the deadline; returns
-    /// whether it went quiet. Never waits for long-lived streams.
+    /// whether it went quiet. Never waits for long-lived streams; waits for the
+    /// reload a dev server announced.
     async fn settle_for(&self, quiet: Duration, deadline: Duration) -> bool {
         let end = Instant::now() + deadline;
         let mut quiet_since: Option<Instant> = None;
         while Instant::now() < end {
-            let busy = self.observe(Observations::in_flight) > 0;
+            let busy = self.observe(|o| o.in_flight() > 0 || o.awaiting_reload());
             match (busy, quiet_since) {
                 (true, _) => quiet_since = None,
                 (false, None) => quiet_since = Some(Instant::now()),

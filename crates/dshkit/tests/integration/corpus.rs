@@ -91,10 +91,30 @@ fn corpus_path(peers: &Peers) -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("valid PATH")
 }
 
-/// Verifies the installed app of `case`.
+/// Verifies the installed app of `case`, started as after a fresh install:
+/// without what an earlier run built or cached (a first run is where a dev
+/// server discovers and optimises dependencies, and reloads the page).
 fn verify_installed(case: &Case, expected: Expected) {
     let peers = Peers::get();
-    verify(case, &installed(&peers, case.app), expected);
+    let dir = installed(&peers, case.app);
+    forget_builds(&dir);
+    verify(case, &dir, expected);
+}
+
+/// Removes what a dev server built or cached in `app` (the directories a
+/// broken copy leaves out).
+fn forget_builds(app: &Path) {
+    let built = NOT_COPIED.iter().map(|name| app.join(name));
+    let cached = NOT_COPIED_FROM_NODE_MODULES
+        .iter()
+        .map(|name| app.join("node_modules").join(name));
+    for dir in built.chain(cached) {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => panic!("cannot remove {}: {e}", dir.display()),
+        }
+    }
 }
 
 /// Verifies a copy of the installed app of `case` with `edit` made, which
