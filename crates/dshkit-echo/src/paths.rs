@@ -279,11 +279,16 @@ mod tests {
 
     use super::*;
 
+    // Most cases are spelled as Unix paths (what they pin, where a path stands
+    // whole, holds for every spelling); Windows spellings have their own test.
+
+    #[cfg_attr(windows, allow(dead_code))]
     fn roots(cwd: &str, home: &str) -> PathRoots {
         PathRoots::new(Some(Path::new(cwd)), Some(Path::new(home)))
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_root_is_replaced_where_it_stands_whole_and_nowhere_else() {
         let roots = roots("/tmp/rec-1", "/home/ana");
         let cases = [
@@ -315,6 +320,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn the_working_directory_inside_the_home_is_found_before_the_home() {
         let roots = roots("/home/ana/project", "/home/ana");
         assert_eq!(
@@ -338,6 +344,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn tokens_expand_to_the_paths_here_and_back() {
         let recorded = roots("/tmp/rec-1", "/home/ana");
         let here = roots("/srv/ci/work dir", "/root");
@@ -357,6 +364,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn json_text_and_trees_expand_with_the_path_escaped() {
         let here = PathRoots::new(Some(Path::new("/srv/a \"q\" \\b")), None);
         let text = br#"{"result":{"text":"{{dshkit:cwd}}/x","{{dshkit:cwd}}":1}}"#;
@@ -378,6 +386,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_directory_is_known_under_the_path_its_links_resolve_to() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real");
@@ -395,5 +404,35 @@ mod tests {
             link,
             "expands to the path as given"
         );
+    }
+
+    #[test]
+    #[cfg(windows)]
+    fn windows_paths_become_tokens_and_expand_back_escaped_in_json() {
+        let roots = PathRoots::new(
+            Some(Path::new(r"C:\Users\ana\project")),
+            Some(Path::new(r"C:\Users\ana")),
+        );
+        assert_eq!(roots.names(), ["cwd", "home"]);
+        let cases = [
+            (r"C:\Users\ana\project\src\a.ts", r"{{dshkit:cwd}}\src\a.ts"),
+            (r"C:\Users\ana\.npmrc", r"{{dshkit:home}}\.npmrc"),
+            (r"in C:\Users\ana\project.", r"in {{dshkit:cwd}}."),
+            (r"C:\Users\anabel\x", r"C:\Users\anabel\x"),
+            (r"D:\Users\ana\project", r"D:\Users\ana\project"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(roots.normalise(text), expected, "{text}");
+        }
+        // In JSON text the path goes back escaped, and reads as it was.
+        let text = br#"{"path":"{{dshkit:cwd}}\\notes.txt"}"#;
+        let expanded = roots.expand_json_text(text);
+        let value: Value = serde_json::from_slice(&expanded).expect("still JSON");
+        assert_eq!(value["path"], r"C:\Users\ana\project\notes.txt");
+        let mut tree = json!({"path": r"C:\Users\ana\project\notes.txt"});
+        let normalised = roots.normalise(tree["path"].as_str().unwrap()).into_owned();
+        tree["path"] = Value::String(normalised);
+        roots.expand_value(&mut tree);
+        assert_eq!(tree, value);
     }
 }

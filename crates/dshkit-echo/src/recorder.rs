@@ -658,6 +658,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)] // Unix-spelled paths: the Windows spelling is pinned in paths.rs
     fn a_recording_writes_the_roots_paths_as_tokens_and_names_them_in_its_header() {
         let dir = tempfile::tempdir().unwrap();
         let cassette = dir.path().join("c.jsonl");

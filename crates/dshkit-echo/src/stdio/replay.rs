@@ -333,9 +333,9 @@ mod tests {
                 "notifications": [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "reading {{dshkit:cwd}}"}}],
                 "ms": 0})]
         };
-        let live = format!(
-            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read_text_file","arguments":{{"path":"{here}/notes.txt"}}}}}}"#
-        );
+        let live = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "read_text_file", "arguments": {"path": format!("{here}/notes.txt")}}})
+        .to_string();
         let mut header = crate::cassette::Header::new("stdio");
         header.paths = vec!["cwd".into()];
         for annotate in [false, true] {
