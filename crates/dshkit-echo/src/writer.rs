@@ -33,8 +33,10 @@ pub fn write_atomic(path: &Path, cassette: &Cassette) -> Result<(), CassetteErro
 /// `redacted`. Whether a record changed; a record that cannot be read leaves
 /// the file as it was.
 pub fn redact_in_place(path: &Path, redactor: &Redactor) -> Result<bool, CassetteError> {
-    let mut records = Records::open(path)?;
-    let mut header = Some(Header {
+    // Closed once read to its end: Windows refuses to replace a file a reader
+    // holds open.
+    let mut records = Some(Records::open(path)?);
+    let mut header = records.as_ref().map(|records| Header {
         redacted: true,
         ..records.header().clone()
     });
@@ -44,15 +46,20 @@ pub fn redact_in_place(path: &Path, redactor: &Redactor) -> Result<bool, Cassett
             serde_json::to_writer(&mut *line, &header).expect("a header serializes");
             return Some(Ok(()));
         }
-        let mut record = match records.next()? {
-            Ok(record) => record,
-            Err(damage) => return Some(Err(damage)),
+        let reader = records.as_mut()?;
+        let mut record = match reader.next() {
+            Some(Ok(record)) => record,
+            Some(Err(damage)) => return Some(Err(damage)),
+            None => {
+                records = None;
+                return None;
+            }
         };
         if record.redact(redactor) {
             changed = true;
             serde_json::to_writer(&mut *line, &record).expect("a record serializes");
         } else {
-            line.extend_from_slice(records.line());
+            line.extend_from_slice(reader.line());
         }
         Some(Ok(()))
     });

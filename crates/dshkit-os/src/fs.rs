@@ -225,7 +225,7 @@ pub fn write_atomic(path: &Path, mut bytes: impl std::io::Read) -> std::io::Resu
         atomic_step("write");
         synced(&file, "sync the file")?;
         drop(file);
-        std::fs::rename(&temp, path)?;
+        rename_over(&temp, path)?;
         atomic_step("rename");
         Ok(())
     })();
@@ -234,6 +234,39 @@ pub fn write_atomic(path: &Path, mut bytes: impl std::io::Read) -> std::io::Resu
         return Err(error);
     }
     sync_dir(dir)
+}
+
+/// How long a rename over a file another writer is replacing at the same
+/// moment is retried (Windows).
+#[cfg(windows)]
+const MAX_RENAME_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Renames `from` over `to`. On Windows a file being replaced by another
+/// rename (or opened without sharing its deletion) refuses a second one with
+/// "access denied" until that finishes: the rename is retried, backing off,
+/// for at most [`MAX_RENAME_RETRY`] (never over a directory, which no
+/// retry moves).
+fn rename_over(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(windows)]
+    {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match std::fs::rename(from, to) {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::PermissionDenied
+                        && !to.is_dir()
+                        && started.elapsed() + pause < MAX_RENAME_RETRY =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
+    }
+    #[cfg(not(windows))]
+    std::fs::rename(from, to)
 }
 
 /// A new file for [`write_atomic`] in `dir`, named after `path`

@@ -278,7 +278,6 @@ fn paths_of_the_roots_become_tokens_before_any_rule_and_clear_nothing_at_once() 
 }
 
 #[test]
-#[cfg(unix)] // Unix-spelled paths: the Windows spelling is pinned in paths.rs
 fn the_tree_and_the_text_checks_agree_with_paths_and_placeholders() {
     let redactor = shell_redactor().with_paths(PathRoots::new(Some(Path::new("/tmp/rec-1")), None));
     for text in [
