@@ -90,6 +90,66 @@ pub fn canonicalize(path: impl AsRef<Path>) -> std::io::Result<std::path::PathBu
     Ok(real)
 }
 
+/// Whether the path [`resolve_inside`] resolves must exist already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf {
+    /// A file or directory to read.
+    MustExist,
+    /// A file that may be made: its directory must exist.
+    MayBeNew,
+}
+
+/// Why [`resolve_inside`] refused a path.
+#[derive(Debug)]
+pub enum Refused {
+    /// The root itself cannot be resolved.
+    RootUnusable(std::io::Error),
+    /// The path does not exist (or, for a new file, its directory).
+    Missing,
+    /// The path resolves outside the root: through `..`, a link, or a link
+    /// whose target does not exist yet (writing through it would land
+    /// wherever it points).
+    Outside,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RootUnusable(e) => write!(f, "the root cannot be resolved: {e}"),
+            Self::Missing => f.write_str("it does not exist"),
+            Self::Outside => f.write_str("it resolves outside the root"),
+        }
+    }
+}
+
+/// The one containment check of the trust boundary: `path` (relative to
+/// `root`, or absolute) with every link and `..` resolved, only if it stays
+/// inside `root` (resolved the same way). A new file ([`Leaf::MayBeNew`]) is
+/// resolved through its directory, and a dangling link in its place is
+/// refused.
+pub fn resolve_inside(root: &Path, path: &Path, leaf: Leaf) -> Result<std::path::PathBuf, Refused> {
+    let root = canonicalize(root).map_err(Refused::RootUnusable)?;
+    let joined = root.join(path);
+    match canonicalize(&joined) {
+        Ok(real) if real.starts_with(&root) => return Ok(real),
+        Ok(_) => return Err(Refused::Outside),
+        Err(_) if leaf == Leaf::MustExist => return Err(Refused::Missing),
+        Err(_) => {}
+    }
+    if std::fs::symlink_metadata(&joined).is_ok() {
+        return Err(Refused::Outside); // a link to nowhere (yet)
+    }
+    let (Some(parent), Some(name)) = (joined.parent(), joined.file_name()) else {
+        return Err(Refused::Outside); // ends in `..`: never a new file's name
+    };
+    let parent = canonicalize(parent).map_err(|_| Refused::Missing)?;
+    if parent.starts_with(&root) {
+        Ok(parent.join(name))
+    } else {
+        Err(Refused::Outside)
+    }
+}
+
 /// `\\?\C:\a` → `C:\a` and `\\?\UNC\host\share` → `\\host\share`, when safe.
 #[cfg_attr(
     not(windows),
@@ -336,6 +396,87 @@ fn atomic_step(_: &'static str) {}
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_path_is_resolved_inside_its_root_or_refused_the_same_way_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/a.txt"), "a").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+        let real_root = canonicalize(&root).unwrap();
+        let ok = |path: &str, leaf| resolve_inside(&root, Path::new(path), leaf);
+        assert_eq!(
+            ok("sub/a.txt", Leaf::MustExist).unwrap(),
+            real_root.join("sub").join("a.txt")
+        );
+        assert_eq!(
+            ok("sub/../sub/a.txt", Leaf::MustExist).unwrap(),
+            real_root.join("sub").join("a.txt")
+        );
+        assert_eq!(ok("", Leaf::MustExist).unwrap(), real_root);
+        assert!(matches!(
+            ok("../secret.txt", Leaf::MustExist),
+            Err(Refused::Outside)
+        ));
+        assert!(matches!(
+            ok("sub/missing.txt", Leaf::MustExist),
+            Err(Refused::Missing)
+        ));
+        // A new file: its directory must exist inside.
+        assert_eq!(
+            ok("sub/new.png", Leaf::MayBeNew).unwrap(),
+            real_root.join("sub").join("new.png")
+        );
+        assert!(matches!(ok("../new.png", Leaf::MayBeNew), Err(Refused::Outside)));
+        assert!(matches!(
+            ok("nowhere/new.png", Leaf::MayBeNew),
+            Err(Refused::Missing)
+        ));
+        assert!(ok("sub/..", Leaf::MayBeNew).is_ok(), "the root itself exists");
+        assert!(matches!(ok("..", Leaf::MayBeNew), Err(Refused::Outside)));
+        // An absolute path elsewhere.
+        let elsewhere = dir.path().join("secret.txt");
+        assert!(matches!(
+            resolve_inside(&root, &elsewhere, Leaf::MustExist),
+            Err(Refused::Outside)
+        ));
+        assert!(matches!(
+            resolve_inside(&dir.path().join("no-root"), Path::new("a"), Leaf::MustExist),
+            Err(Refused::RootUnusable(_))
+        ));
+    }
+
+    #[test]
+    #[cfg(unix)] // Wine cannot show links faithfully (docs/platforms.md)
+    fn links_out_of_the_root_are_refused_also_when_they_point_nowhere_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+        symlink(dir.path().join("secret.txt"), root.join("link.txt")).unwrap();
+        symlink(dir.path(), root.join("up")).unwrap();
+        symlink(dir.path().join("planted.png"), root.join("dangling.png")).unwrap();
+        let resolve = |path: &str, leaf| resolve_inside(&root, Path::new(path), leaf);
+        assert!(matches!(
+            resolve("link.txt", Leaf::MustExist),
+            Err(Refused::Outside)
+        ));
+        assert!(matches!(
+            resolve("up/secret.txt", Leaf::MustExist),
+            Err(Refused::Outside)
+        ));
+        assert!(matches!(
+            resolve("up/new.png", Leaf::MayBeNew),
+            Err(Refused::Outside)
+        ));
+        // Writing through a dangling link would make a file outside the root.
+        assert!(matches!(
+            resolve("dangling.png", Leaf::MayBeNew),
+            Err(Refused::Outside)
+        ));
+        assert!(!dir.path().join("planted.png").exists());
+    }
     use super::*;
 
     #[test]

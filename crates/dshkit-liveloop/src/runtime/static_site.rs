@@ -76,8 +76,7 @@ fn resolve(root: &Path, request: &str) -> Option<PathBuf> {
     if path.is_dir() {
         path.push("index.html");
     }
-    let real = dshkit_os::fs::canonicalize(&path).ok()?;
-    real.starts_with(root).then_some(real)
+    dshkit_os::fs::resolve_inside(root, &path, dshkit_os::fs::Leaf::MustExist).ok()
 }
 
 fn percent_decode(text: &str) -> Option<String> {

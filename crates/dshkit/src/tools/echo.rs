@@ -59,17 +59,12 @@ struct DiffArgs {
 const MAX_CHANGES: usize = 200;
 
 fn inside(root: &Path, relative: &str) -> Result<PathBuf, ToolFailure> {
-    let root = dshkit_os::fs::canonicalize(root)
-        .map_err(|e| ToolFailure::new(format!("the workspace is unusable: {e}")))?;
-    let path = dshkit_os::fs::canonicalize(root.join(relative))
-        .map_err(|_| ToolFailure::new(format!("`{relative}` does not exist in the workspace")))?;
-    if path.starts_with(&root) {
-        Ok(path)
-    } else {
-        Err(ToolFailure::new(format!(
-            "`{relative}` resolves outside the workspace"
-        )))
-    }
+    use dshkit_os::fs::{Leaf, Refused, resolve_inside};
+    resolve_inside(root, Path::new(relative), Leaf::MustExist).map_err(|refused| match refused {
+        Refused::RootUnusable(e) => ToolFailure::new(format!("the workspace is unusable: {e}")),
+        Refused::Missing => ToolFailure::new(format!("`{relative}` does not exist in the workspace")),
+        Refused::Outside => ToolFailure::new(format!("`{relative}` resolves outside the workspace")),
+    })
 }
 
 /// A cassette or a contract that cannot be read, as a tool failure: its code

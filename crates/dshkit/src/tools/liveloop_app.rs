@@ -91,23 +91,17 @@ fn choose_failure(error: &ChooseError) -> ToolFailure {
 
 /// `dir` relative to the workspace, refused if it resolves outside it.
 fn inside(workspace: &Path, dir: Option<&str>) -> Result<PathBuf, ToolFailure> {
-    let root = dshkit_os::fs::canonicalize(workspace)
-        .map_err(|e| ToolFailure::new(format!("the workspace {} is unusable: {e}", workspace.display())))?;
-    let Some(dir) = dir else { return Ok(root) };
-    let real = dshkit_os::fs::canonicalize(root.join(dir)).map_err(|_| {
-        ToolFailure::new(format!(
-            "`{dir}` does not exist in the workspace {}",
-            root.display()
-        ))
-    })?;
-    if real.starts_with(&root) {
-        Ok(real)
-    } else {
-        Err(ToolFailure::new(format!(
-            "`{dir}` resolves outside the workspace {}",
-            root.display()
-        )))
-    }
+    use dshkit_os::fs::{Leaf, Refused, resolve_inside};
+    let path = Path::new(dir.unwrap_or(""));
+    resolve_inside(workspace, path, Leaf::MustExist).map_err(|refused| {
+        let root = workspace.display();
+        let dir = dir.unwrap_or_default();
+        match refused {
+            Refused::RootUnusable(e) => ToolFailure::new(format!("the workspace {root} is unusable: {e}")),
+            Refused::Missing => ToolFailure::new(format!("`{dir}` does not exist in the workspace {root}")),
+            Refused::Outside => ToolFailure::new(format!("`{dir}` resolves outside the workspace {root}")),
+        }
+    })
 }
 
 #[derive(Debug, Deserialize)]
