@@ -137,7 +137,7 @@ fn cache_file(node: &Path) -> Option<PathBuf> {
     Some(base.join("dshkit/node-builtins").join(format!("{digest}.json")))
 }
 
-/// Writes the cache atomically (temp file + rename); a failure only costs a spawn next time.
+/// Writes the cache atomically; a failure only costs a spawn next time.
 fn store(cache: &Path, builtins: &Builtins) {
     let Some(dir) = cache.parent() else { return };
     if std::fs::create_dir_all(dir).is_err() {
@@ -146,8 +146,5 @@ fn store(cache: &Path, builtins: &Builtins) {
     let Ok(text) = serde_json::to_string(builtins) else {
         return;
     };
-    let temp = dir.join(format!(".{}.tmp", std::process::id()));
-    if std::fs::write(&temp, text).is_ok() && std::fs::rename(&temp, cache).is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
+    let _ = dshkit_os::fs::write_atomic(cache, text.as_bytes());
 }

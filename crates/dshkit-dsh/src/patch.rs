@@ -324,42 +324,14 @@ pub fn parse_list(path: &Path, text: &str) -> Result<Vec<Value>, PatchError> {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory and a
-/// rename, so readers see the old or the new file, never a part. Keeps the
-/// original's permissions.
+/// Writes `bytes` to `path` atomically, keeping the original's permissions
+/// (through [`dshkit_os::fs::write_atomic`], the workspace's one atomic write).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PatchError> {
-    use std::io::Write;
-    let io = |action, source| PatchError::Io {
-        action,
+    dshkit_os::fs::write_atomic(path, bytes).map_err(|source| PatchError::Io {
+        action: "write",
         path: path.to_owned(),
         source,
-    };
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.dshkit-tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            file.set_permissions(meta.permissions())?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        if let Ok(dir) = std::fs::File::open(dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.map_err(|e| io("write", e))
+    })
 }
 
 #[cfg(test)]

@@ -120,17 +120,11 @@ impl EvidenceStore {
         }
         let dir = self.session_dir(session)?;
         let path = dir.join(format!("{stem}.{extension}"));
-        let temp = dir.join(format!(".{stem}.{extension}.tmp-{}", std::process::id()));
-        let io = |action, source| EvidenceError::Io {
-            action,
+        dshkit_os::fs::write_atomic(&path, bytes).map_err(|source| EvidenceError::Io {
+            action: "write",
             path: path.clone(),
             source,
-        };
-        std::fs::write(&temp, bytes).map_err(|e| io("write", e))?;
-        if let Err(e) = std::fs::rename(&temp, &path) {
-            let _ = std::fs::remove_file(&temp);
-            return Err(io("rename into place", e));
-        }
+        })?;
         Ok(EvidenceFile {
             path,
             sha256: hex::encode(Sha256::digest(bytes)),
