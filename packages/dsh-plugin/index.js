@@ -11,7 +11,6 @@
 // through process.getBuiltinModule.
 
 const fs = process.getBuiltinModule('node:fs');
-const os = process.getBuiltinModule('node:os');
 const path = process.getBuiltinModule('node:path');
 
 export const name = 'dshkit';
@@ -101,8 +100,9 @@ export async function apply(ctx, config) {
   if (config?.devtools === true) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
     const { startCollector } = await import('./devtools.js');
-    const home = config?.dshHome ?? process.env.DSH_HOME ?? path.join(os.homedir(), '.dsh');
-    const dir = path.join(home, 'dshkit-devtools');
+    // The registry the binary resolved (`--devtools-dir`, else <DSH home>/dshkit-devtools,
+    // with the same DSH_HOME the sidecar gets): the rule lives in the binary only.
+    const dir = host.devtoolsDir;
     startCollector(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true });
     if (config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
   }
@@ -179,7 +179,7 @@ async function describe(ctx, binary, env) {
   }
   if (!Array.isArray(parsed?.tools)) throw new Error('dshkit: `mcp --describe` listed no tools');
   const host = parsed.host;
-  if (host?.format !== HOST_FORMAT || !Array.isArray(host.tools) || !Array.isArray(host.guidance) || !Array.isArray(host.skills)) {
+  if (host?.format !== HOST_FORMAT || !Array.isArray(host.tools) || !Array.isArray(host.guidance) || !Array.isArray(host.skills) || typeof host.devtoolsDir !== 'string') {
     throw new Error(`dshkit: \`${binary} mcp --describe\` gives its host section in format ${host?.format ?? '(none)'}, and this plugin reads format ${HOST_FORMAT}; install the plugin again with that dshkit (\`${binary} dsh install\`)`);
   }
   return { tools: parsed.tools, host };

@@ -6,6 +6,8 @@
 //! - [`disk`]: the evidence root, its writability and free space.
 //! - [`doctor`]: all of the above as one report, each missing piece with its fix.
 //! - [`settings`]: dshkit's own settings file, validated.
+//! - [`resolve`]: flags over environment over the settings file over defaults,
+//!   the one resolver every entry point uses.
 //!
 //! Every variable read is named in [`vars`].
 
@@ -15,6 +17,7 @@ pub mod doctor;
 pub mod dsh;
 mod env;
 pub mod locate;
+pub mod resolve;
 pub mod settings;
 pub mod vars;
 

@@ -1,6 +1,7 @@
 //! dshkit's own settings file (`$XDG_CONFIG_HOME/dshkit/settings.json`, else
 //! `~/.config/dshkit/settings.json`): the defaults a person chooses for previews,
-//! verification and evidence. `dshkit mcp` reads it at start (flags win over it);
+//! verification and evidence. [`crate::resolve`] merges it with the flags (which
+//! win over it) for every entry point;
 //! the DSH plugin's settings section edits it through `dshkit settings set`, so the
 //! rules below are the only validation.
 
@@ -40,7 +41,12 @@ pub struct Settings {
 #[non_exhaustive]
 pub enum SettingsError {
     #[error("{path} is not valid settings: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        path: PathBuf,
+        message: String,
+        /// Not JSON at all (rather than JSON of the wrong shape).
+        syntax: bool,
+    },
     #[error("invalid settings: {}", .0.join("; "))]
     Invalid(Vec<String>),
     #[error("{path} is larger than {MAX_SETTINGS_BYTES} bytes")]
@@ -54,6 +60,26 @@ pub enum SettingsError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl SettingsError {
+    /// The stable code a person or a script matches on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Parse { syntax: true, .. } => "SETTINGS_NOT_JSON",
+            Self::Parse { syntax: false, .. } => "SETTINGS_INVALID",
+            Self::Invalid(_) => "SETTINGS_INVALID",
+            Self::TooLarge { .. } => "SETTINGS_TOO_LARGE",
+            Self::NoLocation => "SETTINGS_NO_LOCATION",
+            Self::Io { .. } => "SETTINGS_IO",
+        }
+    }
+
+    /// Whether the trouble is the file's content (a person fixes it) rather than
+    /// the machine (I/O).
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, Self::Io { .. })
+    }
 }
 
 impl Settings {
@@ -134,6 +160,7 @@ pub fn load(path: &Path) -> Result<Settings, SettingsError> {
     let settings: Settings = serde_json::from_str(&text).map_err(|e| SettingsError::Parse {
         path: path.to_owned(),
         message: e.to_string(),
+        syntax: e.is_syntax() || e.is_eof(),
     })?;
     let problems = settings.problems();
     if problems.is_empty() {
@@ -143,12 +170,13 @@ pub fn load(path: &Path) -> Result<Settings, SettingsError> {
     }
 }
 
-/// Validates `text` (a JSON object of settings) and stores it at `path`, atomically
-/// (a temporary file and a rename). Nothing is written when it is invalid.
+/// Validates `text` (a JSON object of settings) and stores it at `path` with
+/// [`dshkit_os::fs::write_atomic`]. Nothing is written when it is invalid.
 pub fn store(path: &Path, text: &str) -> Result<Settings, SettingsError> {
     let settings: Settings = serde_json::from_str(text).map_err(|e| SettingsError::Parse {
         path: PathBuf::from("the new settings"),
         message: e.to_string(),
+        syntax: e.is_syntax() || e.is_eof(),
     })?;
     let problems = settings.problems();
     if !problems.is_empty() {
@@ -161,14 +189,9 @@ pub fn store(path: &Path, text: &str) -> Result<Settings, SettingsError> {
     };
     let dir = path.parent().ok_or(SettingsError::NoLocation)?;
     std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;
-    let temp = dir.join(format!(".settings.json.tmp-{}", std::process::id()));
     let mut bytes = serde_json::to_vec_pretty(&settings).expect("settings serialize");
     bytes.push(b'\n');
-    std::fs::write(&temp, &bytes).map_err(|e| io("write", e))?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        io("replace", e)
-    })?;
+    dshkit_os::fs::write_atomic(path, bytes.as_slice()).map_err(|e| io("write", e))?;
     Ok(settings)
 }
 

@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod config;
 pub mod exit;
 mod output;
 mod tools;

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_env::Environment;
+use dshkit_env::resolve::{Flags, SettingsFile};
 use dshkit_liveloop::detect::{Choice, ChooseError, Detection, detect};
-use dshkit_liveloop::preview::{PreviewConfig, PreviewManager};
+use dshkit_liveloop::preview::PreviewManager;
 use dshkit_liveloop::runtime::failure::StartFailure;
 use dshkit_liveloop::runtime::{RunSpec, RuntimeError, RuntimeManager, ServerStatus};
-use dshkit_liveloop::verify::evidence::{EvidenceStore, Retention};
+use dshkit_liveloop::verify::evidence::EvidenceStore;
 use dshkit_liveloop::verify::{
     Assertion, ReferenceSpec, Report, Step, Verdict, VerifyContext, VerifyRequest, page_url,
     unverified_without_browser, verify,
@@ -89,9 +90,15 @@ impl From<Refusal> for Failure {
 /// Under `--json`, a failure still writes an object on stdout:
 /// `{"error": {"code", "message", "exitCode", "candidates"?}}`.
 fn json_failure(failure: &Failure, out: Output) {
-    let mut error = match failure.error.downcast_ref::<Refusal>() {
-        Some(refusal) => serde_json::to_value(refusal).unwrap_or_default(),
-        None => serde_json::json!({
+    let refusal = failure.error.downcast_ref::<Refusal>();
+    let settings = failure.error.downcast_ref::<crate::config::BrokenSettings>();
+    let mut error = match (refusal, settings) {
+        (Some(refusal), _) => serde_json::to_value(refusal).unwrap_or_default(),
+        (None, Some(settings)) => serde_json::json!({
+            "code": settings.code(),
+            "message": settings.to_string(),
+        }),
+        (None, None) => serde_json::json!({
             "code": if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" },
             "message": format!("{:#}", failure.error),
         }),
@@ -476,7 +483,16 @@ fn print_report(report: &Report, out: Output) -> u8 {
 }
 
 async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
-    let request = request_of(&args)?;
+    let resolved = crate::config::resolve(
+        Flags {
+            quiet_window_ms: args.quiet_window_ms,
+            ..Flags::default()
+        },
+        SettingsFile::Read,
+    )?;
+    let mut request = request_of(&args)?;
+    // The flag, else the spec's own, else the settings file's.
+    request.quiet_window_ms = request.quiet_window_ms.or(resolved.quiet_window_ms);
     let evidence = evidence_store()?;
     let target = args.target.clone().unwrap_or_else(|| ".".into());
     let runtime = runtime_for(args.ready_timeout_secs);
@@ -521,12 +537,11 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     };
     // The page named, exactly: the URL given (or the server's), with `--path`
     // (or the spec's `url`) resolved against it.
-    let mut request = request;
     let url = page_url(&url, args.path.as_deref().or(request.url.as_deref()))
         .map_err(|e| Failure::refused(anyhow!(e)))?
         .to_string();
     request.url = Some(url.clone());
-    let previews = PreviewManager::new(PreviewConfig::default());
+    let previews = PreviewManager::new(crate::config::preview_config(&resolved));
     progress(&format!("opening {url} in headless Chromium"));
     let report = match previews
         .open_for_verification("cli", &url, args.viewport.into())
@@ -545,7 +560,9 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     previews.shutdown().await;
     runtime.shutdown().await;
     let report = report.map_err(Failure::runtime)?;
-    if let Err(e) = evidence.apply_retention(Retention::default(), std::time::SystemTime::now()) {
+    if let Err(e) =
+        evidence.apply_retention(crate::config::retention(&resolved), std::time::SystemTime::now())
+    {
         tracing::warn!(%e, "evidence retention failed");
     }
     Ok(print_report(&report, out))

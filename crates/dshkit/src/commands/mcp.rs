@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
+use dshkit_env::resolve::{Flags, SettingsFile};
 use dshkit_env::{Environment, vars};
 use dshkit_mcp::{
     ConnectionLimits, DshkitServer, HttpOptions, ResultLimits, ServerOptions, SessionLimits, Token,
@@ -57,14 +58,20 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         limits: ResultLimits::default(),
         tool_timeout: Duration::from_secs(args.tool_timeout),
     };
-    let server = DshkitServer::new(
-        options,
-        tools::all_families(&tools_config(&args, settings_for(&args)?)),
-        args.tools.as_deref(),
-    )
-    .map_err(Failure::refused)?;
+    let config = tools_config(&args)?;
+    let server = DshkitServer::new(options, tools::all_families(&config), args.tools.as_deref())
+        .map_err(Failure::refused)?;
     if args.describe {
-        out.json(&server.describe());
+        let mut described = server.describe();
+        // The host's DevTools collector registers where the DevTools tools look:
+        // the directory is resolved here, once, never again by the host.
+        if let Some(host) = described.get_mut("host").and_then(|h| h.as_object_mut()) {
+            host.insert(
+                "devtoolsDir".into(),
+                serde_json::json!(config.resolved.devtools_dir),
+            );
+        }
+        out.json(&described);
         return Ok(exit::SUCCESS);
     }
     let shutdown = CancellationToken::new();
@@ -166,33 +173,27 @@ fn return_freed_memory_at_once() {
 #[cfg(target_os = "macos")]
 fn return_freed_memory_at_once() {}
 
-fn tools_config(args: &McpArgs, settings: dshkit_env::settings::Settings) -> tools::ToolsConfig {
-    tools::ToolsConfig {
+/// The families' configuration: the flags resolved over the environment, the
+/// settings file (left alone by `--describe`: it only lists the tools, and a
+/// host calls it while booting, which a hand-broken settings file must not stop)
+/// and the defaults.
+fn tools_config(args: &McpArgs) -> Result<tools::ToolsConfig, Failure> {
+    let flags = Flags {
+        quiet_window_ms: None,
+        allow_external_hosts: args.allow_external_hosts.clone(),
+        devtools_dir: args.devtools_dir.clone(),
+    };
+    let file = if args.describe {
+        SettingsFile::Ignore
+    } else {
+        SettingsFile::Read
+    };
+    Ok(tools::ToolsConfig {
         browser_endpoint: args.browser_ws.clone().or_else(|| args.browser_url.clone()),
-        allow_hosts: args.allow_external_hosts.clone(),
         workspace: args.workspace.clone(),
         allow_run: args.allow_run,
         images: args.images,
-        settings,
-        devtools_dir: args.devtools_dir.clone(),
-    }
-}
-
-/// The settings file, if there is one; a broken one is refused with its fix.
-/// `--describe` ignores it: it only lists the tools, and a host (DSH) calls it
-/// while booting, which a hand-broken settings file must not stop.
-fn settings_for(args: &McpArgs) -> Result<dshkit_env::settings::Settings, Failure> {
-    if args.describe {
-        return Ok(dshkit_env::settings::Settings::default());
-    }
-    let Some(path) = dshkit_env::settings::path(&Environment::from_process()) else {
-        return Ok(dshkit_env::settings::Settings::default());
-    };
-    dshkit_env::settings::load(&path).map_err(|e| {
-        Failure::refused(anyhow!(
-            "{e}; fix it with `dshkit settings set --value '{{...}}'`, or remove {}",
-            path.display()
-        ))
+        resolved: crate::config::resolve(flags, file)?,
     })
 }
 

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use dshkit_env::Environment;
 use dshkit_liveloop::preview::{
-    Action, BrowserSource, DEFAULT_MAX_NODES, Eviction, OutlineView, PreviewConfig, PreviewError,
-    PreviewManager, PreviewSession, Snapshot, Target, Viewport,
+    Action, BrowserSource, DEFAULT_MAX_NODES, Eviction, OutlineView, PreviewError, PreviewManager,
+    PreviewSession, Snapshot, Target, Viewport,
 };
 use dshkit_mcp::{
     GuidanceSpec, HostSeams, Images, Owner, SkillSpec, ToolCall, ToolFailure, ToolFamily, ToolHints,
@@ -43,19 +43,7 @@ pub(crate) struct LiveLoopFamily {
 
 impl LiveLoopFamily {
     pub(crate) fn new(config: &ToolsConfig) -> Self {
-        let settings = &config.settings;
-        let mut allow_hosts = config.allow_hosts.clone();
-        allow_hosts.extend(settings.allow_external_hosts.iter().cloned());
-        let mut preview = PreviewConfig {
-            allow_hosts,
-            ..PreviewConfig::default()
-        };
-        if let Some(limit) = settings.preview_limit {
-            preview.max_sessions = limit;
-        }
-        if let Some(secs) = settings.idle_timeout_secs {
-            preview.idle_timeout = std::time::Duration::from_secs(secs);
-        }
+        let mut preview = crate::config::preview_config(&config.resolved);
         if let Some(endpoint) = &config.browser_endpoint {
             preview.browser = BrowserSource::Endpoint(endpoint.clone());
         }
@@ -69,8 +57,8 @@ impl LiveLoopFamily {
                     .unwrap_or_else(|| ".".into()),
                 allow_run: config.allow_run,
                 runtime: Arc::new(RuntimeManager::default()),
-                retention: config.retention(),
-                quiet_window_ms: settings.quiet_window_ms,
+                retention: crate::config::retention(&config.resolved),
+                quiet_window_ms: config.resolved.quiet_window_ms,
                 images: config.images,
             },
         }

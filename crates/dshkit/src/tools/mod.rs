@@ -13,13 +13,11 @@ use std::sync::Arc;
 use dshkit_mcp::{ToolFailure, ToolFamily};
 use serde_json::{Map, Value};
 
-/// Settings the families take from the command line.
-#[derive(Debug, Clone, Default)]
+/// What the families are configured with.
+#[derive(Debug, Clone)]
 pub struct ToolsConfig {
     /// An existing browser endpoint (`ws://…` or `http://host:port`) instead of a launch.
     pub browser_endpoint: Option<String>,
-    /// External hosts previews may load from.
-    pub allow_hosts: Vec<String>,
     /// The directory LiveLoop's app tools may detect, run and read references in
     /// (default: the current directory).
     pub workspace: Option<std::path::PathBuf>,
@@ -27,10 +25,10 @@ pub struct ToolsConfig {
     pub allow_run: bool,
     /// When screenshots travel as MCP image content.
     pub images: ImagePolicy,
-    /// The person's settings file (flags above win over it).
-    pub settings: dshkit_env::settings::Settings,
-    /// Where Cordis DevTools collectors register (default: `<DSH home>/dshkit-devtools`).
-    pub devtools_dir: Option<std::path::PathBuf>,
+    /// Every resolved setting (flags over environment over the settings file
+    /// over defaults): preview limits, quiet window, retention, external hosts
+    /// and the DevTools registry.
+    pub resolved: dshkit_env::resolve::Resolved,
 }
 
 /// When a result carries its screenshots as MCP `image` content.
@@ -146,17 +144,6 @@ impl SentImages {
     }
 }
 
-impl ToolsConfig {
-    /// Evidence retention: the built-in policy, with the settings' age.
-    pub(crate) fn retention(&self) -> dshkit_liveloop::verify::evidence::Retention {
-        let mut retention = dshkit_liveloop::verify::evidence::Retention::default();
-        if let Some(days) = self.settings.evidence_retention_days {
-            retention.max_age = std::time::Duration::from_secs(days * 24 * 3600);
-        }
-        retention
-    }
-}
-
 /// Every family this build can serve, in listing order.
 pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
     vec![
@@ -171,17 +158,10 @@ pub fn all_families(config: &ToolsConfig) -> Vec<Arc<dyn ToolFamily>> {
                 .unwrap_or_else(|| ".".into()),
         )),
         Arc::new(devtools::DevtoolsFamily::new(
-            config.devtools_dir.clone().unwrap_or_else(|| {
-                dshkit_env::dsh::home(&dshkit_env::Environment::from_process())
-                    .unwrap_or_else(|| ".dsh".into())
-                    .join(DEVTOOLS_DIR_NAME)
-            }),
+            config.resolved.devtools_dir.clone(),
         )),
     ]
 }
-
-/// The directory under the DSH home where DevTools collectors register.
-pub(crate) const DEVTOOLS_DIR_NAME: &str = "dshkit-devtools";
 
 /// Deserializes a call's arguments into `T`, or fails with the schema hint.
 pub(crate) fn arguments<T: serde::de::DeserializeOwned>(

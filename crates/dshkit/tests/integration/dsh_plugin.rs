@@ -615,5 +615,11 @@ fn the_binary_describes_the_host_seams_guidance_and_skills_the_plugin_interprets
         assert_eq!(skill["text"], expected.as_str(), "{}", skill["name"]);
         skill["text"] = format!("({} lines)", expected.lines().count()).into();
     }
+    assert_eq!(
+        std::path::Path::new(host["devtoolsDir"].as_str().unwrap()),
+        home.path().join(".dsh").join("dshkit-devtools"),
+        "the registry the plugin's collector registers in, resolved by the binary"
+    );
+    host["devtoolsDir"] = "(HOME)/.dsh/dshkit-devtools".into();
     insta::assert_json_snapshot!(host);
 }

@@ -17,5 +17,6 @@ mod mcp_http;
 mod mcp_http_limits;
 mod mcp_stdio;
 mod sdk_peers;
+mod settings;
 mod support;
 mod verify_named;

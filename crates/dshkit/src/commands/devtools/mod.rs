@@ -19,11 +19,10 @@ use crate::exit::{self, Failure};
 use crate::output::Output;
 
 pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> {
-    let registry = args.devtools_dir.clone().unwrap_or_else(|| {
-        dshkit_env::dsh::home(&dshkit_env::Environment::from_process())
-            .unwrap_or_else(|| ".dsh".into())
-            .join(crate::tools::DEVTOOLS_DIR_NAME)
-    });
+    let registry = args
+        .devtools_dir
+        .clone()
+        .unwrap_or_else(|| dshkit_env::resolve::devtools_dir(&dshkit_env::Environment::from_process()));
     match args.command {
         DevtoolsCommand::Serve {
             listen,
