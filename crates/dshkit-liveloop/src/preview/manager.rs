@@ -9,7 +9,8 @@ use dshkit_cdp::{Browser, LaunchOptions};
 
 use super::error::PreviewError;
 use super::policy::{NetworkPolicy, PreviewOrigin, Resolver, SystemResolver};
-use super::session::{BlankPreview, PreviewSession, Purpose, Viewport};
+use super::session::open::BlankPreview;
+use super::session::{PreviewSession, Purpose, Viewport};
 
 /// Most preview sessions open at once (each context with a page costs ~60 MB).
 pub const DEFAULT_MAX_SESSIONS: usize = 4;

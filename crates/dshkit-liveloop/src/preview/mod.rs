@@ -4,6 +4,7 @@
 
 mod documents;
 mod error;
+mod lookup;
 mod manager;
 mod observe;
 mod policy;
@@ -27,11 +28,12 @@ pub use policy::{
     SystemResolver, is_public,
 };
 pub use proxy::MAX_HEAD_BYTES as MAX_PROXY_HEAD_BYTES;
-pub use session::{
-    Action, DEFAULT_MAX_SCREENSHOT_HEIGHT, DEFAULT_NAVIGATION_TIMEOUT, DEFAULT_QUIET_WINDOW,
-    DEFAULT_SETTLE_DEADLINE, HARDEN_SCRIPT, MAX_INPUT_CHARS, MAX_OBSERVED_WORKERS, MAX_WAIT,
-    NAVIGATION_RESPONSE_TIMEOUT, PreviewSession, Purpose, SETTLE_SCRIPT, Screenshot, Target, Viewport,
-};
+pub use session::events::MAX_OBSERVED_WORKERS;
+pub use session::interact::{Action, MAX_INPUT_CHARS, MAX_WAIT};
+pub use session::navigate::{DEFAULT_NAVIGATION_TIMEOUT, NAVIGATION_RESPONSE_TIMEOUT};
+pub use session::open::HARDEN_SCRIPT;
+pub use session::settle::{DEFAULT_QUIET_WINDOW, DEFAULT_SETTLE_DEADLINE, SETTLE_SCRIPT};
+pub use session::{DEFAULT_MAX_SCREENSHOT_HEIGHT, PreviewSession, Purpose, Screenshot, Target, Viewport};
 pub use snapshot::{
     CLOSED_ROOTS_SCRIPT, DEFAULT_MAX_NAME_CHARS, DEFAULT_MAX_NODES, DEFAULT_MAX_TEXT_CHARS,
     DEFAULT_MAX_VISITED, ErrorOverlay, FRAMEWORK_ERROR_OVERLAYS, FRAMEWORK_TOOLING, MAX_FOUND,

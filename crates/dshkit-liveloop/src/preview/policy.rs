@@ -209,65 +209,114 @@ impl NetworkPolicy {
 
     /// Decides one request, resolving allowlisted hosts with `resolver`.
     pub fn decide_with(&self, raw_url: &str, resolver: &dyn Resolver) -> Decision {
+        match self.precheck(raw_url) {
+            Precheck::Decided(decision) => decision,
+            Precheck::NeedsDns(query) => {
+                let answer = resolver.resolve(&query.host, query.port);
+                query.judge(answer)
+            }
+        }
+    }
+
+    /// Decides one request as far as it can without DNS: everything but an
+    /// allowlisted external host named by a name, whose addresses decide it
+    /// (see [`DnsQuery::judge`]).
+    pub(crate) fn precheck(&self, raw_url: &str) -> Precheck {
         let Ok(url) = Url::parse(raw_url) else {
-            return Decision::Block(BlockReason::Scheme {
+            return Precheck::Decided(Decision::Block(BlockReason::Scheme {
                 scheme: "invalid".into(),
-            });
+            }));
         };
         match url.scheme() {
-            "data" | "blob" | "about" => return Decision::Allow,
+            "data" | "blob" | "about" => return Precheck::Decided(Decision::Allow),
             "http" | "https" | "ws" | "wss" => {}
             other => {
-                return Decision::Block(BlockReason::Scheme {
+                return Precheck::Decided(Decision::Block(BlockReason::Scheme {
                     scheme: other.to_owned(),
-                });
+                }));
             }
         }
         if !url.username().is_empty() || url.password().is_some() {
-            return Decision::Block(BlockReason::Credentials);
+            return Precheck::Decided(Decision::Block(BlockReason::Credentials));
         }
         if matches!(url.scheme(), "ws" | "wss") {
             let paired = if url.scheme() == "ws" { "http" } else { "https" };
-            return if paired == self.origin.scheme && self.origin.same_host_port(&url) {
-                Decision::Allow
-            } else {
-                Decision::Block(BlockReason::CrossOriginWebSocket { url: url.to_string() })
-            };
+            return Precheck::Decided(
+                if paired == self.origin.scheme && self.origin.same_host_port(&url) {
+                    Decision::Allow
+                } else {
+                    Decision::Block(BlockReason::CrossOriginWebSocket { url: url.to_string() })
+                },
+            );
         }
         if self.origin.same_origin(&url) {
-            return Decision::Allow;
+            return Precheck::Decided(Decision::Allow);
         }
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         if is_loopback_host(&host) {
-            return Decision::Block(BlockReason::OtherLoopbackOrigin {
+            return Precheck::Decided(Decision::Block(BlockReason::OtherLoopbackOrigin {
                 origin: url.origin().ascii_serialization(),
-            });
+            }));
         }
         if !self.allow_hosts.iter().any(|h| h == &host) {
-            return Decision::Block(BlockReason::ExternalHost { host });
+            return Precheck::Decided(Decision::Block(BlockReason::ExternalHost { host }));
         }
         let port = url.port_or_known_default().unwrap_or(80);
-        let addresses = match bare.parse::<IpAddr>() {
-            Ok(ip) => vec![ip],
-            Err(_) => match resolver.resolve(bare, port) {
-                Ok(addresses) if !addresses.is_empty() => addresses,
-                Ok(_) => {
-                    return Decision::Block(BlockReason::Unresolvable {
-                        host,
-                        error: "no addresses".into(),
-                    });
-                }
-                Err(error) => return Decision::Block(BlockReason::Unresolvable { host, error }),
-            },
-        };
-        match addresses.iter().find(|ip| !is_public(**ip)) {
-            Some(private) => Decision::Block(BlockReason::PrivateAddress {
-                host,
-                address: private.to_string(),
+        match bare.parse::<IpAddr>() {
+            Ok(ip) => Precheck::Decided(judge_addresses(host, &[ip])),
+            Err(_) => Precheck::NeedsDns(DnsQuery {
+                host: bare.to_owned(),
+                port,
             }),
-            None => Decision::Allow,
         }
+    }
+}
+
+/// How far a request is decided before any DNS lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Precheck {
+    /// Decided without DNS.
+    Decided(Decision),
+    /// An allowlisted host, named by a name: its addresses decide it.
+    NeedsDns(DnsQuery),
+}
+
+/// The DNS question an allowlisted host's request waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DnsQuery {
+    /// The host name (lowercase).
+    pub(crate) host: String,
+    pub(crate) port: u16,
+}
+
+impl DnsQuery {
+    /// Decides the request by the lookup's answer: allowed only when every
+    /// address is public (a private one is DNS rebinding); refused as
+    /// unresolvable when there is none, or the lookup failed with `error`.
+    pub(crate) fn judge(self, resolved: Result<Vec<IpAddr>, String>) -> Decision {
+        match resolved {
+            Ok(addresses) if !addresses.is_empty() => judge_addresses(self.host, &addresses),
+            Ok(_) => Decision::Block(BlockReason::Unresolvable {
+                host: self.host,
+                error: "no addresses".into(),
+            }),
+            Err(error) => Decision::Block(BlockReason::Unresolvable {
+                host: self.host,
+                error,
+            }),
+        }
+    }
+}
+
+/// Allows an allowlisted `host` whose addresses are all public.
+fn judge_addresses(host: String, addresses: &[IpAddr]) -> Decision {
+    match addresses.iter().find(|ip| !is_public(**ip)) {
+        Some(private) => Decision::Block(BlockReason::PrivateAddress {
+            host,
+            address: private.to_string(),
+        }),
+        None => Decision::Allow,
     }
 }
 
@@ -439,6 +488,51 @@ mod tests {
             p.decide_with("https://gone.example.com/", &dns),
             Decision::Block(BlockReason::Unresolvable { .. })
         ));
+    }
+
+    #[test]
+    fn only_an_allowlisted_name_waits_on_dns() {
+        let p = policy(&["fonts.example.com", "93.184.216.34"]);
+        assert_eq!(
+            p.precheck("https://Fonts.Example.com:8443/a.woff2"),
+            Precheck::NeedsDns(DnsQuery {
+                host: "fonts.example.com".into(),
+                port: 8443
+            })
+        );
+        assert_eq!(
+            p.precheck("https://93.184.216.34/"),
+            Precheck::Decided(Decision::Allow),
+            "an allowlisted address is judged without a lookup"
+        );
+        assert_eq!(
+            p.precheck("https://other.example.com/"),
+            Precheck::Decided(Decision::Block(BlockReason::ExternalHost {
+                host: "other.example.com".into()
+            }))
+        );
+        assert_eq!(
+            p.precheck("http://127.0.0.1:5173/x"),
+            Precheck::Decided(Decision::Allow)
+        );
+        let query = DnsQuery {
+            host: "fonts.example.com".into(),
+            port: 443,
+        };
+        assert_eq!(
+            query.clone().judge(Err("timed out".into())),
+            Decision::Block(BlockReason::Unresolvable {
+                host: "fonts.example.com".into(),
+                error: "timed out".into()
+            })
+        );
+        assert_eq!(
+            query.judge(Ok(vec![])),
+            Decision::Block(BlockReason::Unresolvable {
+                host: "fonts.example.com".into(),
+                error: "no addresses".into()
+            })
+        );
     }
 
     #[test]

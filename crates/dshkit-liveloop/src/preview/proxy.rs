@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::policy::{BlockReason, Decision, NetworkPolicy};
+use super::lookup;
+use super::policy::{BlockReason, Decision, NetworkPolicy, is_public};
 
 /// A connection the proxy refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,7 +192,7 @@ async fn allowed_address(
     socket: bool,
     record: &Recorder,
 ) -> Option<SocketAddr> {
-    let decided = super::session::decide_off_thread(policy, url).await;
+    let decided = lookup::decide(policy, url).await;
     if let Decision::Block(reason) = decided {
         let reason = match reason {
             BlockReason::OtherLoopbackOrigin { .. } | BlockReason::ExternalHost { .. }
@@ -222,16 +223,9 @@ async fn allowed_address(
         Ok(ip) => ip,
         Err(_) if host == "localhost" => IpAddr::from([127, 0, 0, 1]),
         Err(_) => {
-            let resolver = Arc::clone(&policy.resolver);
-            let host = host.to_owned();
-            let lookup = tokio::task::spawn_blocking(move || resolver.resolve(&host, port));
-            let addresses = tokio::time::timeout(policy.dns_timeout, lookup)
-                .await
-                .ok()?
-                .ok()?
-                .ok()?;
+            let addresses = lookup::resolve(policy, host, port).await.ok()?;
             // Connect only to an address that passes the same check.
-            *addresses.iter().find(|ip| super::policy::is_public(**ip))?
+            *addresses.iter().find(|ip| is_public(**ip))?
         }
     };
     Some(SocketAddr::new(ip, port))

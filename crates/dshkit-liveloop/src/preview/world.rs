@@ -8,6 +8,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::error::PreviewError;
+
 /// Most frames whose main-world context is tracked.
 pub(crate) const MAX_TRACKED_FRAMES: usize = 256;
 
@@ -59,15 +61,13 @@ impl MainWorld {
 }
 
 /// The value a page script returned, or its exception as an error.
-pub(super) fn page_value(mut reply: Value) -> Result<Value, super::PreviewError> {
+pub(super) fn page_value(mut reply: Value) -> Result<Value, PreviewError> {
     if let Some(details) = reply.get("exceptionDetails") {
         let text = details["exception"]["description"]
             .as_str()
             .or_else(|| details["text"].as_str())
             .unwrap_or("exception");
-        return Err(super::PreviewError::Interaction(format!(
-            "page script failed: {text}"
-        )));
+        return Err(PreviewError::Interaction(format!("page script failed: {text}")));
     }
     Ok(reply["result"]["value"].take())
 }

@@ -2,15 +2,26 @@
 //! is ready, keep bounded logs, and stop the whole process tree. A foreign process
 //! is never stopped; only argv built by the detector is ever run.
 
+mod error;
 pub mod failure;
 mod process;
 mod readiness;
 pub mod ready;
+mod server;
+mod spec;
 pub mod static_site;
+
+pub use error::RuntimeError;
+pub use server::{
+    DEFAULT_ERROR_ANSWER_WAIT, DEFAULT_LOG_LINES, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, LogLine,
+    RuntimeConfig, ServerState, ServerStatus,
+};
+use server::{Inner, Server};
+pub use spec::RunSpec;
 
 use crate::progress::Progress;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,93 +29,15 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
-use crate::detect::{Candidate, Framework, PackageManager};
+use crate::detect::Framework;
 use crate::preview::Ring;
-use failure::{FAILURE_LOG_TAIL, FailureCause, StartFailure};
-use process::Spawned;
+use failure::FailureCause;
 use static_site::StaticSite;
 
-/// How long a start may take to become ready (a first Next.js compile is slow).
-pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(90);
-/// How long readiness waits on a server that answers with an error of its own
-/// (HTTP 500, 501, 505 and up) for another answer before it takes that one as
-/// ready: a page that fails to build answers so for good, and the verification
-/// judges it. A 502, 503 or 504 says "not yet" and is waited on to the deadline.
-pub const DEFAULT_ERROR_ANSWER_WAIT: Duration = Duration::from_secs(5);
-/// Steps of getting ready a server records for progress reports.
-const MAX_READY_STEPS: usize = 8;
-/// How long a stopped server gets between TERM and KILL.
-pub const DEFAULT_STOP_GRACE: Duration = Duration::from_secs(5);
-/// Log lines kept per server (stdout and stderr together).
-pub const DEFAULT_LOG_LINES: usize = 400;
 /// Longest log line kept (bytes); longer lines are cut and say so.
 pub const MAX_LOG_LINE: usize = 2000;
 /// Most servers one runtime manages at once.
 pub const MAX_SERVERS: usize = 8;
-
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RuntimeError {
-    /// The expected port has a listener. Each surface says how to adopt it or
-    /// move aside in its own spelling ([`PortConflict`]).
-    #[error("port {port} is already in use by {holder}")]
-    PortInUse { port: u16, holder: String },
-    #[error("no server `{0}`; see status for the servers this runtime knows")]
-    UnknownServer(String),
-    #[error(
-        "server `{0}` was adopted, not started by dshkit: it is never stopped or restarted, only released"
-    )]
-    NotOwned(String),
-    #[error("`{0}` is not a loopback http URL with a port")]
-    NotLoopback(String),
-    #[error("nothing answers at {url}: {error}")]
-    NoAnswer { url: String, error: String },
-    #[error("the run profile is empty and the app is not a static site")]
-    EmptyProfile,
-    #[error("{dir} is not a directory")]
-    NoDirectory { dir: PathBuf },
-    #[error("failed to start `{argv}` in {dir}: {error}")]
-    Spawn {
-        argv: String,
-        dir: PathBuf,
-        error: String,
-    },
-    #[error("already managing {0} servers; stop one first")]
-    TooMany(usize),
-    /// The start ended, or is still going at the end of the wait, without a
-    /// ready server; what the server printed is in the failure.
-    #[error("{0}")]
-    NotReady(Box<StartFailure>),
-    #[error("server `{0}` was stopped before it was ready")]
-    StoppedBeforeReady(String),
-}
-
-impl RuntimeError {
-    /// A stable code for programs.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::PortInUse { .. } => "PORT_IN_USE",
-            Self::UnknownServer(_) => "UNKNOWN_SERVER",
-            Self::NotOwned(_) => "NOT_OWNED",
-            Self::NotLoopback(_) => "NOT_LOOPBACK",
-            Self::NoAnswer { .. } => "NO_ANSWER",
-            Self::EmptyProfile => "EMPTY_PROFILE",
-            Self::NoDirectory { .. } => "NO_DIRECTORY",
-            Self::Spawn { .. } => "SPAWN_FAILED",
-            Self::TooMany(_) => "TOO_MANY_SERVERS",
-            Self::NotReady(failure) if failure.app_is_broken() => "EXITED_BEFORE_READY",
-            Self::NotReady(_) | Self::StoppedBeforeReady(_) => "NOT_READY",
-        }
-    }
-
-    /// Why a start ended without a ready server, when that is what happened.
-    pub fn start_failure(&self) -> Option<&StartFailure> {
-        match self {
-            Self::NotReady(failure) => Some(failure),
-            _ => None,
-        }
-    }
-}
 
 /// What to do when the expected port already has a listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -117,240 +50,6 @@ pub enum PortConflict {
     Adopt,
     /// Start on a free port through the framework's own port flag.
     OtherPort,
-}
-
-/// A complete run profile; identical profiles share one server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunSpec {
-    /// Canonical app directory.
-    pub dir: PathBuf,
-    pub framework: Framework,
-    /// `None` for a static site (served by dshkit itself).
-    pub package_manager: Option<PackageManager>,
-    /// From the detector; empty for a static site (served by dshkit itself).
-    pub argv: Vec<String>,
-    pub expected_port: Option<u16>,
-}
-
-impl RunSpec {
-    /// The profile of a detected candidate under the detection's `root`.
-    pub fn of(root: &Path, candidate: &Candidate) -> Result<Self, RuntimeError> {
-        let dir = dshkit_os::fs::canonicalize(root.join(&candidate.dir)).map_err(|_| {
-            RuntimeError::NoDirectory {
-                dir: root.join(&candidate.dir),
-            }
-        })?;
-        Ok(Self {
-            dir,
-            framework: candidate.framework,
-            package_manager: candidate.package_manager,
-            argv: candidate.argv.clone(),
-            expected_port: candidate.expected_port,
-        })
-    }
-
-    /// The argv and environment that move the server to `port`, in the framework's
-    /// own terms (Vite is told to fail rather than drift to another port).
-    fn on_port(&self, port: u16) -> (Vec<String>, Vec<(String, String)>) {
-        let port_text = port.to_string();
-        let flags: Vec<String> = match self.framework {
-            Framework::ViteReact
-            | Framework::ViteVue
-            | Framework::ViteSvelte
-            | Framework::Vite
-            | Framework::SvelteKit
-            | Framework::Remix
-            | Framework::ReactRouter => vec!["--port".into(), port_text.clone(), "--strictPort".into()],
-            Framework::Next => vec!["-p".into(), port_text.clone()],
-            Framework::Nuxt | Framework::Astro | Framework::Angular => {
-                vec!["--port".into(), port_text.clone()]
-            }
-            // CRA, generic scripts: the PORT variable below is the convention.
-            Framework::CreateReactApp | Framework::Generic | Framework::StaticHtml => Vec::new(),
-        };
-        let mut argv = self.argv.clone();
-        if !flags.is_empty() {
-            if self.package_manager == Some(PackageManager::Npm) {
-                argv.push("--".into());
-            }
-            argv.extend(flags);
-        }
-        (argv, vec![("PORT".into(), port_text)])
-    }
-}
-
-/// Where a server is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerState {
-    Starting,
-    Ready,
-    /// The process ended on its own.
-    Exited,
-    /// It did not become ready in time, or could not be started; it was stopped.
-    Failed,
-    /// Stopped (owned) or released (adopted).
-    Stopped,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LogLine {
-    pub stream: &'static str,
-    pub text: String,
-}
-
-/// A server's state for callers.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerStatus {
-    pub id: String,
-    /// Started by dshkit (stopped with it) or adopted (never stopped).
-    pub owned: bool,
-    pub dir: Option<PathBuf>,
-    pub argv: Vec<String>,
-    pub pid: Option<u32>,
-    pub state: ServerState,
-    pub url: Option<String>,
-    /// Why this URL: where it was printed or probed.
-    pub url_reason: Option<String>,
-    pub exit_code: Option<i32>,
-    pub error: Option<String>,
-    /// Why it never became ready, with the error the server printed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<StartFailure>,
-    pub uptime_ms: u128,
-    /// A start of an identical profile found this server already running.
-    pub reused: bool,
-}
-
-struct Inner {
-    state: ServerState,
-    url: Option<url::Url>,
-    url_reason: Option<String>,
-    logged_urls: Vec<url::Url>,
-    logs: Ring<LogLine>,
-    exit_code: Option<i32>,
-    error: Option<String>,
-    failure: Option<StartFailure>,
-    /// The last status an own URL answered while the server was not ready yet.
-    last_answer: Option<u16>,
-}
-
-struct Server {
-    id: String,
-    owned: bool,
-    spec: Option<RunSpec>,
-    argv: Vec<String>,
-    pid: Option<u32>,
-    started: Instant,
-    inner: Mutex<Inner>,
-    state: watch::Sender<ServerState>,
-    /// The steps of getting ready so far (the log's URL, the listening port, the
-    /// HTTP answer; at most [`MAX_READY_STEPS`]), for callers reporting progress,
-    /// and their count, which waiters watch.
-    steps: Mutex<Vec<String>>,
-    stage: watch::Sender<usize>,
-    process: tokio::sync::Mutex<Option<Spawned>>,
-    site: Mutex<Option<StaticSite>>,
-}
-
-impl Server {
-    fn status(&self, reused: bool) -> ServerStatus {
-        let inner = self.inner.lock().expect("lock");
-        ServerStatus {
-            id: self.id.clone(),
-            owned: self.owned,
-            dir: self.spec.as_ref().map(|s| s.dir.clone()),
-            argv: self.argv.clone(),
-            pid: self.pid,
-            state: inner.state,
-            url: inner.url.as_ref().map(ToString::to_string),
-            url_reason: inner.url_reason.clone(),
-            exit_code: inner.exit_code,
-            error: inner.error.clone(),
-            failure: inner.failure.clone(),
-            uptime_ms: self.started.elapsed().as_millis(),
-            reused,
-        }
-    }
-
-    fn set_state(&self, state: ServerState, error: Option<String>) {
-        let mut inner = self.inner.lock().expect("lock");
-        inner.state = state;
-        if error.is_some() {
-            inner.error = error;
-        }
-        drop(inner);
-        self.state.send_replace(state);
-    }
-
-    /// Records a step of getting ready.
-    fn step(&self, message: String) {
-        let mut steps = self.steps.lock().expect("lock");
-        if steps.len() < MAX_READY_STEPS {
-            steps.push(message);
-            self.stage.send_replace(steps.len());
-        }
-    }
-
-    /// Reports the steps after the first `seen` to `progress`; returns how many there are.
-    fn report_steps(&self, seen: usize, progress: &Progress) -> usize {
-        let steps = self.steps.lock().expect("lock");
-        for step in steps.iter().skip(seen) {
-            progress.stage(step);
-        }
-        steps.len()
-    }
-
-    fn is_live(&self) -> bool {
-        matches!(*self.state.borrow(), ServerState::Starting | ServerState::Ready)
-    }
-
-    fn log_tail(&self, lines: usize) -> Vec<String> {
-        let inner = self.inner.lock().expect("lock");
-        let skip = inner.logs.len().saturating_sub(lines);
-        inner
-            .logs
-            .iter()
-            .skip(skip)
-            .map(|l| format!("[{}] {}", l.stream, l.text))
-            .collect()
-    }
-
-    /// The failure of a start that ended without a ready server, read from its log.
-    fn start_failure(&self, cause: FailureCause) -> StartFailure {
-        let tail = self.log_tail(FAILURE_LOG_TAIL);
-        let inner = self.inner.lock().expect("lock");
-        StartFailure::from_log(cause, inner.logs.iter().map(|l| l.text.as_str()), tail)
-    }
-
-    /// Ends a start without a ready server: `state` (exited or failed), and why.
-    fn fail(&self, state: ServerState, failure: StartFailure) {
-        let summary = failure.summary();
-        self.inner.lock().expect("lock").failure = Some(failure);
-        self.set_state(state, Some(summary));
-    }
-}
-
-/// Runtime settings.
-#[derive(Debug, Clone, Copy)]
-pub struct RuntimeConfig {
-    pub ready_timeout: Duration,
-    pub error_answer_wait: Duration,
-    pub stop_grace: Duration,
-    pub log_lines: usize,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        Self {
-            ready_timeout: DEFAULT_READY_TIMEOUT,
-            error_answer_wait: DEFAULT_ERROR_ANSWER_WAIT,
-            stop_grace: DEFAULT_STOP_GRACE,
-            log_lines: DEFAULT_LOG_LINES,
-        }
-    }
 }
 
 /// Every dev server of one dshkit process.

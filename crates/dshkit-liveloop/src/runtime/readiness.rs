@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::failure::FailureCause;
+use super::process;
 use super::ready::{self, Answer};
-use super::{RuntimeConfig, Server, ServerState, process};
+use super::server::{RuntimeConfig, Server, ServerState};
 
 /// How long an exited server's log pumps get to read its last lines.
 const LOG_DRAIN: Duration = Duration::from_secs(2);

@@ -1,400 +1,36 @@
 //! The verification engine: one fresh load of the page in a preview session, the
 //! ordered steps, the explicit assertions, a screenshot and optional reference diff
-//! as evidence, the strict verdict, and a report persisted atomically.
+//! as evidence, the strict verdict, and a report persisted atomically. The
+//! request it takes lives in [`super::request`], the report it gives in
+//! [`super::report`]; both are named here too.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::diff::{self, Rgba};
-use super::evidence::{EvidenceFile, EvidenceStore, REPORT_FORMAT_VERSION};
-use super::fingerprint::{Fingerprint, fingerprint};
-use super::verdict::{Judgement, Observed, judge};
-use crate::preview::{
-    Action, ErrorOverlay, NetworkEntry, Observations, PreviewError, PreviewSession, Target,
+use super::evidence::EvidenceStore;
+use super::html;
+use super::report::now_ms;
+pub use super::report::{
+    AssertionOutcome, DiffOutcome, MAX_REPORT_ENTRIES, Report, Screenshot, StepOutcome, Timings,
 };
+pub use super::request::{
+    Assertion, DEFAULT_DEADLINE_MS, DEFAULT_QUIET_MS, MAX_ASSERTIONS, MAX_DEADLINE_MS, MAX_QUIET_MS,
+    MAX_STEPS, ReferenceSpec, Step, VerifyContext, VerifyError, VerifyRequest, page_url,
+};
+use super::request::{inside, validate};
+use super::verdict::{Judgement, Observed, Verdict, judge};
+use crate::preview::{Action, ErrorOverlay, NetworkEntry, Observations, PreviewError, PreviewSession};
 
-/// Default quiet window after `DOMContentLoaded`.
-pub const DEFAULT_QUIET_MS: u64 = 100;
-/// Longest quiet window a request may ask for.
-pub const MAX_QUIET_MS: u64 = 5_000;
-/// Default hard deadline of the load (navigation plus quiet window).
-pub const DEFAULT_DEADLINE_MS: u64 = 20_000;
-/// Longest deadline a request may ask for.
-pub const MAX_DEADLINE_MS: u64 = 60_000;
-/// Most steps and most assertions in one request.
-pub const MAX_STEPS: usize = 50;
-pub const MAX_ASSERTIONS: usize = 50;
-/// Entries of each kind (console errors, failed requests, ...) kept in a report.
-pub const MAX_REPORT_ENTRIES: usize = 20;
 /// Longest wait for a dev client to draw its error overlay after a source module
 /// answered HTTP 5xx (only on pages that load such a client).
 pub const MAX_ERROR_OVERLAY_WAIT: Duration = Duration::from_secs(1);
+
 /// Reasons of each kind (console errors, server errors, other failed requests)
 /// a verdict gives; the report lists up to [`MAX_REPORT_ENTRIES`] of each.
 pub const MAX_REASONS_OF_A_KIND: usize = 5;
-
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum VerifyError {
-    #[error("invalid verification request: {0}")]
-    Invalid(String),
-    #[error("the reference {0} is outside the workspace")]
-    ReferenceOutside(PathBuf),
-    #[error("failed to persist the report: {0}")]
-    Persist(#[from] super::evidence::EvidenceError),
-}
-
-/// One interaction, as callers write it.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Step {
-    /// click, fill, type, press, select, hover, scroll, navigate, reload, back, wait.
-    pub action: String,
-    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub option: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta_y: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-}
-
-impl Step {
-    fn target(&self) -> Result<Target, String> {
-        match (&self.reference, &self.role, &self.name) {
-            (Some(reference), None, None) => Ok(Target::Ref(reference.clone())),
-            (None, Some(role), Some(name)) => Ok(Target::RoleName {
-                role: role.clone(),
-                name: name.clone(),
-            }),
-            _ => Err(format!(
-                "step `{}` needs `ref` or both `role` and `name`",
-                self.action
-            )),
-        }
-    }
-
-    fn need(&self, value: Option<&String>, what: &str) -> Result<String, String> {
-        value
-            .cloned()
-            .ok_or_else(|| format!("step `{}` needs `{what}`", self.action))
-    }
-
-    /// The session action this step is.
-    pub fn action(&self) -> Result<Action, String> {
-        Ok(match self.action.as_str() {
-            "click" => Action::Click(self.target()?),
-            "hover" => Action::Hover(self.target()?),
-            "fill" => Action::Fill(self.target()?, self.need(self.text.as_ref(), "text")?),
-            "type" => Action::Type(self.target()?, self.need(self.text.as_ref(), "text")?),
-            "press" => Action::Press(self.need(self.key.as_ref(), "key")?),
-            "select" => Action::Select(self.target()?, self.need(self.option.as_ref(), "option")?),
-            "scroll" => Action::Scroll {
-                target: if self.reference.is_some() || self.role.is_some() {
-                    Some(self.target()?)
-                } else {
-                    None
-                },
-                delta_y: self.delta_y.unwrap_or(600),
-            },
-            "navigate" => Action::Navigate(self.need(self.url.as_ref(), "url")?),
-            "reload" => Action::Reload,
-            "back" => Action::Back,
-            "wait" => Action::WaitFor {
-                text: self.text.clone(),
-                url: self.url.clone(),
-                timeout: Duration::from_millis(self.timeout_ms.unwrap_or(5000)),
-            },
-            other => {
-                return Err(format!(
-                    "unknown step action `{other}`; use click, fill, type, press, select, hover, scroll, navigate, reload, back or wait"
-                ));
-            }
-        })
-    }
-
-    fn describe(&self) -> String {
-        let target = match (&self.reference, &self.role, &self.name) {
-            (Some(r), _, _) => format!(" {r}"),
-            (None, Some(role), Some(name)) => format!(" {role} {name:?}"),
-            _ => String::new(),
-        };
-        let detail = self
-            .text
-            .as_ref()
-            .or(self.key.as_ref())
-            .or(self.option.as_ref())
-            .or(self.url.as_ref())
-            .map(|d| format!(" {d:?}"))
-            .unwrap_or_default();
-        format!("{}{target}{detail}", self.action)
-    }
-}
-
-/// An explicit success criterion.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Assertion {
-    /// The rendered page text contains `text`.
-    TextPresent { text: String },
-    /// The rendered page text does not contain `text`.
-    TextAbsent { text: String },
-    /// An element with this ARIA role and accessible name is on the page.
-    Element { role: String, name: String },
-    /// The final URL contains `contains`.
-    Url { contains: String },
-    /// The title contains `contains`.
-    Title { contains: String },
-    /// The page's own document answered with this HTTP status.
-    Status { code: u16 },
-    /// No console error, exception or unhandled rejection.
-    NoConsoleErrors,
-    /// No request failed or answered >= 400.
-    NoFailedRequests,
-}
-
-impl Assertion {
-    /// The assertion in words.
-    pub fn describe(&self) -> String {
-        match self {
-            Self::TextPresent { text } => format!("text {text:?} is present"),
-            Self::TextAbsent { text } => format!("text {text:?} is absent"),
-            Self::Element { role, name } => format!("a {role} named {name:?} exists"),
-            Self::Url { contains } => format!("the URL contains {contains:?}"),
-            Self::Title { contains } => format!("the title contains {contains:?}"),
-            Self::Status { code } => format!("the document answered HTTP {code}"),
-            Self::NoConsoleErrors => "no console errors".into(),
-            Self::NoFailedRequests => "no failed requests".into(),
-        }
-    }
-}
-
-/// A reference image to compare with.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ReferenceSpec {
-    /// A PNG inside the workspace.
-    pub path: PathBuf,
-    #[serde(default)]
-    pub max_mismatch_ratio: Option<f64>,
-    /// Write the current screenshot as the new reference instead of comparing.
-    #[serde(default)]
-    pub update: bool,
-}
-
-/// What to verify.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VerifyRequest {
-    /// A path or a URL on the preview's origin, resolved against the page the
-    /// caller named (an app URL, a server's URL, or the preview's page); that
-    /// page itself, exactly, by default.
-    #[serde(default)]
-    pub url: Option<String>,
-    #[serde(default)]
-    pub steps: Vec<Step>,
-    #[serde(default)]
-    pub assertions: Vec<Assertion>,
-    #[serde(default)]
-    pub reference: Option<ReferenceSpec>,
-    #[serde(default)]
-    pub quiet_window_ms: Option<u64>,
-    #[serde(default)]
-    pub deadline_ms: Option<u64>,
-    #[serde(default)]
-    pub full_page: bool,
-    /// Console errors are failures unless this is set.
-    #[serde(default)]
-    pub allow_console_errors: bool,
-    /// Failed requests are failures unless this is set.
-    #[serde(default)]
-    pub allow_failed_requests: bool,
-}
-
-/// Where the verification runs and what it may touch.
-#[derive(Debug, Clone)]
-pub struct VerifyContext {
-    pub evidence: EvidenceStore,
-    /// References resolve inside this root.
-    pub workspace: PathBuf,
-    /// The app's source, fingerprinted into the report.
-    pub source_dir: Option<PathBuf>,
-    /// The runtime server behind the preview (its status as JSON), if any.
-    pub runtime: Option<Value>,
-    /// Told each stage as the verification enters it.
-    pub progress: crate::progress::Progress,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepOutcome {
-    pub index: usize,
-    pub step: String,
-    pub ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub ms: u128,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AssertionOutcome {
-    pub assertion: Assertion,
-    pub passed: bool,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DiffOutcome {
-    pub reference: PathBuf,
-    pub complete: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mismatch_ratio: Option<f64>,
-    pub max_mismatch_ratio: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub passed: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current: Option<EvidenceFile>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff: Option<EvidenceFile>,
-    pub note: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Timings {
-    pub blank_ms: u128,
-    /// Navigation, `DOMContentLoaded` and the quiet window.
-    pub load_ms: u128,
-    pub quiet_window_ms: u64,
-    pub steps_ms: u128,
-    pub collect_ms: u128,
-    pub screenshot_ms: u128,
-    pub diff_ms: u128,
-    pub total_ms: u128,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Screenshot {
-    #[serde(flatten)]
-    pub file: EvidenceFile,
-    pub width: u32,
-    pub height: u32,
-    pub clipped: bool,
-}
-
-/// The persisted report (`formatVersion` 1).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    pub format_version: u32,
-    pub id: String,
-    /// Milliseconds since the Unix epoch.
-    pub created_at_ms: u128,
-    pub session: String,
-    /// The URL named: exactly what was asked for (path, query and fragment).
-    pub requested_url: String,
-    /// The document's URL once loaded, before any step (differs from the
-    /// requested one after a redirect).
-    pub loaded_url: String,
-    /// The page's URL when it was checked, after the steps.
-    pub url: String,
-    pub title: String,
-    pub viewport: crate::preview::Viewport,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<Fingerprint>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub runtime: Option<Value>,
-    pub document_status: Option<u16>,
-    pub steps: Vec<StepOutcome>,
-    pub assertions: Vec<AssertionOutcome>,
-    pub console_errors: Vec<Value>,
-    pub console_warnings: usize,
-    /// Development-mode notices of the app's framework (not the app's warnings).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub framework_notices: Vec<String>,
-    pub failed_requests: Vec<Value>,
-    pub blocked_requests: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub screenshot: Option<Screenshot>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff: Option<DiffOutcome>,
-    #[serde(flatten)]
-    pub judgement: Judgement,
-    pub timings: Timings,
-    /// Where this report is stored.
-    pub report_path: Option<PathBuf>,
-    /// The same report for people: self-contained HTML beside the JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub html_path: Option<PathBuf>,
-}
-
-impl Report {
-    /// A report before anything was observed (its judgement says so).
-    fn blank(
-        session: &str,
-        viewport: crate::preview::Viewport,
-        requested_url: &str,
-        context: &VerifyContext,
-    ) -> Self {
-        Self {
-            format_version: REPORT_FORMAT_VERSION,
-            id: format!("verify-{}", now_ms()),
-            created_at_ms: now_ms(),
-            session: session.to_owned(),
-            requested_url: requested_url.to_owned(),
-            loaded_url: String::new(),
-            url: String::new(),
-            title: String::new(),
-            viewport,
-            source: context.source_dir.as_deref().map(fingerprint),
-            runtime: context.runtime.clone(),
-            document_status: None,
-            steps: Vec::new(),
-            assertions: Vec::new(),
-            console_errors: Vec::new(),
-            console_warnings: 0,
-            framework_notices: Vec::new(),
-            failed_requests: Vec::new(),
-            blocked_requests: Vec::new(),
-            screenshot: None,
-            diff: None,
-            judgement: judge(&Observed::default()),
-            timings: Timings::default(),
-            report_path: None,
-            html_path: None,
-        }
-    }
-}
-
-/// The page a verification loads: `url` (a path, or a whole URL) resolved
-/// against `base` (the URL the caller named: an app URL, a server's URL, the
-/// preview's page), or `base` itself, exactly, when no `url` is given.
-pub fn page_url(base: &str, url: Option<&str>) -> Result<url::Url, VerifyError> {
-    let base = url::Url::parse(base).map_err(|e| VerifyError::Invalid(format!("bad URL {base:?}: {e}")))?;
-    match url {
-        None => Ok(base),
-        Some(url) => base
-            .join(url)
-            .map_err(|e| VerifyError::Invalid(format!("bad url {url:?}: {e}"))),
-    }
-}
 
 /// The warning a load that ended elsewhere than `requested` deserves: another
 /// origin, path or query (a redirect, on the server or by the page's script).
@@ -428,33 +64,6 @@ fn clipped(text: &str) -> String {
 
 fn first<T: Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
     items.take(MAX_REPORT_ENTRIES).collect()
-}
-
-fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
-}
-
-fn validate(request: &VerifyRequest) -> Result<Vec<Action>, VerifyError> {
-    if request.steps.len() > MAX_STEPS || request.assertions.len() > MAX_ASSERTIONS {
-        return Err(VerifyError::Invalid(format!(
-            "at most {MAX_STEPS} steps and {MAX_ASSERTIONS} assertions"
-        )));
-    }
-    if let Some(ratio) = request.reference.as_ref().and_then(|r| r.max_mismatch_ratio)
-        && !(0.0..=1.0).contains(&ratio)
-    {
-        return Err(VerifyError::Invalid(
-            "maxMismatchRatio must be within 0..1".into(),
-        ));
-    }
-    request
-        .steps
-        .iter()
-        .map(Step::action)
-        .collect::<Result<_, _>>()
-        .map_err(VerifyError::Invalid)
 }
 
 /// Runs one verification in `session`. Verifications of one session run one at a
@@ -835,27 +444,6 @@ async fn evaluate(
     }
 }
 
-/// `path` (relative to `root`, or absolute) if it stays inside `root` once links in
-/// its existing part are resolved.
-fn inside(root: &Path, path: &Path) -> Result<PathBuf, VerifyError> {
-    let root =
-        dshkit_os::fs::canonicalize(root).map_err(|_| VerifyError::ReferenceOutside(path.to_owned()))?;
-    let joined = root.join(path);
-    let parent = joined
-        .parent()
-        .and_then(|p| dshkit_os::fs::canonicalize(p).ok())
-        .ok_or_else(|| VerifyError::ReferenceOutside(path.to_owned()))?;
-    let resolved = match dshkit_os::fs::canonicalize(&joined) {
-        Ok(real) => real,
-        Err(_) => parent.join(joined.file_name().unwrap_or_default()),
-    };
-    if resolved.starts_with(&root) && parent.starts_with(&root) {
-        Ok(resolved)
-    } else {
-        Err(VerifyError::ReferenceOutside(path.to_owned()))
-    }
-}
-
 fn reference_diff(
     spec: &ReferenceSpec,
     path: &Path,
@@ -1029,9 +617,9 @@ pub fn report_without_server(
     );
     report.judgement = Judgement {
         verdict: if failure.app_is_broken() {
-            super::Verdict::Failed
+            Verdict::Failed
         } else {
-            super::Verdict::Unverified
+            Verdict::Unverified
         },
         reasons: vec![reason],
         next_action: failure.next_step(),
@@ -1046,34 +634,15 @@ fn persist(mut report: Report, context: &VerifyContext) -> Result<Report, Verify
     report.html_path = Some(dir.join(format!("{}.html", report.id)));
     let bytes = serde_json::to_vec_pretty(&report).map_err(|e| VerifyError::Invalid(e.to_string()))?;
     context.evidence.write(&session, &report.id, "json", &bytes)?;
-    context.evidence.write(
-        &session,
-        &report.id,
-        "html",
-        super::html::render(&report).as_bytes(),
-    )?;
+    context
+        .evidence
+        .write(&session, &report.id, "html", html::render(&report).as_bytes())?;
     Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{page_url, redirect_warning};
-
-    #[test]
-    fn the_page_named_is_kept_whole_and_a_url_resolves_against_it() {
-        let base = "http://127.0.0.1:5173/broken/?tab=2#details";
-        assert_eq!(page_url(base, None).unwrap().as_str(), base);
-        for (url, expected) in [
-            ("/other?x=1#y", "http://127.0.0.1:5173/other?x=1#y"),
-            ("sibling", "http://127.0.0.1:5173/broken/sibling"),
-            ("?tab=3", "http://127.0.0.1:5173/broken/?tab=3"),
-            ("#top", "http://127.0.0.1:5173/broken/?tab=2#top"),
-            ("http://127.0.0.1:5173/", "http://127.0.0.1:5173/"),
-        ] {
-            assert_eq!(page_url(base, Some(url)).unwrap().as_str(), expected, "{url}");
-        }
-        assert!(page_url("not a url", None).is_err());
-    }
+    use super::redirect_warning;
 
     #[test]
     fn a_load_elsewhere_is_a_redirect_but_a_changed_fragment_is_not() {

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::engine::Report;
+use super::report::Report;
 
 /// Largest image inlined; a bigger one is named, not embedded.
 pub const MAX_INLINE_IMAGE_BYTES: u64 = 8 * 1024 * 1024;

@@ -6,6 +6,8 @@ pub mod engine;
 pub mod evidence;
 pub mod fingerprint;
 pub mod html;
+mod report;
+mod request;
 pub mod verdict;
 
 pub use engine::{
