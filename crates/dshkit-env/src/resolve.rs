@@ -122,8 +122,8 @@ mod tests {
         assert_eq!(from_file.settings_path.as_deref(), Some(path.as_path()));
         assert_eq!(from_file.quiet_window_ms, Some(1234));
         assert_eq!(from_file.preview_limit, Some(2));
-        assert_eq!(from_file.idle_timeout, Some(Duration::from_secs(60)));
-        assert_eq!(from_file.evidence_max_age, Some(Duration::from_secs(2 * 86_400)));
+        assert_eq!(from_file.idle_timeout, Some(Duration::from_mins(1)));
+        assert_eq!(from_file.evidence_max_age, Some(Duration::from_hours(48)));
         assert_eq!(from_file.allow_external_hosts, ["cdn.example.com"]);
         assert_eq!(from_file.devtools_dir, PathBuf::from("/srv/dsh/dshkit-devtools"));
 

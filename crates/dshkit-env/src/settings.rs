@@ -67,8 +67,7 @@ impl SettingsError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Parse { syntax: true, .. } => "SETTINGS_NOT_JSON",
-            Self::Parse { syntax: false, .. } => "SETTINGS_INVALID",
-            Self::Invalid(_) => "SETTINGS_INVALID",
+            Self::Parse { syntax: false, .. } | Self::Invalid(_) => "SETTINGS_INVALID",
             Self::TooLarge { .. } => "SETTINGS_TOO_LARGE",
             Self::NoLocation => "SETTINGS_NO_LOCATION",
             Self::Io { .. } => "SETTINGS_IO",
