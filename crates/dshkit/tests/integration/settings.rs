@@ -26,7 +26,7 @@ fn settings_set(home: &Path, value: &str) {
 fn verify(home: &Path, url: &str, extra: &[&str]) -> (Option<i32>, Value) {
     let out = output(
         dshkit_command(home)
-            .args(["verify", url, "--json"])
+            .args(["verify", url, "--json", "--expect-text", "Ready"])
             .args(extra)
             .env("DSHKIT_EVIDENCE_ROOT", home.join("evidence")),
     );
