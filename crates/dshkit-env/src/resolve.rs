@@ -38,8 +38,6 @@ pub enum SettingsFile {
 /// Every setting with its winning value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
-    /// The settings file consulted, when there is a place for one.
-    pub settings_path: Option<PathBuf>,
     /// The quiet window (`None`: the verification's own default).
     pub quiet_window_ms: Option<u64>,
     /// Preview sessions open at once (`None`: the preview manager's default).
@@ -57,16 +55,15 @@ pub struct Resolved {
 
 /// Resolves `flags` over `env` over the settings file over the defaults.
 pub fn resolve(env: &Environment, flags: Flags, file: SettingsFile) -> Result<Resolved, SettingsError> {
-    let settings_path = settings::path(env);
-    let stored = match (&settings_path, file) {
-        (Some(path), SettingsFile::Read) => settings::load(path)?,
+    let stored = match (settings::path(env), file) {
+        (Some(path), SettingsFile::Read) => settings::load(&path)?,
         _ => Settings::default(),
     };
-    Ok(combine(env, flags, stored, settings_path))
+    Ok(combine(env, flags, stored))
 }
 
 /// The merge itself, apart from reading the file.
-fn combine(env: &Environment, flags: Flags, stored: Settings, settings_path: Option<PathBuf>) -> Resolved {
+fn combine(env: &Environment, flags: Flags, stored: Settings) -> Resolved {
     let mut allow_external_hosts = flags.allow_external_hosts;
     for host in stored.allow_external_hosts {
         if !allow_external_hosts.contains(&host) {
@@ -74,7 +71,6 @@ fn combine(env: &Environment, flags: Flags, stored: Settings, settings_path: Opt
         }
     }
     Resolved {
-        settings_path,
         quiet_window_ms: flags.quiet_window_ms.or(stored.quiet_window_ms),
         preview_limit: stored.preview_limit,
         idle_timeout: stored.idle_timeout_secs.map(Duration::from_secs),
@@ -119,7 +115,6 @@ mod tests {
         .unwrap();
 
         let from_file = resolve(&env, Flags::default(), SettingsFile::Read).unwrap();
-        assert_eq!(from_file.settings_path.as_deref(), Some(path.as_path()));
         assert_eq!(from_file.quiet_window_ms, Some(1234));
         assert_eq!(from_file.preview_limit, Some(2));
         assert_eq!(from_file.idle_timeout, Some(Duration::from_mins(1)));

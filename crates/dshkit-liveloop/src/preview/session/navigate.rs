@@ -129,18 +129,26 @@ impl PreviewSession {
         before: u64,
         requests: u64,
     ) -> Result<Option<Snapshot>, PreviewError> {
+        self.wait_content_loaded(before, DEFAULT_NAVIGATION_TIMEOUT)
+            .await?;
+        // A new document counts its work from its start.
+        let mark = Mark { requests, page: 0 };
+        Ok(self.settle(mark, DEFAULT_SETTLE_DEADLINE, true).await.snapshot)
+    }
+
+    /// Waits until a document after load number `before` fired
+    /// `DOMContentLoaded`, at most `deadline`; returns when the wait started.
+    async fn wait_content_loaded(&self, before: u64, deadline: Duration) -> Result<Instant, PreviewError> {
         let mut loads = self.loads.clone();
         let started = Instant::now();
-        tokio::time::timeout(DEFAULT_NAVIGATION_TIMEOUT, loads.wait_for(|n| *n > before))
+        tokio::time::timeout(deadline, loads.wait_for(|n| *n > before))
             .await
             .map_err(|_| PreviewError::Timeout {
                 what: "DOMContentLoaded".into(),
                 ms: started.elapsed().as_millis(),
             })?
             .map_err(|_| PreviewError::BrowserGone)?;
-        // A new document counts its work from its start.
-        let mark = Mark { requests, page: 0 };
-        Ok(self.settle(mark, DEFAULT_SETTLE_DEADLINE, true).await.snapshot)
+        Ok(started)
     }
 
     /// Waits for `DOMContentLoaded` and then the quiet window, all before
@@ -152,15 +160,7 @@ impl PreviewSession {
         quiet: Duration,
         deadline: Duration,
     ) -> Result<bool, PreviewError> {
-        let mut loads = self.loads.clone();
-        let started = Instant::now();
-        tokio::time::timeout(deadline, loads.wait_for(|n| *n > before))
-            .await
-            .map_err(|_| PreviewError::Timeout {
-                what: "DOMContentLoaded".into(),
-                ms: started.elapsed().as_millis(),
-            })?
-            .map_err(|_| PreviewError::BrowserGone)?;
+        let started = self.wait_content_loaded(before, deadline).await?;
         Ok(self
             .settle_idle(quiet, deadline.saturating_sub(started.elapsed()))
             .await)
