@@ -34,6 +34,11 @@ use crate::preview::world::page_value;
 /// Tallest full-page screenshot (CSS pixels); taller pages are cut and say so.
 pub const DEFAULT_MAX_SCREENSHOT_HEIGHT: u32 = 16_384;
 
+/// Most captures of one screenshot: a page without a frame yet gets one more
+/// rendered frame before each next attempt.
+const MAX_CAPTURE_ATTEMPTS: u32 = 3;
+/// What Chromium answers a capture of a page that has no frame to capture.
+const NO_FRAME_TO_CAPTURE: &str = "Unable to capture screenshot";
 /// How often [`PreviewSession::wait_for_error_overlay`] looks again.
 const OVERLAY_POLL: Duration = Duration::from_millis(25);
 
@@ -294,6 +299,31 @@ impl PreviewSession {
         Some(reply.map_err(PreviewError::from).and_then(page_value))
     }
 
+    /// `Page.captureScreenshot` with `params`. A page whose compositor has no
+    /// frame yet (a page just made or resized, on a loaded machine) cannot be
+    /// captured: it is asked for the next rendered frame and captured again, at
+    /// most [`MAX_CAPTURE_ATTEMPTS`] times.
+    async fn capture(&self, params: &Value) -> Result<Value, PreviewError> {
+        let mut attempt = 1;
+        loop {
+            match self.page.call("Page.captureScreenshot", params.clone()).await {
+                Err(dshkit_cdp::CdpError::Protocol { ref message, .. })
+                    if attempt < MAX_CAPTURE_ATTEMPTS && message.contains(NO_FRAME_TO_CAPTURE) =>
+                {
+                    attempt += 1;
+                    // Two animation frames: the second runs after the first was
+                    // painted. The timer ends the wait in a page that paints none.
+                    self.evaluate(
+                        "new Promise(done => { requestAnimationFrame(() => requestAnimationFrame(done)); \
+                         setTimeout(done, 250); })",
+                    )
+                    .await?;
+                }
+                reply => return Ok(reply?),
+            }
+        }
+    }
+
     /// A PNG of the viewport or the full page (cut at the height guard).
     pub async fn screenshot(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
         let _serial = self.operation.lock().await;
@@ -325,7 +355,7 @@ impl PreviewSession {
             height = h.clamp(1, DEFAULT_MAX_SCREENSHOT_HEIGHT);
             params["clip"] = json!({ "x": 0, "y": 0, "width": width, "height": height, "scale": 1 });
         }
-        let reply = self.page.call("Page.captureScreenshot", params).await?;
+        let reply = self.capture(&params).await?;
         let png = base64::engine::general_purpose::STANDARD
             .decode(reply["data"].as_str().unwrap_or_default())
             .map_err(|e| PreviewError::Interaction(format!("screenshot data is not base64: {e}")))?;
