@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bound::{ResultLimits, bound_structured, bound_text};
 use crate::family::{
-    LogLevel, PromptSpec, ResourceBody, ResourceSpec, ToolCall, ToolFailure, ToolFamily, ToolLog,
+    LogLevel, PromptSpec, ResourceBody, ResourceSpec, ToolCall, ToolFailure, ToolFamily, ToolLog, ToolOutput,
     ToolProgress, ToolSpec,
 };
 
@@ -327,11 +327,7 @@ impl DshkitServer {
         }
     }
 
-    fn finish(
-        &self,
-        outcome: Result<crate::ToolOutput, ToolFailure>,
-        links: &[ResourceSpec],
-    ) -> CallToolResult {
+    fn finish(&self, outcome: Result<ToolOutput, ToolFailure>, links: &[ResourceSpec]) -> CallToolResult {
         let limits = self.registry.options.limits;
         let (mut text, structured, images, is_error) = match outcome {
             Ok(output) => (output.text, Some(output.structured), output.images, false),
@@ -745,7 +741,7 @@ impl ProgressForwarder {
 /// Aborts a tool's task and waits until it is gone: its future is dropped, so
 /// what it holds (a verification's lock, child processes killed on drop) is
 /// released before the caller hears of the stop.
-async fn stop(task: tokio::task::JoinHandle<Result<crate::ToolOutput, ToolFailure>>) {
+async fn stop(task: tokio::task::JoinHandle<Result<ToolOutput, ToolFailure>>) {
     task.abort();
     let _ = task.await;
 }
@@ -757,7 +753,7 @@ mod cancel_tests {
     use futures::future::BoxFuture;
 
     use super::*;
-    use crate::family::{ToolHints, ToolOutput};
+    use crate::family::ToolHints;
 
     /// A tool that never finishes and says when its work was dropped.
     struct Forever(Arc<AtomicBool>);
