@@ -12,9 +12,12 @@ use serde_json::Value;
 
 use crate::client::{self, ClientRow};
 use crate::link::Severity;
-use crate::plugins::LocalPlugin;
+use crate::plugins::{Analyzed, LocalPlugin};
 use crate::report::{Check, Status};
-use crate::static_checks::{Analyzed, name_of};
+
+/// The check's stable id and its name in a report.
+const ID: &str = "manifest";
+pub(crate) const NAME: &str = "Plugin manifests";
 
 /// The manifest check over `plugins` of the profile at `profile_dir`.
 pub(crate) fn check(
@@ -23,7 +26,6 @@ pub(crate) fn check(
     home: &Path,
     profile_dir: &Path,
 ) -> Check {
-    let id = "manifest";
     let real_home = dshkit_os::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
     let bundles = profile_bundles(profile_dir);
     let mut failures = Vec::new();
@@ -103,7 +105,7 @@ pub(crate) fn check(
         )
     };
     failures.extend(warnings);
-    Check::new(id, name_of(id), status, detail).with_evidence(failures)
+    Check::new(ID, NAME, status, detail).with_evidence(failures)
 }
 
 /// `dsh.profile.bundles` of the profile's `package.json`.

@@ -87,6 +87,9 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
     plugins
 }
 
+/// The files of one plugin with their analyses (see [`analyze_plugin`]).
+pub(crate) type Analyzed = Vec<(PathBuf, Result<Analysis, String>)>;
+
 /// Every file a plugin ships as code: its entries, what they import relatively
 /// (transitively), and everything under `lib/`. Each with its analysis.
 pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, String>)> {

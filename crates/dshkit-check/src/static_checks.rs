@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::plugins::{LocalPlugin, analyze_plugin, local_plugins};
+use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin, local_plugins};
 use crate::report::{Check, Status};
 
 /// Where to look.
@@ -83,7 +83,7 @@ pub(crate) fn name_of(id: &str) -> &'static str {
         "patch_references" => "Patch references resolve",
         "syntax" => "JavaScript syntax",
         "links" => "Imports resolve and link",
-        _ => "Plugin manifests",
+        _ => crate::manifest::NAME,
     }
 }
 
@@ -224,9 +224,6 @@ impl<'a> NameLocator<'a> {
         None
     }
 }
-
-/// The files of one plugin with their analyses (see [`analyze_plugin`]).
-pub(crate) type Analyzed = Vec<(PathBuf, Result<crate::syntax::Analysis, String>)>;
 
 fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
     let id = "syntax";
