@@ -4,5 +4,6 @@
 //! plugin written into a profile ([`install`]).
 
 pub mod install;
+mod managed_row;
 pub mod patch;
 pub mod row;

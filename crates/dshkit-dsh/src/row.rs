@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::patch::ManagedRow;
+use crate::managed_row::ManagedRow;
 
 /// The loader plugin DSH uses for MCP servers.
 pub const MCP_CLIENT_PLUGIN: &str = "@deepseek-ai/dsh-mcp-client";
