@@ -129,7 +129,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::process::{Identity, entry, wait_gone};
+    use crate::process::identity::Identity;
+    use crate::process::imp::entry;
+    use crate::process::wait::wait_gone;
 
     /// A leader in a group of its own whose child starts a session (and so a
     /// group) of its own, as pnpm 12 starts its script; and that child.

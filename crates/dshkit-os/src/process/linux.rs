@@ -5,10 +5,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub(super) use super::unix::{
-    Group, interrupt, kill, kill_group_led_by, prepare_group, running_as_root, terminate,
-};
-use super::{Entry, StartTime};
+use super::identity::{Entry, StartTime};
 
 /// The fields of `/proc/<pid>/stat` used here, or `None` for a zombie.
 fn stat(pid: u32) -> Option<Entry> {

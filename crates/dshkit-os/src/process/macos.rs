@@ -8,10 +8,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-pub(super) use super::unix::{
-    Group, interrupt, kill, kill_group_led_by, prepare_group, running_as_root, terminate,
-};
-use super::{Entry, StartTime};
+use super::identity::{Entry, StartTime};
 
 /// The most processes one listing reads.
 const MAX_PROCESSES: usize = 65_536;

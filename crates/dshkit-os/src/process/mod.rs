@@ -6,38 +6,26 @@
 //! a dead one's pid is never touched.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-#[cfg(target_os = "linux")]
-#[path = "linux.rs"]
-mod imp;
-#[cfg(target_os = "macos")]
-#[path = "macos.rs"]
-mod imp;
-#[cfg(windows)]
-#[path = "windows.rs"]
-mod imp;
-#[cfg(unix)]
-mod unix;
-#[cfg(unix)]
-mod watchdog;
+use std::time::Duration;
 
 mod group;
+mod identity;
+mod imp;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(unix)]
+mod unix;
+mod wait;
+#[cfg(unix)]
+mod watchdog;
+#[cfg(windows)]
+mod windows;
+
 pub use group::Group;
-
-/// When a process started, in the platform's own clock: clock ticks since boot
-/// (Linux), microseconds since the epoch (macOS), 100 ns since 1601 (Windows).
-/// Only compared with start times read on the same machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StartTime(pub u64);
-
-/// A process: its pid and start time, which together stay unique when pids are
-/// reused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Identity {
-    pub pid: u32,
-    pub started: StartTime,
-}
+pub use identity::{Entry, Identity, StartTime};
+pub use wait::{POLL, wait_exit, wait_gone};
 
 impl Identity {
     /// The process now running as `pid`, if any.
@@ -77,29 +65,6 @@ impl Identity {
     /// that started at `started`. Returns whether a kill was sent.
     pub fn kill(&self) -> bool {
         self.is_running() && imp::kill(*self)
-    }
-}
-
-/// One row of the process table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub pid: u32,
-    pub parent: Option<u32>,
-    pub started: StartTime,
-    /// The process group it belongs to (Unix; `None` on Windows).
-    pub group: Option<u32>,
-    /// It leads its own session and process group: it detached itself from
-    /// whoever started it (Unix `setsid`; never on Windows, where a job holds
-    /// detached children too).
-    pub detached: bool,
-}
-
-impl Entry {
-    pub fn identity(&self) -> Identity {
-        Identity {
-            pid: self.pid,
-            started: self.started,
-        }
     }
 }
 
@@ -147,22 +112,7 @@ pub fn tree(root: Identity) -> Vec<Identity> {
     if !root.is_running() {
         return Vec::new();
     }
-    let table = snapshot();
-    let mut members = vec![root];
-    let mut index = 0;
-    while index < members.len() {
-        let parent = members[index];
-        for entry in &table {
-            if entry.parent == Some(parent.pid)
-                && entry.started >= parent.started
-                && !members.iter().any(|m| m.pid == entry.pid)
-            {
-                members.push(entry.identity());
-            }
-        }
-        index += 1;
-    }
-    members
+    root.tree_in(&snapshot())
 }
 
 /// Kills `root`'s whole tree and waits (bounded by `limit`) until a fresh read
@@ -182,35 +132,6 @@ pub fn kill_group_led_by(leader: Identity) {
         imp::kill_group_led_by(leader);
     }
 }
-
-/// Polls the table until none of `processes` runs or `limit` passes; returns
-/// those still running.
-pub fn wait_gone(mut processes: Vec<Identity>, limit: Duration) -> Vec<Identity> {
-    let deadline = Instant::now() + limit;
-    loop {
-        processes.retain(Identity::is_running);
-        if processes.is_empty() || Instant::now() >= deadline {
-            return processes;
-        }
-        std::thread::sleep(POLL);
-    }
-}
-
-/// Polls `child` until it exits or `limit` passes; its status, or `None` if it
-/// still runs then. Kills nothing.
-pub fn wait_exit(child: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL),
-            _ => return None,
-        }
-    }
-}
-
-/// How often a wait on the process table looks again.
-pub const POLL: Duration = Duration::from_millis(20);
 
 /// TCP ports in LISTEN state held by any of `pids`.
 pub fn listening_ports(pids: &[u32]) -> std::collections::BTreeSet<u16> {
@@ -249,6 +170,8 @@ pub fn die_with_spawning_thread(command: &mut std::process::Command) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     #[test]

@@ -4,7 +4,11 @@ use std::os::unix::process::CommandExt as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Entry, Identity};
+use super::identity::{Entry, Identity};
+#[cfg(target_os = "linux")]
+use super::linux::snapshot;
+#[cfg(target_os = "macos")]
+use super::macos::snapshot;
 
 fn signal_pid(pid: u32, signal: rustix::process::Signal) -> bool {
     i32::try_from(pid)
@@ -138,7 +142,7 @@ impl Group {
     /// The live members, from one read of the process table.
     fn live(&self) -> Vec<Entry> {
         members_until_over(&self.over, || {
-            let table = super::imp::snapshot();
+            let table = snapshot();
             let Some(tree) = &self.tree else {
                 return table
                     .into_iter()
@@ -244,7 +248,7 @@ mod tests {
         Entry {
             pid,
             parent: Some(parent),
-            started: super::super::StartTime(started),
+            started: super::super::identity::StartTime(started),
             group: Some(group),
             detached: false,
         }

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use super::Identity;
+use super::identity::Identity;
 
 /// Reads lines until its stdin closes: `+ GROUP START` adds a group of the tree
 /// (named by its leader, with the leader's start time), `- GROUP` drops one.
@@ -138,7 +138,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::process::{Identity, wait_gone};
+    use crate::process::wait::wait_gone;
 
     fn group_of(command: &mut Command) -> (std::process::Child, u32) {
         let child = command.process_group(0).spawn().unwrap();

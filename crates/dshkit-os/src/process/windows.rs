@@ -30,7 +30,7 @@ use windows_sys::Win32::System::Threading::{
     PROCESS_VM_READ, ResumeThread, THREAD_SUSPEND_RESUME, TerminateProcess,
 };
 
-use super::{Entry, Identity, StartTime};
+use super::identity::{Entry, Identity, StartTime};
 
 /// A handle closed on drop.
 struct Owned(HANDLE);
@@ -319,7 +319,10 @@ pub(super) fn terminate(process: Identity) -> bool {
 }
 
 pub(super) fn kill_group_led_by(leader: Identity) {
-    for member in super::tree(leader) {
+    if !leader.is_running() {
+        return;
+    }
+    for member in leader.tree_in(&snapshot()) {
         member.kill();
     }
 }
