@@ -34,7 +34,12 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// Longest an unarmed proxy waits for the head of a request it will refuse.
 const UNARMED_HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Most header fields a request head may carry; a head with more is refused as
+/// malformed (browsers send a few dozen).
+const MAX_HEAD_FIELDS: usize = 128;
+
 const FORBIDDEN: &[u8] = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+const BAD_REQUEST: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
 
 /// A running proxy; stops accepting when dropped. It refuses every connection
 /// until it is [armed](PolicyProxy::arm) with its preview's policy: a context is
@@ -100,17 +105,15 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
     // A relay forwards each piece as it comes: without this, a response's body
     // written after its head waits for the browser's delayed ACK (Nagle).
     client.set_nodelay(true)?;
-    let (head, rest) = read_head(&mut client).await?;
-    let text = String::from_utf8_lossy(&head).into_owned();
-    let mut lines = text.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
-    let (method, target, version) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or("HTTP/1.1"),
-    );
-    let upgrade = text.to_ascii_lowercase().contains("\r\nupgrade: websocket");
+    let (head, rest) = match read_head(&mut client).await? {
+        Head::Complete(head, rest) => (head, rest),
+        Head::Malformed(err) => {
+            tracing::debug!(%err, "preview proxy refused a malformed request head");
+            return client.write_all(BAD_REQUEST).await;
+        }
+    };
+    let (method, target) = (head.method.as_str(), head.target.as_str());
+    let upgrade = head.is_websocket_upgrade();
 
     if method == "CONNECT" {
         // A tunnel: the request-stage policy already vetted every http(s) request,
@@ -131,9 +134,7 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
 
     // An absolute-form request (`GET http://host:port/path HTTP/1.1`).
     let Ok(url) = url::Url::parse(target) else {
-        return client
-            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-            .await;
+        return client.write_all(BAD_REQUEST).await;
     };
     let checked = if upgrade {
         url.as_str().replacen("http", "ws", 1)
@@ -155,21 +156,9 @@ async fn serve(mut client: TcpStream, policy: &NetworkPolicy, record: &Recorder)
     }
     // One request per upstream connection: a kept-alive client connection could
     // otherwise carry its next request to this host regardless of its target.
-    let mut forwarded = format!("{method} {path} {version}\r\n");
-    for line in lines.filter(|l| !l.is_empty()) {
-        let lower = line.to_ascii_lowercase();
-        if lower.starts_with("proxy-connection:") || (!upgrade && lower.starts_with("connection:")) {
-            continue;
-        }
-        forwarded.push_str(line);
-        forwarded.push_str("\r\n");
-    }
-    if !upgrade {
-        forwarded.push_str("Connection: close\r\n");
-    }
-    forwarded.push_str("\r\n");
+    let forwarded = head.forwarded(&path, upgrade);
     let mut upstream = connect(address).await?;
-    upstream.write_all(forwarded.as_bytes()).await?;
+    upstream.write_all(&forwarded).await?;
     upstream.write_all(&rest).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
@@ -231,8 +220,89 @@ async fn allowed_address(
     Some(SocketAddr::new(ip, port))
 }
 
-/// Reads until the end of the request head; returns the head and any bytes after it.
-async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+/// A request head as the proxy read it.
+#[derive(Debug, PartialEq, Eq)]
+struct RequestHead {
+    method: String,
+    /// The request target: `host:port` for `CONNECT`, an absolute URL otherwise.
+    target: String,
+    /// The minor HTTP/1 version (`HTTP/1.0`, `HTTP/1.1`).
+    minor_version: u8,
+    /// The header fields, in order, each name as sent with its value.
+    fields: Vec<(String, Vec<u8>)>,
+}
+
+impl RequestHead {
+    /// Parses `buffer`: the head with its length (its final empty line
+    /// included), `None` while it has not ended, or why it is not a request head.
+    fn parse(buffer: &[u8]) -> Result<Option<(Self, usize)>, httparse::Error> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEAD_FIELDS];
+        let mut request = httparse::Request::new(&mut fields);
+        let httparse::Status::Complete(length) = request.parse(buffer)? else {
+            return Ok(None);
+        };
+        // `parse` fills every part of a complete head.
+        let head = Self {
+            method: request.method.unwrap_or_default().to_owned(),
+            target: request.path.unwrap_or_default().to_owned(),
+            minor_version: request.version.unwrap_or(1),
+            fields: request
+                .headers
+                .iter()
+                .map(|field| (field.name.to_owned(), field.value.to_owned()))
+                .collect(),
+        };
+        Ok(Some((head, length)))
+    }
+
+    /// It asks to become a WebSocket (`Upgrade: websocket`, in any case, alone
+    /// or in a list).
+    fn is_websocket_upgrade(&self) -> bool {
+        self.fields.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("upgrade")
+                && value.split(|b| *b == b',').any(|protocol| {
+                    let name = protocol.split(|b| *b == b'/').next().unwrap_or_default();
+                    name.trim_ascii().eq_ignore_ascii_case(b"websocket")
+                })
+        })
+    }
+
+    /// The head sent upstream: origin-form `path`, without the proxy's own
+    /// fields and, unless it is an `upgrade`, closed after one response (one
+    /// request per upstream connection: a kept-alive client connection could
+    /// otherwise carry its next request to this host regardless of its target).
+    fn forwarded(&self, path: &str, upgrade: bool) -> Vec<u8> {
+        let mut out = format!("{} {path} HTTP/1.{}\r\n", self.method, self.minor_version).into_bytes();
+        for (name, value) in &self.fields {
+            if name.eq_ignore_ascii_case("proxy-connection")
+                || (!upgrade && name.eq_ignore_ascii_case("connection"))
+            {
+                continue;
+            }
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        if !upgrade {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
+
+/// What [`read_head`] read.
+#[derive(Debug)]
+enum Head {
+    /// The head, and any bytes after it.
+    Complete(RequestHead, Vec<u8>),
+    /// Not an HTTP/1 request head.
+    Malformed(httparse::Error),
+}
+
+/// Reads until the end of the request head, at most [`MAX_HEAD_BYTES`].
+async fn read_head(client: &mut TcpStream) -> std::io::Result<Head> {
     let mut buffer = Vec::with_capacity(2048);
     let mut chunk = [0u8; 4096];
     loop {
@@ -244,16 +314,18 @@ async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)
             ));
         }
         buffer.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = buffer.split_off(end + 4);
-            buffer.truncate(end);
-            return Ok((buffer, rest));
-        }
-        if buffer.len() > MAX_HEAD_BYTES {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "request head too large",
-            ));
+        match RequestHead::parse(&buffer) {
+            Ok(Some((head, length))) if length <= MAX_HEAD_BYTES => {
+                return Ok(Head::Complete(head, buffer.split_off(length)));
+            }
+            Ok(None) if buffer.len() <= MAX_HEAD_BYTES => {}
+            Ok(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "request head too large",
+                ));
+            }
+            Err(err) => return Ok(Head::Malformed(err)),
         }
     }
 }
@@ -280,5 +352,165 @@ mod tests {
             assert_eq!(reply, FORBIDDEN, "{request}");
         }
         assert_eq!(*told.lock().unwrap(), 0, "no policy decided them");
+    }
+
+    fn parsed(head: &str) -> RequestHead {
+        let (head, length) = RequestHead::parse(head.as_bytes())
+            .unwrap()
+            .expect("a complete head");
+        assert!(length > 0);
+        head
+    }
+
+    #[test]
+    fn a_head_is_complete_at_its_empty_line_and_what_follows_is_not_its() {
+        let text = "POST http://127.0.0.1:9/a?b HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Length: 2\r\n\r\nhi";
+        let (head, length) = RequestHead::parse(text.as_bytes()).unwrap().unwrap();
+        assert_eq!(&text[length..], "hi");
+        assert_eq!(head.method, "POST");
+        assert_eq!(head.target, "http://127.0.0.1:9/a?b");
+        assert_eq!(head.minor_version, 1);
+        assert_eq!(head.fields.len(), 2);
+        assert_eq!(
+            RequestHead::parse(b"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0").unwrap(),
+            None,
+            "not ended yet"
+        );
+    }
+
+    #[test]
+    fn malformed_heads_are_refused_instead_of_forwarded() {
+        for head in [
+            // A field line without a colon was forwarded verbatim.
+            "GET http://127.0.0.1:9/ HTTP/1.1\r\nHost 127.0.0.1:9\r\n\r\n",
+            // A request line without a version was forwarded as HTTP/1.1.
+            "GET http://127.0.0.1:9/\r\nHost: 127.0.0.1:9\r\n\r\n",
+            // Whitespace before the colon makes the field another one upstream.
+            "GET http://127.0.0.1:9/ HTTP/1.1\r\nHost : 127.0.0.1:9\r\n\r\n",
+            // A continuation line (obsolete folding).
+            "GET http://127.0.0.1:9/ HTTP/1.1\r\nX-A: a\r\n b\r\n\r\n",
+            // Not HTTP/1.
+            "GET http://127.0.0.1:9/ HTTP/2.0\r\n\r\n",
+            "\u{0}\u{1}\u{2}\r\n\r\n",
+        ] {
+            assert!(RequestHead::parse(head.as_bytes()).is_err(), "{head:?}");
+        }
+        let crowded = format!(
+            "GET http://127.0.0.1:9/ HTTP/1.1\r\n{}\r\n",
+            "X-A: a\r\n".repeat(MAX_HEAD_FIELDS + 1)
+        );
+        assert_eq!(
+            RequestHead::parse(crowded.as_bytes()).unwrap_err(),
+            httparse::Error::TooManyHeaders
+        );
+    }
+
+    #[test]
+    fn an_upgrade_to_websocket_is_recognized_however_it_is_spelled() {
+        for upgrade in [
+            "Upgrade: websocket",
+            "upgrade:WebSocket",
+            "UPGRADE:  h2c, websocket/13 ",
+        ] {
+            let head = parsed(&format!("GET http://127.0.0.1:9/ HTTP/1.1\r\n{upgrade}\r\n\r\n"));
+            assert!(head.is_websocket_upgrade(), "{upgrade}");
+        }
+        for other in ["Upgrade: h2c", "X-Upgrade: websocket", "Connection: websocket"] {
+            let head = parsed(&format!("GET http://127.0.0.1:9/ HTTP/1.1\r\n{other}\r\n\r\n"));
+            assert!(!head.is_websocket_upgrade(), "{other}");
+        }
+    }
+
+    #[test]
+    fn the_forwarded_head_is_origin_form_without_the_proxys_fields_and_closes() {
+        let head = parsed(
+            "GET http://127.0.0.1:9/a HTTP/1.0\r\nHost: 127.0.0.1:9\r\nProxy-Connection: keep-alive\r\nconnection: keep-alive\r\nX-Bytes: \u{e9}\r\n\r\n",
+        );
+        assert_eq!(
+            String::from_utf8(head.forwarded("/a", false)).unwrap(),
+            "GET /a HTTP/1.0\r\nHost: 127.0.0.1:9\r\nX-Bytes: \u{e9}\r\nConnection: close\r\n\r\n"
+        );
+        let upgrade = parsed(
+            "GET http://127.0.0.1:9/ws HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+        );
+        assert_eq!(
+            String::from_utf8(upgrade.forwarded("/ws", true)).unwrap(),
+            "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+        );
+    }
+
+    /// A proxy armed for `http://127.0.0.1:1`, and the refusals it records.
+    async fn armed_proxy() -> (PolicyProxy, Arc<std::sync::Mutex<Vec<Refusal>>>) {
+        let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = Arc::clone(&told);
+        let proxy = PolicyProxy::start(Arc::new(move |refusal| record.lock().unwrap().push(refusal)))
+            .await
+            .unwrap();
+        let (origin, _) = super::super::policy::PreviewOrigin::of("http://127.0.0.1:1/").unwrap();
+        proxy.arm(NetworkPolicy {
+            origin,
+            allow_hosts: Vec::new(),
+            resolver: Arc::new(super::super::policy::SystemResolver),
+            dns_timeout: super::super::policy::DEFAULT_DNS_TIMEOUT,
+        });
+        (proxy, told)
+    }
+
+    async fn exchange(proxy: &PolicyProxy, request: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut client = TcpStream::connect(proxy.addr).await?;
+        client.write_all(request).await?;
+        let mut reply = Vec::new();
+        client.read_to_end(&mut reply).await?;
+        Ok(reply)
+    }
+
+    #[tokio::test]
+    async fn an_armed_proxy_answers_a_malformed_head_with_bad_request() {
+        let (proxy, told) = armed_proxy().await;
+        let reply = exchange(
+            &proxy,
+            b"GET http://127.0.0.1:9/ HTTP/1.1\r\nHost 127.0.0.1:9\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        assert_eq!(reply, BAD_REQUEST);
+        assert!(told.lock().unwrap().is_empty(), "nothing was decided");
+    }
+
+    #[tokio::test]
+    async fn a_head_past_the_limit_gets_no_answer() {
+        let (proxy, told) = armed_proxy().await;
+        let mut request = b"GET http://127.0.0.1:9/ HTTP/1.1\r\nX-A: ".to_vec();
+        request.resize(MAX_HEAD_BYTES + 1024, b'a');
+        // Closed unanswered (or reset, with the rest unread).
+        let reply = exchange(&proxy, &request).await;
+        assert!(
+            reply.as_ref().is_err() || reply.as_ref().unwrap().is_empty(),
+            "{reply:?}"
+        );
+        assert!(told.lock().unwrap().is_empty());
+    }
+
+    /// Regression: an `Upgrade:websocket` field (no space after the colon) was
+    /// not seen as an upgrade, so the socket was decided as a plain request.
+    #[tokio::test]
+    async fn a_websocket_upgrade_without_a_space_is_refused_as_a_socket() {
+        let (proxy, told) = armed_proxy().await;
+        let reply = exchange(
+            &proxy,
+            b"GET http://127.0.0.1:9/ws HTTP/1.1\r\nHost: 127.0.0.1:9\r\nConnection: Upgrade\r\nUpgrade:websocket\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        assert_eq!(reply, FORBIDDEN);
+        assert_eq!(
+            *told.lock().unwrap(),
+            [Refusal::Socket {
+                authority: "127.0.0.1:9".to_owned(),
+                reason: BlockReason::CrossOriginWebSocket {
+                    url: "ws://127.0.0.1:9/ws".to_owned()
+                },
+            }]
+        );
     }
 }
