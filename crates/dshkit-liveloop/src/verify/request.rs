@@ -28,8 +28,14 @@ pub const MAX_ASSERTIONS: usize = 50;
 pub enum VerifyError {
     #[error("invalid verification request: {0}")]
     Invalid(String),
-    #[error("the reference {0} is outside the workspace")]
-    ReferenceOutside(PathBuf),
+    /// The reference image's path breaks the workspace's containment rule
+    /// ([`dshkit_os::fs::resolve_inside`]).
+    #[error("the reference {path} is refused in the workspace {root}: {reason}")]
+    ReferenceRefused {
+        path: PathBuf,
+        root: PathBuf,
+        reason: dshkit_os::fs::Refused,
+    },
     #[error("failed to persist the report: {0}")]
     Persist(#[from] EvidenceError),
 }
@@ -261,30 +267,65 @@ pub(super) fn validate(request: &VerifyRequest) -> Result<Vec<Action>, VerifyErr
         .map_err(VerifyError::Invalid)
 }
 
-/// `path` (relative to `root`, or absolute) if it stays inside `root` once links in
-/// its existing part are resolved.
+/// The reference image `path` (relative to `root`, or absolute), resolved inside
+/// `root`: it may not exist yet (a reference is written on update), its directory
+/// must.
 pub(super) fn inside(root: &Path, path: &Path) -> Result<PathBuf, VerifyError> {
-    let root =
-        dshkit_os::fs::canonicalize(root).map_err(|_| VerifyError::ReferenceOutside(path.to_owned()))?;
-    let joined = root.join(path);
-    let parent = joined
-        .parent()
-        .and_then(|p| dshkit_os::fs::canonicalize(p).ok())
-        .ok_or_else(|| VerifyError::ReferenceOutside(path.to_owned()))?;
-    let resolved = match dshkit_os::fs::canonicalize(&joined) {
-        Ok(real) => real,
-        Err(_) => parent.join(joined.file_name().unwrap_or_default()),
-    };
-    if resolved.starts_with(&root) && parent.starts_with(&root) {
-        Ok(resolved)
-    } else {
-        Err(VerifyError::ReferenceOutside(path.to_owned()))
-    }
+    dshkit_os::fs::resolve_inside(root, path, dshkit_os::fs::Leaf::MayBeNew).map_err(|reason| {
+        VerifyError::ReferenceRefused {
+            path: path.to_owned(),
+            root: root.to_owned(),
+            reason,
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::page_url;
+    use std::path::Path;
+
+    use super::{inside, page_url};
+
+    #[test]
+    fn a_reference_resolves_inside_the_workspace_even_before_it_exists() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::create_dir(workspace.path().join("refs")).unwrap();
+        let resolved = inside(workspace.path(), Path::new("refs/home.png")).unwrap();
+        let real = dshkit_os::fs::canonicalize(workspace.path()).unwrap();
+        assert_eq!(resolved, real.join("refs").join("home.png"));
+    }
+
+    #[test]
+    fn a_reference_outside_the_workspace_is_refused_naming_the_path_and_the_root() {
+        let workspace = tempfile::tempdir().unwrap();
+        let root = workspace.path().join("app");
+        std::fs::create_dir(&root).unwrap();
+        for (path, why) in [
+            ("../outside.png", "outside the root"),
+            ("missing/home.png", "does not exist"),
+        ] {
+            let message = inside(&root, Path::new(path)).unwrap_err().to_string();
+            assert!(message.contains(path), "{message}");
+            assert!(message.contains(&root.display().to_string()), "{message}");
+            assert!(message.contains(why), "{message}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reference_through_a_link_out_of_the_workspace_is_refused() {
+        let outside = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), workspace.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("new.png"),
+            workspace.path().join("dangling.png"),
+        )
+        .unwrap();
+        for path in ["out/home.png", "dangling.png"] {
+            assert!(inside(workspace.path(), Path::new(path)).is_err(), "{path}");
+        }
+    }
 
     #[test]
     fn the_page_named_is_kept_whole_and_a_url_resolves_against_it() {
