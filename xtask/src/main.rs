@@ -27,6 +27,7 @@ mod bench_echo;
 mod bench_load;
 mod bench_scale;
 mod bench_verify;
+mod house;
 mod setup;
 mod windows;
 
@@ -43,11 +44,12 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
         Some("test-windows") => windows::test(),
+        Some("house") => house::run(&args[1..]),
         // The floor `bench echo` measures record against; not for people.
         Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | house | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
