@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use dshkit_os::error::ErrorClass;
+
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CdpError {
@@ -48,8 +50,132 @@ pub enum CdpError {
 }
 
 impl CdpError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoBrowser(_) => "NO_BROWSER",
+            Self::Spawn { .. } => "BROWSER_SPAWN_FAILED",
+            Self::EarlyExit { .. } => "BROWSER_EXITED",
+            Self::LaunchTimeout(_) => "BROWSER_LAUNCH_TIMEOUT",
+            Self::Connect { .. } => "BROWSER_CONNECT_FAILED",
+            Self::Disconnected => "BROWSER_GONE",
+            Self::Timeout { .. } => "CDP_TIMEOUT",
+            Self::Protocol { .. } => "CDP_PROTOCOL_ERROR",
+            Self::Unexpected { .. } => "CDP_UNEXPECTED_REPLY",
+            Self::Profile(_) => "BROWSER_PROFILE_FAILED",
+        }
+    }
+
+    /// No browser installed is refused (the setup lacks it); everything else
+    /// failed while the browser ran or was started.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::NoBrowser(_) => ErrorClass::Refused,
+            _ => ErrorClass::Runtime,
+        }
+    }
+
     /// Whether the browser is gone and a relaunch is the remedy.
     pub fn is_disconnect(&self) -> bool {
         matches!(self, Self::Disconnected)
+    }
+
+    /// Whether a fresh start may not repeat it: the browser disconnected, or
+    /// crashed before it was ready.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Disconnected | Self::EarlyExit { crashed: true, .. })
+    }
+}
+
+dshkit_os::classified!(CdpError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_class_and_retryability() {
+        let io = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let early_exit = |crashed| CdpError::EarlyExit {
+            status: "signal 11".into(),
+            crashed,
+            starts: 1,
+            output: String::new(),
+        };
+        let table = [
+            (
+                CdpError::NoBrowser("none".into()),
+                "NO_BROWSER",
+                ErrorClass::Refused,
+                false,
+            ),
+            (
+                CdpError::Spawn {
+                    path: "/chrome".into(),
+                    source: io(),
+                },
+                "BROWSER_SPAWN_FAILED",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (early_exit(true), "BROWSER_EXITED", ErrorClass::Runtime, true),
+            (early_exit(false), "BROWSER_EXITED", ErrorClass::Runtime, false),
+            (
+                CdpError::LaunchTimeout(Duration::from_secs(1)),
+                "BROWSER_LAUNCH_TIMEOUT",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (
+                CdpError::Connect {
+                    url: "ws://x".into(),
+                    reason: "refused".into(),
+                },
+                "BROWSER_CONNECT_FAILED",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (CdpError::Disconnected, "BROWSER_GONE", ErrorClass::Runtime, true),
+            (
+                CdpError::Timeout {
+                    method: "Page.navigate".into(),
+                    timeout: Duration::from_secs(1),
+                },
+                "CDP_TIMEOUT",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (
+                CdpError::Protocol {
+                    method: "Page.navigate".into(),
+                    code: -32000,
+                    message: "no".into(),
+                },
+                "CDP_PROTOCOL_ERROR",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (
+                CdpError::Unexpected {
+                    method: "Target.attachToTarget".into(),
+                    detail: "no sessionId".into(),
+                },
+                "CDP_UNEXPECTED_REPLY",
+                ErrorClass::Runtime,
+                false,
+            ),
+            (
+                CdpError::Profile(io()),
+                "BROWSER_PROFILE_FAILED",
+                ErrorClass::Runtime,
+                false,
+            ),
+        ];
+        for (error, code, class, retryable) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+            assert_eq!(error.is_retryable(), retryable, "{error}");
+            assert_eq!(error.is_disconnect(), code == "BROWSER_GONE", "{error}");
+        }
     }
 }

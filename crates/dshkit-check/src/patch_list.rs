@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
 use serde_json::Value;
 
 /// Why DSH refuses a patch file, in DSH's words.
@@ -27,6 +28,24 @@ pub enum PatchListError {
 }
 
 impl PatchListError {
+    /// A stable machine-readable code; a file that is no YAML says so in the
+    /// patch parser's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Yaml(e) => e.code(),
+            Self::NotAnArray { .. } => "PATCH_NOT_A_LIST",
+            Self::EntryNotAMapping { .. } => "PATCH_ENTRY_NOT_A_MAPPING",
+        }
+    }
+
+    /// A patch file DSH refuses is refused input.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Yaml(e) => e.class(),
+            Self::NotAnArray { .. } | Self::EntryNotAMapping { .. } => ErrorClass::Refused,
+        }
+    }
+
     /// One evidence line: `file:line:column: message` when the place is known.
     pub fn evidence(&self) -> String {
         match self {
@@ -40,6 +59,8 @@ impl PatchListError {
         }
     }
 }
+
+dshkit_os::classified!(PatchListError);
 
 /// The patch entries of `text` (read from `path`), or why DSH refuses them.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<Value>, PatchListError> {
@@ -82,33 +103,59 @@ fn is_empty_array(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn parsed(text: &str) -> Result<usize, String> {
-        parse(Path::new("cordis.patch.yml"), text)
-            .map(|entries| entries.len())
-            .map_err(|e| e.to_string())
+    fn parsed(text: &str) -> Result<usize, PatchListError> {
+        parse(Path::new("cordis.patch.yml"), text).map(|entries| entries.len())
     }
 
     #[test]
     fn an_empty_list_is_accepted_and_an_empty_file_is_refused_as_dsh_does() {
-        assert_eq!(parsed("[]\n"), Ok(0));
-        assert_eq!(parsed("# comment\n[]\n"), Ok(0));
-        assert_eq!(parsed("- insert: []\n"), Ok(1));
+        assert_eq!(parsed("[]\n").unwrap(), 0);
+        assert_eq!(parsed("# comment\n[]\n").unwrap(), 0);
+        assert_eq!(parsed("- insert: []\n").unwrap(), 1);
         for null in ["", "# only a comment\n", "~\n", "null\n"] {
             let refused = parsed(null).unwrap_err();
+            assert_eq!(refused.code(), "PATCH_NOT_A_LIST", "{null:?}: {refused}");
             assert!(
-                refused.contains("must be a top-level YAML array of loader patch entries"),
+                refused
+                    .to_string()
+                    .contains("must be a top-level YAML array of loader patch entries"),
                 "{null:?}: {refused}"
             );
         }
-        assert!(parsed("a: 1\n").unwrap_err().contains("but it is a mapping"));
+        let mapping = parsed("a: 1\n").unwrap_err();
+        assert_eq!(mapping.code(), "PATCH_NOT_A_LIST", "{mapping}");
+        assert!(mapping.to_string().contains("but it is a mapping"), "{mapping}");
     }
 
     #[test]
     fn every_entry_must_be_a_mapping() {
         let refused = parsed("- insert: []\n- foo\n").unwrap_err();
+        assert_eq!(refused.code(), "PATCH_ENTRY_NOT_A_MAPPING", "{refused}");
         assert!(
-            refused.starts_with("entry 2 in cordis.patch.yml must be a mapping (a loader patch entry)"),
+            refused
+                .to_string()
+                .starts_with("entry 2 in cordis.patch.yml must be a mapping (a loader patch entry)"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn yaml_that_does_not_parse_is_refused_with_the_parser_code() {
+        let refused = parsed("- [unclosed\n").unwrap_err();
+        assert_eq!(refused.code(), "PATCH_NOT_YAML", "{refused}");
+        assert_eq!(refused.class(), ErrorClass::Refused, "{refused}");
+        for error in [
+            PatchListError::NotAnArray {
+                path: "p".into(),
+                found: "a mapping",
+            },
+            PatchListError::EntryNotAMapping {
+                path: "p".into(),
+                number: 1,
+                found: "a scalar",
+            },
+        ] {
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+        }
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use dshkit_os::error::ErrorClass;
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -97,6 +98,49 @@ pub enum DebugError {
 }
 
 impl DebugError {
+    /// A stable machine-readable code. A session whose target is gone says how
+    /// it went; every failure to talk to the collector is `COLLECTOR`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownTarget(_) => "UNKNOWN_TARGET",
+            Self::UnknownSession(_) => "UNKNOWN_SESSION",
+            Self::Stale { reason, .. } => match *reason {
+                "target-replaced" => "TARGET_REPLACED",
+                "host-disposed" => "HOST_DISPOSED",
+                _ => "TARGET_DISPOSED",
+            },
+            Self::UnknownCheckpoint(_) => "UNKNOWN_CHECKPOINT",
+            Self::NotLeaseOwner(_) => "NOT_LEASE_OWNER",
+            Self::TooManySessions | Self::TooManyWaiters => "LIMIT",
+            Self::Link(_) | Self::Protocol(_) => "COLLECTOR",
+            Self::ProtocolMismatch { .. } => "PROTOCOL_MISMATCH",
+        }
+    }
+
+    /// A target, session, checkpoint or lease the caller named that is not
+    /// there or not theirs, a limit reached and a collector of another protocol
+    /// are refused; a collector that could not be reached or answered
+    /// something unreadable is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Link(_) | Self::Protocol(_) => ErrorClass::Runtime,
+            Self::UnknownTarget(_)
+            | Self::UnknownSession(_)
+            | Self::Stale { .. }
+            | Self::UnknownCheckpoint(_)
+            | Self::NotLeaseOwner(_)
+            | Self::TooManySessions
+            | Self::TooManyWaiters
+            | Self::ProtocolMismatch { .. } => ErrorClass::Refused,
+        }
+    }
+
+    /// Whether the same request may succeed when made again: only when all
+    /// waits were taken, since one ends soon.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::TooManyWaiters)
+    }
+
     /// The refusal of a collector that announced `collector` instead of this
     /// core's protocol, or `None` when it speaks this core's.
     fn protocol_mismatch(target: &str, collector: Option<u64>) -> Option<Self> {
@@ -107,6 +151,8 @@ impl DebugError {
         })
     }
 }
+
+dshkit_os::classified!(DebugError);
 
 struct Attached {
     target: Target,
@@ -754,4 +800,72 @@ fn discover(registry: &Path) -> Vec<Target> {
 fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_class_and_retryability() {
+        use ErrorClass::{Refused, Runtime};
+        let stale = |reason| DebugError::Stale {
+            target: "t1".into(),
+            reason,
+            replacement: None,
+        };
+        let table = [
+            (
+                DebugError::UnknownTarget("t1".into()),
+                "UNKNOWN_TARGET",
+                Refused,
+                false,
+            ),
+            (
+                DebugError::UnknownSession("s1".into()),
+                "UNKNOWN_SESSION",
+                Refused,
+                false,
+            ),
+            (stale("target-replaced"), "TARGET_REPLACED", Refused, false),
+            (stale("host-disposed"), "HOST_DISPOSED", Refused, false),
+            (stale("target-disposed"), "TARGET_DISPOSED", Refused, false),
+            (
+                DebugError::UnknownCheckpoint("c1".into()),
+                "UNKNOWN_CHECKPOINT",
+                Refused,
+                false,
+            ),
+            (
+                DebugError::NotLeaseOwner("l1".into()),
+                "NOT_LEASE_OWNER",
+                Refused,
+                false,
+            ),
+            (DebugError::TooManySessions, "LIMIT", Refused, false),
+            (DebugError::TooManyWaiters, "LIMIT", Refused, true),
+            (DebugError::Link(LinkError::Closed), "COLLECTOR", Runtime, false),
+            (
+                DebugError::Protocol("not JSON".into()),
+                "COLLECTOR",
+                Runtime,
+                false,
+            ),
+            (
+                DebugError::ProtocolMismatch {
+                    target: "t1".into(),
+                    collector: None,
+                    core: COLLECTOR_PROTOCOL,
+                },
+                "PROTOCOL_MISMATCH",
+                Refused,
+                false,
+            ),
+        ];
+        for (error, code, class, retryable) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+            assert_eq!(error.is_retryable(), retryable, "{error}");
+        }
+    }
 }

@@ -41,6 +41,25 @@ pub enum LinkError {
     Refused { op: &'static str, message: String },
 }
 
+impl LinkError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Connect { .. } => "COLLECTOR_UNREACHABLE",
+            Self::Closed => "COLLECTOR_CLOSED",
+            Self::Timeout(_) => "COLLECTOR_TIMEOUT",
+            Self::Refused { .. } => "COLLECTOR_REFUSED",
+        }
+    }
+
+    /// Talking to a collector failed while it ran, whatever went wrong.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Runtime
+    }
+}
+
+dshkit_os::classified!(LinkError);
+
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
 
 /// A live channel to a collector.
@@ -251,4 +270,35 @@ fn to_change(fact: &Value) -> Option<(u64, Change)> {
         _ => return None,
     };
     Some((at, change))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_is_a_runtime_failure() {
+        let table = [
+            (
+                LinkError::Connect {
+                    path: "/run/c.sock".into(),
+                    source: std::io::ErrorKind::ConnectionRefused.into(),
+                },
+                "COLLECTOR_UNREACHABLE",
+            ),
+            (LinkError::Closed, "COLLECTOR_CLOSED"),
+            (LinkError::Timeout("snapshot"), "COLLECTOR_TIMEOUT"),
+            (
+                LinkError::Refused {
+                    op: "snapshot",
+                    message: "no".into(),
+                },
+                "COLLECTOR_REFUSED",
+            ),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), dshkit_os::error::ErrorClass::Runtime, "{error}");
+        }
+    }
 }

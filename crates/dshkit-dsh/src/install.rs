@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
 use serde_json::Value;
 
 #[cfg(test)]
@@ -114,6 +115,32 @@ pub enum InstallError {
         source: std::io::Error,
     },
 }
+
+impl InstallError {
+    /// A stable machine-readable code; the patch edit's are its own.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoProfile(_) => "NO_PROFILE",
+            Self::ForeignPlugin(_) => "FOREIGN_PLUGIN",
+            Self::ForeignLink { .. } => "FOREIGN_LINK",
+            Self::Patch(e) => e.code(),
+            Self::Io { .. } => "INSTALL_IO",
+        }
+    }
+
+    /// A profile that is missing or holds files dshkit did not install is
+    /// refused; reading or writing failing is a runtime failure; the patch
+    /// edit's are its own ([`PatchError::class`]).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::NoProfile(_) | Self::ForeignPlugin(_) | Self::ForeignLink { .. } => ErrorClass::Refused,
+            Self::Patch(e) => e.class(),
+            Self::Io { .. } => ErrorClass::Runtime,
+        }
+    }
+}
+
+dshkit_os::classified!(InstallError);
 
 /// What install did.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -321,6 +348,55 @@ fn link_plugin(profile_dir: &Path) -> Result<PathBuf, InstallError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let table = [
+            (
+                InstallError::NoProfile("p".into()),
+                "NO_PROFILE",
+                ErrorClass::Refused,
+            ),
+            (
+                InstallError::ForeignPlugin("p".into()),
+                "FOREIGN_PLUGIN",
+                ErrorClass::Refused,
+            ),
+            (
+                InstallError::ForeignLink { path: "l".into() },
+                "FOREIGN_LINK",
+                ErrorClass::Refused,
+            ),
+            (
+                InstallError::Patch(PatchError::FlowStyle { path: "p".into() }),
+                "PATCH_FLOW_STYLE",
+                ErrorClass::Refused,
+            ),
+            (
+                InstallError::Patch(PatchError::Io {
+                    action: "write",
+                    path: "p".into(),
+                    source: io(),
+                }),
+                "PATCH_IO",
+                ErrorClass::Runtime,
+            ),
+            (
+                InstallError::Io {
+                    action: "link",
+                    path: "l".into(),
+                    source: io(),
+                },
+                "INSTALL_IO",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+        }
+    }
 
     fn profile() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
 use serde_json::Value;
 
 pub use crate::managed_row::ManagedRow;
@@ -64,6 +65,34 @@ pub enum PatchError {
         source: std::io::Error,
     },
 }
+
+impl PatchError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Yaml { .. } | Self::YamlNoPosition { .. } => "PATCH_NOT_YAML",
+            Self::NotAList { .. } => "PATCH_NOT_A_LIST",
+            Self::FlowStyle { .. } => "PATCH_FLOW_STYLE",
+            Self::DamagedBlock { .. } => "PATCH_DAMAGED_BLOCK",
+            Self::ForeignRow { .. } => "PATCH_FOREIGN_ROW",
+            Self::Verification { .. } => "PATCH_UNVERIFIED_EDIT",
+            Self::TooLarge { .. } => "PATCH_TOO_LARGE",
+            Self::NoProfile(_) => "NO_PROFILE",
+            Self::Io { .. } => "PATCH_IO",
+        }
+    }
+
+    /// A patch file or profile dshkit will not edit is refused; reading or
+    /// writing it failing is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Io { .. } => ErrorClass::Runtime,
+            _ => ErrorClass::Refused,
+        }
+    }
+}
+
+dshkit_os::classified!(PatchError);
 
 /// What `connect` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -324,6 +353,81 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PatchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let path = || PathBuf::from("cordis.patch.yml");
+        let table = [
+            (
+                PatchError::Yaml {
+                    path: path(),
+                    line: 1,
+                    column: 2,
+                    message: "x".into(),
+                },
+                "PATCH_NOT_YAML",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::YamlNoPosition {
+                    path: path(),
+                    message: "x".into(),
+                },
+                "PATCH_NOT_YAML",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::NotAList {
+                    path: path(),
+                    found: "a mapping",
+                },
+                "PATCH_NOT_A_LIST",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::FlowStyle { path: path() },
+                "PATCH_FLOW_STYLE",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::DamagedBlock { path: path() },
+                "PATCH_DAMAGED_BLOCK",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::ForeignRow {
+                    path: path(),
+                    id: "dshkit".into(),
+                },
+                "PATCH_FOREIGN_ROW",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::Verification { path: path() },
+                "PATCH_UNVERIFIED_EDIT",
+                ErrorClass::Refused,
+            ),
+            (
+                PatchError::TooLarge { path: path() },
+                "PATCH_TOO_LARGE",
+                ErrorClass::Refused,
+            ),
+            (PatchError::NoProfile(path()), "NO_PROFILE", ErrorClass::Refused),
+            (
+                PatchError::Io {
+                    action: "write",
+                    path: path(),
+                    source: std::io::ErrorKind::PermissionDenied.into(),
+                },
+                "PATCH_IO",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+        }
+    }
     use crate::row::{McpRow, Transport};
 
     const DSH_DEFAULT: &str = "# Your patch layer for this dsh profile, applied after every bundle layer:\n# a top-level YAML array of loader patch entries.\n[]\n";

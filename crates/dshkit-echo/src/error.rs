@@ -1,20 +1,14 @@
-//! Echo's errors, each with a stable code for programs and a kind that says
-//! what it means for whoever ran the command (the binary maps each kind to its
+//! Echo's errors, each with a stable code for programs and a class that says
+//! what it means for whoever ran the command (the binary maps each class to its
 //! exit code).
 
 use std::path::PathBuf;
 
-/// What an error means for whoever asked: the binary maps each kind to a
-/// documented exit code (`Refused`: 3, `Runtime`: 4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The input cannot be used as given: a cassette missing, unreadable,
-    /// damaged or of a newer format, a recording that would overwrite one in
-    /// mode `once`, a passthrough without the real server's argv.
-    Refused,
-    /// Something failed while it ran: a write, a transport, the server.
-    Runtime,
-}
+pub use dshkit_os::error::ErrorClass;
+
+/// Echo's name for [`ErrorClass`]: every crate's errors answer in the one
+/// shared class, [`CassetteError::kind`] and the like return it.
+pub type ErrorKind = ErrorClass;
 
 /// What an I/O error on a cassette was doing, as its message says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,13 +94,19 @@ impl CassetteError {
         }
     }
 
-    /// A cassette that cannot be read, or that a recording would overwrite, is
-    /// refused input; one that cannot be written failed at run time.
-    pub fn kind(&self) -> ErrorKind {
+    /// A cassette that cannot be read (missing, unreadable, damaged or of a
+    /// newer format), or that a recording would overwrite, is refused input;
+    /// one that cannot be written failed at run time.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Io { action, .. } if !action.reads() => ErrorKind::Runtime,
-            _ => ErrorKind::Refused,
+            Self::Io { action, .. } if !action.reads() => ErrorClass::Runtime,
+            _ => ErrorClass::Refused,
         }
+    }
+
+    /// The same as [`Self::class`].
+    pub fn kind(&self) -> ErrorKind {
+        self.class()
     }
 }
 
@@ -138,15 +138,20 @@ impl EchoError {
         }
     }
 
-    /// See [`ErrorKind`]: a cassette's errors are its own
-    /// ([`CassetteError::kind`]), a passthrough without the server's argv is
-    /// refused, the rest failed at run time.
-    pub fn kind(&self) -> ErrorKind {
+    /// A cassette's errors are its own ([`CassetteError::class`]), a
+    /// passthrough without the server's argv is refused, the rest failed at run
+    /// time.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Cassette(e) => e.kind(),
-            Self::NoLiveServer => ErrorKind::Refused,
-            Self::Spawn { .. } | Self::Io { .. } | Self::FrameTooLong { .. } => ErrorKind::Runtime,
+            Self::Cassette(e) => e.class(),
+            Self::NoLiveServer => ErrorClass::Refused,
+            Self::Spawn { .. } | Self::Io { .. } | Self::FrameTooLong { .. } => ErrorClass::Runtime,
         }
+    }
+
+    /// The same as [`Self::class`].
+    pub fn kind(&self) -> ErrorKind {
+        self.class()
     }
 
     /// The error of an I/O failure on `what` (a stream, a thread), for `map_err`.
@@ -185,8 +190,13 @@ impl ContractError {
     }
 
     /// A contract is only ever read: every error is refused input.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Refused
+    }
+
+    /// The same as [`Self::class`].
     pub fn kind(&self) -> ErrorKind {
-        ErrorKind::Refused
+        self.class()
     }
 }
 
@@ -203,11 +213,27 @@ pub enum PointerError {
 }
 
 impl PointerError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoLeadingSlash(_) => "POINTER_NO_LEADING_SLASH",
+            Self::BadEscape(_) => "POINTER_BAD_ESCAPE",
+            Self::WholeAnswer => "POINTER_WHOLE_ANSWER",
+        }
+    }
+
     /// A pointer that is none is refused input.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Refused
+    }
+
+    /// The same as [`Self::class`].
     pub fn kind(&self) -> ErrorKind {
-        ErrorKind::Refused
+        self.class()
     }
 }
+
+dshkit_os::classified!(CassetteError, EchoError, ContractError, PointerError);
 
 #[cfg(test)]
 mod tests {
@@ -224,7 +250,7 @@ mod tests {
     #[test]
     fn a_cassette_that_cannot_be_read_is_refused_and_one_that_cannot_be_written_a_runtime_failure() {
         for action in [Action::Open, Action::Read, Action::ReadInteraction] {
-            assert_eq!(io(action).kind(), ErrorKind::Refused, "{action}");
+            assert_eq!(io(action).class(), ErrorClass::Refused, "{action}");
             assert_eq!(io(action).code(), "CASSETTE_UNREADABLE");
         }
         for action in [
@@ -235,43 +261,120 @@ mod tests {
             Action::RenameIntoPlace,
             Action::Replace,
         ] {
-            assert_eq!(io(action).kind(), ErrorKind::Runtime, "{action}");
-            assert_eq!(EchoError::from(io(action)).kind(), ErrorKind::Runtime);
+            assert_eq!(io(action).class(), ErrorClass::Runtime, "{action}");
+            assert_eq!(EchoError::from(io(action)).class(), ErrorClass::Runtime);
             assert_eq!(io(action).code(), "CASSETTE_WRITE_FAILED");
         }
-        let refused = [
-            CassetteError::Exists("c.jsonl".into()),
-            CassetteError::FutureVersion {
-                path: "c.jsonl".into(),
-                found: 9,
-                newest: 2,
-            },
-            CassetteError::NoHeader {
-                path: "c.jsonl".into(),
-                reason: "empty".into(),
-            },
-            CassetteError::BadRecord {
-                path: "c.jsonl".into(),
-                line: 2,
-                reason: "x".into(),
-            },
+    }
+
+    #[test]
+    fn each_cassette_error_has_its_code_and_class_wherever_it_is_wrapped() {
+        let table = [
+            (CassetteError::Exists("c.jsonl".into()), "CASSETTE_EXISTS"),
+            (
+                CassetteError::FutureVersion {
+                    path: "c.jsonl".into(),
+                    found: 9,
+                    newest: 2,
+                },
+                "CASSETTE_FUTURE_VERSION",
+            ),
+            (
+                CassetteError::NoHeader {
+                    path: "c.jsonl".into(),
+                    reason: "empty".into(),
+                },
+                "CASSETTE_NO_HEADER",
+            ),
+            (
+                CassetteError::BadRecord {
+                    path: "c.jsonl".into(),
+                    line: 2,
+                    reason: "x".into(),
+                },
+                "CASSETTE_DAMAGED",
+            ),
+            (io(Action::Read), "CASSETTE_UNREADABLE"),
         ];
-        for error in refused {
-            let code = error.code();
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+            assert_eq!(error.kind(), error.class(), "{error}");
             let echo = EchoError::from(error);
-            assert_eq!(echo.kind(), ErrorKind::Refused, "{echo}");
-            assert_eq!(echo.code(), code);
+            assert_eq!((echo.code(), echo.class()), (code, ErrorClass::Refused), "{echo}");
         }
-        assert_eq!(EchoError::NoLiveServer.kind(), ErrorKind::Refused);
-        let too_long = EchoError::FrameTooLong {
-            stream: "stdin",
-            limit: 16,
-        };
-        assert_eq!(too_long.kind(), ErrorKind::Runtime);
-        assert_eq!(
-            EchoError::io("a pipe")(std::io::ErrorKind::BrokenPipe.into()).code(),
-            "IO_FAILED"
-        );
+        let contract = ContractError::from(io(Action::Open));
+        assert_eq!(contract.code(), "CASSETTE_UNREADABLE");
+        assert_eq!(contract.class(), ErrorClass::Refused);
+    }
+
+    #[test]
+    fn each_echo_error_has_its_code_and_class() {
+        let table = [
+            (
+                EchoError::Spawn {
+                    argv: "server".into(),
+                    error: "not found".into(),
+                },
+                "SPAWN_FAILED",
+                ErrorClass::Runtime,
+            ),
+            (
+                EchoError::io("a pipe")(std::io::ErrorKind::BrokenPipe.into()),
+                "IO_FAILED",
+                ErrorClass::Runtime,
+            ),
+            (
+                EchoError::FrameTooLong {
+                    stream: "stdin",
+                    limit: 16,
+                },
+                "FRAME_TOO_LONG",
+                ErrorClass::Runtime,
+            ),
+            (EchoError::NoLiveServer, "NO_LIVE_SERVER", ErrorClass::Refused),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+            assert_eq!(error.kind(), class, "{error}");
+        }
+    }
+
+    #[test]
+    fn every_contract_and_pointer_error_is_refused_with_its_code() {
+        let contracts = [
+            (
+                ContractError::Io {
+                    path: "tools.json".into(),
+                    source: std::io::ErrorKind::NotFound.into(),
+                },
+                "CONTRACT_UNREADABLE",
+            ),
+            (
+                ContractError::FutureVersion {
+                    path: "tools.json".into(),
+                    found: 9,
+                },
+                "CONTRACT_FUTURE_VERSION",
+            ),
+        ];
+        for (error, code) in contracts {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+        }
+        let pointers = [
+            (
+                PointerError::NoLeadingSlash("a".into()),
+                "POINTER_NO_LEADING_SLASH",
+            ),
+            (PointerError::BadEscape("/~2".into()), "POINTER_BAD_ESCAPE"),
+            (PointerError::WholeAnswer, "POINTER_WHOLE_ANSWER"),
+        ];
+        for (error, code) in pointers {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+        }
     }
 
     #[test]

@@ -421,7 +421,7 @@ mod tests {
             matches!(error, CassetteError::BadRecord { line: 4002, .. }),
             "{error}"
         );
-        assert_eq!(error.kind(), crate::error::ErrorKind::Refused);
+        assert_eq!(error.class(), crate::error::ErrorClass::Refused);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), damaged);
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

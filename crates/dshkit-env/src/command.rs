@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use dshkit_os::error::ErrorClass;
 use tokio::io::AsyncReadExt;
 
 /// Longest a version probe (`chromium --version`) may run.
@@ -25,6 +26,24 @@ pub enum ProbeError {
     #[error("{program} exited with {status}")]
     Failed { program: String, status: String },
 }
+
+impl ProbeError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Spawn { .. } => "PROBE_SPAWN_FAILED",
+            Self::Timeout { .. } => "PROBE_TIMEOUT",
+            Self::Failed { .. } => "PROBE_FAILED",
+        }
+    }
+
+    /// A probe that could not start, answer or succeed failed while it ran.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Runtime
+    }
+}
+
+dshkit_os::classified!(ProbeError);
 
 /// Runs `program args…` with stdin closed and returns the first
 /// [`DEFAULT_PROBE_OUTPUT_BYTES`] of stdout. The child is killed on timeout.
@@ -85,6 +104,37 @@ pub fn parse_version(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_is_a_runtime_failure() {
+        let table = [
+            (
+                ProbeError::Spawn {
+                    program: "node".into(),
+                    source: std::io::ErrorKind::NotFound.into(),
+                },
+                "PROBE_SPAWN_FAILED",
+            ),
+            (
+                ProbeError::Timeout {
+                    program: "node".into(),
+                    seconds: 15,
+                },
+                "PROBE_TIMEOUT",
+            ),
+            (
+                ProbeError::Failed {
+                    program: "node".into(),
+                    status: "exit status: 1".into(),
+                },
+                "PROBE_FAILED",
+            ),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), ErrorClass::Runtime, "{error}");
+        }
+    }
 
     #[test]
     fn versions_are_found_in_real_banners() {

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
 use serde::{Deserialize, Serialize};
 
 use crate::{Environment, vars};
@@ -74,12 +75,25 @@ impl SettingsError {
         }
     }
 
+    /// The file's content or location is refused (a person fixes it); I/O on
+    /// it is a runtime failure (the machine).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Io { .. } => ErrorClass::Runtime,
+            Self::Parse { .. } | Self::Invalid(_) | Self::TooLarge { .. } | Self::NoLocation => {
+                ErrorClass::Refused
+            }
+        }
+    }
+
     /// Whether the trouble is the file's content (a person fixes it) rather than
-    /// the machine (I/O).
+    /// the machine (I/O): whether its [`Self::class`] is refused.
     pub fn is_refusal(&self) -> bool {
-        !matches!(self, Self::Io { .. })
+        self.class() == ErrorClass::Refused
     }
 }
+
+dshkit_os::classified!(SettingsError);
 
 impl Settings {
     /// Every rule a value breaks, one message each (empty: valid).
@@ -197,6 +211,50 @@ pub fn store(path: &Path, text: &str) -> Result<Settings, SettingsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let parse = |syntax| SettingsError::Parse {
+            path: "settings.json".into(),
+            message: "x".into(),
+            syntax,
+        };
+        let table = [
+            (parse(true), "SETTINGS_NOT_JSON", ErrorClass::Refused),
+            (parse(false), "SETTINGS_INVALID", ErrorClass::Refused),
+            (
+                SettingsError::Invalid(vec!["x".into()]),
+                "SETTINGS_INVALID",
+                ErrorClass::Refused,
+            ),
+            (
+                SettingsError::TooLarge {
+                    path: "settings.json".into(),
+                },
+                "SETTINGS_TOO_LARGE",
+                ErrorClass::Refused,
+            ),
+            (
+                SettingsError::NoLocation,
+                "SETTINGS_NO_LOCATION",
+                ErrorClass::Refused,
+            ),
+            (
+                SettingsError::Io {
+                    action: "read",
+                    path: "settings.json".into(),
+                    source: std::io::ErrorKind::PermissionDenied.into(),
+                },
+                "SETTINGS_IO",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+            assert_eq!(error.is_refusal(), class == ErrorClass::Refused, "{error}");
+        }
+    }
 
     #[test]
     fn every_broken_rule_is_named_and_nothing_is_written() {

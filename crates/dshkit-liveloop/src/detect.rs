@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -41,6 +42,18 @@ pub enum DetectError {
     NoWorkspace(PathBuf),
     #[error("{cwd} is not inside the workspace {root} (after resolving links)")]
     OutsideWorkspace { cwd: PathBuf, root: PathBuf },
+}
+
+impl DetectError {
+    /// A stable code for programs: both are a workspace that cannot be used.
+    pub fn code(&self) -> &'static str {
+        "NO_WORKSPACE"
+    }
+
+    /// A workspace that is missing or does not hold the directory is refused.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Refused
+    }
 }
 
 /// A JavaScript package manager.
@@ -243,6 +256,11 @@ impl ChooseError {
         }
     }
 
+    /// An app that cannot be chosen is refused until the caller names one.
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Refused
+    }
+
     /// The apps to choose from (at most [`MAX_LISTED_CHOICES`]), best first.
     pub fn candidates(&self) -> &[Choice] {
         match self {
@@ -251,6 +269,8 @@ impl ChooseError {
         }
     }
 }
+
+dshkit_os::classified!(DetectError, ChooseError);
 
 fn list(choices: &[Choice]) -> String {
     if choices.is_empty() {
@@ -732,5 +752,39 @@ mod tests {
         let found = detect(ws.path(), None).unwrap();
         assert!(found.candidates.is_empty());
         assert!(found.diagnostics[0].contains("not valid JSON"));
+    }
+
+    #[test]
+    fn each_refusal_has_its_code_and_is_refused() {
+        let table = [
+            (ChooseError::NoApp, "NO_APP"),
+            (
+                ChooseError::NotFound {
+                    wanted: "apps/x".into(),
+                    candidates: Vec::new(),
+                },
+                "NO_SUCH_APP",
+            ),
+            (
+                ChooseError::Ambiguous {
+                    candidates: Vec::new(),
+                },
+                "AMBIGUOUS_APP",
+            ),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+        }
+        for error in [
+            DetectError::NoWorkspace("/nowhere".into()),
+            DetectError::OutsideWorkspace {
+                cwd: "/elsewhere".into(),
+                root: "/ws".into(),
+            },
+        ] {
+            assert_eq!(error.code(), "NO_WORKSPACE", "{error}");
+            assert_eq!(error.class(), ErrorClass::Refused, "{error}");
+        }
     }
 }

@@ -143,6 +143,25 @@ pub enum HostSeamError {
     WordsNotFound(&'static str),
 }
 
+impl HostSeamError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownArgument(_) => "HOST_SEAM_UNKNOWN_ARGUMENT",
+            Self::UnknownValue { .. } => "HOST_SEAM_UNKNOWN_VALUE",
+            Self::UnknownPlaceholder(_) => "HOST_SEAM_UNKNOWN_PLACEHOLDER",
+            Self::WordsNotFound(_) => "HOST_SEAM_WORDS_NOT_FOUND",
+        }
+    }
+
+    /// A host seam that does not fit its tool is refused.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Refused
+    }
+}
+
+dshkit_os::classified!(HostSeamError);
+
 impl HostSeams {
     /// Whether every argument, value and sentence the seams name is in the tool.
     pub(crate) fn check(&self, description: &str, input_schema: &Value) -> Result<(), HostSeamError> {
@@ -212,6 +231,35 @@ fn placeholders(template: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_is_refused() {
+        let table = [
+            (
+                HostSeamError::UnknownArgument("url"),
+                "HOST_SEAM_UNKNOWN_ARGUMENT",
+            ),
+            (
+                HostSeamError::UnknownValue {
+                    argument: "mode",
+                    value: "all",
+                },
+                "HOST_SEAM_UNKNOWN_VALUE",
+            ),
+            (
+                HostSeamError::UnknownPlaceholder("x".into()),
+                "HOST_SEAM_UNKNOWN_PLACEHOLDER",
+            ),
+            (
+                HostSeamError::WordsNotFound("the host"),
+                "HOST_SEAM_WORDS_NOT_FOUND",
+            ),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), dshkit_os::error::ErrorClass::Refused, "{error}");
+        }
+    }
     use serde_json::json;
 
     const RUN: Approval = Approval {

@@ -60,6 +60,27 @@ pub enum RegistryError {
     },
 }
 
+impl RegistryError {
+    /// A stable machine-readable code; a host seam that does not fit says which
+    /// way in its own code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::DuplicateTool { .. } => "DUPLICATE_TOOL",
+            Self::UnknownFamily(..) => "UNKNOWN_FAMILY",
+            Self::BadSchema(_) => "BAD_SCHEMA",
+            Self::HostSeam { source, .. } => source.code(),
+        }
+    }
+
+    /// A server that cannot be assembled as asked (the families named, or the
+    /// tools they bring) is refused.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Refused
+    }
+}
+
+dshkit_os::classified!(RegistryError);
+
 /// Options of a server instance.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -836,5 +857,40 @@ mod cancel_tests {
         let result = server.call("forever", Map::new(), "test").await.unwrap();
         assert_eq!(result.is_error, Some(true));
         assert!(dropped.load(Ordering::SeqCst), "the tool's work was dropped");
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_is_refused() {
+        let table = [
+            (
+                RegistryError::DuplicateTool {
+                    tool: "t".into(),
+                    first: "a",
+                    second: "b",
+                },
+                "DUPLICATE_TOOL",
+            ),
+            (
+                RegistryError::UnknownFamily("x".into(), "a, b".into()),
+                "UNKNOWN_FAMILY",
+            ),
+            (RegistryError::BadSchema("t".into()), "BAD_SCHEMA"),
+            (
+                RegistryError::HostSeam {
+                    tool: "t".into(),
+                    source: crate::host::HostSeamError::UnknownArgument("url"),
+                },
+                "HOST_SEAM_UNKNOWN_ARGUMENT",
+            ),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), dshkit_os::error::ErrorClass::Refused, "{error}");
+        }
     }
 }

@@ -15,6 +15,23 @@ pub enum StdioError {
     Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl StdioError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Handshake(_) => "MCP_HANDSHAKE_FAILED",
+            Self::Session(_) => "MCP_SESSION_FAILED",
+        }
+    }
+
+    /// The transport failed while it ran.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Runtime
+    }
+}
+
+dshkit_os::classified!(StdioError);
+
 /// Serves one client on stdin/stdout until stdin closes or `shutdown` fires.
 pub async fn serve_stdio(server: DshkitServer, shutdown: CancellationToken) -> Result<(), StdioError> {
     let running = server
@@ -35,4 +52,22 @@ pub async fn serve_stdio(server: DshkitServer, shutdown: CancellationToken) -> R
 /// otherwise. For commands that speak MCP frames themselves (`dshkit echo`).
 pub fn stdio_streams() -> (rmcp::transport::io::StdioReader, rmcp::transport::io::StdioWriter) {
     rmcp::transport::stdio_pipes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_is_a_runtime_failure() {
+        let cause = || Box::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        let table = [
+            (StdioError::Handshake(cause()), "MCP_HANDSHAKE_FAILED"),
+            (StdioError::Session(cause()), "MCP_SESSION_FAILED"),
+        ];
+        for (error, code) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), dshkit_os::error::ErrorClass::Runtime, "{error}");
+        }
+    }
 }

@@ -5,6 +5,8 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use dshkit_os::error::ErrorClass;
+
 /// Bytes of randomness in a generated token (rendered as 64 hex characters).
 pub const TOKEN_BYTES: usize = 32;
 /// Shortest token accepted from a file or the environment.
@@ -92,6 +94,36 @@ pub enum TokenError {
     Invalid { path: PathBuf, problem: Box<TokenError> },
 }
 
+impl TokenError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::TooShort(_) => "TOKEN_TOO_SHORT",
+            Self::BadCharacters => "TOKEN_BAD_CHARACTERS",
+            Self::Random(_) => "TOKEN_RANDOM_FAILED",
+            Self::Read { .. } => "TOKEN_FILE_UNREADABLE",
+            Self::Create { .. } => "TOKEN_FILE_CREATE_FAILED",
+            Self::TooOpen { .. } => "TOKEN_FILE_TOO_OPEN",
+            Self::Invalid { .. } => "TOKEN_FILE_INVALID",
+        }
+    }
+
+    /// A token or token file that cannot be used as given is refused; failing
+    /// to generate a token or create its file is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Random(_) | Self::Create { .. } => ErrorClass::Runtime,
+            Self::TooShort(_)
+            | Self::BadCharacters
+            | Self::Read { .. }
+            | Self::TooOpen { .. }
+            | Self::Invalid { .. } => ErrorClass::Refused,
+        }
+    }
+}
+
+dshkit_os::classified!(TokenError);
+
 /// Reads the token in `path`, or creates the file with a fresh token (mode 0600,
 /// created exclusively so two servers starting at once agree on one token).
 pub fn load_or_create_token_file(path: &Path) -> Result<(Token, TokenOrigin), TokenError> {
@@ -165,6 +197,60 @@ fn check_private(path: &Path) -> Result<(), TokenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let table = [
+            (TokenError::TooShort(32), "TOKEN_TOO_SHORT", ErrorClass::Refused),
+            (
+                TokenError::BadCharacters,
+                "TOKEN_BAD_CHARACTERS",
+                ErrorClass::Refused,
+            ),
+            (
+                TokenError::Random("no entropy".into()),
+                "TOKEN_RANDOM_FAILED",
+                ErrorClass::Runtime,
+            ),
+            (
+                TokenError::Read {
+                    path: "t".into(),
+                    source: io(),
+                },
+                "TOKEN_FILE_UNREADABLE",
+                ErrorClass::Refused,
+            ),
+            (
+                TokenError::Create {
+                    path: "t".into(),
+                    source: io(),
+                },
+                "TOKEN_FILE_CREATE_FAILED",
+                ErrorClass::Runtime,
+            ),
+            (
+                TokenError::TooOpen {
+                    path: "t".into(),
+                    mode: 0o644,
+                },
+                "TOKEN_FILE_TOO_OPEN",
+                ErrorClass::Refused,
+            ),
+            (
+                TokenError::Invalid {
+                    path: "t".into(),
+                    problem: Box::new(TokenError::BadCharacters),
+                },
+                "TOKEN_FILE_INVALID",
+                ErrorClass::Refused,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+        }
+    }
 
     #[test]
     fn creates_a_private_token_file_once_and_reuses_it() {

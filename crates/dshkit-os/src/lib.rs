@@ -7,6 +7,8 @@
 //!   tree and proving it gone, process groups bound to dshkit's lifetime, and
 //!   the TCP ports processes listen on;
 //! - [`browsers`]: where Chromium-family browsers are installed;
+//! - [`error`]: the classes of failure every domain error answers in (not a
+//!   platform difference: it is here because every crate depends on this one);
 //! - [`fs`]: private files and directories, the executable bit, links, free
 //!   space and positioned reads;
 //! - [`local_socket`]: a Unix socket or a Windows named pipe to a local process;
@@ -26,6 +28,7 @@
 //! | listening ports | `/proc/net/tcp*` and descriptors | `lsof` | `GetExtendedTcpTable` |
 
 pub mod browsers;
+pub mod error;
 pub mod fs;
 pub mod local_socket;
 pub mod loopback;

@@ -270,7 +270,7 @@ impl PreviewManager {
             match opened {
                 // The browser died so recently that the sweep still saw it alive:
                 // forget it and open in a new one, once.
-                Err(error) if error.code() == "BROWSER_GONE" && !retried => {
+                Err(error) if error.is_browser_gone() && !retried => {
                     tracing::warn!("the preview browser is gone; launching a new one for this open");
                     self.forget_browser(state);
                     retried = true;
@@ -543,7 +543,7 @@ impl PreviewManager {
     /// Whether an operation's error means the browser is gone; if so the manager
     /// forgets every session so the next open relaunches.
     pub async fn note_error(&self, error: &PreviewError) {
-        if error.code() == "BROWSER_GONE" {
+        if error.is_browser_gone() {
             let mut state = self.state.lock().await;
             self.forget_browser(&mut state);
         }

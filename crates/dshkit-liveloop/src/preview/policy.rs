@@ -39,6 +39,20 @@ pub enum OriginError {
     NotLoopback(String),
 }
 
+impl OriginError {
+    /// A stable machine-readable code: every refused URL is a `BAD_URL`.
+    pub fn code(&self) -> &'static str {
+        "BAD_URL"
+    }
+
+    /// A URL a preview never loads is refused input.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Refused
+    }
+}
+
+dshkit_os::classified!(OriginError);
+
 /// The one origin a preview may talk to freely.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreviewOrigin {

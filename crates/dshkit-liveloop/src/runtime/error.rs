@@ -1,6 +1,8 @@
-//! The runtime's error, with a stable code for programs.
+//! The runtime's error, with a stable code for programs and its class.
 
 use std::path::PathBuf;
+
+use dshkit_os::error::ErrorClass;
 
 use super::failure::StartFailure;
 
@@ -59,11 +61,115 @@ impl RuntimeError {
         }
     }
 
+    /// What the caller asked that the runtime will not do (a taken port, a
+    /// server it does not know or own, a URL or directory it cannot use, a
+    /// limit) is refused; a server that failed to start, answer or become ready
+    /// is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::PortInUse { .. }
+            | Self::UnknownServer(_)
+            | Self::NotOwned(_)
+            | Self::NotLoopback(_)
+            | Self::EmptyProfile
+            | Self::NoDirectory { .. }
+            | Self::TooMany(_) => ErrorClass::Refused,
+            Self::NoAnswer { .. } | Self::Spawn { .. } | Self::NotReady(_) | Self::StoppedBeforeReady(_) => {
+                ErrorClass::Runtime
+            }
+        }
+    }
+
     /// Why a start ended without a ready server, when that is what happened.
     pub fn start_failure(&self) -> Option<&StartFailure> {
         match self {
             Self::NotReady(failure) => Some(failure),
             _ => None,
+        }
+    }
+}
+
+dshkit_os::classified!(RuntimeError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::failure::FailureCause;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        use ErrorClass::{Refused, Runtime};
+        let not_ready =
+            |cause| RuntimeError::NotReady(Box::new(StartFailure::from_log(cause, [], Vec::new())));
+        let table = [
+            (
+                RuntimeError::PortInUse {
+                    port: 5173,
+                    holder: "node".into(),
+                },
+                "PORT_IN_USE",
+                Refused,
+            ),
+            (
+                RuntimeError::UnknownServer("s1".into()),
+                "UNKNOWN_SERVER",
+                Refused,
+            ),
+            (RuntimeError::NotOwned("s1".into()), "NOT_OWNED", Refused),
+            (
+                RuntimeError::NotLoopback("http://example.com".into()),
+                "NOT_LOOPBACK",
+                Refused,
+            ),
+            (
+                RuntimeError::NoAnswer {
+                    url: "http://127.0.0.1:1".into(),
+                    error: "refused".into(),
+                },
+                "NO_ANSWER",
+                Runtime,
+            ),
+            (RuntimeError::EmptyProfile, "EMPTY_PROFILE", Refused),
+            (
+                RuntimeError::NoDirectory {
+                    dir: "/nowhere".into(),
+                },
+                "NO_DIRECTORY",
+                Refused,
+            ),
+            (
+                RuntimeError::Spawn {
+                    argv: "npm run dev".into(),
+                    dir: "/app".into(),
+                    error: "not found".into(),
+                },
+                "SPAWN_FAILED",
+                Runtime,
+            ),
+            (RuntimeError::TooMany(8), "TOO_MANY_SERVERS", Refused),
+            (
+                not_ready(FailureCause::Exited { code: Some(1) }),
+                "EXITED_BEFORE_READY",
+                Runtime,
+            ),
+            (
+                not_ready(FailureCause::TimedOut {
+                    after_secs: 60,
+                    last_answer: None,
+                    stopped: true,
+                }),
+                "NOT_READY",
+                Runtime,
+            ),
+            (
+                RuntimeError::StoppedBeforeReady("s1".into()),
+                "NOT_READY",
+                Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
         }
     }
 }

@@ -2,6 +2,8 @@
 //! (perceptual YIQ colour distance, anti-aliased pixels detected and not counted),
 //! with a diff image kept as evidence.
 
+use dshkit_os::error::ErrorClass;
+
 /// Per-pixel colour distance threshold (0..1); pixelmatch's default.
 pub const DEFAULT_PIXEL_THRESHOLD: f64 = 0.1;
 /// Largest mismatch ratio (differing pixels / all pixels) that still passes:
@@ -30,6 +32,29 @@ pub enum DiffError {
     #[error("the image is larger than {MAX_PIXELS} pixels")]
     TooLarge,
 }
+
+impl DiffError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Decode(_) => "NOT_A_PNG",
+            Self::Encode(_) => "DIFF_ENCODE_FAILED",
+            Self::SizeMismatch(..) => "SIZE_MISMATCH",
+            Self::TooLarge => "IMAGE_TOO_LARGE",
+        }
+    }
+
+    /// An image that cannot be compared is refused; failing to encode the diff
+    /// is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Encode(_) => ErrorClass::Runtime,
+            Self::Decode(_) | Self::SizeMismatch(..) | Self::TooLarge => ErrorClass::Refused,
+        }
+    }
+}
+
+dshkit_os::classified!(DiffError);
 
 impl Rgba {
     /// Decodes a PNG (any colour type, 8 or 16 bits) to RGBA8.
@@ -288,6 +313,28 @@ fn has_many_siblings(img: &[u8], x1: usize, y1: usize, width: usize, height: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let table = [
+            (DiffError::Decode("x".into()), "NOT_A_PNG", ErrorClass::Refused),
+            (
+                DiffError::Encode("x".into()),
+                "DIFF_ENCODE_FAILED",
+                ErrorClass::Runtime,
+            ),
+            (
+                DiffError::SizeMismatch(1, 2, 3, 4),
+                "SIZE_MISMATCH",
+                ErrorClass::Refused,
+            ),
+            (DiffError::TooLarge, "IMAGE_TOO_LARGE", ErrorClass::Refused),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+        }
+    }
 
     fn solid(width: u32, height: u32, rgba: [u8; 4]) -> Rgba {
         Rgba {

@@ -557,7 +557,7 @@ fn finish_without_page(
     context: &VerifyContext,
     started: Instant,
 ) -> Result<Report, VerifyError> {
-    observed.browser = !matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR");
+    observed.browser = !error.is_browser_failure();
     observed.window_clear = true;
     report.judgement = judge(&observed);
     report

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use dshkit_os::error::ErrorClass;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -32,6 +33,28 @@ pub enum EvidenceError {
         source: std::io::Error,
     },
 }
+
+impl EvidenceError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadSession(_) => "BAD_EVIDENCE_SESSION",
+            Self::Symlink(_) => "EVIDENCE_SYMLINK",
+            Self::Io { .. } => "EVIDENCE_IO",
+        }
+    }
+
+    /// A session name or directory the store will not use is refused; a write
+    /// or removal that failed is a runtime failure.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::BadSession(_) | Self::Symlink(_) => ErrorClass::Refused,
+            Self::Io { .. } => ErrorClass::Runtime,
+        }
+    }
+}
+
+dshkit_os::classified!(EvidenceError);
 
 /// A file written to the store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -223,6 +246,35 @@ fn own_files(dir: &Path) -> Vec<(PathBuf, SystemTime, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        let table = [
+            (
+                EvidenceError::BadSession("../x".into()),
+                "BAD_EVIDENCE_SESSION",
+                ErrorClass::Refused,
+            ),
+            (
+                EvidenceError::Symlink("/e/s".into()),
+                "EVIDENCE_SYMLINK",
+                ErrorClass::Refused,
+            ),
+            (
+                EvidenceError::Io {
+                    action: "write",
+                    path: "/e/s/report.json".into(),
+                    source: std::io::ErrorKind::StorageFull.into(),
+                },
+                "EVIDENCE_IO",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+        }
+    }
 
     fn set_mtime(path: &Path, when: SystemTime) {
         let file = std::fs::File::options().write(true).open(path).unwrap();

@@ -40,6 +40,29 @@ pub enum VerifyError {
     Persist(#[from] EvidenceError),
 }
 
+impl VerifyError {
+    /// A stable machine-readable code; a report that could not be persisted
+    /// says why in the evidence store's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "INVALID_REQUEST",
+            Self::ReferenceOutside(_) => "REFERENCE_OUTSIDE",
+            Self::Persist(e) => e.code(),
+        }
+    }
+
+    /// A request that is invalid or names a reference outside the workspace is
+    /// refused; persisting is the evidence store's ([`EvidenceError::class`]).
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        match self {
+            Self::Invalid(_) | Self::ReferenceOutside(_) => dshkit_os::error::ErrorClass::Refused,
+            Self::Persist(e) => e.class(),
+        }
+    }
+}
+
+dshkit_os::classified!(VerifyError);
+
 /// One interaction, as callers write it.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -324,6 +347,42 @@ mod tests {
         .unwrap();
         for path in ["out/home.png", "dangling.png"] {
             assert!(inside(workspace.path(), Path::new(path)).is_err(), "{path}");
+        }
+    }
+
+    #[test]
+    fn each_error_has_its_code_and_class() {
+        use super::{EvidenceError, VerifyError};
+        use dshkit_os::error::ErrorClass;
+        let table = [
+            (
+                VerifyError::Invalid("no".into()),
+                "INVALID_REQUEST",
+                ErrorClass::Refused,
+            ),
+            (
+                VerifyError::ReferenceOutside("/etc/x.png".into()),
+                "REFERENCE_OUTSIDE",
+                ErrorClass::Refused,
+            ),
+            (
+                VerifyError::Persist(EvidenceError::BadSession("../x".into())),
+                "BAD_EVIDENCE_SESSION",
+                ErrorClass::Refused,
+            ),
+            (
+                VerifyError::Persist(EvidenceError::Io {
+                    action: "write",
+                    path: "/e/report.json".into(),
+                    source: std::io::ErrorKind::StorageFull.into(),
+                }),
+                "EVIDENCE_IO",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
         }
     }
 

@@ -96,6 +96,24 @@ pub enum HttpError {
     },
 }
 
+impl HttpError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NonLoopback(_) => "NON_LOOPBACK_BIND",
+            Self::Bind { .. } => "BIND_FAILED",
+        }
+    }
+
+    /// Both are refused: an address dshkit will not serve on without
+    /// `--allow-remote`, or one it cannot have (taken, or not this machine's).
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        dshkit_os::error::ErrorClass::Refused
+    }
+}
+
+dshkit_os::classified!(HttpError);
+
 /// A running HTTP server.
 pub struct HttpServer {
     local_addr: SocketAddr,

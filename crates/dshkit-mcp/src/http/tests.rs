@@ -273,3 +273,22 @@ async fn the_stream_of_a_client_that_is_gone_is_dropped_and_its_session_can_expi
             .contains(&format!("mcp-session:{session}"))
     );
 }
+
+#[test]
+fn each_error_has_its_code_and_is_refused() {
+    let addr: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+    let table = [
+        (HttpError::NonLoopback(addr), "NON_LOOPBACK_BIND"),
+        (
+            HttpError::Bind {
+                addr,
+                source: std::io::ErrorKind::AddrInUse.into(),
+            },
+            "BIND_FAILED",
+        ),
+    ];
+    for (error, code) in table {
+        assert_eq!(error.code(), code, "{error}");
+        assert_eq!(error.class(), dshkit_os::error::ErrorClass::Refused, "{error}");
+    }
+}

@@ -1,0 +1,51 @@
+//! What an error means for whoever ran the command: the one vocabulary every
+//! domain error answers in, so the binary can map any of them to its documented
+//! exit code without knowing the error's type.
+//!
+//! It lives here because this is the one crate every other crate depends on.
+
+/// What an error means for whoever asked. Each domain error says which class
+/// each of its variants is ([`Classified::class`]); the binary maps each class
+/// to one documented exit code.
+///
+/// Not `#[non_exhaustive]`: a new class must make every mapping decide what it
+/// means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// dshkit will not do it as asked: the input, a file it reads or the setup
+    /// is wrong or conflicts (a damaged cassette, an unsafe token file, a stale
+    /// element ref, a port already in use, no browser installed). Running again
+    /// unchanged fails the same way; fix what the message names. Exit code 3.
+    Refused,
+    /// It was tried and failed while running: I/O, a transport, a browser or a
+    /// child process that crashed or did not answer in time. The request was
+    /// fine; running again may succeed once the cause is gone (an error's
+    /// `is_retryable` says where retrying as is makes sense). Exit code 4.
+    Runtime,
+}
+
+/// A domain error that says what it is: a stable code for programs and the
+/// class of failure for people and exit codes.
+pub trait Classified: std::error::Error {
+    /// A stable upper-case code (`SCREAMING_CASE`) that tools, scripts and JSON output carry.
+    fn code(&self) -> &'static str;
+    /// What the error means for whoever asked.
+    fn class(&self) -> ErrorClass;
+}
+
+/// Implements [`Classified`] for error types whose inherent `code()` and
+/// `class()` say it, so callers have both without importing the trait.
+#[macro_export]
+macro_rules! classified {
+    ($($error:ty),+ $(,)?) => {$(
+        impl $crate::error::Classified for $error {
+            fn code(&self) -> &'static str {
+                <$error>::code(self)
+            }
+
+            fn class(&self) -> $crate::error::ErrorClass {
+                <$error>::class(self)
+            }
+        }
+    )+};
+}
