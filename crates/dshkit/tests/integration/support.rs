@@ -1,10 +1,22 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: each sets up one thing a test
+//! needs, so that the test reads as what it checks.
+
+mod dsh;
+mod home;
+mod session;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use dshkit_test::{ChildGuard, read_ready_line, spawn_guarded};
+use dshkit_test::{ChildGuard, spawn_guarded, spawn_ready};
+
+pub(crate) use dsh::{
+    PAGE, dsh_command, dsh_turn, dsh_turn_in, dsh_web, headless_home, install, installed_home,
+    model_verifying, processes_of, serve_html, serve_page, tool_answer, verify_arguments, web_home,
+};
+pub(crate) use home::{EnvDir, Home, describe};
+pub(crate) use session::Session;
 
 pub(crate) fn dshkit() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dshkit"))
@@ -44,26 +56,58 @@ impl HttpServer {
     }
 }
 
+/// `dshkit mcp --http` on a free loopback port with `extra` flags, in a home of
+/// its own, once it is ready.
 pub(crate) fn start_http(extra: &[&str]) -> HttpServer {
     let home = tempfile::tempdir().expect("tempdir");
-    let token_file = home.path().join("token");
-    let mut command = dshkit_command(home.path());
-    command
-        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
-        .arg(&token_file)
-        .args(extra);
-    let mut guard = spawn_guarded(&mut command);
-    let line = read_ready_line(&mut guard, "dshkit mcp: ", Duration::from_secs(20));
-    let url = line.strip_prefix("dshkit mcp: ").expect("prefix").to_owned();
-    let token = std::fs::read_to_string(&token_file)
-        .expect("token file")
-        .trim()
-        .to_owned();
+    let (guard, url, token) = spawn_http(home.path(), extra, &[]);
     HttpServer {
         url,
         token,
         guard,
         home,
+    }
+}
+
+/// `dshkit mcp --http 127.0.0.1:0 --token-file HOME/token EXTRA` in `home`, with
+/// `env`, once its ready line named its URL: the child, the URL and the token.
+pub(crate) fn spawn_http(home: &Path, extra: &[&str], env: &[(&str, &str)]) -> (ChildGuard, String, String) {
+    let token_file = home.join("token");
+    let mut command = dshkit_command(home);
+    command
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(&token_file)
+        .args(extra)
+        .envs(env.iter().copied());
+    let (guard, url) = spawn_ready(&mut command, "dshkit mcp: ", Duration::from_secs(20));
+    let token = std::fs::read_to_string(&token_file)
+        .expect("token file")
+        .trim()
+        .to_owned();
+    (guard, url, token)
+}
+
+/// `dshkit ARGS` in `home` (`echo record --http ...`, `echo replay ... --http`),
+/// once it printed the URL it serves on: the child and that URL.
+pub(crate) fn echo_http<I, S>(home: &Path, args: I) -> (ChildGuard, String)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    spawn_ready(
+        dshkit_command(home).args(args),
+        "dshkit echo: ",
+        Duration::from_secs(10),
+    )
+}
+
+/// Copies every file of `examples/hello-app` (a static app) into `to`.
+pub(crate) fn copy_hello_app(to: &Path) {
+    let example = dshkit_test::workspace_root().join("examples/hello-app");
+    for entry in std::fs::read_dir(&example).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
     }
 }
 
@@ -117,14 +161,11 @@ pub(crate) fn everything_http(peers: &dshkit_test::Peers) -> (ChildGuard, String
             .arg("streamableHttp")
             .env("PORT", port.to_string()),
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server-everything did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    dshkit_test::wait_until(
+        Duration::from_secs(20),
+        &format!("server-everything did not listen on {port}"),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    );
     (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
