@@ -130,7 +130,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
             .cloned()
             .ok_or_else(|| "the turn never asked the model".to_owned())
     });
-    crate::dsh_plugin::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
+    crate::support::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
 
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 

@@ -6,8 +6,8 @@ use dshkit_test::{FakeModel, Peers, wait_for};
 
 use crate::support::{
     Home, PAGE, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in, install, installed_home,
-    model_verifying, output, processes_of, serve_html, serve_page, stdout_json, tool_answer,
-    verify_arguments, web_home,
+    model_verifying, output, processes_of, serve_html, serve_page, stdout_json,
+    the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
 };
 
 #[test]
@@ -80,60 +80,6 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
     );
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
-}
-
-/// The model's request carries each guidance text of the binary's, DSH lists its
-/// skills, and the tools it is offered have the descriptions the binary gives
-/// hosts, without the arguments the plugin owns; the DevTools family's only where
-/// the collector runs.
-pub(crate) fn the_model_gets_the_binarys_guidance_and_skills(
-    home: &std::path::Path,
-    request: &serde_json::Value,
-    collector: bool,
-) {
-    let described = describe(home);
-    let offered: std::collections::HashMap<&str, &serde_json::Value> = request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["function"]["name"].as_str().unwrap(), &t["function"]))
-        .collect();
-    for tool in described["host"]["tools"].as_array().unwrap() {
-        let name = tool["name"].as_str().unwrap();
-        let served = collector || tool["family"] != "devtools";
-        assert_eq!(offered.contains_key(name), served, "{name}: {offered:?}");
-        let Some(function) = offered.get(name) else {
-            continue;
-        };
-        assert_eq!(function["description"], tool["description"], "{name}");
-        for seam in ["approval", "images", "owner"] {
-            if let Some(argument) = tool[seam]["argument"].as_str() {
-                assert!(
-                    function["parameters"]["properties"].get(argument).is_none(),
-                    "{name} offers {argument}, which the plugin owns"
-                );
-            }
-        }
-    }
-    let request = request.to_string();
-    for guidance in described["host"]["guidance"].as_array().unwrap() {
-        let text = serde_json::Value::from(guidance["text"].as_str().unwrap()).to_string();
-        assert!(
-            request.contains(text.trim_matches('"')),
-            "guidance {} is not in the model's request: {request}",
-            guidance["name"]
-        );
-    }
-    for skill in described["host"]["skills"].as_array().unwrap() {
-        let description = serde_json::Value::from(skill["description"].as_str().unwrap()).to_string();
-        let listed = request.contains(description.trim_matches('"'));
-        assert_eq!(
-            listed,
-            collector || skill["family"] != "devtools",
-            "skill {}: {request}",
-            skill["name"]
-        );
-    }
 }
 
 #[test]

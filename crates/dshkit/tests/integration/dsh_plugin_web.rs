@@ -255,7 +255,7 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     ui.keep_screenshot("live-preview");
     // Verify again from the view: a new report, and the model is not involved.
     let reports = || {
-        crate::liveloop_tool::walk_files(&home.path().join(".local/state/dshkit/evidence"))
+        crate::support::walk_files(&home.path().join(".local/state/dshkit/evidence"))
             .into_iter()
             .filter(|p| {
                 p.file_name()

@@ -974,14 +974,7 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
         ["dshkit://cassettes/recordings/legacy.jsonl"],
         "{resources}"
     );
-    let read = |mcp: &mut Session, id: u64, uri: &str| {
-        mcp.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
-                .to_string(),
-        );
-        mcp.recv()
-    };
-    let cassette = read(&mut mcp, 21, "dshkit://cassettes/recordings/legacy.jsonl");
+    let cassette = mcp.read_resource(21, "dshkit://cassettes/recordings/legacy.jsonl");
     let text = cassette["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(
         !text.contains("ghp_ABCDEF") && text.contains("[REDACTED:github:"),
@@ -993,7 +986,7 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
         "dshkit://cassettes/../../etc/passwd",
         "dshkit://cassettes/recordings/../../../etc/passwd",
     ] {
-        let answer = read(&mut mcp, 22, refused);
+        let answer = mcp.read_resource(22, refused);
         assert!(answer["error"].is_object(), "{refused}: {answer}");
     }
 

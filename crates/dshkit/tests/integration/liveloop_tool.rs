@@ -5,7 +5,7 @@ use std::time::Duration;
 use dshkit_test::{Fixture, FixtureServer, processes_mentioning, wait_until};
 use serde_json::{Value, json};
 
-use crate::support::{EnvDir, Session, copy_hello_app};
+use crate::support::{EnvDir, Session, copy_hello_app, walk_files};
 
 const APP: &str = r#"<!doctype html><title>Todo</title>
 <h1>Todo</h1>
@@ -339,6 +339,25 @@ fn response_to(mcp: &Session, id: u64, early: &mut Vec<Value>) -> Value {
     }
 }
 
+/// Asks the preview's console (calls 10, 11, ...) until it logged `load 2`: the
+/// page counts its loads, so a verification running in the preview has made its
+/// fresh load. Answers to other requests are kept aside in `early`.
+fn wait_for_fresh_load(mcp: &mut Session, session: &str, early: &mut Vec<Value>) {
+    let mut id = 10;
+    dshkit_test::wait_for(Duration::from_mins(1), || {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
+            "arguments": {"operation": "console", "session": session}}}).to_string());
+        let console = response_to(mcp, id, early);
+        id += 1;
+        let entries = structured(&console)["entries"].as_array().unwrap().clone();
+        if entries.iter().any(|e| e["text"] == "load 2") {
+            Ok(())
+        } else {
+            Err(format!("the verification never loaded the page: {entries:?}"))
+        }
+    });
+}
+
 #[test]
 fn a_cancelled_verification_stops_and_frees_its_preview() {
     let server = FixtureServer::start(vec![(
@@ -359,19 +378,7 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
     );
     // Once its fresh load has happened (the page counts its loads), it is in the wait.
     let mut early = Vec::new();
-    let mut id = 10;
-    loop {
-        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
-            "arguments": {"operation": "console", "session": session}}}).to_string());
-        let console = response_to(&mcp, id, &mut early);
-        id += 1;
-        let entries = structured(&console)["entries"].as_array().unwrap().clone();
-        if entries.iter().any(|e| e["text"] == "load 2") {
-            break;
-        }
-        assert!(id < 1000, "the verification never loaded the page: {entries:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_fresh_load(&mut mcp, &session, &mut early);
     mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"the user stopped it"}}"#);
     // The preview is free: a snapshot (which waits for a running verification) answers...
     mcp.send(
@@ -396,19 +403,6 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
             "{answer}"
         );
     }
-}
-
-pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk_files(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 #[test]
@@ -454,23 +448,7 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
         .to_string(),
     );
     let mut early = Vec::new();
-    let mut id = 10;
-    loop {
-        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
-            "arguments": {"operation": "console", "session": session}}}).to_string());
-        let console = response_to(&mcp, id, &mut early);
-        id += 1;
-        if structured(&console)["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["text"] == "load 2")
-        {
-            break;
-        }
-        assert!(id < 1000, "the verification never loaded the page");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_fresh_load(&mut mcp, &session, &mut early);
     // A navigation sent while the verification waits for "ready"...
     mcp.send(
         &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "liveloop_browser",
@@ -798,20 +776,13 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
         .find(|l| l["mimeType"] == "image/png")
         .expect("the screenshot is linked");
 
-    let read = |mcp: &mut Session, id: u64, uri: &str| {
-        mcp.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
-                .to_string(),
-        );
-        mcp.recv()
-    };
-    let report = read(&mut mcp, 3, &report_uri);
+    let report = mcp.read_resource(3, &report_uri);
     let text = report["result"]["contents"][0]["text"].as_str().unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(text).unwrap()["verdict"],
         structured(&verified)["verdict"]
     );
-    let image = read(&mut mcp, 4, png["uri"].as_str().unwrap());
+    let image = mcp.read_resource(4, png["uri"].as_str().unwrap());
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(image["result"]["contents"][0]["blob"].as_str().unwrap())
         .unwrap();
@@ -834,7 +805,7 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
         "dshkit://evidence/verify/escape/passwd",
         "dshkit://evidence/verify/x",
     ] {
-        assert!(read(&mut mcp, 5, uri)["error"].is_object(), "{uri}");
+        assert!(mcp.read_resource(5, uri)["error"].is_object(), "{uri}");
     }
 
     // Listed in pages of 100 with a cursor.

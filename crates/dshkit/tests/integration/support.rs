@@ -13,9 +13,10 @@ use dshkit_test::{ChildGuard, spawn_guarded, spawn_ready};
 
 pub(crate) use dsh::{
     PAGE, dsh_command, dsh_turn, dsh_turn_in, dsh_web, headless_home, install, installed_home,
-    model_verifying, processes_of, serve_html, serve_page, tool_answer, verify_arguments, web_home,
+    model_verifying, processes_of, serve_html, serve_page, the_model_gets_the_binarys_guidance_and_skills,
+    tool_answer, verify_arguments, web_home,
 };
-pub(crate) use home::{EnvDir, Home, describe};
+pub(crate) use home::{EnvDir, Home, describe, walk_files};
 pub(crate) use session::Session;
 
 pub(crate) fn dshkit() -> PathBuf {

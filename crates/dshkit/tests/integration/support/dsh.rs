@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, spawn_guarded, spawn_ready};
 
-use super::{Home, dshkit_command, output};
+use super::{Home, describe, dshkit_command, output};
 
 /// Longest a headless DSH turn may take here (boot ~2 s, plus the MCP handshake).
 const TURN_DEADLINE: Duration = Duration::from_mins(2);
@@ -217,4 +217,58 @@ pub(crate) fn verify_arguments(app: &LoopbackServer) -> serde_json::Value {
 /// A fake model that calls `liveloop_verify` on `app` (see [`verify_arguments`]).
 pub(crate) fn model_verifying(app: &LoopbackServer) -> FakeModel {
     FakeModel::start("liveloop_verify", &verify_arguments(app))
+}
+
+/// The model's request carries each guidance text of the binary's, DSH lists its
+/// skills, and the tools it is offered have the descriptions the binary gives
+/// hosts, without the arguments the plugin owns; the DevTools family's only where
+/// the collector runs.
+pub(crate) fn the_model_gets_the_binarys_guidance_and_skills(
+    home: &std::path::Path,
+    request: &serde_json::Value,
+    collector: bool,
+) {
+    let described = describe(home);
+    let offered: std::collections::HashMap<&str, &serde_json::Value> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["function"]["name"].as_str().unwrap(), &t["function"]))
+        .collect();
+    for tool in described["host"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let served = collector || tool["family"] != "devtools";
+        assert_eq!(offered.contains_key(name), served, "{name}: {offered:?}");
+        let Some(function) = offered.get(name) else {
+            continue;
+        };
+        assert_eq!(function["description"], tool["description"], "{name}");
+        for seam in ["approval", "images", "owner"] {
+            if let Some(argument) = tool[seam]["argument"].as_str() {
+                assert!(
+                    function["parameters"]["properties"].get(argument).is_none(),
+                    "{name} offers {argument}, which the plugin owns"
+                );
+            }
+        }
+    }
+    let request = request.to_string();
+    for guidance in described["host"]["guidance"].as_array().unwrap() {
+        let text = serde_json::Value::from(guidance["text"].as_str().unwrap()).to_string();
+        assert!(
+            request.contains(text.trim_matches('"')),
+            "guidance {} is not in the model's request: {request}",
+            guidance["name"]
+        );
+    }
+    for skill in described["host"]["skills"].as_array().unwrap() {
+        let description = serde_json::Value::from(skill["description"].as_str().unwrap()).to_string();
+        let listed = request.contains(description.trim_matches('"'));
+        assert_eq!(
+            listed,
+            collector || skill["family"] != "devtools",
+            "skill {}: {request}",
+            skill["name"]
+        );
+    }
 }

@@ -90,3 +90,17 @@ impl EnvDir {
         (self.name, &self.value)
     }
 }
+
+/// Every file under `dir`, at any depth (none when `dir` does not exist).
+pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

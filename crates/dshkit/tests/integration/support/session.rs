@@ -139,6 +139,15 @@ impl Session {
             .to_owned()
     }
 
+    /// `resources/read` of `uri` as request `id`: the response, whatever it is.
+    pub(crate) fn read_resource(&mut self, id: u64, uri: &str) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
+                .to_string(),
+        );
+        self.recv()
+    }
+
     /// Closes stdin and waits for the server to end.
     pub(crate) fn finish(mut self, within: Duration) -> std::process::ExitStatus {
         drop(self.stdin.take());
