@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, spawn_guarded, spawn_ready};
 
-use super::{Home, describe, dshkit_command, output};
+use super::command::{dshkit_command, output};
+use super::home::{Home, describe};
 
 /// Longest a headless DSH turn may take here (boot ~2 s, plus the MCP handshake).
 const TURN_DEADLINE: Duration = Duration::from_mins(2);

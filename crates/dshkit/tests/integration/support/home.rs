@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use super::{dshkit_command, output, stdout_json};
+use super::command::{dshkit_command, output, stdout_json};
 
 /// A fresh temp dir that is `dshkit`'s HOME (and holds its XDG directories).
 pub(crate) struct Home(tempfile::TempDir);

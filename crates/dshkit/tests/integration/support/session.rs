@@ -9,7 +9,7 @@ use dshkit_os::process::Identity;
 use dshkit_test::{ChildGuard, spawn_guarded};
 use serde_json::{Value, json};
 
-use super::dshkit_command;
+use super::command::dshkit_command;
 
 /// The protocol version the tests initialize with unless they test another.
 const PROTOCOL: &str = "2025-11-25";
@@ -81,6 +81,7 @@ impl Session {
         let _ = self.guard.child.wait();
     }
 
+    /// Writes one line (a JSON-RPC message) to the server's stdin.
     pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         stdin.write_all(line.as_bytes()).unwrap();
@@ -88,10 +89,12 @@ impl Session {
         stdin.flush().unwrap();
     }
 
+    /// The next stdout line as JSON-RPC, within 20 s.
     pub(crate) fn recv(&self) -> Value {
         self.recv_within(Duration::from_secs(20))
     }
 
+    /// The next stdout line as JSON-RPC, within `within`.
     pub(crate) fn recv_within(&self, within: Duration) -> Value {
         let line = self
             .lines
@@ -100,6 +103,8 @@ impl Session {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"))
     }
 
+    /// `initialize` at `version`, then `notifications/initialized`: the
+    /// server's answer to the first.
     pub(crate) fn initialize(&mut self, version: &str) -> Value {
         self.send(
             &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
@@ -111,6 +116,7 @@ impl Session {
         response
     }
 
+    /// A `tools/call` whose answer comes within 20 s (see [`Self::call_within`]).
     pub(crate) fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
         self.call_within(id, name, arguments, Duration::from_secs(20))
     }
