@@ -25,14 +25,15 @@ impl ChildGuard {
     /// waits up to `grace` for it to exit.
     pub fn terminate(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         Identity::of(self.child.id())?.terminate();
-        let deadline = std::time::Instant::now() + grace;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        wait_exit(&mut self.child, grace)
+    }
+
+    /// Asks the child alone to stop with SIGINT (Windows terminates it), then
+    /// waits up to `grace` for it to exit; panics when the signal cannot be sent.
+    pub fn interrupt(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let sent = Identity::of(self.child.id()).is_some_and(|child| child.interrupt());
+        assert!(sent, "failed to interrupt {}", self.child.id());
+        wait_exit(&mut self.child, grace)
     }
 
     /// Whether the child is still running.
@@ -48,6 +49,18 @@ impl Drop for ChildGuard {
         let _ = self.child.wait();
         self.group.release(); // stopped: the binding has nothing left to do
     }
+}
+
+/// The child's exit status once it exits within `grace`.
+fn wait_exit(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }
 
 /// Spawns `command` in a group of its own with piped stdio.
@@ -102,6 +115,38 @@ pub fn read_ready_line(guard: &mut ChildGuard, prefix: &str, timeout: Duration) 
             );
         }
     }
+}
+
+/// Spawns `command` (see [`spawn_guarded`]) and waits up to `timeout` for its
+/// ready line, the first stdout line that starts with `prefix`: the child, and
+/// the rest of that line (a URL, as servers announce it).
+pub fn spawn_ready(command: &mut Command, prefix: &str, timeout: Duration) -> (ChildGuard, String) {
+    let mut guard = spawn_guarded(command);
+    let line = read_ready_line(&mut guard, prefix, timeout);
+    let rest = line[prefix.len()..].to_owned();
+    (guard, rest)
+}
+
+/// Polls `probe` until it gives a value, for at most `within`: a wait for an
+/// event, never a measure of speed. `probe` says, when not yet, what it saw;
+/// the panic at the end quotes the last of it.
+pub fn wait_for<T>(within: Duration, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match probe() {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                std::time::Instant::now() < deadline,
+                "not within {within:?}: {seen}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Polls `done` until it holds, for at most `within`; panics with `what` then.
+pub fn wait_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    wait_for(within, || if done() { Ok(()) } else { Err(what.to_owned()) });
 }
 
 #[cfg(all(test, unix))]

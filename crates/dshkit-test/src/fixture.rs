@@ -50,6 +50,11 @@ impl FixtureServer {
         }
     }
 
+    /// A server of one HTML page, at `/`.
+    pub fn page(html: impl Into<String>) -> Self {
+        Self::start(vec![("/", Fixture::Html(html.into()))])
+    }
+
     /// The full URL of `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.origin)

@@ -20,7 +20,7 @@ mod peers;
 pub mod secrets;
 mod serve;
 
-pub use child::{ChildGuard, read_ready_line, spawn_guarded};
+pub use child::{ChildGuard, read_ready_line, spawn_guarded, spawn_ready, wait_for, wait_until};
 pub use fake_model::{ANSWER_PREFIX, FakeModel, ModelRequest};
 pub use fixture::{Fixture, FixtureServer};
 pub use peers::{Peers, workspace_root};

@@ -4,47 +4,24 @@ use std::process::{Command, Stdio};
 
 use dshkit_test::Peers;
 
-use crate::support::{dshkit, dshkit_command, output, stdout_json};
+use crate::support::{Home, dsh_command, dshkit, output, stdout_json, web_home};
 
 #[test]
 fn help_lists_the_commands_and_the_exit_codes() {
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).arg("--help"));
+    let out = Home::new().run(["--help"]);
     assert!(out.status.success());
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout));
-}
-
-/// A DSH home with the web profile, made by the real `dsh`.
-pub(crate) fn dsh_home_with_web_profile(peers: &Peers) -> tempfile::TempDir {
-    let home = tempfile::tempdir().unwrap();
-    let out = output(
-        dsh_command(peers, home.path())
-            .args(["web", "--dump-default-config"])
-            .stdout(Stdio::null()),
-    );
-    assert!(
-        out.status.success(),
-        "dsh --dump-default-config failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(home.path().join("dsh/profiles/web/cordis.patch.yml").is_file());
-    home
-}
-
-/// The real `dsh`, isolated in `home` (its `DSH_HOME` is `home/dsh`).
-pub(crate) fn dsh_command(peers: &Peers, home: &std::path::Path) -> Command {
-    peers.dsh_command(home, &home.join("dsh"))
 }
 
 #[test]
 fn doctor_reports_the_real_chromium_node_and_dsh() {
     let peers = Peers::get();
-    let home = dsh_home_with_web_profile(&peers);
+    let (home, dsh_home) = web_home(&peers);
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["doctor", "--json"])
             .env("PATH", peers.path_var())
-            .env("DSH_HOME", home.path().join("dsh")),
+            .env("DSH_HOME", &dsh_home),
     );
     let report = stdout_json(&out);
     assert_eq!(out.status.code(), Some(0), "{report:#}");
@@ -91,9 +68,9 @@ fn doctor_reports_the_real_chromium_node_and_dsh() {
 
 #[test]
 fn doctor_names_every_missing_piece_with_its_fix_and_exits_1() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["doctor"])
             .env("PATH", home.path().join("empty-bin"))
             .env("DSHKIT_CHROMIUM", home.path().join("no-chromium")),
@@ -123,8 +100,9 @@ fn doctor_names_every_missing_piece_with_its_fix_and_exits_1() {
 
 #[test]
 fn a_closed_stdout_is_not_a_crash() {
-    let home = tempfile::tempdir().unwrap();
-    let mut child = dshkit_command(home.path())
+    let home = Home::new();
+    let mut child = home
+        .dshkit()
         .args(["doctor", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -143,9 +121,8 @@ fn a_closed_stdout_is_not_a_crash() {
 
 #[test]
 fn mcp_row_describes_this_binary_over_stdio_and_a_server_over_http() {
-    let home = tempfile::tempdir().unwrap();
-    let out =
-        output(dshkit_command(home.path()).args(["dsh", "mcp-row", "--json", "--dsh-home", "/srv/dsh"]));
+    let home = Home::new();
+    let out = home.run(["dsh", "mcp-row", "--json", "--dsh-home", "/srv/dsh"]);
     assert!(out.status.success());
     let row = stdout_json(&out);
     assert_eq!(row["name"], "@deepseek-ai/dsh-mcp-client");
@@ -162,7 +139,7 @@ fn mcp_row_describes_this_binary_over_stdio_and_a_server_over_http() {
 
     let token_file = home.path().join("token");
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args([
                 "dsh",
                 "mcp-row",
@@ -182,13 +159,12 @@ fn mcp_row_describes_this_binary_over_stdio_and_a_server_over_http() {
 #[test]
 fn dsh_connect_adds_a_row_real_dsh_accepts_and_is_idempotent() {
     let peers = Peers::get();
-    let home = dsh_home_with_web_profile(&peers);
-    let dsh_home = home.path().join("dsh");
+    let (home, dsh_home) = web_home(&peers);
     let patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let original = std::fs::read_to_string(&patch).unwrap();
     let connect = || {
         output(
-            dshkit_command(home.path())
+            home.dshkit()
                 .args(["dsh", "connect", "--profile", "web", "--json", "--dsh-home"])
                 .arg(&dsh_home),
         )
@@ -232,14 +208,14 @@ fn dsh_connect_adds_a_row_real_dsh_accepts_and_is_idempotent() {
 
 #[test]
 fn dsh_connect_refuses_a_broken_patch_file_and_leaves_it_alone() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let profile = home.path().join("dsh/profiles/web");
     std::fs::create_dir_all(&profile).unwrap();
     let patch = profile.join("cordis.patch.yml");
     let broken = "- insert:\n    - id: mine\n      config: {unclosed: [1, 2\n";
     std::fs::write(&patch, broken).unwrap();
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["dsh", "connect", "--dsh-home"])
             .arg(home.path().join("dsh")),
     );
@@ -254,7 +230,7 @@ fn dsh_connect_refuses_a_broken_patch_file_and_leaves_it_alone() {
     );
 
     let missing = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["dsh", "connect", "--profile", "nope", "--dsh-home"])
             .arg(home.path().join("dsh")),
     );
@@ -265,10 +241,9 @@ fn dsh_connect_refuses_a_broken_patch_file_and_leaves_it_alone() {
 #[test]
 fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
     let peers = Peers::get();
-    let home = dsh_home_with_web_profile(&peers);
-    let dsh_home = home.path().join("dsh");
+    let (home, dsh_home) = web_home(&peers);
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["check", "--json", "--dsh-home"])
             .arg(&dsh_home)
             .env("PATH", peers.path_var()),
@@ -307,7 +282,7 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
     )
     .unwrap();
     let broken = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["check", "--dsh-home"])
             .arg(&dsh_home)
             .env("PATH", peers.path_var()),
@@ -319,7 +294,7 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
         "{text}"
     );
 
-    let explain = output(dshkit_command(home.path()).args(["check", "--explain"]));
+    let explain = home.run(["check", "--explain"]);
     assert!(String::from_utf8_lossy(&explain.stdout).starts_with("# plugin-fault-diagnosis"));
 }
 
@@ -327,8 +302,8 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
 /// positions both suites expect, and `node --check` agrees on the syntax line.
 #[test]
 fn a_broken_home_is_reported_at_the_positions_every_platform_expects() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = crate::broken_home::check(dshkit_command(dir.path()), dir.path());
+    let dir = Home::new();
+    let home = crate::broken_home::check(dir.dshkit(), dir.path());
     let node = Command::new(Peers::get().node())
         .arg("--check")
         .arg(&home.broken_index)

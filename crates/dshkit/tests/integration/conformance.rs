@@ -38,7 +38,7 @@ use std::process::Command;
 use dshkit_test::Peers;
 use serde_json::Value;
 
-use crate::support::{HttpServer, isolate, output, start_http};
+use crate::support::{HttpServer, echo_http, everything_http, isolate, output, start_http};
 
 const APPLICABLE: &[&str] = &[
     "server-initialize",
@@ -52,6 +52,27 @@ const APPLICABLE: &[&str] = &[
     "resources-list",
 ];
 
+/// The conformance runner for `scenario` against `url`, isolated in `out_dir`,
+/// writing its results under `out_dir/<scenario>`.
+fn runner(peers: &Peers, url: &str, scenario: &str, out_dir: &Path) -> Command {
+    let mut command = Command::new(peers.node());
+    isolate(&mut command, out_dir);
+    command
+        .arg(peers.module("@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", url, "--scenario", scenario, "-o"])
+        .arg(out_dir.join(scenario));
+    command
+}
+
+/// The checks the runner wrote for `scenario` under `out_dir`, if it wrote any.
+fn written_checks(scenario: &str, out_dir: &Path) -> Option<Vec<Value>> {
+    std::fs::read_dir(out_dir.join(scenario))
+        .ok()
+        .and_then(|mut runs| runs.next())
+        .and_then(|run| std::fs::read_to_string(run.ok()?.path().join("checks.json")).ok())
+        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok())
+}
+
 /// Runs one scenario and returns its checks.
 fn run_scenario(
     peers: &Peers,
@@ -60,12 +81,7 @@ fn run_scenario(
     with_token: bool,
     out_dir: &Path,
 ) -> Vec<Value> {
-    let mut command = Command::new(peers.node());
-    isolate(&mut command, out_dir);
-    command
-        .arg(peers.module("@modelcontextprotocol/conformance/dist/index.js"))
-        .args(["server", "--url", &server.url, "--scenario", scenario, "-o"])
-        .arg(out_dir.join(scenario));
+    let mut command = runner(peers, &server.url, scenario, out_dir);
     if with_token {
         command
             .env(
@@ -81,12 +97,7 @@ fn run_scenario(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let checks = std::fs::read_dir(out_dir.join(scenario))
-        .ok()
-        .and_then(|mut runs| runs.next())
-        .and_then(|run| std::fs::read_to_string(run.ok()?.path().join("checks.json")).ok())
-        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok());
-    match checks {
+    match written_checks(scenario, out_dir) {
         Some(checks) => checks,
         None if !with_token => Vec::new(),
         None => panic!("{scenario}: no checks.json was written:\n{log}"),
@@ -149,19 +160,8 @@ const THROUGH_ECHO: &[&str] = &[
 
 /// (check id, status) of one scenario run against `url`.
 fn verdicts_at(peers: &Peers, url: &str, scenario: &str, out_dir: &Path) -> Vec<(String, String)> {
-    let mut command = Command::new(peers.node());
-    isolate(&mut command, out_dir);
-    command
-        .arg(peers.module("@modelcontextprotocol/conformance/dist/index.js"))
-        .args(["server", "--url", url, "--scenario", scenario, "-o"])
-        .arg(out_dir.join(scenario));
-    output(&mut command);
-    let checks = std::fs::read_dir(out_dir.join(scenario))
-        .ok()
-        .and_then(|mut runs| runs.next())
-        .and_then(|run| std::fs::read_to_string(run.ok()?.path().join("checks.json")).ok())
-        .and_then(|text| serde_json::from_str::<Vec<Value>>(&text).ok())
-        .unwrap_or_default();
+    output(&mut runner(peers, url, scenario, out_dir));
+    let checks = written_checks(scenario, out_dir).unwrap_or_default();
     let mut verdicts: Vec<(String, String)> = checks
         .iter()
         .map(|c| {
@@ -178,16 +178,20 @@ fn verdicts_at(peers: &Peers, url: &str, scenario: &str, out_dir: &Path) -> Vec<
 #[test]
 fn the_conformance_suite_sees_no_difference_through_the_echo_recording_proxy() {
     let peers = Peers::get();
-    let (mut everything, direct) = crate::support::everything_http(&peers);
+    let (mut everything, direct) = everything_http(&peers);
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("conformance.jsonl");
-    let mut command = crate::support::dshkit_command(dir.path());
-    command
-        .args(["echo", "record", "--http", &direct, "-o"])
-        .arg(&cassette);
-    let mut proxy = dshkit_test::spawn_guarded(&mut command);
-    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let through = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let (mut proxy, through) = echo_http(
+        dir.path(),
+        [
+            "echo",
+            "record",
+            "--http",
+            &direct,
+            "-o",
+            cassette.to_str().unwrap(),
+        ],
+    );
 
     let mut compared = 0;
     for scenario in THROUGH_ECHO {

@@ -27,7 +27,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use dshkit_test::{Peers, processes_mentioning, read_ready_line, spawn_guarded, workspace_root};
+use dshkit_test::{Peers, processes_mentioning, spawn_guarded, spawn_ready, wait_until, workspace_root};
 use serde_json::{Value, json};
 
 use crate::support::{dshkit_command, output};
@@ -132,10 +132,13 @@ fn verify_url_with_path(case: &Case, dir: &Path, expected: Expected) {
     let peers = Peers::get();
     let home = tempfile::tempdir().unwrap();
     let path = corpus_path(&peers);
-    let mut server = spawn_guarded(dshkit_command(home.path()).env("PATH", &path).arg("run").arg(dir));
-    let origin = read_ready_line(&mut server, "http://", Duration::from_mins(2));
+    let (mut server, origin) = spawn_ready(
+        dshkit_command(home.path()).env("PATH", &path).arg("run").arg(dir),
+        "http://",
+        Duration::from_mins(2),
+    );
     let page = format!(
-        "{}{}",
+        "http://{}{}",
         origin.trim_end_matches('/'),
         case.expect_path.expect("a path to verify")
     );
@@ -147,14 +150,10 @@ fn verify_url_with_path(case: &Case, dir: &Path, expected: Expected) {
 
     // `dshkit run` stops its server when it is asked to stop.
     server.terminate(Duration::from_secs(10));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !processes_mentioning(dir.to_str().unwrap()).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        processes_mentioning(dir.to_str().unwrap()).is_empty(),
-        "processes of {} left behind",
-        dir.display()
+    wait_until(
+        Duration::from_secs(10),
+        &format!("processes of {} left behind", dir.display()),
+        || processes_mentioning(dir.to_str().unwrap()).is_empty(),
     );
 }
 

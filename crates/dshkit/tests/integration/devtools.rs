@@ -5,19 +5,60 @@
 //! that took it is killed only until the lease ends (restoring DSH's dispatch by
 //! identity), and reports the target gone when DSH exits.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use dshkit_test::{FakeModel, Peers};
+use dshkit_test::{FakeModel, Peers, wait_for, wait_until};
 use serde_json::{Value, json};
 
-use crate::mcp_stdio::Session;
-use crate::support::{dshkit_command, output};
+use crate::support::{Home, Session, dsh_command, dshkit_command, headless_home, output, stdout_json};
 
 fn result(response: &Value) -> &Value {
     assert!(response.get("error").is_none(), "{response}");
     assert_eq!(response["result"]["isError"], false, "{response}");
     &response["result"]["structuredContent"]
+}
+
+/// A fresh home with a DevTools registry directory (not yet made) inside it.
+struct Registry {
+    home: Home,
+    dir: PathBuf,
+}
+
+impl Registry {
+    fn new() -> Self {
+        let home = Home::new();
+        let dir = home.join("registry");
+        Self { home, dir }
+    }
+
+    /// `dshkit devtools --devtools-dir REGISTRY ARGS` in the home.
+    fn devtools(&self, args: &[&str]) -> Command {
+        devtools_command(self.home.path(), &self.dir, args)
+    }
+
+    /// [`Self::devtools`], run to its end.
+    fn run(&self, args: &[&str]) -> Output {
+        output(&mut self.devtools(args))
+    }
+}
+
+/// `dshkit devtools --devtools-dir REGISTRY ARGS` isolated in `home`.
+fn devtools_command(home: &Path, registry: &Path, args: &[&str]) -> Command {
+    let mut command = dshkit_command(home);
+    command
+        .arg("devtools")
+        .arg("--devtools-dir")
+        .arg(registry)
+        .args(args);
+    command
+}
+
+/// An initialized `dshkit mcp --tools devtools` on `registry`.
+fn devtools_session(registry: &Path) -> Session {
+    let registry = registry.display().to_string();
+    Session::initialized(&["--tools", "devtools", "--devtools-dir", &registry], &[])
 }
 
 /// `dshkit devtools setup`: the plugin with the collector, experiments and an
@@ -50,7 +91,7 @@ fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
 fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::process::Output> {
     let (home, model_url) = (home.to_owned(), model_url.to_owned());
     std::thread::spawn(move || {
-        let mut command = crate::cli::dsh_command(&Peers::get(), &home);
+        let mut command = dsh_command(&Peers::get(), &home);
         command
             .args(["--profile", "headless", "Look at the workspace."])
             .env("DEEPSEEK_BASE_URL", model_url)
@@ -62,7 +103,7 @@ fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::p
 #[test]
 fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let peers = Peers::get();
-    let (home, dsh_home) = crate::dsh_agent::headless_home(&peers);
+    let (home, dsh_home) = headless_home(&peers);
     install_with_devtools(&peers, home.path(), &dsh_home);
     // Two detections, each reply after a tool result held until released: DSH
     // stays up, mid-turn, while the test attaches.
@@ -70,31 +111,26 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let turn = headless_turn(home.path(), &model.url);
 
     let registry = dsh_home.join("dshkit-devtools");
-    let registry_arg = registry.display().to_string();
-    let mut mcp = Session::start_with(&["--tools", "devtools", "--devtools-dir", &registry_arg], &[]);
-    mcp.initialize("2025-11-25");
-    let deadline = Instant::now() + Duration::from_mins(2);
-    let target = loop {
+    let mut mcp = devtools_session(&registry);
+    let target = wait_for(Duration::from_mins(2), || {
         let listed = mcp.call(1, "cordis_list_debug_targets", &json!({}));
         let targets = result(&listed)["targets"].as_array().cloned().unwrap_or_default();
-        if let Some(target) = targets.first() {
-            break target.clone();
-        }
-        assert!(Instant::now() < deadline, "no debug target appeared: {listed}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        targets
+            .first()
+            .cloned()
+            .ok_or_else(|| format!("no debug target appeared: {listed}"))
+    });
     assert_eq!(target["label"], "dsh");
     // With the collector, the plugin also offers the DevTools tools, guidance and
     // skill as the binary describes them (in the turn's first model request).
-    let deadline = Instant::now() + Duration::from_mins(2);
-    let first = loop {
-        if let Some(first) = model.requests().first().cloned() {
-            break first;
-        }
-        assert!(Instant::now() < deadline, "the turn never asked the model");
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    crate::dsh_plugin::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
+    let first = wait_for(Duration::from_mins(2), || {
+        model
+            .requests()
+            .first()
+            .cloned()
+            .ok_or_else(|| "the turn never asked the model".to_owned())
+    });
+    crate::support::the_model_gets_the_binarys_guidance_and_skills(home.path(), &first, true);
 
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 
@@ -133,7 +169,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
         "{waited}"
     );
 
-    let (mut mcp, session) = killed_core_leaves_no_lease(mcp, &session, &target, &registry_arg, &waited);
+    let (mut mcp, session) = killed_core_leaves_no_lease(mcp, &session, &target, &registry, &waited);
 
     // The turn ends and DSH exits: the session's target is gone.
     model.release();
@@ -188,32 +224,23 @@ fn the_exit_is_reported(mcp: &mut Session, session: &str, registry: &Path) {
         "the exited DSH is no target"
     );
     // Its endpoint stopped with it (and removed its URL file on the way out).
-    let deadline = Instant::now() + Duration::from_mins(1);
-    while registry.join("endpoint").exists() {
-        assert!(Instant::now() < deadline, "the plugin's endpoint outlived DSH");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        Duration::from_mins(1),
+        "the plugin's endpoint outlived DSH",
+        || !registry.join("endpoint").exists(),
+    );
 }
 
 /// The plugin serves the endpoint too: a bridge finds it through the URL file in
 /// the registry and lists the same target.
 fn the_plugins_endpoint_lists(peers: &Peers, home: &Path, registry: &Path, target: &Value) {
-    let deadline = Instant::now() + Duration::from_mins(1);
-    while !registry.join("endpoint").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the plugin's endpoint wrote no URL file"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let mut bridge = LineChild::spawn(
-        dshkit_command(home)
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(registry)
-            .arg("bridge")
-            .env("PATH", peers.path_var()),
+    wait_until(
+        Duration::from_mins(1),
+        "the plugin's endpoint wrote no URL file",
+        || registry.join("endpoint").exists(),
     );
+    let mut bridge =
+        LineChild::spawn(devtools_command(home, registry, &["bridge"]).env("PATH", peers.path_var()));
     bridge.ask(&initialize(1));
     let through = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "cordis_list_debug_targets", "arguments": {}}}));
     assert_eq!(
@@ -229,7 +256,7 @@ fn killed_core_leaves_no_lease(
     mut mcp: Session,
     session: &str,
     target: &Value,
-    registry_arg: &str,
+    registry: &Path,
     waited: &Value,
 ) -> (Session, String) {
     let event = waited["records"]
@@ -239,8 +266,7 @@ fn killed_core_leaves_no_lease(
         .find(|r| r["kind"] == "dispatch-observed")
         .unwrap()["event"]
         .clone();
-    let mut observer = Session::start_with(&["--tools", "devtools", "--devtools-dir", registry_arg], &[]);
-    observer.initialize("2025-11-25");
+    let mut observer = devtools_session(registry);
     let watching = observer.call(1, "cordis_attach_debug_session", &json!({"target": target["id"]}));
     let watching = result(&watching)["session"].as_str().unwrap().to_owned();
     let refused = mcp.call(
@@ -349,24 +375,13 @@ impl FixtureRuntime {
 
 #[test]
 fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
-    let home = tempfile::tempdir().unwrap();
-    let registry = home.path().join("registry");
-    let mut runtime = FixtureRuntime::start(&registry);
-    let devtools = |args: &[&str]| {
-        let mut command = dshkit_command(home.path());
-        command
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(&registry)
-            .args(args);
-        command
-    };
+    let registry = Registry::new();
+    let mut runtime = FixtureRuntime::start(&registry.dir);
 
-    let listed = output(&mut devtools(&["targets", "--json"]));
-    let listed = crate::support::stdout_json(&listed);
+    let listed = stdout_json(&registry.run(&["targets", "--json"]));
     assert_eq!(listed["targets"][0]["pid"], runtime.guard.pid(), "{listed}");
 
-    let saved = output(&mut devtools(&["checkpoint"]));
+    let saved = registry.run(&["checkpoint"]);
     assert!(
         saved.status.success(),
         "{}",
@@ -374,13 +389,13 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
     );
     runtime.say("load");
     runtime.expect("loaded");
-    let compared = output(&mut devtools(&["compare", "--json"]));
-    let compared = crate::support::stdout_json(&compared);
+    let compared = stdout_json(&registry.run(&["compare", "--json"]));
     assert_eq!(compared["totals"]["added"], 1, "{compared}");
     assert_eq!(compared["added"][0]["scope"], "fiber", "{compared}");
 
     // The profile holds its lease for the whole 2 s window while the runtime pipes.
-    let mut profiling = devtools(&["profile", "custom/pipe", "--ttl", "2s", "--json"])
+    let mut profiling = registry
+        .devtools(&["profile", "custom/pipe", "--ttl", "2s", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -398,7 +413,7 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
         "{}",
         String::from_utf8_lossy(&finished.stderr)
     );
-    let profile = crate::support::stdout_json(&finished);
+    let profile = stdout_json(&finished);
     assert!(profile["heldMs"].as_u64().unwrap() >= 2000, "{profile}");
     assert_eq!(profile["restored"], "identical", "{profile}");
     let traced = profile["traces"].as_array().unwrap();
@@ -415,20 +430,19 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
     );
     // The CLI is gone, so its channel closes and the collector's dispatch
     // observer goes too (in the collector's own time: asked until it has).
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    wait_for(Duration::from_secs(30), || {
         runtime.say("identity");
         let said = runtime.expect("identity ");
         if said == "identity dispatch=prototype callbacks=true" {
-            break;
+            Ok(())
+        } else {
+            Err(format!("still {said}"))
         }
-        assert!(std::time::Instant::now() < deadline, "still {said}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    });
 
     // The transient sessions were all detached: nothing runs, nothing is held.
-    let stop = output(&mut devtools(&["stop", "--json"]));
-    assert_eq!(crate::support::stdout_json(&stop)["stopped"], false);
+    let stop = registry.run(&["stop", "--json"]);
+    assert_eq!(stdout_json(&stop)["stopped"], false);
 }
 
 /// A child whose stdout lines arrive on a channel.
@@ -467,11 +481,12 @@ impl LineChild {
     fn finish(mut self) -> String {
         use std::io::Read as _;
         drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_mins(1);
-        while self.guard.alive() {
-            assert!(Instant::now() < deadline, "still running after its stdin closed");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let guard = &mut self.guard;
+        wait_until(
+            Duration::from_mins(1),
+            "still running after its stdin closed",
+            || !guard.alive(),
+        );
         let mut all = self.seen.lock().unwrap().clone();
         if let Some(mut stderr) = self.guard.child.stderr.take() {
             stderr.read_to_string(&mut all).unwrap();
@@ -509,32 +524,25 @@ fn initialize(id: u64) -> Value {
 
 #[test]
 fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_token_or_retrying() {
-    let home = tempfile::tempdir().unwrap();
-    let registry = home.path().join("registry");
-    let runtime = FixtureRuntime::start(&registry);
-    let devtools = |args: &[&str]| {
-        let mut command = dshkit_command(home.path());
-        command
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(&registry)
-            .args(args);
-        command
-    };
-    let serve = LineChild::spawn(&mut devtools(&["serve", "--listen", "127.0.0.1:0"]));
+    let registry = Registry::new();
+    let runtime = FixtureRuntime::start(&registry.dir);
+    let serve = LineChild::spawn(&mut registry.devtools(&["serve", "--listen", "127.0.0.1:0"]));
     let url = serve
         .next()
         .strip_prefix("dshkit mcp: ")
         .expect("the endpoint's URL line")
         .to_owned();
-    let token_file = registry.join("token");
+    let token_file = registry.dir.join("token");
     let token = std::fs::read_to_string(&token_file).unwrap();
     if let Some(mode) = dshkit_os::fs::mode(&std::fs::metadata(&token_file).unwrap()) {
         assert_eq!(mode & 0o777, 0o600);
     }
 
-    let mut bridge =
-        LineChild::spawn(devtools(&["bridge", "--endpoint", &url]).stderr(std::process::Stdio::piped()));
+    let mut bridge = LineChild::spawn(
+        registry
+            .devtools(&["bridge", "--endpoint", &url])
+            .stderr(std::process::Stdio::piped()),
+    );
     let init = bridge.ask(&initialize(1));
     assert!(init["result"]["serverInfo"].is_object(), "{init}");
     bridge.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -556,10 +564,13 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
 
     // A rotated token: the running endpoint keeps the old one, so a bridge that
     // reads the new one is refused, and says so without showing either.
-    let rotated = output(&mut devtools(&["rotate-token"]));
+    let rotated = registry.run(&["rotate-token"]);
     assert!(rotated.status.success());
-    let mut refused =
-        LineChild::spawn(devtools(&["bridge", "--endpoint", &url]).stderr(std::process::Stdio::piped()));
+    let mut refused = LineChild::spawn(
+        registry
+            .devtools(&["bridge", "--endpoint", &url])
+            .stderr(std::process::Stdio::piped()),
+    );
     let answer = refused.ask(&initialize(1));
     let message = answer["error"]["message"].as_str().unwrap_or_default().to_owned();
     assert!(message.contains("401"), "{answer}");
@@ -581,42 +592,33 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
 }
 
 /// `dshkit devtools serve` tied to its stdin on a free loopback port, once ready.
-fn serve_endpoint(home: &Path, registry: &Path) -> LineChild {
-    let serve = LineChild::spawn(
-        dshkit_command(home)
-            .arg("devtools")
-            .arg("--devtools-dir")
-            .arg(registry)
-            .args(["serve", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0"]),
-    );
+fn serve_endpoint(registry: &Registry) -> LineChild {
+    let serve = LineChild::spawn(&mut registry.devtools(&[
+        "serve",
+        "--exit-on-stdin-eof",
+        "--listen",
+        "127.0.0.1:0",
+    ]));
     assert!(serve.next().starts_with("dshkit mcp: "));
     serve
 }
 
 #[test]
 fn an_endpoint_tied_to_its_stdin_stops_when_the_host_is_gone() {
-    let home = tempfile::tempdir().unwrap();
-    let registry = home.path().join("registry");
-    let serve = serve_endpoint(home.path(), &registry);
-    assert!(registry.join("endpoint").exists());
+    let registry = Registry::new();
+    let serve = serve_endpoint(&registry);
+    assert!(registry.dir.join("endpoint").exists());
     // The host dies: the write end of the endpoint's stdin closes.
     let output = serve.finish();
-    assert!(!registry.join("endpoint").exists(), "{output}");
+    assert!(!registry.dir.join("endpoint").exists(), "{output}");
 }
 
 #[test]
 fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_what_is_wrong() {
-    let home = tempfile::tempdir().unwrap();
-    let registry = home.path().join("registry");
+    let registry = Registry::new();
     let doctor = || {
-        let done = output(
-            dshkit_command(home.path())
-                .arg("devtools")
-                .arg("--devtools-dir")
-                .arg(&registry)
-                .args(["doctor", "--json"]),
-        );
-        let report = crate::support::stdout_json(&done);
+        let done = registry.run(&["doctor", "--json"]);
+        let report = stdout_json(&done);
         let status = |id: &str| -> Vec<String> {
             report["facts"]
                 .as_array()
@@ -640,8 +642,8 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
     assert_eq!((code, directory), (Some(0), vec!["warn".to_owned()]), "{report}");
 
     // A live collector and an endpoint: all answer.
-    let _runtime = FixtureRuntime::start(&registry);
-    let serve = serve_endpoint(home.path(), &registry);
+    let _runtime = FixtureRuntime::start(&registry.dir);
+    let serve = serve_endpoint(&registry);
     let (code, (directory, target, endpoint, token), report) = doctor();
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(
@@ -657,7 +659,7 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
     assert!(report.to_string().contains("experiments on"), "{report}");
 
     // A token others can read fails, and says how to fix it.
-    let token = registry.join("token");
+    let token = registry.dir.join("token");
     dshkit_os::fs::set_mode(&token, 0o644).unwrap();
     let (code, (.., token_status), report) = doctor();
     assert_eq!(
@@ -669,26 +671,25 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
     dshkit_os::fs::set_mode(&token, 0o600).unwrap();
 
     // An endpoint file left behind by an endpoint that is gone fails.
-    let url = std::fs::read_to_string(registry.join("endpoint")).unwrap();
+    let url = std::fs::read_to_string(registry.dir.join("endpoint")).unwrap();
     drop(serve.finish());
-    std::fs::write(registry.join("endpoint"), &url).unwrap();
+    std::fs::write(registry.dir.join("endpoint"), &url).unwrap();
     let (code, (_, _, endpoint, _), report) = doctor();
     assert_eq!((code, endpoint), (Some(1), vec!["fail".to_owned()]), "{report}");
 }
 
 #[test]
 fn a_collector_of_another_protocol_version_is_refused_with_both_versions_and_the_fix() {
-    let home = tempfile::tempdir().unwrap();
-    let registry = home.path().join("registry");
+    let registry = Registry::new();
     // The collector of a later plugin: this one, announcing protocol 2.
     let original =
         std::fs::read_to_string(dshkit_test::workspace_root().join("packages/dsh-plugin/devtools.js"))
             .unwrap();
     let later = original.replacen("export const PROTOCOL = 1;", "export const PROTOCOL = 2;", 1);
     assert_ne!(later, original, "the collector names its protocol");
-    let collector = home.path().join("devtools.js");
+    let collector = registry.home.join("devtools.js");
     std::fs::write(&collector, later).unwrap();
-    let _runtime = FixtureRuntime::start_with(&registry, &collector);
+    let _runtime = FixtureRuntime::start_with(&registry.dir, &collector);
     let says_it_all = |said: &str| {
         for part in [
             "speaks protocol 2",
@@ -700,9 +701,7 @@ fn a_collector_of_another_protocol_version_is_refused_with_both_versions_and_the
     };
 
     // The agent: the target is listed with its problem, and attaching is refused.
-    let registry_arg = registry.display().to_string();
-    let mut mcp = Session::start_with(&["--tools", "devtools", "--devtools-dir", &registry_arg], &[]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = devtools_session(&registry.dir);
     let listed = mcp.call(1, "cordis_list_debug_targets", &json!({}));
     let target = result(&listed)["targets"][0].clone();
     assert_eq!(target["protocol"], 2, "{listed}");
@@ -725,24 +724,15 @@ fn a_collector_of_another_protocol_version_is_refused_with_both_versions_and_the
     );
 
     // A person: the target list, a refused command and the doctor say the same.
-    let devtools = |args: &[&str]| {
-        output(
-            dshkit_command(home.path())
-                .arg("devtools")
-                .arg("--devtools-dir")
-                .arg(&registry)
-                .args(args),
-        )
-    };
-    let targets = devtools(&["targets"]);
+    let targets = registry.run(&["targets"]);
     assert!(targets.status.success());
     says_it_all(&String::from_utf8_lossy(&targets.stdout));
-    let snapshot = devtools(&["snapshot"]);
+    let snapshot = registry.run(&["snapshot"]);
     assert!(!snapshot.status.success(), "a snapshot is refused");
     says_it_all(&String::from_utf8_lossy(&snapshot.stderr));
-    let doctor = devtools(&["doctor", "--json"]);
+    let doctor = registry.run(&["doctor", "--json"]);
     assert_eq!(doctor.status.code(), Some(1));
-    let report = crate::support::stdout_json(&doctor);
+    let report = stdout_json(&doctor);
     let fact = report["facts"]
         .as_array()
         .unwrap()

@@ -2,23 +2,16 @@
 //! `dshkit dsh connect` wrote, the (fake, loopback) model calls `dshkit_doctor`,
 //! and the doctor's result reaches DSH's final answer.
 
-use std::io::Read;
-use std::time::{Duration, Instant};
+use dshkit_test::{FakeModel, Peers};
 
-use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers, spawn_guarded};
-
-use crate::cli::dsh_command;
-use crate::support::{dshkit_command, everything_launcher, output};
-
-/// Longest a headless DSH turn may take here (boot ~2 s, plus the MCP handshake).
-const TURN_DEADLINE: Duration = Duration::from_mins(2);
+use crate::support::{dsh_turn, everything_launcher, headless_home, output, tool_answer};
 
 #[test]
 fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     let peers = Peers::get();
     let (home, dsh_home) = headless_home(&peers);
     let connected = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["dsh", "connect", "--profile", "headless", "--dsh-home"])
             .arg(&dsh_home),
     );
@@ -53,92 +46,12 @@ fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
     let banner = output(std::process::Command::new("/usr/bin/chromium").arg("--version"));
     let version =
         dshkit_env::parse_version(&String::from_utf8_lossy(&banner.stdout)).expect("chromium version");
-    let answer = stdout
-        .split(ANSWER_PREFIX)
-        .nth(1)
-        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"));
+    let answer = tool_answer(&stdout);
     assert!(answer.contains("dshkit doctor:"), "{answer}");
     assert!(
         answer.contains(&version),
         "the doctor's chromium version {version} is missing:\n{answer}"
     );
-}
-
-/// A fresh HOME whose DSH home (`<home>/dsh`) has the headless profile, made by the
-/// real `dsh`.
-pub(crate) fn headless_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
-    let home = tempfile::tempdir().unwrap();
-    let dsh_home = home.path().join("dsh");
-    let made =
-        output(dsh_command(peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    (home, dsh_home)
-}
-
-/// Runs one headless DSH turn (with `patch` as an extra overlay when given) against
-/// the fake model; returns stdout.
-pub(crate) fn dsh_turn(
-    peers: &Peers,
-    home: &std::path::Path,
-    patch: Option<&std::path::Path>,
-    model: &FakeModel,
-    task: &str,
-) -> String {
-    dsh_turn_in(peers, home, None, patch, model, task)
-}
-
-/// [`dsh_turn`] with DSH started in `cwd` (its workspace).
-pub(crate) fn dsh_turn_in(
-    peers: &Peers,
-    home: &std::path::Path,
-    cwd: Option<&std::path::Path>,
-    patch: Option<&std::path::Path>,
-    model: &FakeModel,
-    task: &str,
-) -> String {
-    let mut command = dsh_command(peers, home);
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
-    command.args(["--profile", "headless"]);
-    if let Some(patch) = patch {
-        command.arg("--patch").arg(patch);
-    }
-    command
-        .arg(task)
-        .env("DEEPSEEK_BASE_URL", &model.url)
-        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
-    let mut turn = spawn_guarded(&mut command);
-    drop(turn.child.stdin.take());
-    let deadline = Instant::now() + TURN_DEADLINE;
-    let status = loop {
-        if let Some(status) = turn.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the DSH turn did not finish within {TURN_DEADLINE:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    turn.child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    turn.child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    assert!(
-        status.success(),
-        "dsh exited with {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
 }
 
 #[test]
@@ -153,7 +66,7 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
     let cassette = home.path().join("everything.jsonl");
     let overlay = |mode: &str| {
         let path = home.path().join(format!("{mode}.patch.yml"));
-        let mut command = dshkit_command(home.path());
+        let mut command = home.dshkit();
         command
             .args([
                 "echo",
@@ -196,10 +109,7 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
     );
     let model = FakeModel::start("mcp__everything__echo", &arguments);
     let replayed = dsh_turn(&peers, home.path(), Some(&replay), &model, task);
-    let answer = replayed
-        .split(ANSWER_PREFIX)
-        .nth(1)
-        .unwrap_or_else(|| panic!("no tool result in the answer:\n{replayed}"));
+    let answer = tool_answer(&replayed);
     assert!(answer.contains("Echo: hello from the cassette"), "{answer}");
     assert_eq!(
         std::fs::read(&profile_patch).ok(),

@@ -2,91 +2,13 @@
 //! own (no `mcp__` prefix), a verification's screenshot becomes a DSH attachment,
 //! a dev-server start needs the user's approval, and nothing is left running.
 
-use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers};
+use dshkit_test::{FakeModel, Peers, wait_for};
 
-use crate::dsh_agent::{dsh_turn, dsh_turn_in, headless_home};
-use crate::support::{dshkit_command, output};
-
-pub(crate) const PAGE: &str = "<!doctype html><title>Native</title><h1>Hello from the native plugin</h1>";
-
-fn install(
-    home: &std::path::Path,
-    dsh_home: &std::path::Path,
-    profile: &str,
-    extra: &[&str],
-) -> std::process::Output {
-    output(
-        dshkit_command(home)
-            .env("PATH", Peers::get().path_var())
-            .args(["dsh", "install", "--profile", profile])
-            .args(extra)
-            .arg("--dsh-home")
-            .arg(dsh_home),
-    )
-}
-
-/// A fresh HOME with the profile made by the real `dsh` and the plugin installed
-/// (without the boot proof, which its own test covers).
-pub(crate) fn installed_home(peers: &Peers, profile: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let (home, dsh_home) = if profile == "web" {
-        web_home(peers)
-    } else {
-        headless_home(peers)
-    };
-    let installed = install(home.path(), &dsh_home, profile, &["--no-boot-check"]);
-    assert!(
-        installed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&installed.stderr)
-    );
-    (home, dsh_home)
-}
-
-/// Live processes started with this DSH home in their environment (the sidecar and
-/// anything it started): DSH passes it to the sidecar, nothing else has it.
-pub(crate) fn processes_of(dsh_home: &std::path::Path) -> Vec<String> {
-    let needle = format!("DSH_HOME={}", dsh_home.display());
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        });
-        if !zombie && environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            found.push(format!(
-                "{pid}: {}",
-                String::from_utf8_lossy(&cmdline).replace('\0', " ")
-            ));
-        }
-    }
-    found
-}
-
-pub(crate) fn serve_page() -> dshkit_test::LoopbackServer {
-    dshkit_test::LoopbackServer::start(
-        axum::Router::new().route("/", axum::routing::get(|| async { axum::response::Html(PAGE) })),
-        true,
-    )
-}
-
-pub(crate) fn verify_arguments(app: &dshkit_test::LoopbackServer) -> serde_json::Value {
-    serde_json::json!({
-        "appUrl": format!("http://127.0.0.1:{}/", app.addr.port()),
-        "assertions": [{ "kind": "text_present", "text": "Hello from the native plugin" }],
-    })
-}
-
-fn tool_answer(stdout: &str) -> &str {
-    stdout
-        .split(ANSWER_PREFIX)
-        .nth(1)
-        .unwrap_or_else(|| panic!("no tool result in the answer:\n{stdout}"))
-}
+use crate::support::{
+    Home, PAGE, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in, install, installed_home,
+    model_verifying, output, processes_of, serve_html, serve_page, stdout_json,
+    the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
+};
 
 #[test]
 fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attached() {
@@ -94,7 +16,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
     let (home, dsh_home) = installed_home(&peers, "headless");
 
     let app = serve_page();
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
+    let model = model_verifying(&app);
     let stdout = dsh_turn(&peers, home.path(), None, &model, "Verify the app.");
 
     let offered: Vec<String> = model
@@ -158,60 +80,6 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
     );
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
-}
-
-/// The model's request carries each guidance text of the binary's, DSH lists its
-/// skills, and the tools it is offered have the descriptions the binary gives
-/// hosts, without the arguments the plugin owns; the DevTools family's only where
-/// the collector runs.
-pub(crate) fn the_model_gets_the_binarys_guidance_and_skills(
-    home: &std::path::Path,
-    request: &serde_json::Value,
-    collector: bool,
-) {
-    let described = crate::support::stdout_json(&output(dshkit_command(home).args(["mcp", "--describe"])));
-    let offered: std::collections::HashMap<&str, &serde_json::Value> = request["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| (t["function"]["name"].as_str().unwrap(), &t["function"]))
-        .collect();
-    for tool in described["host"]["tools"].as_array().unwrap() {
-        let name = tool["name"].as_str().unwrap();
-        let served = collector || tool["family"] != "devtools";
-        assert_eq!(offered.contains_key(name), served, "{name}: {offered:?}");
-        let Some(function) = offered.get(name) else {
-            continue;
-        };
-        assert_eq!(function["description"], tool["description"], "{name}");
-        for seam in ["approval", "images", "owner"] {
-            if let Some(argument) = tool[seam]["argument"].as_str() {
-                assert!(
-                    function["parameters"]["properties"].get(argument).is_none(),
-                    "{name} offers {argument}, which the plugin owns"
-                );
-            }
-        }
-    }
-    let request = request.to_string();
-    for guidance in described["host"]["guidance"].as_array().unwrap() {
-        let text = serde_json::Value::from(guidance["text"].as_str().unwrap()).to_string();
-        assert!(
-            request.contains(text.trim_matches('"')),
-            "guidance {} is not in the model's request: {request}",
-            guidance["name"]
-        );
-    }
-    for skill in described["host"]["skills"].as_array().unwrap() {
-        let description = serde_json::Value::from(skill["description"].as_str().unwrap()).to_string();
-        let listed = request.contains(description.trim_matches('"'));
-        assert_eq!(
-            listed,
-            collector || skill["family"] != "devtools",
-            "skill {}: {request}",
-            skill["name"]
-        );
-    }
 }
 
 #[test]
@@ -305,14 +173,9 @@ fn a_model_that_accepts_images_receives_the_screenshot() {
     .unwrap();
     // A page far taller than DSH's 2000 px per side, verified as a full page: the
     // attachment is its top, fitted, and the agent is told so.
-    let tall = format!("{PAGE}<div style=\"height: 9000px; background: linear-gradient(#fff, #36c)\"></div>");
-    let app = dshkit_test::LoopbackServer::start(
-        axum::Router::new().route(
-            "/",
-            axum::routing::get(move || async move { axum::response::Html(tall) }),
-        ),
-        true,
-    );
+    let app = serve_html(format!(
+        "{PAGE}<div style=\"height: 9000px; background: linear-gradient(#fff, #36c)\"></div>"
+    ));
     let mut arguments = verify_arguments(&app);
     arguments["fullPage"] = serde_json::json!(true);
     let model = FakeModel::start("liveloop_verify", &arguments);
@@ -350,12 +213,7 @@ fn a_headless_dev_server_start_is_refused_without_approval() {
     let (home, dsh_home) = installed_home(&peers, "headless");
     // A workspace with a real app the model would like to start.
     let workspace = tempfile::tempdir().unwrap();
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
-    for entry in std::fs::read_dir(&example).unwrap().flatten() {
-        if entry.file_type().unwrap().is_file() {
-            std::fs::copy(entry.path(), workspace.path().join(entry.file_name())).unwrap();
-        }
-    }
+    copy_hello_app(workspace.path());
     // The model tries to approve its own start.
     let model = FakeModel::start(
         "liveloop_runtime",
@@ -388,8 +246,7 @@ fn a_headless_dev_server_start_is_refused_without_approval() {
         "{runtime}"
     );
     // Nor told to pass one: DSH shows the description the binary gives hosts.
-    let described =
-        crate::support::stdout_json(&output(dshkit_command(home.path()).args(["mcp", "--describe"])));
+    let described = describe(home.path());
     let hosted = described["host"]["tools"]
         .as_array()
         .unwrap()
@@ -412,15 +269,6 @@ fn a_headless_dev_server_start_is_refused_without_approval() {
     assert!(left.is_empty(), "{left:#?}");
 }
 
-/// A fresh HOME whose DSH home has the `web` profile, made by the real `dsh`.
-pub(crate) fn web_home(peers: &Peers) -> (tempfile::TempDir, std::path::PathBuf) {
-    let home = tempfile::tempdir().unwrap();
-    let made = output(crate::cli::dsh_command(peers, home.path()).args(["web", "--dump-default-config"]));
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let dsh_home = home.path().join("dsh");
-    (home, dsh_home)
-}
-
 #[test]
 fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
     let peers = Peers::get();
@@ -430,13 +278,12 @@ fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
     let original = std::fs::read_to_string(&patch).unwrap();
 
     let installed = install(home.path(), &dsh_home, "web", &["--json"]);
-    let report = crate::support::stdout_json(&installed);
+    let report = stdout_json(&installed);
     assert_eq!(installed.status.code(), Some(0), "{report}");
     assert_eq!(report["installed"], true);
     assert_eq!(report["bootProof"]["status"], "pass", "{report}");
     // DSH itself composes the plugin row into the tree it boots.
-    let dumped =
-        output(crate::cli::dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
+    let dumped = output(dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
     let tree = String::from_utf8_lossy(&dumped.stdout);
     assert!(
         tree.contains("'@local/dshkit'")
@@ -450,7 +297,7 @@ fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
     std::fs::create_dir_all(evidence.parent().unwrap()).unwrap();
     std::fs::write(&evidence, "{}").unwrap();
     let removed = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["dsh", "uninstall", "--profile", "web", "--dsh-home"])
             .arg(&dsh_home),
     );
@@ -473,12 +320,12 @@ fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
     );
     assert!(evidence.is_file(), "evidence is kept");
     let check = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .env("PATH", peers.path_var())
             .args(["check", "--live", "--json", "--dsh-home"])
             .arg(&dsh_home),
     );
-    let check = crate::support::stdout_json(&check);
+    let check = stdout_json(&check);
     assert_eq!(check["ok"], true, "the uninstalled profile boots: {check}");
 }
 
@@ -515,7 +362,7 @@ fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
         "{}",
         String::from_utf8_lossy(&installed.stdout)
     );
-    let report = crate::support::stdout_json(&installed);
+    let report = stdout_json(&installed);
     assert_eq!(report["installed"], false, "{report}");
     assert!(
         report["reason"].as_str().unwrap().contains("does not pass"),
@@ -541,8 +388,7 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
     let model = FakeModel::scripted("dshkit_doctor", &serde_json::json!({}), 2, true);
     std::thread::scope(|scope| {
         let turn = scope.spawn(|| dsh_turn(&peers, home.path(), None, &model, "Run the doctor twice."));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-        let sidecar = loop {
+        let sidecar = wait_for(std::time::Duration::from_mins(1), || {
             let answered = model
                 .requests()
                 .iter()
@@ -552,15 +398,11 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
                 .filter(|p| p.contains("mcp --stdio"))
                 .filter_map(|p| p.split(':').next()?.parse().ok())
                 .collect();
-            if answered && let [pid] = sidecars[..] {
-                break pid;
+            match sidecars[..] {
+                [pid] if answered => Ok(pid),
+                _ => Err("the first call never completed".to_owned()),
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the first call never completed"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
+        });
         // Kill it between the two calls, then let the model call again.
         assert!(dshkit_os::process::Identity::of(sidecar).unwrap().kill());
         model.release();
@@ -582,9 +424,8 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
 /// skill's text is its file, checked whole here and shortened in the snapshot.
 #[test]
 fn the_binary_describes_the_host_seams_guidance_and_skills_the_plugin_interprets() {
-    let home = tempfile::tempdir().unwrap();
-    let described =
-        crate::support::stdout_json(&output(dshkit_command(home.path()).args(["mcp", "--describe"])));
+    let home = Home::new();
+    let described = describe(home.path());
     let mut host = described["host"].clone();
     let listed: std::collections::HashMap<String, serde_json::Value> = described["tools"]
         .as_array()

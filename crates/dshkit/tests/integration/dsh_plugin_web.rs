@@ -2,41 +2,45 @@
 //! would: the Verification Card, the Live Preview, the approval card, the
 //! settings section, and a broken client half that leaves DSH's UI working.
 
-use dshkit_test::{ANSWER_PREFIX, FakeModel, Peers};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use crate::dsh_plugin::{PAGE, installed_home, processes_of, serve_page, verify_arguments};
-use crate::support::output;
+use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, wait_for, wait_until};
 
-/// `dsh web` on a free port for `home`, with the fake model; returns it and its URL.
-fn dsh_web(peers: &Peers, home: &std::path::Path, model: &FakeModel) -> (dshkit_test::ChildGuard, String) {
-    let mut command = crate::cli::dsh_command(peers, home);
-    command
-        .args(["web", "--port", "0", "--no-open"])
-        .current_dir(home)
-        .env("DEEPSEEK_BASE_URL", &model.url)
-        .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
-    let mut web = dshkit_test::spawn_guarded(&mut command);
-    let line = dshkit_test::read_ready_line(&mut web, "dsh web: ", std::time::Duration::from_mins(1));
-    let url = line.trim_start_matches("dsh web: ").to_owned();
-    (web, url)
+use crate::support::{
+    PAGE, Session, copy_hello_app, dsh_web, dshkit, installed_home, model_verifying, output, processes_of,
+    serve_html, serve_page,
+};
+
+/// Where the screenshots a person would look at are kept: `target/test-artifacts/dsh-plugin/`.
+fn artifacts() -> PathBuf {
+    let artifacts = dshkit_test::workspace_root().join("target/test-artifacts/dsh-plugin");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    artifacts
+}
+
+/// `dsh web` for `home` with `model`, and dshkit's browser on its UI: the
+/// running DSH (it stops when dropped) and the UI.
+fn open_web_ui(peers: &Peers, home: &std::path::Path, model: &FakeModel) -> (ChildGuard, WebUi) {
+    let (web, url) = dsh_web(peers, home, model);
+    (web, WebUi::open(&url))
 }
 
 /// Drives DSH's web UI in dshkit's own headless browser, over MCP.
 struct WebUi {
-    mcp: crate::mcp_stdio::Session,
+    mcp: Session,
     session: String,
     next_id: u64,
 }
 
 impl WebUi {
     fn open(url: &str) -> Self {
-        let mut mcp = crate::mcp_stdio::Session::start(&[]);
-        mcp.initialize("2025-11-25");
+        let mut mcp = Session::initialized(&[], &[]);
         let opened = mcp.call_within(
             1,
             "liveloop_browser",
             &serde_json::json!({"operation": "open", "url": format!("{url}/")}),
-            std::time::Duration::from_secs(90),
+            Duration::from_secs(90),
         );
         let session = opened["result"]["structuredContent"]["session"]
             .as_str()
@@ -57,12 +61,12 @@ impl WebUi {
     /// (which then does not take the focus), it is acknowledged.
     #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
     fn op(&mut self, arguments: serde_json::Value) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
         loop {
             match self.try_op(arguments.clone()) {
                 Ok(text) => return text,
                 Err(failure) if not_there_yet(&failure) && std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    std::thread::sleep(Duration::from_millis(200));
                     let outline = self
                         .try_op(serde_json::json!({"operation": "snapshot"}))
                         .unwrap_or_default();
@@ -88,7 +92,7 @@ impl WebUi {
             self.next_id,
             "liveloop_browser",
             &arguments,
-            std::time::Duration::from_secs(90),
+            Duration::from_secs(90),
         );
         let text = response["result"]["content"][0]["text"]
             .as_str()
@@ -135,18 +139,14 @@ impl WebUi {
 
     /// Waits (bounded, generous) until a snapshot holds `needle`; returns it.
     fn wait_for_outline(&mut self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-        loop {
+        wait_for(Duration::from_secs(90), || {
             let outline = self.op(serde_json::json!({"operation": "snapshot"}));
             if outline.contains(needle) {
-                return outline;
+                Ok(outline)
+            } else {
+                Err(format!("{needle:?} never appeared in: {outline}"))
             }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{needle:?} never appeared in: {outline}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(250));
-        }
+        })
     }
 
     /// Clicks until `text` appears (a click on a card still being rendered can be
@@ -166,7 +166,7 @@ impl WebUi {
     /// over the page at any moment before (see [`Self::op`]) and take the click:
     /// it is acknowledged and the click repeated, for a bounded time.
     fn click_past_notice(&mut self, role: &str, name: &str, expect: &str) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
         loop {
             let clicked = self.click(role, name);
             if clicked.contains(expect) {
@@ -183,7 +183,7 @@ impl WebUi {
                 std::time::Instant::now() < deadline,
                 "{expect:?} never appeared after clicking {role} {name:?}: {outline}"
             );
-            std::thread::sleep(std::time::Duration::from_millis(250));
+            std::thread::sleep(Duration::from_millis(250));
         }
     }
 
@@ -210,17 +210,14 @@ impl WebUi {
             self.next_id,
             "liveloop_browser",
             &serde_json::json!({"operation": "screenshot", "session": self.session}),
-            std::time::Duration::from_secs(90),
+            Duration::from_secs(90),
         );
         let path = response["result"]["structuredContent"]["screenshot"]["path"]
             .as_str()
             .or_else(|| response["result"]["structuredContent"]["path"].as_str())
             .unwrap_or_else(|| panic!("no screenshot path: {response}"))
             .to_owned();
-        let artifacts =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
-        std::fs::create_dir_all(&artifacts).unwrap();
-        let kept = artifacts.join(format!("{name}.png"));
+        let kept = artifacts().join(format!("{name}.png"));
         std::fs::copy(&path, &kept).unwrap();
         kept
     }
@@ -231,10 +228,8 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
     let app = serve_page();
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-
-    let mut ui = WebUi::open(&url);
+    let model = model_verifying(&app);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
     ui.send("Verify the app.");
     // The Verification Card: verdict, reason, next action and the thumbnail read
     // over the plugin's RPC channel.
@@ -260,7 +255,7 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     ui.keep_screenshot("live-preview");
     // Verify again from the view: a new report, and the model is not involved.
     let reports = || {
-        crate::liveloop_tool::walk_files(&home.path().join(".local/state/dshkit/evidence"))
+        crate::support::walk_files(&home.path().join(".local/state/dshkit/evidence"))
             .into_iter()
             .filter(|p| {
                 p.file_name()
@@ -271,14 +266,11 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     let (asked, written) = (model.requests().len(), reports());
     assert!(written >= 1, "the agent's verification wrote its report");
     ui.click("button", "Verify");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while reports() == written {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the view's Verify wrote no report"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_until(
+        Duration::from_secs(30),
+        "the view's Verify wrote no report",
+        || reports() != written,
+    );
     assert_eq!(
         model.requests().len(),
         asked,
@@ -295,13 +287,7 @@ const ESCAPING_APP: &str = "<!doctype html><title>Escaping app</title><h1>Framed
 fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
-    let app = dshkit_test::LoopbackServer::start(
-        axum::Router::new().route(
-            "/",
-            axum::routing::get(|| async { axum::response::Html(ESCAPING_APP) }),
-        ),
-        true,
-    );
+    let app = serve_html(ESCAPING_APP);
     let model = FakeModel::start(
         "liveloop_verify",
         &serde_json::json!({
@@ -310,9 +296,7 @@ fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
         }),
     );
     let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let artifacts =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts/dsh-plugin");
-    std::fs::create_dir_all(&artifacts).unwrap();
+    let artifacts = artifacts();
     let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let run = output(
         std::process::Command::new(peers.playwright_python())
@@ -345,15 +329,14 @@ fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
 
 /// Waits (bounded) until no process carries this DSH home; panics with the survivors.
 fn assert_nothing_left(dsh_home: &std::path::Path) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
+    wait_for(Duration::from_secs(20), || {
         let left = processes_of(dsh_home);
         if left.is_empty() {
-            return;
+            Ok(())
+        } else {
+            Err(format!("left behind: {left:#?}"))
         }
-        assert!(std::time::Instant::now() < deadline, "left behind: {left:#?}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    });
 }
 
 #[test]
@@ -361,18 +344,14 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     let peers = Peers::get();
     let (home, dsh_home) = installed_home(&peers, "web");
     // The workspace (DSH's working directory) holds the example app.
-    let app = home.path().join("app");
+    let app = home.join("app");
     std::fs::create_dir(&app).unwrap();
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-app");
-    for entry in std::fs::read_dir(&example).unwrap().flatten() {
-        std::fs::copy(entry.path(), app.join(entry.file_name())).unwrap();
-    }
+    copy_hello_app(&app);
     let model = FakeModel::start(
         "liveloop_runtime",
         &serde_json::json!({ "operation": "start", "dir": "app", "confirm": true }),
     );
-    let (mut web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let (mut web, mut ui) = open_web_ui(&peers, home.path(), &model);
 
     // Reject: nothing starts, and the agent is told what to ask. The question
     // names what would start.
@@ -417,9 +396,8 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
     std::fs::write(&client, broken).unwrap();
 
     let app = serve_page();
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let model = model_verifying(&app);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
     ui.send("Verify the app.");
     // The card's failure stays inside the card; the conversation goes on.
     ui.wait_for("this view failed (card render failed on purpose)");
@@ -440,16 +418,15 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
 fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
-    let app = dshkit_test::LoopbackServer::start(
+    let app = LoopbackServer::start(
         axum::Router::new().route(
             "/",
             axum::routing::get(|| async { ([("x-frame-options", "DENY")], axum::response::Html(PAGE)) }),
         ),
         true,
     );
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let model = model_verifying(&app);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
     ui.send("Verify the app.");
     ui.wait_for("every criterion held");
     ui.click("tab", "Live Preview");
@@ -466,8 +443,7 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
     let model = FakeModel::start("dshkit_doctor", &serde_json::json!({}));
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
     let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
     if outline.contains("button \"Continue\"") {
         ui.click("button", "Continue");
@@ -475,7 +451,7 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
     // The plugin's section joins the settings once the UI has its plugins'
     // settings, which may come after the dialog opens: it is waited for. A
     // click the welcome notice took, or that a slow page lost, is repeated.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
     ui.click("button", "Settings");
     let nav = loop {
         let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
@@ -495,7 +471,7 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
         if !settings.contains("dialog \"Settings\"") {
             ui.click("button", "Settings");
         }
-        std::thread::sleep(std::time::Duration::from_millis(250));
+        std::thread::sleep(Duration::from_millis(250));
     };
     ui.click_until(nav, "dshkit", "Preview session limit");
     let fill = |ui: &mut WebUi, value: &str| {
@@ -521,11 +497,10 @@ fn a_running_verification_shows_its_stage_and_a_stop_cancels_it_in_the_sidecar()
     // A step that waits (up to 30 s) for text the page never shows: the call runs
     // until something stops it.
     let app = serve_page();
-    let mut arguments = verify_arguments(&app);
+    let mut arguments = crate::support::verify_arguments(&app);
     arguments["steps"] = serde_json::json!([{ "action": "wait", "text": "never shown", "timeoutMs": 30000 }]);
     let model = FakeModel::start("liveloop_verify", &arguments);
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
 
     // The running Verification Card shows the stage the sidecar reported.
     ui.send("Verify the app.");
@@ -577,7 +552,7 @@ for line in child.stdout:
     sys.stdout.buffer.flush()
 sys.exit(child.wait())
 "#,
-            real = crate::support::dshkit().display().to_string(),
+            real = dshkit().display().to_string(),
             reworded = REWORDED,
         ),
     )
@@ -593,15 +568,14 @@ fn the_verification_card_and_the_live_preview_show_the_structured_report_whateve
     // The plugin row runs the reworded dshkit.
     let patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let row = std::fs::read_to_string(&patch).unwrap();
-    let binary = crate::support::dshkit().display().to_string();
+    let binary = dshkit().display().to_string();
     assert!(row.contains(&binary), "{row}");
     let reworded = reworded_dshkit(home.path());
     std::fs::write(&patch, row.replace(&binary, &reworded.display().to_string())).unwrap();
 
     let app = serve_page();
-    let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
-    let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let mut ui = WebUi::open(&url);
+    let model = model_verifying(&app);
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
     ui.send("Verify the app.");
     // The text was reworded on its way: the model's answer carries the new words.
     ui.wait_for(REWORDED);

@@ -8,7 +8,10 @@ use std::process::{Command, Stdio};
 use dshkit_test::Peers;
 use serde_json::{Value, json};
 
-use crate::support::{dshkit, dshkit_command, everything_launcher, output, stdout_json};
+use crate::support::{
+    Home, Session, dshkit, dshkit_command, echo_http, everything_http, everything_launcher, output,
+    stdout_json,
+};
 
 fn everything(peers: &Peers) -> PathBuf {
     peers.module("@modelcontextprotocol/server-everything/dist/index.js")
@@ -23,6 +26,18 @@ fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
             .args(argv)
             .env("HOME", home)
             .env("PATH", peers.path_var()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)
+}
+
+/// The SDK client's report of one session with the server at `url` (Streamable HTTP).
+fn sdk_session_http(peers: &Peers, home: &Path, url: &str) -> Value {
+    let out = output(
+        Command::new(peers.node())
+            .arg(peers.script("echo-client.mjs"))
+            .args(["http", url])
+            .env("HOME", home),
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     stdout_json(&out)
@@ -54,7 +69,7 @@ fn record_everything_with_sdk(peers: &Peers, dir: &Path) -> (PathBuf, Value) {
 #[test]
 fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, mut live) = record_everything_with_sdk(&peers, dir.path());
     assert_eq!(live["sum"]["content"][0]["text"], "The sum of 2 and 40 is 42.");
     let bin = dshkit();
@@ -77,10 +92,10 @@ fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
         "{replayed_progress}"
     );
 
-    let home = tempfile::tempdir().unwrap();
-    let lint = output(dshkit_command(home.path()).args(["echo", "lint", cassette_arg]));
+    let home = Home::new();
+    let lint = home.run(["echo", "lint", cassette_arg]);
     assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
-    let inspect = output(dshkit_command(home.path()).args(["--json", "echo", "inspect", cassette_arg]));
+    let inspect = home.run(["--json", "echo", "inspect", cassette_arg]);
     let timeline = stdout_json(&inspect);
     assert_eq!(timeline["header"]["era"], "2025");
     assert_eq!(timeline["header"]["serverInfo"]["name"], "mcp-servers/everything");
@@ -98,8 +113,7 @@ fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
     );
     assert_eq!(methods.iter().filter(|m| **m == "tools/call").count(), 5);
 
-    let again =
-        output(dshkit_command(home.path()).args(["echo", "record", "-o", cassette_arg, "--", "true"]));
+    let again = home.run(["echo", "record", "-o", cassette_arg, "--", "true"]);
     assert_eq!(again.status.code(), Some(3), "mode once never overwrites");
 }
 
@@ -220,7 +234,7 @@ const EMPTY_RESULT_SERVER: &str = r#"
 #[test]
 fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let requests = dir.path().join("requests.jsonl");
     let mut lines = handshake();
@@ -228,7 +242,7 @@ fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
     let text = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n") + "\n";
     std::fs::write(&requests, text).unwrap();
     let recorded = output(
-        dshkit_command(dir.path())
+        dir.dshkit()
             .args(["echo", "record", "-o", cassette.to_str().unwrap(), "--"])
             .arg(peers.node())
             .args(["-e", EMPTY_RESULT_SERVER])
@@ -249,9 +263,10 @@ fn a_client_reading_from_a_file_is_recorded_through_the_event_loop() {
 fn a_frame_over_the_limit_ends_the_recording_with_a_clear_error() {
     use std::io::BufRead;
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
-    let mut child = dshkit_command(dir.path())
+    let mut child = dir
+        .dshkit()
         .args(["echo", "record", "-o", cassette.to_str().unwrap(), "--"])
         .arg(peers.node())
         .args(["-e", EMPTY_RESULT_SERVER])
@@ -288,13 +303,10 @@ fn a_frame_over_the_limit_ends_the_recording_with_a_clear_error() {
 fn a_replay_waiting_for_the_next_request_ends_on_sigterm() {
     use std::io::BufRead;
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, _) = record_one_echo(&peers, dir.path());
-    let mut replay = dshkit_test::spawn_guarded(dshkit_command(dir.path()).args([
-        "echo",
-        "replay",
-        cassette.to_str().unwrap(),
-    ]));
+    let mut replay =
+        dshkit_test::spawn_guarded(dir.dshkit().args(["echo", "replay", cassette.to_str().unwrap()]));
     let mut stdin = replay.child.stdin.take().unwrap();
     writeln!(stdin, "{}", handshake()[0]).unwrap();
     let mut answer = String::new();
@@ -322,11 +334,11 @@ fn a_recording_stopped_by_sigterm_keeps_every_call_it_forwarded() {
     use std::io::{BufRead, Read};
     const CALLS: u64 = 200;
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let node = peers.node().display().to_string();
     let args = record_args(&cassette, &[&node, "-e", EMPTY_RESULT_SERVER]);
-    let mut recording = dshkit_test::spawn_guarded(dshkit_command(dir.path()).args(&args));
+    let mut recording = dshkit_test::spawn_guarded(dir.dshkit().args(&args));
     let mut stdin = recording.child.stdin.take().unwrap();
     let mut answers = std::io::BufReader::new(recording.child.stdout.take().unwrap());
     let mut requests = handshake();
@@ -376,7 +388,7 @@ fn a_recording_stopped_by_sigterm_keeps_every_call_it_forwarded() {
 #[test]
 fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let pid_file = dir.path().join("server.pid");
     let server = r#"
@@ -406,7 +418,7 @@ fn a_server_that_outlives_its_stdin_is_stopped_and_its_answers_are_kept() {
 #[test]
 fn small_frames_behind_a_large_one_are_recorded_in_the_order_they_passed() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let large = "x".repeat(4 * 1024 * 1024);
     let mut requests = handshake();
@@ -452,7 +464,7 @@ fn small_frames_behind_a_large_one_are_recorded_in_the_order_they_passed() {
 #[test]
 fn misses_explain_themselves_and_passthrough_appends_live_answers() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, live) = record_one_echo(&peers, dir.path());
     let cassette_arg = cassette.to_str().unwrap();
     let live: Vec<&str> = live.iter().map(String::as_str).collect();
@@ -511,13 +523,12 @@ fn misses_explain_themselves_and_passthrough_appends_live_answers() {
 #[test]
 fn over_http_a_miss_passes_through_to_the_real_server_and_is_appended() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, live) = record_one_echo(&peers, dir.path());
     let cassette_arg = cassette.to_str().unwrap();
     let live: Vec<&str> = live.iter().map(String::as_str).collect();
 
-    let mut command = dshkit_command(dir.path());
-    command.args([
+    let mut args = vec![
         "echo",
         "replay",
         cassette_arg,
@@ -526,12 +537,9 @@ fn over_http_a_miss_passes_through_to_the_real_server_and_is_appended() {
         "passthrough",
         "--annotate",
         "--",
-    ]);
-    command.args(live);
-    let mut replay = dshkit_test::spawn_guarded(&mut command);
-    let ready =
-        dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    ];
+    args.extend(live);
+    let (_replay, url) = echo_http(dir.path(), args);
     let post = |message: &Value| -> Value {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -574,8 +582,8 @@ fn over_http_a_miss_passes_through_to_the_real_server_and_is_appended() {
 
 #[test]
 fn record_over_http_refuses_new_episodes_with_what_to_do_instead() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(dir.path()).args([
+    let dir = Home::new();
+    let out = dir.run([
         "echo",
         "record",
         "--http",
@@ -584,7 +592,7 @@ fn record_over_http_refuses_new_episodes_with_what_to_do_instead() {
         "new-episodes",
         "-o",
         dir.path().join("c.jsonl").to_str().unwrap(),
-    ]));
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -601,7 +609,7 @@ fn record_over_http_refuses_new_episodes_with_what_to_do_instead() {
 )]
 fn secrets_of_every_shape_never_reach_the_cassette_and_scan_finds_a_planted_one() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("secrets.jsonl");
     let cassette_arg = cassette.to_str().unwrap();
     let secrets = [
@@ -678,8 +686,8 @@ fn secrets_of_every_shape_never_reach_the_cassette_and_scan_finds_a_planted_one(
         "the key in the echo argument: {written}"
     );
 
-    let home = tempfile::tempdir().unwrap();
-    let scan = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    let home = Home::new();
+    let scan = home.run(["echo", "redact", cassette_arg, "--scan"]);
     assert_eq!(
         scan.status.code(),
         Some(0),
@@ -695,19 +703,15 @@ fn secrets_of_every_shape_never_reach_the_cassette_and_scan_finds_a_planted_one(
         ),
     )
     .unwrap();
-    let planted = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    let planted = home.run(["echo", "redact", cassette_arg, "--scan"]);
     assert_eq!(planted.status.code(), Some(1));
     let report = String::from_utf8_lossy(&planted.stdout);
     assert!(
         report.contains("github") && !report.contains("PLANTEDPLANTED"),
         "the scan names, never prints, the secret: {report}"
     );
-    assert!(
-        output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg]))
-            .status
-            .success()
-    );
-    let rescan = output(dshkit_command(home.path()).args(["echo", "redact", cassette_arg, "--scan"]));
+    assert!(home.run(["echo", "redact", cassette_arg]).status.success());
+    let rescan = home.run(["echo", "redact", cassette_arg, "--scan"]);
     assert_eq!(rescan.status.code(), Some(0));
     let replayed = exchange(home.path(), &[], &["echo", "replay", cassette_arg], &requests).0;
     assert!(
@@ -718,12 +722,12 @@ fn secrets_of_every_shape_never_reach_the_cassette_and_scan_finds_a_planted_one(
 
 #[test]
 fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
+    let dir = Home::new();
+    let home = Home::new();
     let future = dir.path().join("future.jsonl");
     std::fs::write(&future, "{\"type\":\"header\",\"formatVersion\":9}\n").unwrap();
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args(["echo", "replay", future.to_str().unwrap()])
             .stdin(Stdio::null()),
     );
@@ -732,7 +736,7 @@ fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
     // The same cassette is refused input wherever it is read: when new episodes
     // would be appended to it too.
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .args([
                 "echo",
                 "record",
@@ -754,14 +758,14 @@ fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("format version 9 is newer"));
     let garbage = dir.path().join("garbage.jsonl");
     std::fs::write(&garbage, "hello\n").unwrap();
-    let out = output(dshkit_command(home.path()).args(["echo", "lint", garbage.to_str().unwrap()]));
+    let out = home.run(["echo", "lint", garbage.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a cassette header"));
 }
 
 #[test]
 fn the_2026_era_is_recorded_and_replayed_in_discover_mode() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("discover.jsonl");
     let cassette_arg = cassette.to_str().unwrap();
     let meta = json!({
@@ -803,23 +807,18 @@ fn the_2026_era_is_recorded_and_replayed_in_discover_mode() {
         "the replay answers exactly what the live server did"
     );
     assert_eq!(replayed[3]["error"]["code"], -32_700);
-    let inspect = stdout_json(&output(dshkit_command(dir.path()).args([
-        "--json",
-        "echo",
-        "inspect",
-        cassette_arg,
-    ])));
+    let inspect = stdout_json(&dir.run(["--json", "echo", "inspect", cassette_arg]));
     assert_eq!(inspect["header"]["era"], "2026");
     assert_eq!(inspect["header"]["protocolVersion"], "2026-07-28");
     assert_eq!(inspect["header"]["serverInfo"]["name"], "dshkit");
-    let lint = output(dshkit_command(dir.path()).args(["echo", "lint", cassette_arg]));
+    let lint = dir.run(["echo", "lint", cassette_arg]);
     assert!(lint.status.success(), "{}", String::from_utf8_lossy(&lint.stdout));
 }
 
 #[test]
 fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let cassette_arg = cassette.to_str().unwrap();
     let node = peers.node();
@@ -834,7 +833,7 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
 
     let mut verify = vec!["--json", "echo", "verify", cassette_arg, "--"];
     verify.extend(live);
-    let clean = output(dshkit_command(dir.path()).args(&verify));
+    let clean = dir.run(&verify);
     assert_eq!(
         clean.status.code(),
         Some(0),
@@ -849,7 +848,7 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         .unwrap()
         .replace("The sum of 2 and 3 is 5.", "The sum is 5.");
     std::fs::write(&cassette, text).unwrap();
-    let drifted = output(dshkit_command(dir.path()).args(&verify));
+    let drifted = dir.run(&verify);
     assert_eq!(drifted.status.code(), Some(1));
     let report = stdout_json(&drifted);
     let checks = report["checks"].as_array().unwrap();
@@ -864,7 +863,7 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         json!(["/result/content/0/text"]),
         "where it changed, as --ignore takes it"
     );
-    let text = output(dshkit_command(dir.path()).args(&verify[1..]));
+    let text = dir.run(&verify[1..]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.lines().any(|l| l.contains("CHANGED")
@@ -889,7 +888,7 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         "--",
     ];
     ignoring.extend(live);
-    let ignored = output(dshkit_command(dir.path()).args(&ignoring));
+    let ignored = dir.run(&ignoring);
     assert_eq!(
         ignored.status.code(),
         Some(0),
@@ -897,13 +896,7 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
         String::from_utf8_lossy(&ignored.stdout)
     );
     assert_eq!(stdout_json(&ignored)["drift"], 0);
-    let broken = output(dshkit_command(dir.path()).args([
-        "echo",
-        "verify",
-        cassette_arg,
-        "--",
-        "/nonexistent/server",
-    ]));
+    let broken = dir.run(["echo", "verify", cassette_arg, "--", "/nonexistent/server"]);
     assert_eq!(
         broken.status.code(),
         Some(2),
@@ -915,11 +908,11 @@ fn verify_reports_match_against_the_same_server_and_drift_against_a_changed_one(
 fn verify_refuses_an_ignore_that_is_no_json_pointer() {
     // Refused input (exit 3) with what a pointer looks like, before the
     // cassette is read or any server starts.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     std::fs::write(&cassette, "").unwrap();
     for bad in ["result/content/0/text", "/result/a~2b", "/a~", ""] {
-        let refused = output(dshkit_command(dir.path()).args([
+        let refused = dir.run([
             "echo",
             "verify",
             cassette.to_str().unwrap(),
@@ -929,7 +922,7 @@ fn verify_refuses_an_ignore_that_is_no_json_pointer() {
             bad,
             "--",
             "/nonexistent/server",
-        ]));
+        ]);
         assert_eq!(refused.status.code(), Some(3), "{bad:?}");
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(
@@ -942,7 +935,7 @@ fn verify_refuses_an_ignore_that_is_no_json_pointer() {
 
 #[test]
 fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let recordings = dir.path().join("recordings");
     std::fs::create_dir(&recordings).unwrap();
     // A cassette written before a rule existed (redacted: false) still holds a key.
@@ -951,8 +944,7 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
     std::fs::write(recordings.join("legacy.jsonl"), format!("{header}\n{call}\n")).unwrap();
     std::fs::write(recordings.join("notes.jsonl"), "{\"not\": \"a cassette\"}\n").unwrap();
     let workspace = dir.path().to_str().unwrap();
-    let mut mcp = crate::mcp_stdio::Session::start_with(&["--workspace", workspace, "--tools", "echo"], &[]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&["--workspace", workspace, "--tools", "echo"], &[]);
     let listed = mcp.call(1, "echo_cassettes", &json!({}));
     let cassettes = listed["result"]["structuredContent"]["cassettes"]
         .as_array()
@@ -982,14 +974,7 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
         ["dshkit://cassettes/recordings/legacy.jsonl"],
         "{resources}"
     );
-    let read = |mcp: &mut crate::mcp_stdio::Session, id: u64, uri: &str| {
-        mcp.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
-                .to_string(),
-        );
-        mcp.recv()
-    };
-    let cassette = read(&mut mcp, 21, "dshkit://cassettes/recordings/legacy.jsonl");
+    let cassette = mcp.read_resource(21, "dshkit://cassettes/recordings/legacy.jsonl");
     let text = cassette["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(
         !text.contains("ghp_ABCDEF") && text.contains("[REDACTED:github:"),
@@ -1001,7 +986,7 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
         "dshkit://cassettes/../../etc/passwd",
         "dshkit://cassettes/recordings/../../../etc/passwd",
     ] {
-        let answer = read(&mut mcp, 22, refused);
+        let answer = mcp.read_resource(22, refused);
         assert!(answer["error"].is_object(), "{refused}: {answer}");
     }
 
@@ -1042,28 +1027,16 @@ fn agents_list_and_inspect_cassettes_over_mcp_with_secrets_redacted_again() {
 #[test]
 fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, mut live) = record_everything_with_sdk(&peers, dir.path());
     let cassette_arg = cassette.to_str().unwrap();
 
-    let mut command = dshkit_command(dir.path());
-    command.args(["echo", "replay", cassette_arg, "--http"]);
-    let mut replay = dshkit_test::spawn_guarded(&mut command);
-    let ready =
-        dshkit_test::read_ready_line(&mut replay, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let (_replay, url) = echo_http(dir.path(), ["echo", "replay", cassette_arg, "--http"]);
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
-    let out = output(
-        Command::new(peers.node())
-            .arg(peers.script("echo-client.mjs"))
-            .args(["http", &url])
-            .env("HOME", dir.path()),
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut replayed = stdout_json(&out);
+    let mut replayed = sdk_session_http(&peers, dir.path(), &url);
     let (_, replayed_progress) = (live["progress"].take(), replayed["progress"].take());
     assert_eq!(
         live, replayed,
@@ -1107,46 +1080,29 @@ fn a_stdio_recording_replays_over_streamable_http_to_the_sdk_client() {
 #[test]
 fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identically() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
-    let (mut server, server_url) = crate::support::everything_http(&peers);
+    let dir = Home::new();
+    let (mut server, server_url) = everything_http(&peers);
     let cassette = dir.path().join("http.jsonl");
-    let mut command = dshkit_command(dir.path());
-    command
-        .args(["echo", "record", "--http", &server_url, "-o"])
-        .arg(&cassette);
-    let mut proxy = dshkit_test::spawn_guarded(&mut command);
-    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
-    let out = output(
-        Command::new(peers.node())
-            .arg(peers.script("echo-client.mjs"))
-            .args(["http", &url])
-            .env("HOME", dir.path()),
+    let (mut proxy, url) = echo_http(
+        dir.path(),
+        [
+            "echo",
+            "record",
+            "--http",
+            &server_url,
+            "-o",
+            cassette.to_str().unwrap(),
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut live = stdout_json(&out);
+    let mut live = sdk_session_http(&peers, dir.path(), &url);
     // SIGINT ends the recording cleanly; then the server goes away.
-    assert!(dshkit_os::process::Identity::of(proxy.pid()).unwrap().interrupt());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = proxy.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the recorder did not stop on SIGINT"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = proxy
+        .interrupt(std::time::Duration::from_secs(10))
+        .expect("the recorder did not stop on SIGINT");
     assert!(status.success(), "{status:?}");
     let _ = server.terminate(std::time::Duration::from_secs(5));
 
-    let inspect = stdout_json(&output(dshkit_command(dir.path()).args([
-        "--json",
-        "echo",
-        "inspect",
-        cassette.to_str().unwrap(),
-    ])));
+    let inspect = stdout_json(&dir.run(["--json", "echo", "inspect", cassette.to_str().unwrap()]));
     assert_eq!(inspect["header"]["transport"], "http");
     assert_eq!(inspect["header"]["serverInfo"]["name"], "mcp-servers/everything");
     let bin = dshkit();
@@ -1175,11 +1131,11 @@ fn a_streamable_http_server_is_recorded_through_the_proxy_and_replays_identicall
 #[test]
 fn a_recorded_tool_contract_is_snapshotted_and_changes_are_classified() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, _) = record_everything_with_sdk(&peers, dir.path());
     let snapshot = dir.path().join("contract.json");
     let made = output(
-        dshkit_command(dir.path())
+        dir.dshkit()
             .args(["echo", "snapshot", cassette.to_str().unwrap(), "-o"])
             .arg(&snapshot),
     );
@@ -1193,12 +1149,7 @@ fn a_recorded_tool_contract_is_snapshotted_and_changes_are_classified() {
         "{contract}"
     );
 
-    let same = output(
-        dshkit_command(dir.path())
-            .args(["echo", "diff"])
-            .arg(&snapshot)
-            .arg(&cassette),
-    );
+    let same = output(dir.dshkit().args(["echo", "diff"]).arg(&snapshot).arg(&cassette));
     assert_eq!(
         same.status.code(),
         Some(0),
@@ -1217,7 +1168,7 @@ fn a_recorded_tool_contract_is_snapshotted_and_changes_are_classified() {
     let changed = dir.path().join("next.json");
     std::fs::write(&changed, next.to_string()).unwrap();
     let drift = output(
-        dshkit_command(dir.path())
+        dir.dshkit()
             .args(["--json", "echo", "diff"])
             .arg(&snapshot)
             .arg(&changed),
@@ -1280,7 +1231,7 @@ async fn rmcp_discover_session(command: tokio::process::Command) -> (Vec<String>
 
 #[tokio::test]
 async fn an_rmcp_client_in_discover_mode_is_recorded_and_replayed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("rmcp.jsonl");
     let mut record = tokio::process::Command::new(dshkit());
     crate::support::isolate(record.as_std_mut(), dir.path());
@@ -1312,18 +1263,18 @@ async fn an_rmcp_client_in_discover_mode_is_recorded_and_replayed() {
 #[test]
 fn verify_runs_against_a_streamable_http_server_too() {
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let (cassette, _) = record_everything_with_sdk(&peers, dir.path());
-    let (mut server, server_url) = crate::support::everything_http(&peers);
+    let (mut server, server_url) = everything_http(&peers);
     let url = server_url.clone();
-    let out = output(dshkit_command(dir.path()).args([
+    let out = dir.run([
         "--json",
         "echo",
         "verify",
         cassette.to_str().unwrap(),
         "--url",
         &url,
-    ]));
+    ]);
     let report = stdout_json(&out);
     let checks = report["checks"].as_array().unwrap();
     assert!(checks.len() >= 6, "{report}");
@@ -1334,7 +1285,7 @@ fn verify_runs_against_a_streamable_http_server_too() {
 
 #[test]
 fn overlay_replay_rows_annotate_hits_and_misses_unless_told_not_to() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     std::fs::write(&cassette, "").unwrap();
     let overlay = |extra: &[&str]| {
@@ -1354,7 +1305,7 @@ fn overlay_replay_rows_annotate_hits_and_misses_unless_told_not_to() {
             path.to_str().unwrap(),
         ];
         args.extend(extra);
-        let out = output(dshkit_command(dir.path()).args(&args));
+        let out = dir.run(&args);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         std::fs::read_to_string(&path).unwrap()
     };
@@ -1403,7 +1354,7 @@ fn raw_lines(cassette: &Path) -> Vec<String> {
 fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
     use dshkit_test::secrets::{Rng, secret_corpus};
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let corpus = secret_corpus(&mut Rng::from_env());
     let leaked = |text: &str| -> Vec<&'static str> {
         corpus
@@ -1448,15 +1399,19 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
     assert_eq!(leaked(&recorded), Vec::<&str>::new(), "recorded over stdio");
 
     // Recorded over Streamable HTTP through the proxy.
-    let (mut http_server, server_url) = crate::support::everything_http(&peers);
+    let (mut http_server, server_url) = everything_http(&peers);
     let http_cassette = dir.path().join("http.jsonl");
-    let mut command = dshkit_command(dir.path());
-    command
-        .args(["echo", "record", "--http", &server_url, "-o"])
-        .arg(&http_cassette);
-    let mut proxy = dshkit_test::spawn_guarded(&mut command);
-    let ready = dshkit_test::read_ready_line(&mut proxy, "dshkit echo: ", std::time::Duration::from_secs(10));
-    let url = ready.trim_start_matches("dshkit echo: ").to_owned();
+    let (mut proxy, url) = echo_http(
+        dir.path(),
+        [
+            "echo",
+            "record",
+            "--http",
+            &server_url,
+            "-o",
+            http_cassette.to_str().unwrap(),
+        ],
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1500,12 +1455,9 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
             assert!(answer.contains("Echo: "), "{answer}");
         }
     });
-    assert!(dshkit_os::process::Identity::of(proxy.pid()).unwrap().interrupt());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while proxy.child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the recorder did not stop");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    proxy
+        .interrupt(std::time::Duration::from_secs(10))
+        .expect("the recorder did not stop");
     let _ = http_server.terminate(std::time::Duration::from_secs(5));
     let recorded = std::fs::read_to_string(&http_cassette).unwrap();
     assert!(recorded.lines().count() > corpus.len(), "the calls were recorded");
@@ -1518,12 +1470,12 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
     clear_cassette(&stdio_cassette, &lines, &clear);
     let inspect_copy = dir.path().join("inspect.jsonl");
     std::fs::copy(&clear, &inspect_copy).unwrap();
-    let scan = output(dshkit_command(dir.path()).args(["echo", "redact", "--scan", clear.to_str().unwrap()]));
+    let scan = dir.run(["echo", "redact", "--scan", clear.to_str().unwrap()]);
     assert_eq!(scan.status.code(), Some(1));
     let report = String::from_utf8_lossy(&scan.stdout);
     assert!(report.lines().count() >= corpus.len(), "{report}");
     assert_eq!(leaked(&report), Vec::<&str>::new(), "scan never prints a secret");
-    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", clear.to_str().unwrap()]));
+    let redact = dir.run(["echo", "redact", clear.to_str().unwrap()]);
     assert!(
         redact.status.success(),
         "{}",
@@ -1534,8 +1486,7 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
         Vec::<&str>::new(),
         "echo redact"
     );
-    let rescan =
-        output(dshkit_command(dir.path()).args(["echo", "redact", "--scan", clear.to_str().unwrap()]));
+    let rescan = dir.run(["echo", "redact", "--scan", clear.to_str().unwrap()]);
     assert_eq!(
         rescan.status.code(),
         Some(0),
@@ -1544,8 +1495,7 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
     );
 
     // What echo_inspect shows an agent.
-    let mut mcp = crate::mcp_stdio::Session::start_with(&["--workspace", dir.path().to_str().unwrap()], &[]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&["--workspace", dir.path().to_str().unwrap()], &[]);
     let inspected = mcp.call(1, "echo_inspect", &json!({"cassette": "inspect.jsonl"}));
     assert_eq!(inspected["result"]["isError"], false, "{inspected}");
     assert_eq!(leaked(&inspected.to_string()), Vec::<&str>::new(), "echo_inspect");
@@ -1553,7 +1503,7 @@ fn every_generated_secret_is_redacted_in_record_replay_redact_and_inspect() {
 
 #[test]
 fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_as_it_was() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     let header = r#"{"type":"header","formatVersion":1,"recorder":"dshkit","transport":"stdio","era":"2025","redacted":false,"createdAt":1}"#;
     // Spaced as a hand edit leaves it: a record without secrets keeps its bytes.
@@ -1563,7 +1513,7 @@ fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_
         "responses": [{"jsonrpc": "2.0", "id": 2, "result": {"content": []}}], "ms": 1})
     .to_string();
     std::fs::write(&cassette, format!("{header}\n{clean}\n{secret}\n")).unwrap();
-    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    let redact = dir.run(["echo", "redact", cassette.to_str().unwrap()]);
     assert!(
         redact.status.success(),
         "{}",
@@ -1581,7 +1531,7 @@ fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_
     // with nothing left beside it.
     let damaged = format!("{header}\n{secret}\n{{\"type\": \"interaction\", \n{clean}\n");
     std::fs::write(&cassette, &damaged).unwrap();
-    let refused = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    let refused = dir.run(["echo", "redact", cassette.to_str().unwrap()]);
     assert_eq!(
         refused.status.code(),
         Some(3),
@@ -1601,7 +1551,7 @@ fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_
 fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
     use dshkit_test::secrets::{Rng, secret_corpus};
     let peers = Peers::get();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new();
     let corpus = secret_corpus(&mut Rng::from_env());
     let lines: Vec<String> = corpus.iter().map(|s| s.line.clone()).collect();
     // The same lines through `dshkit echo redact`.
@@ -1613,7 +1563,7 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
     .unwrap();
     let cassette = dir.path().join("c.jsonl");
     clear_cassette(&like, &lines, &cassette);
-    let redact = output(dshkit_command(dir.path()).args(["echo", "redact", cassette.to_str().unwrap()]));
+    let redact = dir.run(["echo", "redact", cassette.to_str().unwrap()]);
     assert!(
         redact.status.success(),
         "{}",
@@ -1681,7 +1631,7 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
 }
 
 /// Sends `request` and returns the progress messages before its answer, and the answer.
-fn with_progress(mcp: &mut crate::mcp_stdio::Session, request: &Value) -> (Vec<String>, Value) {
+fn with_progress(mcp: &mut Session, request: &Value) -> (Vec<String>, Value) {
     mcp.send(&request.to_string());
     let mut stages = Vec::new();
     loop {
@@ -1697,11 +1647,8 @@ fn with_progress(mcp: &mut crate::mcp_stdio::Session, request: &Value) -> (Vec<S
 
 #[test]
 fn a_recorded_verification_replays_its_progress_notifications() {
-    let app = dshkit_test::FixtureServer::start(vec![(
-        "/",
-        dshkit_test::Fixture::Html("<!doctype html><title>Todo</title><h1>Todo</h1>".into()),
-    )]);
-    let dir = tempfile::tempdir().unwrap();
+    let app = dshkit_test::FixtureServer::page("<!doctype html><title>Todo</title><h1>Todo</h1>");
+    let dir = Home::new();
     let cassette = dir.path().join("verify.jsonl");
     let cassette_arg = cassette.to_str().unwrap();
     let evidence = dir.path().join("evidence");
@@ -1712,7 +1659,7 @@ fn a_recorded_verification_replays_its_progress_notifications() {
         "name": "liveloop_verify", "_meta": {"progressToken": "v"},
         "arguments": {"appUrl": app.url("/"), "assertions": [{"kind": "text_present", "text": "Todo"}]}}});
 
-    let mut recording = crate::mcp_stdio::Session::start_dshkit(
+    let mut recording = Session::start_dshkit(
         &["echo", "record", "-o", cassette_arg, "--", bin_arg, "mcp"],
         &[("DSHKIT_EVIDENCE_ROOT", evidence_arg)],
     );
@@ -1727,7 +1674,7 @@ fn a_recorded_verification_replays_its_progress_notifications() {
 
     // The app is gone: only the cassette answers, stage for stage.
     drop(app);
-    let mut replaying = crate::mcp_stdio::Session::start_dshkit(&["echo", "replay", cassette_arg], &[]);
+    let mut replaying = Session::start_dshkit(&["echo", "replay", cassette_arg], &[]);
     replaying.initialize("2025-11-25");
     let (replayed_stages, replayed) = with_progress(&mut replaying, &verify);
     assert_eq!(replayed_stages, live_stages);

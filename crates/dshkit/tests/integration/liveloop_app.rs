@@ -5,22 +5,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use dshkit_test::{read_ready_line, spawn_guarded};
+use dshkit_test::{spawn_guarded, spawn_ready, wait_until};
 use serde_json::{Value, json};
 
-use crate::mcp_stdio::Session;
-use crate::support::{dshkit_command, output};
+use crate::support::{EnvDir, Home, Session, copy_hello_app, output, stdout_json};
 
 fn ok(response: &Value) -> &Value {
     assert_eq!(response["result"]["isError"], false, "{response}");
     &response["result"]["structuredContent"]
-}
-
-fn copy_example(to: &Path) {
-    let from = dshkit_test::workspace_root().join("examples/hello-app");
-    for file in ["index.html", "app.js", "style.css"] {
-        std::fs::copy(from.join(file), to.join(file)).unwrap();
-    }
 }
 
 fn alive(pid: u64) -> bool {
@@ -48,11 +40,9 @@ s.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${s.address(
 fn an_agent_detects_runs_verifies_and_stops_an_app_over_mcp() {
     let workspace = tempfile::tempdir().unwrap();
     node_app(workspace.path());
-    let evidence = tempfile::tempdir().unwrap();
+    let evidence = EnvDir::evidence_root();
     let ws = workspace.path().display().to_string();
-    let ev = evidence.path().display().to_string();
-    let mut mcp = Session::start_with(&["--workspace", &ws], &[("DSHKIT_EVIDENCE_ROOT", ev.as_str())]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&["--workspace", &ws], &[evidence.env()]);
 
     let detected = mcp.call(1, "liveloop_detect", &json!({}));
     assert_eq!(
@@ -100,7 +90,7 @@ fn an_agent_detects_runs_verifies_and_stops_an_app_over_mcp() {
         "the source is fingerprinted"
     );
     let report_path = report["reportPath"].as_str().unwrap();
-    assert!(report_path.starts_with(&ev), "{report_path}");
+    assert!(report_path.starts_with(&evidence.value), "{report_path}");
     assert!(Path::new(report_path).is_file());
     let session = verified["result"]["content"][0]["text"].as_str().unwrap();
     assert!(session.contains("untrusted"), "{session}");
@@ -129,10 +119,10 @@ fn an_agent_detects_runs_verifies_and_stops_an_app_over_mcp() {
 
 #[test]
 fn the_verify_command_prints_the_verdict_and_evidence_for_the_example_app() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let app = tempfile::tempdir().unwrap();
-    copy_example(app.path());
-    let out = output(dshkit_command(home.path()).args([
+    copy_hello_app(app.path());
+    let out = home.run([
         "verify",
         app.path().to_str().unwrap(),
         "--step",
@@ -141,7 +131,7 @@ fn the_verify_command_prints_the_verdict_and_evidence_for_the_example_app() {
         "click:button=Add task",
         "--expect-text",
         "1 task",
-    ]));
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -157,25 +147,25 @@ fn the_verify_command_prints_the_verdict_and_evidence_for_the_example_app() {
         "progress is shown: {stderr}"
     );
 
-    let failed = output(dshkit_command(home.path()).args([
+    let failed = home.run([
         "verify",
         app.path().to_str().unwrap(),
         "--expect-text",
         "Shopping list",
         "--json",
-    ]));
+    ]);
     assert_eq!(failed.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    let report = stdout_json(&failed);
     assert_eq!(report["verdict"], "FAILED");
 }
 
 #[test]
 fn without_a_browser_the_verdict_is_unverified() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let app = tempfile::tempdir().unwrap();
-    copy_example(app.path());
+    copy_hello_app(app.path());
     let out = output(
-        dshkit_command(home.path())
+        home.dshkit()
             .env("DSHKIT_CHROMIUM", "/nonexistent/chromium")
             .args([
                 "verify",
@@ -191,7 +181,7 @@ fn without_a_browser_the_verdict_is_unverified() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "UNVERIFIED");
     assert!(report["reasons"].to_string().contains("no browser"), "{report}");
     assert!(Path::new(report["reportPath"].as_str().unwrap()).is_file());
@@ -199,7 +189,7 @@ fn without_a_browser_the_verdict_is_unverified() {
 
 #[test]
 fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let repo = tempfile::tempdir().unwrap();
     for app in ["apps/web", "apps/admin"] {
         let dir = repo.path().join(app);
@@ -215,7 +205,7 @@ fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
         r#"{ "private": true, "workspaces": ["apps/*"] }"#,
     )
     .unwrap();
-    let detect = output(dshkit_command(home.path()).args(["detect", repo.path().to_str().unwrap()]));
+    let detect = home.run(["detect", repo.path().to_str().unwrap()]);
     assert_eq!(detect.status.code(), Some(1));
     let listing = String::from_utf8_lossy(&detect.stdout);
     assert!(listing.contains("ambiguous"), "{listing}");
@@ -225,7 +215,7 @@ fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
         ),
         "names as people write them: {listing}"
     );
-    let verify = output(dshkit_command(home.path()).args(["verify", repo.path().to_str().unwrap()]));
+    let verify = home.run(["verify", repo.path().to_str().unwrap()]);
     assert_eq!(verify.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&verify.stderr);
     assert!(
@@ -236,11 +226,9 @@ fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
     assert!(verify.stdout.is_empty(), "no report without --json");
 
     // With --json a refusal is a JSON object on stdout, with the candidates.
-    let verify =
-        output(dshkit_command(home.path()).args(["verify", repo.path().to_str().unwrap(), "--json"]));
+    let verify = home.run(["verify", repo.path().to_str().unwrap(), "--json"]);
     assert_eq!(verify.status.code(), Some(3));
-    let refusal: Value = serde_json::from_slice(&verify.stdout)
-        .unwrap_or_else(|_| panic!("no JSON: {}", String::from_utf8_lossy(&verify.stdout)));
+    let refusal = stdout_json(&verify);
     assert_eq!(refusal["error"]["code"], "AMBIGUOUS_APP", "{refusal}");
     assert_eq!(refusal["error"]["exitCode"], 3);
     assert_eq!(refusal["error"]["candidates"][0]["dir"], "apps/admin");
@@ -255,8 +243,7 @@ fn a_monorepo_with_two_apps_is_ambiguous_and_nothing_is_started() {
 
     // Over MCP the same refusal names `app`, the tool's own argument.
     let ws = repo.path().display().to_string();
-    let mut mcp = Session::start_with(&["--workspace", &ws, "--allow-run"], &[]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&["--workspace", &ws, "--allow-run"], &[]);
     let refused = mcp.call(1, "liveloop_runtime", &json!({"operation": "start"}));
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     let message = refused["result"]["content"][0]["text"].as_str().unwrap();
@@ -295,9 +282,9 @@ fn a_real_vite_app_whose_config_does_not_parse_is_failed_with_vites_own_error() 
     let peers = dshkit_test::Peers::get();
     let app = tempfile::tempdir().unwrap();
     broken_vite_app(app.path());
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let verify = |json: bool| {
-        let mut command = dshkit_command(home.path());
+        let mut command = home.dshkit();
         // Vite's port may be another test's: the server dies before it listens
         // either way.
         command.env("PATH", peers.path_var()).args([
@@ -335,8 +322,7 @@ fn a_real_vite_app_whose_config_does_not_parse_is_failed_with_vites_own_error() 
 
     let out = verify(true);
     assert_eq!(out.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "FAILED", "{report:#}");
     assert_eq!(report["runtime"]["state"], "exited", "{report:#}");
     assert_eq!(report["runtime"]["failure"]["location"], "vite.config.ts:7:2");
@@ -355,18 +341,13 @@ fn a_broken_app_over_mcp_gives_the_servers_error_from_runtime_and_verify() {
     let peers = dshkit_test::Peers::get();
     let workspace = tempfile::tempdir().unwrap();
     broken_vite_app(workspace.path());
-    let evidence = tempfile::tempdir().unwrap();
+    let evidence = EnvDir::evidence_root();
     let ws = workspace.path().display().to_string();
-    let ev = evidence.path().display().to_string();
     let path = peers.path_var();
-    let mut mcp = Session::start_with(
+    let mut mcp = Session::initialized(
         &["--workspace", &ws, "--allow-run"],
-        &[
-            ("DSHKIT_EVIDENCE_ROOT", ev.as_str()),
-            ("PATH", path.to_str().unwrap()),
-        ],
+        &[evidence.env(), ("PATH", path.to_str().unwrap())],
     );
-    mcp.initialize("2025-11-25");
     let started = mcp.call(
         1,
         "liveloop_runtime",
@@ -411,14 +392,15 @@ fn a_broken_app_over_mcp_gives_the_servers_error_from_runtime_and_verify() {
 
 #[test]
 fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let app = tempfile::tempdir().unwrap();
     node_app(app.path());
-    let mut command: Command = dshkit_command(home.path());
-    command.args(["run", app.path().to_str().unwrap()]);
-    let mut run = spawn_guarded(&mut command);
-    let url = read_ready_line(&mut run, "http://", Duration::from_mins(1));
-    assert!(url.starts_with("http://localhost:"), "{url}");
+    let (mut run, url) = spawn_ready(
+        home.dshkit().args(["run", app.path().to_str().unwrap()]),
+        "http://",
+        Duration::from_mins(1),
+    );
+    assert!(url.starts_with("localhost:"), "http://{url}");
     let pid: u64 = std::fs::read_to_string(app.path().join("server.pid"))
         .unwrap()
         .parse()
@@ -427,11 +409,9 @@ fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
     // SIGKILL: dshkit gets no chance to clean up; its watchdog must.
     assert!(dshkit_os::process::Identity::of(run.pid()).unwrap().kill());
     let _ = run.child.wait();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while alive(pid) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!alive(pid), "the dev server died with dshkit");
+    wait_until(Duration::from_secs(10), "the dev server died with dshkit", || {
+        !alive(pid)
+    });
 }
 
 /// `dshkit verify` on a real fixture app from npm: VERIFIED, and afterwards no
@@ -439,17 +419,18 @@ fn a_killed_dshkit_run_takes_its_dev_server_tree_with_it() {
 fn verify_real_app(name: &str, framework: &str, port: u16, steps: &[&str], expect: &[&str]) {
     let peers = dshkit_test::Peers::get();
     let app = peers.app(name);
-    let home = tempfile::tempdir().unwrap();
-    let detect = output(dshkit_command(home.path()).env("PATH", peers.path_var()).args([
-        "detect",
-        app.to_str().unwrap(),
-        "--json",
-    ]));
-    let detection: Value = serde_json::from_slice(&detect.stdout).unwrap();
+    let home = Home::new();
+    let detect =
+        output(
+            home.dshkit()
+                .env("PATH", peers.path_var())
+                .args(["detect", app.to_str().unwrap(), "--json"]),
+        );
+    let detection = stdout_json(&detect);
     assert_eq!(detection["candidates"][0]["framework"], framework, "{detection}");
     assert_eq!(detection["candidates"][0]["expectedPort"], port);
 
-    let mut command = dshkit_command(home.path());
+    let mut command = home.dshkit();
     command
         .env("PATH", peers.path_var())
         .args(["verify", app.to_str().unwrap(), "--json"]);
@@ -460,8 +441,7 @@ fn verify_real_app(name: &str, framework: &str, port: u16, steps: &[&str], expec
         command.args(["--expect-text", text]);
     }
     let out = output(&mut command);
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "VERIFIED", "{report:#}");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(report["runtime"]["owned"], true);
@@ -554,12 +534,10 @@ fn vite_copy(rewrite_main: impl Fn(&str) -> String, app: Option<&str>, middlewar
             .current_dir(dir.path())
             .env("PATH", peers.path_var()),
     );
-    read_ready_line(&mut vite, "", Duration::from_mins(1));
-    let deadline = std::time::Instant::now() + Duration::from_mins(1);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "vite never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    dshkit_test::read_ready_line(&mut vite, "", Duration::from_mins(1));
+    wait_until(Duration::from_mins(1), "vite never listened", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
     ViteCopy {
         _dir: dir,
         _vite: vite,
@@ -576,16 +554,14 @@ fn a_real_vite_app_that_throws_while_loading_fails_at_the_exception() {
         "",
     );
     let port = app.port;
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args([
+    let out = Home::new().run([
         "verify",
         &format!("http://127.0.0.1:{port}/"),
         "--json",
         "--expect-text",
         "Count is 0",
-    ]));
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    ]);
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "FAILED", "{report:#}");
     assert_eq!(out.status.code(), Some(1));
     let first = report["reasons"][0].as_str().unwrap();
@@ -610,8 +586,7 @@ fn a_real_vite_app_with_a_syntax_error_fails_first_at_the_module_vite_could_not_
     let broken = original.replace("useState(0);", "useState(0;");
     assert_ne!(broken, original, "the fixture's App.jsx calls useState(0)");
     let app = vite_copy(str::to_owned, Some(&broken), "");
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args([
+    let out = Home::new().run([
         "verify",
         &format!("http://127.0.0.1:{}/", app.port),
         "--json",
@@ -620,9 +595,8 @@ fn a_real_vite_app_with_a_syntax_error_fails_first_at_the_module_vite_could_not_
         // In the overlay's code frame only: the overlay is not the app's text.
         "--expect-text",
         "setCount",
-    ]));
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    ]);
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "FAILED", "{report:#}");
     assert_eq!(report["assertions"][1]["passed"], false, "{report:#}");
     let reasons: Vec<&str> = report["reasons"]
@@ -672,8 +646,7 @@ fn a_runtime_start_and_a_plugin_check_report_their_stages_as_progress() {
     let workspace = tempfile::tempdir().unwrap();
     node_app(workspace.path());
     let ws = workspace.path().display().to_string();
-    let mut mcp = Session::start_with(&["--workspace", &ws], &[]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&["--workspace", &ws], &[]);
     let (stages, started) = call_with_progress(
         &mut mcp,
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -758,10 +731,8 @@ fn a_react_state_update_after_a_slow_request_is_in_the_result_of_the_click() {
         Some(REACT_LOADER),
         "if (req.url === \"/api/slow\") { setTimeout(() => { res.setHeader(\"Content-Type\", \"application/json\"); res.end(JSON.stringify({ items: [1, 2, 3] })); }, 300); return; }",
     );
-    let home = tempfile::tempdir().unwrap();
-    let home_dir = home.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", home_dir.as_str())]);
-    mcp.initialize("2025-11-25");
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
     let opened = mcp.call(
         1,
         "liveloop_browser",
@@ -799,22 +770,20 @@ fn a_dev_server_not_ready_in_time_is_unverified_with_a_report() {
 s.listen(0, "127.0.0.1", () => console.log(`Local: http://localhost:${s.address().port}/`));"#,
     )
     .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args([
+    let out = Home::new().run([
         "verify",
         app.path().to_str().unwrap(),
         "--ready-timeout-secs",
         "3",
         "--json",
-    ]));
+    ]);
     assert_eq!(
         out.status.code(),
         Some(5),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|_| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    let report = stdout_json(&out);
     assert_eq!(report["verdict"], "UNVERIFIED", "{report:#}");
     assert_eq!(
         report["runtime"]["failure"]["cause"]["kind"], "timed_out",

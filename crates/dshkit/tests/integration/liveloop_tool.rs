@@ -1,9 +1,11 @@
 //! `liveloop_browser` over MCP stdio against real Chromium and a fixture app.
 
-use dshkit_test::{Fixture, FixtureServer, processes_mentioning};
+use std::time::Duration;
+
+use dshkit_test::{Fixture, FixtureServer, processes_mentioning, wait_until};
 use serde_json::{Value, json};
 
-use crate::mcp_stdio::Session;
+use crate::support::{EnvDir, Session, copy_hello_app, walk_files};
 
 const APP: &str = r#"<!doctype html><title>Todo</title>
 <h1>Todo</h1>
@@ -23,11 +25,9 @@ fn structured(response: &Value) -> &Value {
     reason = "one end-to-end scenario reads best as one story"
 )]
 fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
+    let server = FixtureServer::page(APP);
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
 
     let opened = mcp.call(
         1,
@@ -115,7 +115,7 @@ fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
     let png = std::fs::read(shot["path"].as_str().unwrap()).unwrap();
     assert!(png.starts_with(b"\x89PNG"));
     assert_eq!(shot["bytes"], png.len());
-    assert!(shot["path"].as_str().unwrap().starts_with(&evidence_root));
+    assert!(shot["path"].as_str().unwrap().starts_with(&evidence.value));
 
     let foreign = mcp.call(
         8,
@@ -144,33 +144,26 @@ fn an_agent_opens_uses_and_inspects_a_preview_over_mcp() {
 
 #[test]
 fn sigkill_of_dshkit_leaves_no_chromium_behind() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html("<p>x</p>".into()))]);
+    let server = FixtureServer::page("<p>x</p>");
     // A private temp dir: Chromium's profile is created inside it, so its processes
     // carry it on their command lines and can be found.
-    let tmp = tempfile::tempdir().unwrap();
-    let tmp_path = tmp.path().display().to_string();
-    let mut mcp = Session::start(&[("TMPDIR", tmp_path.as_str())]);
-    mcp.initialize("2025-11-25");
-    let opened = mcp.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    structured(&opened);
+    let tmp = EnvDir::tmpdir();
+    let mut mcp = Session::initialized(&[], &[tmp.env()]);
+    mcp.open_preview(1, &server.url("/"));
     assert!(
-        !processes_mentioning(&tmp_path).is_empty(),
-        "Chromium runs with its profile under {tmp_path}"
+        !processes_mentioning(&tmp.value).is_empty(),
+        "Chromium runs with its profile under {}",
+        tmp.value
     );
     mcp.kill();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !processes_mentioning(&tmp_path).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Chromium outlived the killed dshkit: {:?}",
-            processes_mentioning(&tmp_path)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    dshkit_test::wait_for(Duration::from_secs(10), || {
+        let left = processes_mentioning(&tmp.value);
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("Chromium outlived the killed dshkit: {left:?}"))
+        }
+    });
 }
 
 /// 900 rows, one of them far down, and a script that throws while loading.
@@ -202,15 +195,14 @@ fn a_large_page_is_reachable_by_paging_scoping_and_find_and_errors_come_inline()
             Fixture::Html("<!doctype html><title>Second</title><p>calm</p>".into()),
         ),
     ]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
+    let evidence = EnvDir::evidence_root();
     // Sixty old preview sessions: the screenshot below applies retention to them.
     for i in 0..60 {
         let dir = evidence.path().join(format!("previews/pv-old-{i:02}"));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("0000000000000000.png");
         std::fs::write(&file, b"\x89PNG old").unwrap();
-        let when = std::time::SystemTime::now() - std::time::Duration::from_secs(3600 + i);
+        let when = std::time::SystemTime::now() - Duration::from_secs(3600 + i);
         std::fs::File::options()
             .write(true)
             .open(&file)
@@ -218,8 +210,7 @@ fn a_large_page_is_reachable_by_paging_scoping_and_find_and_errors_come_inline()
             .set_modified(when)
             .unwrap();
     }
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
 
     let opened = mcp.call(
         1,
@@ -348,6 +339,25 @@ fn response_to(mcp: &Session, id: u64, early: &mut Vec<Value>) -> Value {
     }
 }
 
+/// Asks the preview's console (calls 10, 11, ...) until it logged `load 2`: the
+/// page counts its loads, so a verification running in the preview has made its
+/// fresh load. Answers to other requests are kept aside in `early`.
+fn wait_for_fresh_load(mcp: &mut Session, session: &str, early: &mut Vec<Value>) {
+    let mut id = 10;
+    dshkit_test::wait_for(Duration::from_mins(1), || {
+        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
+            "arguments": {"operation": "console", "session": session}}}).to_string());
+        let console = response_to(mcp, id, early);
+        id += 1;
+        let entries = structured(&console)["entries"].as_array().unwrap().clone();
+        if entries.iter().any(|e| e["text"] == "load 2") {
+            Ok(())
+        } else {
+            Err(format!("the verification never loaded the page: {entries:?}"))
+        }
+    });
+}
+
 #[test]
 fn a_cancelled_verification_stops_and_frees_its_preview() {
     let server = FixtureServer::start(vec![(
@@ -357,16 +367,9 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
                 .into(),
         ),
     )]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
-    let opened = mcp.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
+    let session = mcp.open_preview(1, &server.url("/"));
     // A verification whose wait step would hold the preview for 30 s.
     mcp.send(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "liveloop_verify",
@@ -375,19 +378,7 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
     );
     // Once its fresh load has happened (the page counts its loads), it is in the wait.
     let mut early = Vec::new();
-    let mut id = 10;
-    loop {
-        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
-            "arguments": {"operation": "console", "session": session}}}).to_string());
-        let console = response_to(&mcp, id, &mut early);
-        id += 1;
-        let entries = structured(&console)["entries"].as_array().unwrap().clone();
-        if entries.iter().any(|e| e["text"] == "load 2") {
-            break;
-        }
-        assert!(id < 1000, "the verification never loaded the page: {entries:?}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_fresh_load(&mut mcp, &session, &mut early);
     mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"the user stopped it"}}"#);
     // The preview is free: a snapshot (which waits for a running verification) answers...
     mcp.send(
@@ -414,31 +405,10 @@ fn a_cancelled_verification_stops_and_frees_its_preview() {
     }
 }
 
-pub(crate) fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk_files(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
-}
-
 #[test]
 fn browser_actions_wait_for_a_running_verification_of_their_preview() {
     let workspace = tempfile::tempdir().unwrap();
-    for file in ["index.html", "app.js", "style.css"] {
-        std::fs::copy(
-            dshkit_test::workspace_root()
-                .join("examples/hello-app")
-                .join(file),
-            workspace.path().join(file),
-        )
-        .unwrap();
-    }
+    copy_hello_app(workspace.path());
     let server = FixtureServer::start(vec![
         (
             "/",
@@ -449,19 +419,12 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
         ),
         ("/other", Fixture::Html("<!doctype html><title>other</title><p>other</p>".into())),
     ]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start_with(
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(
         &["--workspace", workspace.path().to_str().unwrap()],
-        &[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())],
+        &[evidence.env()],
     );
-    mcp.initialize("2025-11-25");
-    let opened = mcp.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let session = mcp.open_preview(1, &server.url("/"));
 
     // A viewport the preview was not opened with is refused, not ignored.
     let other_viewport = mcp.call(
@@ -485,23 +448,7 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
         .to_string(),
     );
     let mut early = Vec::new();
-    let mut id = 10;
-    loop {
-        mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "liveloop_browser",
-            "arguments": {"operation": "console", "session": session}}}).to_string());
-        let console = response_to(&mcp, id, &mut early);
-        id += 1;
-        if structured(&console)["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["text"] == "load 2")
-        {
-            break;
-        }
-        assert!(id < 1000, "the verification never loaded the page");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_fresh_load(&mut mcp, &session, &mut early);
     // A navigation sent while the verification waits for "ready"...
     mcp.send(
         &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "liveloop_browser",
@@ -539,17 +486,10 @@ fn image_blocks(response: &Value) -> Vec<Vec<u8>> {
 #[test]
 fn screenshots_come_as_image_content_fitted_to_the_bounds_when_asked() {
     // 900 rows: a full page far taller than the 2000 px an image may take.
-    let server = FixtureServer::start(vec![("/", Fixture::Html(large_page()))]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
-    let opened = mcp.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let server = FixtureServer::page(large_page());
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
+    let session = mcp.open_preview(1, &server.url("/"));
 
     // Not asked: the path only (the server's default is `auto`).
     let plain = mcp.call(
@@ -590,17 +530,8 @@ fn screenshots_come_as_image_content_fitted_to_the_bounds_when_asked() {
     assert!(sent[0].len() <= 1_000_000);
 
     // A server for text-only hosts never sends one, and says why.
-    let mut never = Session::start_with(
-        &["--images", "never"],
-        &[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())],
-    );
-    never.initialize("2025-11-25");
-    let opened = never.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let mut never = Session::initialized(&["--images", "never"], &[evidence.env()]);
+    let session = never.open_preview(1, &server.url("/"));
     let refused = never.call(
         2,
         "liveloop_browser",
@@ -617,11 +548,9 @@ fn screenshots_come_as_image_content_fitted_to_the_bounds_when_asked() {
 
 #[test]
 fn a_verification_reports_each_stage_as_progress_before_its_result() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
+    let server = FixtureServer::page(APP);
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
     let request = json!({
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {
@@ -642,7 +571,7 @@ fn a_verification_reports_each_stage_as_progress_before_its_result() {
     mcp.send(&request.to_string());
     let mut stages = Vec::new();
     let response = loop {
-        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        let message = mcp.recv_within(Duration::from_mins(2));
         if message["id"] == 2 {
             break message;
         }
@@ -687,7 +616,7 @@ fn call_collecting_logs(mcp: &mut Session, id: u64, tool: &str, arguments: &Valu
     mcp.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}).to_string());
     let mut logs = Vec::new();
     loop {
-        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        let message = mcp.recv_within(Duration::from_mins(2));
         if message["id"] == id {
             return (logs, message);
         }
@@ -698,10 +627,9 @@ fn call_collecting_logs(mcp: &mut Session, id: u64, tool: &str, arguments: &Valu
 
 #[test]
 fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_level_it_set() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
-    let tmp = tempfile::tempdir().unwrap();
-    let tmp_path = tmp.path().display().to_string();
-    let mut mcp = Session::start(&[("TMPDIR", tmp_path.as_str())]);
+    let server = FixtureServer::page("<h1>x</h1>");
+    let tmp = EnvDir::tmpdir();
+    let mut mcp = Session::start(&[tmp.env()]);
     let init = mcp.initialize("2025-11-25");
     assert!(init["result"]["capabilities"]["logging"].is_object(), "{init}");
 
@@ -710,16 +638,14 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
     structured(&opened);
     assert!(logs.is_empty(), "the first launch is no news: {logs:?}");
     // The browser dies under dshkit: the next open relaunches it and says so.
-    for pid in dshkit_test::processes_mentioning(&tmp_path) {
+    for pid in processes_mentioning(&tmp.value) {
         let _ = std::process::Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !dshkit_test::processes_mentioning(&tmp_path).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "Chromium survived SIGKILL");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(Duration::from_secs(10), "Chromium survived SIGKILL", || {
+        processes_mentioning(&tmp.value).is_empty()
+    });
     let (logs, reopened) = call_collecting_logs(&mut mcp, 2, "liveloop_browser", &open);
     structured(&reopened);
     assert_eq!(logs.len(), 1, "{logs:?}");
@@ -763,17 +689,15 @@ fn the_client_is_told_of_a_relaunched_browser_and_of_an_adopted_server_at_the_le
 /// The shortest idle timeout the settings allow is 30 s, so this test waits it out.
 #[test]
 fn the_client_is_told_once_that_its_idle_preview_session_was_closed() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
-    let config = tempfile::tempdir().unwrap();
+    let server = FixtureServer::page("<h1>x</h1>");
+    let config = EnvDir::config_home();
     std::fs::create_dir_all(config.path().join("dshkit")).unwrap();
     std::fs::write(
         config.path().join("dshkit/settings.json"),
         r#"{"idleTimeoutSecs": 30}"#,
     )
     .unwrap();
-    let config_path = config.path().display().to_string();
-    let mut mcp = Session::start(&[("XDG_CONFIG_HOME", config_path.as_str())]);
-    mcp.initialize("2025-11-25");
+    let mut mcp = Session::initialized(&[], &[config.env()]);
     let (_, opened) = call_collecting_logs(
         &mut mcp,
         1,
@@ -781,7 +705,7 @@ fn the_client_is_told_once_that_its_idle_preview_session_was_closed() {
         &json!({"operation": "open", "url": server.url("/")}),
     );
     let session = structured(&opened)["session"].as_str().unwrap().to_owned();
-    std::thread::sleep(std::time::Duration::from_secs(31));
+    std::thread::sleep(Duration::from_secs(31));
     let list = json!({"operation": "list"});
     let (logs, listed) = call_collecting_logs(&mut mcp, 2, "liveloop_browser", &list);
     assert!(
@@ -805,10 +729,9 @@ fn the_client_is_told_once_that_its_idle_preview_session_was_closed() {
 )]
 fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resources() {
     use base64::Engine as _;
-    let server = FixtureServer::start(vec![("/", Fixture::Html(APP.into()))]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
+    let server = FixtureServer::page(APP);
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::start(&[evidence.env()]);
     let init = mcp.initialize("2025-11-25");
     assert_eq!(
         init["result"]["capabilities"]["resources"]["listChanged"], true,
@@ -821,7 +744,7 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
     mcp.send(&request.to_string());
     let mut changed = false;
     let verified = loop {
-        let message = mcp.recv_within(std::time::Duration::from_mins(2));
+        let message = mcp.recv_within(Duration::from_mins(2));
         if message["id"] == 2 {
             break message;
         }
@@ -840,7 +763,7 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
     let report_path = structured(&verified)["reportPath"].as_str().unwrap().to_owned();
     let report_uri = format!(
         "dshkit://evidence/{}",
-        report_path.strip_prefix(&format!("{evidence_root}/")).unwrap()
+        report_path.strip_prefix(&format!("{}/", evidence.value)).unwrap()
     );
     assert!(
         links
@@ -853,20 +776,13 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
         .find(|l| l["mimeType"] == "image/png")
         .expect("the screenshot is linked");
 
-    let read = |mcp: &mut Session, id: u64, uri: &str| {
-        mcp.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
-                .to_string(),
-        );
-        mcp.recv()
-    };
-    let report = read(&mut mcp, 3, &report_uri);
+    let report = mcp.read_resource(3, &report_uri);
     let text = report["result"]["contents"][0]["text"].as_str().unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(text).unwrap()["verdict"],
         structured(&verified)["verdict"]
     );
-    let image = read(&mut mcp, 4, png["uri"].as_str().unwrap());
+    let image = mcp.read_resource(4, png["uri"].as_str().unwrap());
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(image["result"]["contents"][0]["blob"].as_str().unwrap())
         .unwrap();
@@ -889,7 +805,7 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
         "dshkit://evidence/verify/escape/passwd",
         "dshkit://evidence/verify/x",
     ] {
-        assert!(read(&mut mcp, 5, uri)["error"].is_object(), "{uri}");
+        assert!(mcp.read_resource(5, uri)["error"].is_object(), "{uri}");
     }
 
     // Listed in pages of 100 with a cursor.
@@ -931,44 +847,27 @@ fn a_verification_links_its_evidence_which_is_listed_paged_and_readable_as_resou
 
 #[test]
 fn the_preview_browser_is_launched_at_startup_unless_told_not_to() {
-    let server = FixtureServer::start(vec![("/", Fixture::Html("<h1>x</h1>".into()))]);
-    let warm_tmp = tempfile::tempdir().unwrap();
-    let warm_path = warm_tmp.path().display().to_string();
-    let mut warm = Session::start(&[("TMPDIR", warm_path.as_str())]);
-    warm.initialize("2025-11-25");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-    while processes_mentioning(&warm_path).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no browser was launched at startup"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let opened = warm.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
+    let server = FixtureServer::page("<h1>x</h1>");
+    let warm_tmp = EnvDir::tmpdir();
+    let mut warm = Session::initialized(&[], &[warm_tmp.env()]);
+    wait_until(
+        Duration::from_mins(1),
+        "no browser was launched at startup",
+        || !processes_mentioning(&warm_tmp.value).is_empty(),
     );
-    structured(&opened);
+    warm.open_preview(1, &server.url("/"));
 
-    let cold_tmp = tempfile::tempdir().unwrap();
-    let cold_path = cold_tmp.path().display().to_string();
-    let mut cold = Session::start_with(&["--no-prewarm"], &[("TMPDIR", cold_path.as_str())]);
-    cold.initialize("2025-11-25");
+    let cold_tmp = EnvDir::tmpdir();
+    let mut cold = Session::initialized(&["--no-prewarm"], &[cold_tmp.env()]);
     cold.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string());
     assert_eq!(cold.recv()["id"], 1);
     assert!(
-        processes_mentioning(&cold_path).is_empty(),
+        processes_mentioning(&cold_tmp.value).is_empty(),
         "--no-prewarm launches nothing"
     );
-    let opened = cold.call(
-        2,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    structured(&opened);
+    cold.open_preview(2, &server.url("/"));
     assert!(
-        !processes_mentioning(&cold_path).is_empty(),
+        !processes_mentioning(&cold_tmp.value).is_empty(),
         "the first open launches it"
     );
 }
@@ -993,27 +892,20 @@ fn an_action_settles_when_its_requests_and_timers_are_done_and_sees_their_effect
         ("/", Fixture::Html(LATE_EFFECTS.into())),
         (
             "/after/50",
-            Fixture::Delayed(std::time::Duration::from_millis(50), "50".into()),
+            Fixture::Delayed(Duration::from_millis(50), "50".into()),
         ),
         (
             "/after/300",
-            Fixture::Delayed(std::time::Duration::from_millis(300), "300".into()),
+            Fixture::Delayed(Duration::from_millis(300), "300".into()),
         ),
         (
             "/after/2000",
-            Fixture::Delayed(std::time::Duration::from_secs(2), "2000".into()),
+            Fixture::Delayed(Duration::from_secs(2), "2000".into()),
         ),
     ]);
-    let evidence = tempfile::tempdir().unwrap();
-    let evidence_root = evidence.path().display().to_string();
-    let mut mcp = Session::start(&[("DSHKIT_EVIDENCE_ROOT", evidence_root.as_str())]);
-    mcp.initialize("2025-11-25");
-    let opened = mcp.call(
-        1,
-        "liveloop_browser",
-        &json!({"operation": "open", "url": server.url("/")}),
-    );
-    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
+    let session = mcp.open_preview(1, &server.url("/"));
     let cases = [
         ("fetch 50", "fetched 50"),
         ("fetch 300", "fetched 300"),

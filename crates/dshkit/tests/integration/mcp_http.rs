@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{HttpServer, dshkit_command, output, start_http};
+use crate::support::{Home, HttpServer, start_http};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -30,6 +30,16 @@ fn message(body: &str) -> Value {
         .filter_map(|d| serde_json::from_str::<Value>(d).ok())
         .find(|v| v.get("jsonrpc").is_some())
         .unwrap_or_else(|| panic!("no JSON-RPC message in body: {body}"))
+}
+
+/// `dshkit ARGS` (an `mcp --http` server) in `home` with `DSHKIT_MCP_TOKEN` set
+/// to `token`, once its ready line named its URL: the server and that URL.
+fn serve_with_token(home: &Home, args: &[&str], token: &str) -> (dshkit_test::ChildGuard, String) {
+    dshkit_test::spawn_ready(
+        home.dshkit().args(args).env("DSHKIT_MCP_TOKEN", token),
+        "dshkit mcp: ",
+        std::time::Duration::from_secs(20),
+    )
 }
 
 /// A well-formed, authorized initialize that must succeed.
@@ -224,16 +234,12 @@ async fn the_2026_era_discovers_without_a_session_and_needs_mcp_method() {
 
 #[tokio::test]
 async fn the_token_can_come_from_the_environment() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let token = "env-token-0123456789abcdef";
-    let mut command = dshkit_command(home.path());
-    command.args(["mcp", "--http"]).env("DSHKIT_MCP_TOKEN", token);
-    let mut guard = dshkit_test::spawn_guarded(&mut command);
-    let line = dshkit_test::read_ready_line(&mut guard, "dshkit mcp: ", std::time::Duration::from_secs(20));
-    let url = line.trim_start_matches("dshkit mcp: ");
+    let (_server, url) = serve_with_token(&home, &["mcp", "--http"], token);
     let client = reqwest::Client::new();
     let response = client
-        .post(url)
+        .post(&url)
         .header("Accept", ACCEPT)
         .bearer_auth(token)
         .json(&initialize_body("2025-11-25"))
@@ -249,15 +255,15 @@ async fn the_token_can_come_from_the_environment() {
 
 #[test]
 fn a_non_loopback_bind_is_refused_unless_asked_for_with_a_chosen_token() {
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args(["mcp", "--http", "0.0.0.0:0"]));
+    let home = Home::new();
+    let out = home.run(["mcp", "--http", "0.0.0.0:0"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
     assert!(
         !home.path().join(".config/dshkit/mcp-token").exists(),
         "a refused command creates nothing"
     );
-    let out = output(dshkit_command(home.path()).args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"]));
+    let out = home.run(["mcp", "--http", "0.0.0.0:0", "--allow-remote"]);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -268,16 +274,11 @@ fn a_non_loopback_bind_is_refused_unless_asked_for_with_a_chosen_token() {
 
 #[tokio::test]
 async fn an_explicit_remote_bind_with_a_chosen_token_serves() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let token = "chosen-token-0123456789abcdef";
-    let mut command = dshkit_command(home.path());
-    command
-        .args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"])
-        .env("DSHKIT_MCP_TOKEN", token);
-    let mut guard = dshkit_test::spawn_guarded(&mut command);
-    let line = dshkit_test::read_ready_line(&mut guard, "dshkit mcp: ", std::time::Duration::from_secs(20));
-    let port = line
-        .trim_start_matches("dshkit mcp: http://0.0.0.0:")
+    let (_server, served) = serve_with_token(&home, &["mcp", "--http", "0.0.0.0:0", "--allow-remote"], token);
+    let port = served
+        .trim_start_matches("http://0.0.0.0:")
         .trim_end_matches("/mcp");
     let url = format!("http://127.0.0.1:{port}/mcp");
     let client = reqwest::Client::new();
@@ -349,10 +350,7 @@ async fn call_in(server: &HttpServer, client: &reqwest::Client, session: &str, a
 
 #[tokio::test]
 async fn one_mcp_session_cannot_drive_another_sessions_preview_even_by_naming_its_owner() {
-    let app = dshkit_test::FixtureServer::start(vec![(
-        "/",
-        dshkit_test::Fixture::Html("<!doctype html><title>mine</title><button>Mine</button>".into()),
-    )]);
+    let app = dshkit_test::FixtureServer::page("<!doctype html><title>mine</title><button>Mine</button>");
     let server = start_http(&[]);
     let client = reqwest::Client::new();
     let alice = open_mcp_session(&server, &client).await;

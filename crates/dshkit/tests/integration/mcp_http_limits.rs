@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::dshkit_command;
+use crate::support::spawn_http;
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -34,14 +34,11 @@ impl Limited {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("settings.json"), settings).unwrap();
         }
-        let token_file = home.path().join("token");
-        let mut command = dshkit_command(home.path());
-        command
-            .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
-            .arg(&token_file)
-            .args(extra)
-            .env("DSHKIT_LOG", "warn,dshkit_mcp=info,dshkit=info");
-        let mut guard = dshkit_test::spawn_guarded(&mut command);
+        let (mut guard, url, token) = spawn_http(
+            home.path(),
+            extra,
+            &[("DSHKIT_LOG", "warn,dshkit_mcp=info,dshkit=info")],
+        );
         let stderr = guard.child.stderr.take().unwrap();
         let (lines, log) = mpsc::channel();
         std::thread::spawn(move || {
@@ -52,10 +49,9 @@ impl Limited {
                 }
             }
         });
-        let ready = dshkit_test::read_ready_line(&mut guard, "dshkit mcp: ", Duration::from_secs(20));
         Self {
-            url: ready.strip_prefix("dshkit mcp: ").unwrap().to_owned(),
-            token: std::fs::read_to_string(&token_file).unwrap().trim().to_owned(),
+            url,
+            token,
             log,
             _guard: guard,
             _home: home,
@@ -226,10 +222,7 @@ async fn when_every_session_is_busy_a_new_one_gets_503_with_retry_after() {
 
 #[tokio::test]
 async fn an_idle_session_expires_its_client_gets_404_and_its_previews_are_closed() {
-    let app = dshkit_test::FixtureServer::start(vec![(
-        "/",
-        dshkit_test::Fixture::Html("<!doctype html><title>one</title><button>One</button>".into()),
-    )]);
+    let app = dshkit_test::FixtureServer::page("<!doctype html><title>one</title><button>One</button>");
     // One preview at a time: a second client can open one only after the first
     // client's preview was closed.
     let server = Limited::start(&["--session-idle", "2"], Some(r#"{"previewLimit": 1}"#));

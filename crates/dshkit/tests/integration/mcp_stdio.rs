@@ -1,135 +1,12 @@
 //! `dshkit mcp` over stdio, driven with raw JSON-RPC lines.
 
 use dshkit_os::process::Identity;
-use std::io::{BufRead, BufReader, Write};
-use std::process::ChildStdin;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use dshkit_test::{ChildGuard, spawn_guarded};
-use serde_json::{Value, json};
+use dshkit_test::FixtureServer;
+use serde_json::json;
 
-use crate::support::{dshkit_command, output};
-
-pub(crate) struct Session {
-    guard: ChildGuard,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    _home: tempfile::TempDir,
-}
-
-impl Session {
-    pub(crate) fn start(extra_env: &[(&str, &str)]) -> Self {
-        Self::start_with(&[], extra_env)
-    }
-
-    /// `dshkit mcp` with extra arguments (`--workspace DIR`, ...).
-    pub(crate) fn start_with(args: &[&str], extra_env: &[(&str, &str)]) -> Self {
-        let mut all = vec!["mcp"];
-        all.extend_from_slice(args);
-        Self::start_dshkit(&all, extra_env)
-    }
-
-    /// `dshkit` with `args` (an MCP server over stdio: `echo replay FILE`, ...).
-    pub(crate) fn start_dshkit(args: &[&str], extra_env: &[(&str, &str)]) -> Self {
-        let home = tempfile::tempdir().unwrap();
-        let mut command = dshkit_command(home.path());
-        command.args(args);
-        for (k, v) in extra_env {
-            command.env(k, v);
-        }
-        let mut guard = spawn_guarded(&mut command);
-        let stdin = guard.child.stdin.take();
-        let stdout = guard.child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            guard,
-            stdin,
-            lines,
-            _home: home,
-        }
-    }
-
-    /// SIGKILL to dshkit alone (not its process group), then reap it.
-    pub(crate) fn kill(&mut self) {
-        assert!(Identity::of(self.guard.pid()).unwrap().kill());
-        let _ = self.guard.child.wait();
-    }
-
-    pub(crate) fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    pub(crate) fn recv(&self) -> Value {
-        self.recv_within(Duration::from_secs(20))
-    }
-
-    pub(crate) fn recv_within(&self, within: Duration) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(within)
-            .unwrap_or_else(|_| panic!("a response line within {within:?}"));
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line}"))
-    }
-
-    pub(crate) fn initialize(&mut self, version: &str) -> Value {
-        self.send(
-            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name":"raw","version":"1"}}})
-            .to_string(),
-        );
-        let response = self.recv();
-        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        response
-    }
-
-    pub(crate) fn call(&mut self, id: u64, name: &str, arguments: &Value) -> Value {
-        self.call_within(id, name, arguments, Duration::from_secs(20))
-    }
-
-    /// A call whose answer may take up to `within` (a slow operation on a loaded
-    /// machine). Notifications before the answer (logs, a changed resource list)
-    /// are skipped; tests of them read with `send` and `recv`.
-    pub(crate) fn call_within(&mut self, id: u64, name: &str, arguments: &Value, within: Duration) -> Value {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}}).to_string());
-        loop {
-            let message = self.recv_within(within);
-            if message.get("id").is_some() || message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    /// Closes stdin and waits for the server to end.
-    pub(crate) fn finish(mut self, within: Duration) -> std::process::ExitStatus {
-        drop(self.stdin.take());
-        self.wait_exit(within)
-    }
-
-    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            if let Some(status) = self.guard.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "dshkit mcp did not exit within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
+use crate::support::{EnvDir, Home, Session, describe, output};
 
 #[test]
 fn both_initialize_versions_are_negotiated() {
@@ -145,8 +22,7 @@ fn both_initialize_versions_are_negotiated() {
 #[test]
 fn garbage_is_survived_and_every_stdout_line_is_json_rpc() {
     // Debug logging on: none of it may reach stdout.
-    let mut session = Session::start(&[("DSHKIT_LOG", "debug")]);
-    session.initialize("2025-11-25");
+    let mut session = Session::initialized(&[], &[("DSHKIT_LOG", "debug")]);
     session.send("this is not json {");
     session.send(r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"#); // cut off mid-object
     let info = session.call(7, "dshkit_info", &json!({}));
@@ -163,8 +39,7 @@ fn garbage_is_survived_and_every_stdout_line_is_json_rpc() {
 
 #[test]
 fn unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error() {
-    let mut session = Session::start(&[]);
-    session.initialize("2025-11-25");
+    let mut session = Session::initialized(&[], &[]);
     let unknown = session.call(1, "no_such_tool", &json!({}));
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     assert!(
@@ -184,8 +59,7 @@ fn unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error() {
 
 #[test]
 fn doctor_result_has_structured_content_and_a_compact_text() {
-    let mut session = Session::start(&[]);
-    session.initialize("2025-11-25");
+    let mut session = Session::initialized(&[], &[]);
     let doctor = session.call(3, "dshkit_doctor", &json!({}));
     let result = &doctor["result"];
     assert_eq!(result["isError"], false);
@@ -209,18 +83,15 @@ fn doctor_result_has_structured_content_and_a_compact_text() {
 
 #[test]
 fn stdin_eof_ends_the_server_cleanly() {
-    let mut session = Session::start(&[]);
-    session.initialize("2025-11-25");
-    drop(session.stdin.take());
-    assert!(session.wait_exit(Duration::from_secs(10)).success());
+    let session = Session::initialized(&[], &[]);
+    assert!(session.finish(Duration::from_secs(10)).success());
 }
 
 #[test]
 fn sigterm_and_sigint_end_the_server_cleanly() {
     for signal in ["TERM", "INT"] {
-        let mut session = Session::start(&[]);
-        session.initialize("2025-11-25");
-        let server = Identity::of(session.guard.pid()).unwrap();
+        let mut session = Session::initialized(&[], &[]);
+        let server = Identity::of(session.pid()).unwrap();
         assert!(if signal == "TERM" {
             server.terminate()
         } else {
@@ -233,8 +104,7 @@ fn sigterm_and_sigint_end_the_server_cleanly() {
 
 #[test]
 fn tool_families_are_selected_with_tools() {
-    let home = tempfile::tempdir().unwrap();
-    let out = output(dshkit_command(home.path()).args(["mcp", "--tools", "core,nope"]));
+    let out = Home::new().run(["mcp", "--tools", "core,nope"]);
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -242,8 +112,7 @@ fn tool_families_are_selected_with_tools() {
         "{stderr}"
     );
 
-    let mut session = Session::start(&[]);
-    session.initialize("2025-11-25");
+    let mut session = Session::initialized(&[], &[]);
     session.send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#);
     let names: Vec<String> = session.recv()["result"]["tools"]
         .as_array()
@@ -294,16 +163,8 @@ fn the_diagnosis_playbook_is_an_mcp_prompt() {
 
 #[test]
 fn describe_prints_exactly_the_tools_the_server_lists_and_the_prompts() {
-    let home = tempfile::tempdir().unwrap();
-    let described = output(dshkit_command(home.path()).args(["mcp", "--describe"]));
-    assert!(
-        described.status.success(),
-        "{}",
-        String::from_utf8_lossy(&described.stderr)
-    );
-    let described: Value = serde_json::from_slice(&described.stdout).unwrap();
-    let mut mcp = Session::start(&[]);
-    mcp.initialize("2025-11-25");
+    let described = describe(Home::new().path());
+    let mut mcp = Session::initialized(&[], &[]);
     mcp.send(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
     let listed = mcp.recv();
     assert_eq!(described["tools"], listed["result"]["tools"]);
@@ -318,19 +179,17 @@ fn describe_prints_exactly_the_tools_the_server_lists_and_the_prompts() {
 
 #[test]
 fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its_fix() {
-    let config = tempfile::tempdir().unwrap();
-    let config_home = config.path().display().to_string();
-    let home = tempfile::tempdir().unwrap();
-    let set = output(
-        dshkit_command(home.path())
-            .env("XDG_CONFIG_HOME", &config_home)
-            .args(["settings", "set", "--value", r#"{"previewLimit": 1}"#]),
-    );
+    let config = EnvDir::config_home();
+    let home = Home::new();
+    // `dshkit ARGS` in the home, reading its settings from `config`.
+    let configured = |args: &[&str]| {
+        let (name, value) = config.env();
+        output(home.dshkit().env(name, value).args(args))
+    };
+    let set = configured(&["settings", "set", "--value", r#"{"previewLimit": 1}"#]);
     assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
-    let page =
-        dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html("<p>one</p>".into()))]);
-    let mut mcp = Session::start(&[("XDG_CONFIG_HOME", config_home.as_str())]);
-    mcp.initialize("2025-11-25");
+    let page = FixtureServer::page("<p>one</p>");
+    let mut mcp = Session::initialized(&[], &[config.env()]);
     // At the limit an owner's own idle preview makes room; another owner's never does.
     let open = |owner: &str| json!({"operation": "open", "url": page.url("/"), "owner": owner});
     let first = mcp.call(1, "liveloop_browser", &open("build"));
@@ -342,32 +201,18 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
     );
 
     // An invalid value is refused by `settings set` and nothing changes...
-    let refused = output(
-        dshkit_command(home.path())
-            .env("XDG_CONFIG_HOME", &config_home)
-            .args(["settings", "set", "--value", r#"{"previewLimit": 99}"#]),
-    );
+    let refused = configured(&["settings", "set", "--value", r#"{"previewLimit": 99}"#]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("previewLimit must be between 1 and 16"));
     // ...and a hand-broken file stops `dshkit mcp` with its fix, but not --describe.
     std::fs::write(config.path().join("dshkit/settings.json"), "{ broken").unwrap();
-    let serve = output(
-        dshkit_command(home.path())
-            .env("XDG_CONFIG_HOME", &config_home)
-            .args(["mcp", "--stdio"])
-            .stdin(std::process::Stdio::null()),
-    );
+    let serve = configured(&["mcp", "--stdio"]);
     assert!(!serve.status.success());
     assert!(
         String::from_utf8_lossy(&serve.stderr).contains("dshkit settings set"),
         "{serve:?}"
     );
-    let described = output(
-        dshkit_command(home.path())
-            .env("XDG_CONFIG_HOME", &config_home)
-            .args(["mcp", "--describe"]),
-    );
-    assert!(described.status.success());
+    assert!(configured(&["mcp", "--describe"]).status.success());
 }
 
 /// A server whose stdout and stderr peer is gone (the host that started it was
@@ -375,9 +220,9 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
 #[test]
 fn sigterm_ends_a_server_whose_stderr_is_gone() {
     use std::io::Read as _;
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let (ours, theirs) = std::io::pipe().unwrap();
-    let mut command = dshkit_command(home.path());
+    let mut command = home.dshkit();
     command
         .args(["mcp", "--http", "127.0.0.1:0"])
         .env("DSHKIT_LOG", "info")

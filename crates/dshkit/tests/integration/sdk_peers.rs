@@ -8,6 +8,13 @@ use serde_json::Value;
 
 use crate::support::{dshkit, isolate, output, start_http, stdout_json};
 
+/// `command` run to its end, which must succeed: what it printed, as JSON.
+fn json_of(command: &mut Command) -> Value {
+    let out = output(command);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout_json(&out)
+}
+
 fn node(peers: &Peers, home: &std::path::Path) -> Command {
     let mut command = Command::new(peers.node());
     isolate(&mut command, home);
@@ -42,15 +49,14 @@ fn assert_sdk_report(report: &Value) {
 fn the_typescript_sdk_client_uses_dshkit_over_stdio() {
     let peers = Peers::get();
     let home = tempfile::tempdir().unwrap();
-    let out = output(
+    let report = json_of(
         node(&peers, home.path())
             .arg(peers.script("sdk-client.mjs"))
             .arg("stdio")
             .arg(dshkit())
             .arg("mcp"),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_sdk_report(&stdout_json(&out));
+    assert_sdk_report(&report);
 }
 
 #[test]
@@ -58,13 +64,11 @@ fn the_typescript_sdk_client_uses_dshkit_over_http_with_the_token() {
     let peers = Peers::get();
     let home = tempfile::tempdir().unwrap();
     let server = start_http(&[]);
-    let out = output(
+    let report = json_of(
         node(&peers, home.path())
             .arg(peers.script("sdk-client.mjs"))
             .args(["http", &server.url, &server.token]),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report = stdout_json(&out);
     assert_eq!(
         report["protocolVersion"], "2025-11-25",
         "the SDK negotiates its newest version"
@@ -94,9 +98,7 @@ fn inspector(peers: &Peers, home: &std::path::Path) -> Command {
 }
 
 fn check_inspector_run(mut list: Command, mut call: Command) {
-    let out = output(&mut list);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let tools = stdout_json(&out);
+    let tools = json_of(&mut list);
     let names: Vec<&str> = tools["tools"]
         .as_array()
         .unwrap()
@@ -104,9 +106,7 @@ fn check_inspector_run(mut list: Command, mut call: Command) {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, crate::support::ALL_TOOLS);
-    let out = output(&mut call);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let result = stdout_json(&out);
+    let result = json_of(&mut call);
     assert_eq!(result["isError"], false);
     assert_eq!(result["structuredContent"]["formatVersion"], 1, "{result}");
 }
@@ -137,9 +137,7 @@ fn the_inspector_cli_uses_dshkit_over_stdio() {
         .arg(format!("DSHKIT_EVIDENCE_ROOT={}", evidence.display()));
     target(&mut resources);
     resources.args(["--method", "resources/list"]);
-    let out = output(&mut resources);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let listed = stdout_json(&out);
+    let listed = json_of(&mut resources);
     assert!(
         listed["resources"]
             .as_array()
@@ -260,10 +258,10 @@ const TODO_APP: &str = "<!doctype html><title>Todo</title><h1>Todo</h1><p>Nothin
 /// Runs an SDK client's evidence demo (`client` is the command up to its script)
 /// over stdio and over HTTP with the token, and judges each report.
 fn evidence_demo(client: impl Fn(&std::path::Path) -> Command) {
-    let app = dshkit_test::FixtureServer::start(vec![("/", dshkit_test::Fixture::Html(TODO_APP.into()))]);
+    let app = dshkit_test::FixtureServer::page(TODO_APP);
     let home = tempfile::tempdir().unwrap();
     let evidence = tempfile::tempdir().unwrap();
-    let out = output(
+    let report = json_of(
         client(home.path())
             .env("DSHKIT_EVIDENCE_ROOT", evidence.path())
             .arg(app.url("/"))
@@ -271,20 +269,18 @@ fn evidence_demo(client: impl Fn(&std::path::Path) -> Command) {
             .arg(dshkit())
             .arg("mcp"),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_evidence_report(&stdout_json(&out), evidence.path(), true);
+    assert_evidence_report(&report, evidence.path(), true);
 
     let server = start_http(&[]);
-    let out = output(
+    let report = json_of(
         client(home.path())
             .arg(app.url("/"))
             .args(["http", &server.url, &server.token])
             .arg(server.guard.pid().to_string()),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The HTTP server's evidence root is under its own isolated home.
     let root = server.home().join(".state/dshkit/evidence");
-    assert_evidence_report(&stdout_json(&out), &root, false);
+    assert_evidence_report(&report, &root, false);
 }
 
 #[test]

@@ -5,18 +5,17 @@
 
 use std::path::Path;
 
-use dshkit_test::{Fixture, FixtureServer};
+use dshkit_test::FixtureServer;
 use serde_json::Value;
 
-use crate::support::{dshkit_command, output, stdout_json};
+use crate::support::{Home, dshkit_command, output, stdout_json};
 
+/// A page that shows "Ready".
 fn page() -> FixtureServer {
-    FixtureServer::start(vec![(
-        "/",
-        Fixture::Html("<!doctype html><title>Settings</title><h1>Ready</h1>".into()),
-    )])
+    FixtureServer::page("<!doctype html><title>Settings</title><h1>Ready</h1>")
 }
 
+/// `dshkit settings set --value VALUE` in `home`, which must succeed.
 fn settings_set(home: &Path, value: &str) {
     let out = output(dshkit_command(home).args(["settings", "set", "--value", value]));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -33,6 +32,8 @@ fn verify(home: &Path, url: &str, extra: &[&str]) -> (Option<i32>, Value) {
     (out.status.code(), stdout_json(&out))
 }
 
+/// `dshkit mcp --describe EXTRA_ARGS` in `home` with `extra_env`, which must
+/// succeed: what it prints.
 fn describe(home: &Path, extra_env: &[(&str, &Path)], extra_args: &[&str]) -> Value {
     let mut command = dshkit_command(home);
     command.args(["mcp", "--describe"]).args(extra_args);
@@ -47,7 +48,7 @@ fn describe(home: &Path, extra_env: &[(&str, &Path)], extra_args: &[&str]) -> Va
 #[test]
 fn dshkit_verify_uses_the_quiet_window_set_with_dshkit_settings_set_and_a_flag_wins() {
     let app = page();
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     settings_set(home.path(), r#"{"quietWindowMs": 1234}"#);
 
     let (code, report) = verify(home.path(), &app.url("/"), &[]);
@@ -63,7 +64,7 @@ fn dshkit_verify_uses_the_quiet_window_set_with_dshkit_settings_set_and_a_flag_w
 #[test]
 fn a_broken_settings_file_is_refused_with_its_code_by_verify_and_mcp_but_not_by_describe() {
     let app = page();
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let file = home.path().join(".config/dshkit/settings.json");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
 
@@ -80,11 +81,7 @@ fn a_broken_settings_file_is_refused_with_its_code_by_verify_and_mcp_but_not_by_
         assert!(message.contains("dshkit settings set"), "{message}");
         assert!(message.contains(&file.display().to_string()), "{message}");
 
-        let served = output(
-            dshkit_command(home.path())
-                .args(["mcp", "--stdio"])
-                .stdin(std::process::Stdio::null()),
-        );
+        let served = home.run(["mcp", "--stdio"]);
         let stderr = String::from_utf8_lossy(&served.stderr);
         assert_eq!(served.status.code(), Some(3), "{text}: {stderr}");
         assert!(
@@ -100,7 +97,7 @@ fn a_broken_settings_file_is_refused_with_its_code_by_verify_and_mcp_but_not_by_
 
 #[test]
 fn the_devtools_registry_is_resolved_by_the_binary_and_handed_to_the_host() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let described = describe(home.path(), &[], &[]);
     assert_eq!(
         Path::new(described["host"]["devtoolsDir"].as_str().unwrap()),

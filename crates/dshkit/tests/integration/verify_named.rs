@@ -5,8 +5,7 @@
 use dshkit_test::{Fixture, FixtureServer};
 use serde_json::{Value, json};
 
-use crate::mcp_stdio::Session;
-use crate::support::{dshkit_command, output, stdout_json};
+use crate::support::{EnvDir, Home, Session, stdout_json};
 
 /// The path, query and fragment every test names.
 const NAMED: &str = "/broken/?tab=2#details";
@@ -33,11 +32,9 @@ fn app() -> FixtureServer {
     ])
 }
 
-fn mcp(evidence: &std::path::Path) -> Session {
-    let ev = evidence.display().to_string();
-    let mut mcp = Session::start_with(&[], &[("DSHKIT_EVIDENCE_ROOT", ev.as_str())]);
-    mcp.initialize("2025-11-25");
-    mcp
+/// An initialized `dshkit mcp` that writes its evidence in `evidence`.
+fn mcp(evidence: &EnvDir) -> Session {
+    Session::initialized(&[], &[evidence.env()])
 }
 
 fn report(response: &Value) -> &Value {
@@ -60,15 +57,9 @@ fn assert_about_the_broken_page(report: &Value, named: &str) {
 #[test]
 fn the_cli_verifies_the_url_it_is_given_with_its_path_query_and_fragment() {
     let app = app();
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let named = app.url(NAMED);
-    let out = output(dshkit_command(home.path()).args([
-        "verify",
-        &named,
-        "--expect-text",
-        "at ?tab=2#details",
-        "--json",
-    ]));
+    let out = home.run(["verify", &named, "--expect-text", "at ?tab=2#details", "--json"]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -83,7 +74,7 @@ fn the_cli_verifies_the_url_it_is_given_with_its_path_query_and_fragment() {
     );
 
     // `--path` is resolved against the URL given; the text names the page.
-    let out = output(dshkit_command(home.path()).args(["verify", &app.url("/"), "--path", NAMED]));
+    let out = home.run(["verify", &app.url("/"), "--path", NAMED]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with(&format!("FAILED  {named}  ")), "{text}");
@@ -92,8 +83,8 @@ fn the_cli_verifies_the_url_it_is_given_with_its_path_query_and_fragment() {
 #[test]
 fn liveloop_verify_checks_the_named_page_through_app_url_url_and_a_navigate_step() {
     let app = app();
-    let evidence = tempfile::tempdir().unwrap();
-    let mut mcp = mcp(evidence.path());
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = mcp(&evidence);
     let named = app.url(NAMED);
 
     let by_app_url = mcp.call(1, "liveloop_verify", &json!({ "appUrl": named }));
@@ -143,8 +134,8 @@ fn liveloop_verify_checks_the_named_page_through_app_url_url_and_a_navigate_step
 #[test]
 fn a_redirect_is_said_in_the_verdict_and_the_report_names_both_urls() {
     let app = app();
-    let evidence = tempfile::tempdir().unwrap();
-    let mut mcp = mcp(evidence.path());
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = mcp(&evidence);
     let named = app.url("/old");
     let redirected = mcp.call(
         1,
@@ -170,8 +161,8 @@ fn a_redirect_is_said_in_the_verdict_and_the_report_names_both_urls() {
 #[test]
 fn ten_verifications_in_a_row_in_one_mcp_session_all_get_their_verdicts() {
     let app = app();
-    let evidence = tempfile::tempdir().unwrap();
-    let mut mcp = mcp(evidence.path());
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = mcp(&evidence);
     let mut sessions = std::collections::BTreeSet::new();
     for id in 1..=10u64 {
         // Alternate pages of the one origin, as an agent's loop does.
@@ -197,23 +188,12 @@ fn ten_verifications_in_a_row_in_one_mcp_session_all_get_their_verdicts() {
 #[test]
 fn at_the_limit_the_owners_least_recently_used_idle_preview_is_closed_and_said() {
     let app = app();
-    let evidence = tempfile::tempdir().unwrap();
-    let mut mcp = mcp(evidence.path());
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = mcp(&evidence);
     // Four previews opened to browse fill the default limit.
     let mut opened = Vec::new();
     for id in 1..=4u64 {
-        let response = mcp.call(
-            id,
-            "liveloop_browser",
-            &json!({ "operation": "open", "url": app.url("/") }),
-        );
-        assert_eq!(response["result"]["isError"], false, "{response}");
-        opened.push(
-            response["result"]["structuredContent"]["session"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        opened.push(mcp.open_preview(id, &app.url("/")));
     }
     // The oldest one is used again, so the second is now the least recently used.
     let used = mcp.call(
