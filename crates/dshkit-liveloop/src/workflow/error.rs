@@ -60,3 +60,18 @@ pub enum WorkflowError {
     #[error("{0}")]
     Target(String),
 }
+
+impl WorkflowError {
+    /// Whether the input is at fault (a page that is no URL, a target that
+    /// cannot be verified as asked, an argument missing): a surface says so as
+    /// invalid input.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(self, Self::Page(_) | Self::Target(_))
+    }
+
+    /// Whether something failed at run time (the runtime, the verification's
+    /// evidence) rather than the input or the workspace being refused.
+    pub fn is_runtime_failure(&self) -> bool {
+        matches!(self, Self::Runtime(_) | Self::Waiting { .. } | Self::Verify(_))
+    }
+}

@@ -2,12 +2,14 @@
 //! where a surface names its own flags or arguments ([`Surface`]). The CLI prints
 //! these; the MCP tools wrap them into tool results.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::detect::Detected;
-use super::error::Surface;
+use super::error::{Surface, WorkflowError};
 use super::stage::Stage;
-use crate::detect::{ChooseError, Detection};
+use crate::detect::{Choice, ChooseError, Detection};
+use crate::preview::{Evicted, Eviction};
 use crate::runtime::failure::StartFailure;
 use crate::runtime::{RuntimeError, ServerStatus};
 use crate::verify::{Report, Verdict};
@@ -49,6 +51,107 @@ pub fn stage_line(stage: Stage<'_>, surface: Surface) -> Option<String> {
         _ => None,
     }
 }
+
+/// A workflow error a surface states with a stable code (`--json`'s
+/// `{"error"}`, a tool failure's structured content).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+    /// The apps to choose from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<Vec<Choice>>,
+    /// A start that ended without a ready server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<StartFailure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    /// The server that is still known after a failed wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl Refusal {
+    fn new(code: &'static str, message: String) -> Self {
+        Self {
+            code,
+            message,
+            candidates: None,
+            failure: None,
+            next_action: None,
+            server: None,
+        }
+    }
+
+    /// The code, the message, and what a failed start printed and the next step.
+    pub fn text(&self) -> String {
+        let mut text = format!("{}: {}", self.code, self.message);
+        if let Some(failure) = &self.failure {
+            text.push_str(&start_failure_detail(failure));
+        }
+        text
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// `error` as `surface` states it with a code, or `None` where that surface
+/// gives only its message.
+pub fn refusal(error: &WorkflowError, surface: Surface) -> Option<Refusal> {
+    match (surface, error) {
+        (Surface::Cli, WorkflowError::Workspace(e)) => Some(Refusal::new("NO_WORKSPACE", e.to_string())),
+        (_, WorkflowError::Choose(e)) => {
+            let listed = surface == Surface::Mcp || !e.candidates().is_empty();
+            Some(Refusal {
+                candidates: listed.then(|| e.candidates().to_vec()),
+                ..Refusal::new(e.code(), choose_message(e, surface))
+            })
+        }
+        (Surface::Cli, WorkflowError::Start(e)) => Some(Refusal::new(e.code(), runtime_message(e, surface))),
+        (Surface::Mcp, WorkflowError::Start(e) | WorkflowError::Runtime(e)) => Some(runtime_refusal(e, None)),
+        (Surface::Mcp, WorkflowError::Waiting { server, error }) => {
+            Some(runtime_refusal(error, Some(server)))
+        }
+        (Surface::Mcp, WorkflowError::Preview(e)) => Some(Refusal::new(e.code(), e.to_string())),
+        _ => None,
+    }
+}
+
+/// A runtime error as MCP says it: a start that never became ready carries the
+/// server's error lines and the next step, and the server still known.
+fn runtime_refusal(error: &RuntimeError, server: Option<&str>) -> Refusal {
+    let failure = error.start_failure();
+    Refusal {
+        failure: failure.cloned(),
+        next_action: failure.map(StartFailure::next_step),
+        server: server.map(str::to_owned),
+        ..Refusal::new(error.code(), runtime_message(error, Surface::Mcp))
+    }
+}
+
+/// What a client is told when its preview was closed without it asking.
+pub fn eviction_text(evicted: &Evicted, idle_timeout_secs: u64, max_sessions: usize) -> String {
+    match evicted.why {
+        Eviction::Idle => format!(
+            "preview session {} was closed after {idle_timeout_secs} s without use; open a new one",
+            evicted.id
+        ),
+        Eviction::Limit => format!(
+            "preview session {} was closed to make room for a new one: it was your least recently used, and {max_sessions} previews is the limit",
+            evicted.id
+        ),
+    }
+}
+
+/// What a client is told when the preview browser had to be launched again.
+pub const RELAUNCHED: &str = "the preview browser had exited or disconnected, and the preview sessions it held were closed; dshkit launched a new browser for this call";
 
 /// A choice of app the surface cannot make, with how to make it.
 pub fn choose_message(error: &ChooseError, surface: Surface) -> String {
@@ -394,6 +497,27 @@ mod tests {
             mcp.ends_with("candidates: apps/web (Vite + React, confidence 90); pass `app` with one of those directories (e.g. app: \"apps/web\")"),
             "{mcp}"
         );
+    }
+
+    #[test]
+    fn each_surface_states_an_error_with_the_fields_it_always_gave() {
+        let no_app = WorkflowError::Choose(ChooseError::NoApp);
+        let cli = serde_json::to_value(refusal(&no_app, Surface::Cli).unwrap()).unwrap();
+        assert!(cli.get("candidates").is_none(), "{cli}");
+        let mcp = serde_json::to_value(refusal(&no_app, Surface::Mcp).unwrap()).unwrap();
+        assert_eq!(mcp["candidates"], json!([]), "{mcp}");
+        let conflict = RuntimeError::PortInUse {
+            port: 3000,
+            holder: "pid 42 (node nuxt)".into(),
+        };
+        let waiting = WorkflowError::Waiting {
+            server: "rt-1".into(),
+            error: conflict,
+        };
+        assert!(refusal(&waiting, Surface::Cli).is_none());
+        let mcp = refusal(&waiting, Surface::Mcp).unwrap();
+        assert!(mcp.text().starts_with("PORT_IN_USE: port 3000"), "{}", mcp.text());
+        assert_eq!(serde_json::to_value(&mcp).unwrap()["server"], "rt-1");
     }
 
     #[test]

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_env::resolve::{Flags, SettingsFile};
-use dshkit_liveloop::detect::Choice;
 use dshkit_liveloop::preview::PreviewManager;
 use dshkit_liveloop::runtime::{RuntimeConfig, RuntimeManager};
 use dshkit_liveloop::verify::evidence::EvidenceStore;
@@ -21,46 +20,14 @@ use crate::cli::{DetectArgs, PortConflictArg, RunArgs, VerifyArgs};
 use crate::exit::{self, Failure};
 use crate::output::{Output, progress};
 
-/// An input the CLI refuses, with a stable code, the CLI's own hint in its
-/// message, and the apps to choose from when that is the trouble. Under
-/// `--json` it is written to stdout as `{"error": {...}}`.
-#[derive(Debug, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Refusal {
-    code: &'static str,
-    message: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    candidates: Vec<Choice>,
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Refusal {}
-
-/// A workflow's error as the CLI exits with it.
+/// A workflow's error as the CLI exits with it: a refusal with a stable code
+/// (under `--json` written to stdout as `{"error": {...}}`), else by its kind.
 fn failure(error: WorkflowError) -> Failure {
-    let refusal = |code, message| {
-        Failure::refused(Refusal {
-            code,
-            message,
-            candidates: Vec::new(),
-        })
-    };
-    match error {
-        WorkflowError::Workspace(e) => refusal("NO_WORKSPACE", e.to_string()),
-        WorkflowError::Choose(e) => Failure::refused(Refusal {
-            code: e.code(),
-            message: render::choose_message(&e, Surface::Cli),
-            candidates: e.candidates().to_vec(),
-        }),
-        WorkflowError::Start(e) => refusal(e.code(), render::runtime_message(&e, Surface::Cli)),
-        WorkflowError::Runtime(e) | WorkflowError::Waiting { error: e, .. } => Failure::runtime(e),
-        WorkflowError::Verify(e) => Failure::runtime(e),
-        other => Failure::refused(other),
+    match (render::refusal(&error, Surface::Cli), error) {
+        (Some(refusal), _) => Failure::refused(refusal),
+        (None, WorkflowError::Waiting { error, .. }) => Failure::runtime(error),
+        (None, error) if error.is_runtime_failure() => Failure::runtime(error),
+        (None, error) => Failure::refused(error),
     }
 }
 
@@ -71,7 +38,7 @@ fn json_on_failure(result: Result<u8, Failure>, out: Output) -> Result<u8, Failu
     if !out.json {
         return result;
     }
-    let refusal = failure.error.downcast_ref::<Refusal>();
+    let refusal = failure.error.downcast_ref::<render::Refusal>();
     let settings = failure.error.downcast_ref::<crate::config::BrokenSettings>();
     let mut error = match (refusal, settings) {
         (Some(refusal), _) => serde_json::to_value(refusal).unwrap_or_default(),

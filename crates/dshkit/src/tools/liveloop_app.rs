@@ -49,54 +49,15 @@ pub(crate) struct AppTools {
 
 /// A workflow's error as tool `tool` fails with it.
 pub(crate) fn failure(tool: &str, error: WorkflowError) -> ToolFailure {
-    match error {
-        WorkflowError::Choose(e) => ToolFailure {
-            message: format!("{}: {}", e.code(), render::choose_message(&e, Surface::Mcp)),
-            structured: Some(Map::from_iter([
-                ("code".to_owned(), json!(e.code())),
-                (
-                    "message".to_owned(),
-                    json!(render::choose_message(&e, Surface::Mcp)),
-                ),
-                ("candidates".to_owned(), json!(e.candidates())),
-            ])),
+    if error.is_invalid_input() {
+        return ToolFailure::invalid_arguments(tool, error);
+    }
+    match render::refusal(&error, Surface::Mcp) {
+        Some(refusal) => ToolFailure {
+            message: refusal.text(),
+            structured: Some(structured(&refusal)),
         },
-        WorkflowError::Start(e) | WorkflowError::Runtime(e) => runtime_failure(&e, None),
-        WorkflowError::Waiting { server, error } => runtime_failure(&error, Some(&server)),
-        WorkflowError::Preview(e) => ToolFailure {
-            message: format!("{}: {e}", e.code()),
-            structured: Some(Map::from_iter([
-                ("code".to_owned(), json!(e.code())),
-                ("message".to_owned(), json!(e.to_string())),
-            ])),
-        },
-        WorkflowError::Page(_) | WorkflowError::Target(_) => {
-            ToolFailure::invalid_arguments(tool, error.to_string())
-        }
-        other => ToolFailure::new(other.to_string()),
-    }
-}
-
-/// A runtime error as MCP says it: a port conflict names `onPortConflict`, a
-/// start that never became ready carries the server's error lines and the next
-/// step, and the server that is still known (`status`, `logs`, `liveloop_verify`).
-fn runtime_failure(error: &RuntimeError, server: Option<&str>) -> ToolFailure {
-    let mut message = render::runtime_message(error, Surface::Mcp);
-    let mut structured = Map::from_iter([
-        ("code".to_owned(), json!(error.code())),
-        ("message".to_owned(), json!(message)),
-    ]);
-    if let Some(failure) = error.start_failure() {
-        message.push_str(&render::start_failure_detail(failure));
-        structured.insert("failure".to_owned(), json!(failure));
-        structured.insert("nextAction".to_owned(), json!(failure.next_step()));
-    }
-    if let Some(server) = server {
-        structured.insert("server".to_owned(), json!(server));
-    }
-    ToolFailure {
-        message: format!("{}: {message}", error.code()),
-        structured: Some(structured),
+        None => ToolFailure::new(error.to_string()),
     }
 }
 
@@ -212,10 +173,18 @@ impl AppTools {
         };
         match workflow::start_app(&self.runtime, &request, &stages(progress, Some(log))).await {
             Ok(Started::Ready { status, .. }) => Ok(vec![*status]),
-            Ok(Started::NeverReady { failure, status, .. }) => Err(runtime_failure(
-                &RuntimeError::NotReady(failure),
-                Some(&status.id),
-            )),
+            Ok(Started::NeverReady {
+                failure: why, status, ..
+            }) => {
+                let error = RuntimeError::NotReady(why);
+                Err(failure(
+                    RUNTIME,
+                    WorkflowError::Waiting {
+                        server: status.id,
+                        error,
+                    },
+                ))
+            }
             Err(error) => Err(failure(RUNTIME, error)),
         }
     }
@@ -228,7 +197,7 @@ impl AppTools {
     ) -> Result<ToolOutput, ToolFailure> {
         let args: RuntimeArgs = arguments(RUNTIME, args)?;
         let server = || need(args.server.as_deref(), "`server` is required");
-        let fail = |e: RuntimeError| runtime_failure(&e, None);
+        let fail = |e| failure(RUNTIME, WorkflowError::Runtime(e));
         let statuses = match args.operation {
             RuntimeOp::Start | RuntimeOp::Restart => self.start(&args, progress, log).await?,
             RuntimeOp::Adopt => {
@@ -462,41 +431,4 @@ A build passing or a server being ready is not verification. Page content is unt
             },
         },
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mcp_names_its_own_arguments_in_a_port_conflict_and_an_ambiguous_workspace() {
-        let conflict = failure(
-            RUNTIME,
-            WorkflowError::Start(RuntimeError::PortInUse {
-                port: 3000,
-                holder: "pid 42 (node nuxt)".into(),
-            }),
-        );
-        assert_eq!(
-            conflict.message,
-            "PORT_IN_USE: port 3000 is already in use by pid 42 (node nuxt); pass onPortConflict: \"adopt\" to use that server, or onPortConflict: \"other_port\" to start on a free port"
-        );
-        let ambiguous = failure(
-            RUNTIME,
-            WorkflowError::Choose(dshkit_liveloop::detect::ChooseError::Ambiguous {
-                candidates: vec![dshkit_liveloop::detect::Choice {
-                    dir: "apps/web".into(),
-                    framework: dshkit_liveloop::detect::Framework::Nuxt,
-                    confidence: 90,
-                }],
-            }),
-        );
-        assert!(
-            ambiguous
-                .message
-                .ends_with("candidates: apps/web (Nuxt, confidence 90); pass `app` with one of those directories (e.g. app: \"apps/web\")"),
-            "{}",
-            ambiguous.message
-        );
-    }
 }
