@@ -89,3 +89,9 @@ pub(crate) fn retention(resolved: &Resolved) -> Retention {
     }
     retention
 }
+
+/// The evidence root of this process's environment, where verification
+/// reports and preview screenshots are kept.
+pub(crate) fn evidence_root() -> Option<std::path::PathBuf> {
+    dshkit_env::disk::evidence_root(&Environment::from_process())
+}

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{arguments, structured};
+use super::shared::{arguments, structured};
 
 const TOOL: &str = "plugin_check";
 

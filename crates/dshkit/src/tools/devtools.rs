@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{arguments, structured};
+use super::shared::{arguments, structured};
 
 /// The `dsh-runtime-debugging` skill, shipped as a file for hosts that read
 /// skills and served as a prompt (front matter left out) to the rest.

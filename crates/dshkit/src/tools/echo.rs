@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::arguments;
+use super::shared::arguments;
 
 const CASSETTES: &str = "echo_cassettes";
 const INSPECT: &str = "echo_inspect";
