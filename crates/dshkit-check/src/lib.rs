@@ -10,6 +10,10 @@
 //! `live`, an isolated boot ([`live`]), with `page` the page smoke in Chromium
 //! ([`smoke`]), and the shutdown proof; and always the leftover-instance audit
 //! ([`audit`]). A check that did not run says `not_tested`.
+//!
+//! A [`CheckRequest`] is what the CLI and the MCP tool both receive; its
+//! [`CheckRequest::options`] apply the environment's defaults, and
+//! [`compact_text`] is the report as both print it.
 
 pub mod audit;
 mod boot_output;
@@ -22,6 +26,7 @@ mod manifest;
 pub mod patch_list;
 mod plugins;
 mod report;
+mod request;
 pub mod resolve;
 mod run;
 pub mod smoke;
@@ -30,6 +35,7 @@ pub mod syntax;
 
 pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, local_plugins};
 pub use report::{Check, MAX_EVIDENCE, Report, Status};
+pub use request::{CheckRequest, RequestError, compact_text};
 pub use run::{CheckOptions, Progress, run};
 
 /// The diagnosis playbook `plugin-fault-diagnosis`: what to do after `ok: false`.

@@ -5,12 +5,24 @@
 //! socket listed in a registry directory. This crate finds those targets
 //! ([`DebugCore::targets`]), attaches debug sessions, keeps a bounded journal per
 //! target ([`journal`]), answers snapshots with mechanical candidates
-//! ([`topology`]) and waits on the journal (`found`, `timeout` or `gap`). It knows
-//! nothing of MCP; the `dshkit` binary serves it as the `devtools` tool family.
+//! ([`topology`]) and waits on the journal (`found`, `timeout` or `gap`). It never
+//! imports the MCP SDK; the `dshkit` binary serves it as the `devtools` tool family.
+//!
+//! What both adapters show lives here too: [`agent`], the tools' texts and
+//! structured values (paged catalogs, error codes); [`text`], what `dshkit
+//! devtools` prints, the saved checkpoint format and the finite profile;
+//! [`doctor`], the facts of the set-up on this machine; [`endpoint`], where the
+//! endpoint for hosts outside DSH is found; [`bridge`], the stdio server that
+//! forwards a host's messages to that endpoint.
 
+pub mod agent;
+pub mod bridge;
 mod core;
+pub mod doctor;
+pub mod endpoint;
 pub mod journal;
 mod link;
+pub mod text;
 pub mod topology;
 
 pub use core::{

@@ -119,6 +119,28 @@ pub struct ConnectReport {
     pub backup: Option<PathBuf>,
 }
 
+impl ConnectReport {
+    /// The text `dshkit dsh connect` prints: what happened to the file, its
+    /// backup, and how the tools of `server_name` appear once `profile` restarts.
+    pub fn connect_text(&self, server_name: &str, profile: &str) -> String {
+        let what = match self.outcome {
+            Outcome::Created => "created with dshkit's row",
+            Outcome::Added => "dshkit's row added",
+            Outcome::Updated => "dshkit's row updated",
+            Outcome::Unchanged => "already connected; nothing changed",
+            Outcome::Removed => "dshkit's row removed",
+        };
+        let mut text = format!("{}: {what}\n", self.path.display());
+        if let Some(backup) = &self.backup {
+            text.push_str(&format!("backup of the previous file: {}\n", backup.display()));
+        }
+        text.push_str(&format!(
+            "DSH's model sees the tools as mcp__{server_name}__<tool>; restart the `{profile}` profile to load them.\n"
+        ));
+        text
+    }
+}
+
 /// Adds or refreshes `row` in the patch file of `profile_dir`.
 pub fn connect(profile_dir: &Path, row: &dyn ManagedRow) -> Result<ConnectReport, PatchError> {
     edit(profile_dir, Some(row))

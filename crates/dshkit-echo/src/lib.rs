@@ -25,7 +25,11 @@
 //! - [`lint`]: cassette checks and the readable timeline;
 //! - [`verify`]: the recorded requests sent to the live server, the answers compared;
 //! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison;
-//! - [`contract`]: tool contracts, snapshotted and diffed.
+//! - [`contract`]: tool contracts, snapshotted and diffed;
+//! - [`show`]: what the `dshkit echo` commands show (verify, diff, lint,
+//!   inspect, snapshot, scan), each view with its text;
+//! - [`workspace`]: a workspace's cassettes as an agent sees them, listed and
+//!   inspected, redacted again.
 
 pub mod cassette;
 pub mod contract;
@@ -47,9 +51,11 @@ pub mod recorder;
 pub mod redact;
 pub mod replay;
 mod server_process;
+pub mod show;
 pub mod stdio;
 pub mod verify;
 pub mod volatile;
+pub mod workspace;
 pub mod writer;
 
 pub use frame::MAX_FRAME_BYTES;

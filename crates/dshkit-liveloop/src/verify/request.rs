@@ -46,7 +46,7 @@ impl VerifyError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Invalid(_) => "INVALID_REQUEST",
-            Self::ReferenceOutside(_) => "REFERENCE_OUTSIDE",
+            Self::ReferenceRefused { .. } => "REFERENCE_OUTSIDE",
             Self::Persist(e) => e.code(),
         }
     }
@@ -55,7 +55,7 @@ impl VerifyError {
     /// refused; persisting is the evidence store's ([`EvidenceError::class`]).
     pub fn class(&self) -> dshkit_os::error::ErrorClass {
         match self {
-            Self::Invalid(_) | Self::ReferenceOutside(_) => dshkit_os::error::ErrorClass::Refused,
+            Self::Invalid(_) | Self::ReferenceRefused { .. } => dshkit_os::error::ErrorClass::Refused,
             Self::Persist(e) => e.class(),
         }
     }
@@ -361,7 +361,11 @@ mod tests {
                 ErrorClass::Refused,
             ),
             (
-                VerifyError::ReferenceOutside("/etc/x.png".into()),
+                VerifyError::ReferenceRefused {
+                    path: "/etc/x.png".into(),
+                    root: "/w".into(),
+                    reason: dshkit_os::fs::Refused::Outside,
+                },
                 "REFERENCE_OUTSIDE",
                 ErrorClass::Refused,
             ),

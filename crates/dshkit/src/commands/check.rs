@@ -1,18 +1,18 @@
 //! `dshkit check`: `plugin_check` for people.
 
+use dshkit_check::{CheckRequest, compact_text};
 use dshkit_env::Environment;
 
 use crate::cli::CheckArgs;
 use crate::exit::{self, Failure};
 use crate::output::Output;
-use crate::tools::check::{self as tool, compact_text};
 
 pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     if args.explain {
         out.write(dshkit_check::PLAYBOOK);
         return Ok(exit::SUCCESS);
     }
-    let tool_args = tool::CheckArgs {
+    let request = CheckRequest {
         dsh_home: args.dsh_home,
         profile: Some(args.profile),
         target: args.target,
@@ -24,9 +24,9 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
         observe_ms: args.observe_ms,
         isolate_home: args.isolate_home,
     };
-    let options = tool::options(tool_args, &Environment::from_process())
-        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
-    let mut options = options;
+    let mut options = request
+        .options(&Environment::from_process())
+        .map_err(Failure::refused)?;
     if let Some(seconds) = args.stray_age_secs {
         options.stray_age = std::time::Duration::from_secs(seconds);
     }

@@ -4,13 +4,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use dshkit_echo::cassette;
+use dshkit_dsh::overlay::{self, OverlayMode, OverlayRequest};
 use dshkit_echo::error::ErrorKind;
 use dshkit_echo::key::MatchOptions;
-use dshkit_echo::lint::{Linter, entry};
 use dshkit_echo::recorder::{RecordOptions, RecordSummary};
 use dshkit_echo::redact::Redactor;
 use dshkit_echo::replay::{OnMiss, ReplayOptions, Timing};
+use dshkit_echo::show;
 use dshkit_echo::stdio::{Peer, record_stdio, replay, replay_stdio};
 use dshkit_echo::writer::RecordMode;
 use tokio::io::BufReader;
@@ -86,20 +86,7 @@ async fn serve_until_signal(
 }
 
 fn note_recorded(summary: &RecordSummary) {
-    note(&format!(
-        "recorded {} interaction(s), {} message(s){} into {}",
-        summary.interactions,
-        summary.messages,
-        if summary.raw_lines > 0 {
-            format!(", {} non-JSON line(s)", summary.raw_lines)
-        } else {
-            String::new()
-        },
-        summary
-            .cassette
-            .as_deref()
-            .map_or_else(|| "(nothing)".into(), |p| p.display().to_string())
-    ));
+    note(&show::recorded_note(summary));
 }
 
 fn note(message: &str) {
@@ -186,7 +173,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
-        EchoCommand::DshOverlay(args) => overlay_command(&args, out),
+        EchoCommand::DshOverlay(args) => overlay_command(args, out),
     }
 }
 
@@ -362,63 +349,19 @@ async fn verify_command(
     target: &dshkit_echo::verify::Target,
     out: Output,
 ) -> Result<u8, Failure> {
-    // One pass to refuse a damaged cassette before any request reaches the
-    // server, then one that sends: neither holds the cassette in memory.
-    let records = cassette::Records::open(path).and_then(|mut records| {
-        records.try_for_each(|record| record.map(drop))?;
-        cassette::Records::open(path)
-    });
-    let records = match records {
-        Ok(records) => records,
+    let verified = match show::verify_cassette(path, target, options).await {
+        Ok(verified) => verified,
         Err(e) => {
             note(&format!("error: {e}"));
             return Ok(VERIFY_ERROR);
         }
     };
-    let checks = match dshkit_echo::verify::verify(records, target, options).await {
-        Ok(checks) => checks,
-        Err(e) => {
-            note(&format!("error: {e}"));
-            return Ok(VERIFY_ERROR);
-        }
-    };
-    let drift = checks
-        .iter()
-        .filter(|c| c.outcome != dshkit_echo::verify::Outcome::Match)
-        .count();
     if out.json {
-        out.json(&serde_json::json!({ "checks": checks, "drift": drift }));
+        out.json(&verified);
     } else {
-        let mut text = String::new();
-        for check in &checks {
-            let request = match &check.tool {
-                Some(tool) => format!("{} {tool}", check.method),
-                None => check.method.clone(),
-            };
-            text.push_str(&format!(
-                "#{:<4} {:<22} {:<36}{}{}\n",
-                check.ordinal,
-                serde_json::to_value(check.outcome)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                request,
-                if check.paths.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {:?}", check.paths)
-                },
-                check
-                    .detail
-                    .as_ref()
-                    .map(|d| format!(" ({d})"))
-                    .unwrap_or_default()
-            ));
-        }
-        text.push_str(&format!("{} request(s), {drift} drifted\n", checks.len()));
-        out.write(&text);
+        out.write(&verified.text());
     }
-    Ok(if drift == 0 {
+    Ok(if verified.drift == 0 {
         exit::SUCCESS
     } else {
         exit::PROBLEM_FOUND
@@ -426,34 +369,18 @@ async fn verify_command(
 }
 
 fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u8, Failure> {
-    use dshkit_echo::contract::Contract;
-    let contract = Contract::read(path).map_err(|e| echo_failure(e.kind(), e))?;
-    if contract.tools.is_empty() {
+    let Some((text, tools)) = show::snapshot(path).map_err(|e| echo_failure(e.kind(), e))? else {
         return Err(Failure::refused(anyhow!(
             "{} holds no tools/list answer",
             path.display()
         )));
-    }
-    let mut snapshot = contract.to_snapshot();
-    redactor(&RedactionArgs {
-        redact_env: Vec::new(),
-        redact: Vec::new(),
-    })?
-    .value(&mut snapshot);
-    let text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&snapshot).map_err(Failure::runtime)?
-    );
+    };
     match output {
         Some(file) => {
             dshkit_os::fs::write_atomic(file, text.as_bytes())
                 .with_context(|| format!("writing {}", file.display()))
                 .map_err(Failure::runtime)?;
-            note(&format!(
-                "{} tool(s) written to {}",
-                contract.tools.len(),
-                file.display()
-            ));
+            note(&format!("{tools} tool(s) written to {}", file.display()));
         }
         None => out.write(&text),
     }
@@ -461,42 +388,13 @@ fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u
 }
 
 fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
-    use dshkit_echo::contract::{Contract, Severity, diff};
-    let before = Contract::read(old).map_err(|e| echo_failure(e.kind(), e))?;
-    let after = Contract::read(new).map_err(|e| echo_failure(e.kind(), e))?;
-    let changes = diff(&before, &after);
-    let count = |s: Severity| changes.iter().filter(|c| c.severity == s).count();
-    let (breaking, dangerous) = (count(Severity::Breaking), count(Severity::Dangerous));
+    let diff = show::ContractDiff::read(old, new).map_err(|e| echo_failure(e.kind(), e))?;
     if out.json {
-        out.json(&serde_json::json!({ "changes": changes, "breaking": breaking, "dangerous": dangerous }));
+        out.json(&diff.to_json());
     } else {
-        let mut text = String::new();
-        for change in &changes {
-            text.push_str(&format!(
-                "{:<9} {:<36} {}{}: {}\n",
-                serde_json::to_value(change.severity)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                change.rule,
-                change.tool,
-                if change.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", change.path)
-                },
-                change.message
-            ));
-        }
-        text.push_str(&format!(
-            "{} change(s): {breaking} breaking, {dangerous} dangerous, {} minor, {} info\n",
-            changes.len(),
-            count(Severity::Minor),
-            count(Severity::Info)
-        ));
-        out.write(&text);
+        out.write(&diff.text());
     }
-    Ok(if breaking + dangerous > 0 {
+    Ok(if diff.has_risk() {
         exit::PROBLEM_FOUND
     } else {
         exit::SUCCESS
@@ -504,36 +402,11 @@ fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
 }
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    // Record by record: a cassette of any size is linted in bounded memory.
-    let mut records = cassette::Records::open(path).map_err(|e| echo_failure(e.kind(), e))?;
-    let mut linter = Linter::new(records.header());
-    for record in records.by_ref() {
-        linter.record(&record.map_err(|e| echo_failure(e.kind(), e))?);
-    }
-    let mut findings = linter.finish();
-    for warning in records.warnings().iter().cloned() {
-        findings.push(dshkit_echo::lint::Finding {
-            level: "warning",
-            rule: "reader",
-            message: warning,
-        });
-    }
+    let findings = show::lint(path).map_err(|e| echo_failure(e.kind(), e))?;
     if out.json {
         out.json(&findings);
-    } else if findings.is_empty() {
-        out.write(&format!("{}: ok\n", path.display()));
     } else {
-        let text = findings.iter().fold(String::new(), |mut text, f| {
-            text.push_str(&format!(
-                "{}: {} [{}] {}\n",
-                path.display(),
-                f.level,
-                f.rule,
-                f.message
-            ));
-            text
-        });
-        out.write(&text);
+        out.write(&show::lint_text(path, &findings));
     }
     Ok(if findings.iter().any(|f| f.level == "error") {
         exit::PROBLEM_FOUND
@@ -542,72 +415,8 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     })
 }
 
-/// Timeline lines written to stdout at once.
-const INSPECT_CHUNK: usize = 1024;
-
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    // Record by record, written as read: a cassette of any size is shown in
-    // bounded memory.
-    let mut records = cassette::Records::open(path).map_err(|e| echo_failure(e.kind(), e))?;
-    let header = records.header().clone();
-    let mut chunk = String::new();
-    if out.json {
-        let header = serde_json::to_string(&header).expect("a header serializes");
-        chunk.push_str(&format!("{{\n  \"header\": {header},\n  \"timeline\": ["));
-    } else {
-        chunk.push_str(&format!(
-            "{} · {} · era {} · protocol {} · server {} · recorded by {}{}\n",
-            path.display(),
-            header.transport,
-            header.era,
-            header.protocol_version.as_deref().unwrap_or("?"),
-            header.server_info.as_ref().map_or_else(
-                || "?".into(),
-                |s| format!(
-                    "{} {}",
-                    s["name"].as_str().unwrap_or("?"),
-                    s["version"].as_str().unwrap_or("")
-                )
-            ),
-            header.recorder,
-            if header.redacted { " · redacted" } else { "" }
-        ));
-    }
-    for (index, record) in records.by_ref().enumerate() {
-        let entry = entry(&record.map_err(|e| echo_failure(e.kind(), e))?);
-        if out.json {
-            let separator = if index == 0 { "\n    " } else { ",\n    " };
-            chunk.push_str(separator);
-            chunk.push_str(&serde_json::to_string(&entry).expect("an entry serializes"));
-        } else {
-            chunk.push_str(&format!(
-                "{:>5} {:<16} {:<26} {}{}{}{}\n",
-                entry.ordinal.map_or_else(|| "-".into(), |o| format!("#{o}")),
-                entry.kind,
-                entry.method,
-                entry.summary,
-                entry.ms.map(|ms| format!("  {ms} ms")).unwrap_or_default(),
-                if entry.notifications > 0 {
-                    format!("  +{} notification(s)", entry.notifications)
-                } else {
-                    String::new()
-                },
-                if entry.is_error { "  ERROR" } else { "" }
-            ));
-        }
-        if index % INSPECT_CHUNK == INSPECT_CHUNK - 1 {
-            out.write(&std::mem::take(&mut chunk));
-        }
-    }
-    if out.json {
-        let warnings = serde_json::to_string(records.warnings()).expect("strings serialize");
-        chunk.push_str(&format!("\n  ],\n  \"warnings\": {warnings}\n}}\n"));
-    } else {
-        for warning in records.warnings() {
-            chunk.push_str(&format!("warning: {warning}\n"));
-        }
-    }
-    out.write(&chunk);
+    show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(|e| echo_failure(e.kind(), e))?;
     Ok(exit::SUCCESS)
 }
 
@@ -619,24 +428,8 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
         let found = redactor.scan(&text);
         if out.json {
             out.json(&found);
-        } else if found.is_empty() {
-            out.write(&format!("{}: no secrets found\n", path.display()));
         } else {
-            let text = found.iter().fold(String::new(), |mut text, f| {
-                let place = if f.column > 0 {
-                    format!("{}:{}", f.line, f.column)
-                } else {
-                    f.line.to_string()
-                };
-                text.push_str(&format!(
-                    "{}:{place}: secret ({}) {}\n",
-                    path.display(),
-                    f.rule,
-                    f.hint
-                ));
-                text
-            });
-            out.write(&text);
+            out.write(&show::scan_text(path, &found));
         }
         return Ok(if found.is_empty() {
             exit::SUCCESS
@@ -661,146 +454,34 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
 }
 
 /// Writes the overlay and its recovery manifest; never touches the profile.
-fn overlay_command(args: &OverlayArgs, out: Output) -> Result<u8, Failure> {
-    let valid_name = !args.server.is_empty()
-        && args.server.len() <= 64
-        && args
-            .server
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !valid_name {
-        return Err(Failure::refused(anyhow!(
-            "--server must be letters, digits, `-` or `_` (at most 64): it becomes mcp__{{server}}__<tool>"
-        )));
-    }
-    if args.mode != OverlayModeArg::Replay && args.argv.is_empty() {
-        return Err(Failure::refused(anyhow!(
-            "mode {:?} needs the real server after --: dshkit echo dsh-overlay ... -- <server argv>",
-            args.mode
-        )));
-    }
-    if args.mode == OverlayModeArg::Replay && !args.cassette.is_file() {
-        return Err(Failure::refused(anyhow!(
-            "{} does not exist: record it first (mode record)",
-            args.cassette.display()
-        )));
-    }
+fn overlay_command(args: OverlayArgs, out: Output) -> Result<u8, Failure> {
     let env = dshkit_env::Environment::from_process();
-    let home = args
-        .dsh_home
-        .clone()
-        .or_else(|| dshkit_env::dsh::home(&env))
-        .ok_or_else(|| Failure::refused(anyhow!("no DSH home: pass --dsh-home or set DSH_HOME or HOME")))?;
-    let (row, cassette, mode_name) = overlay_row(args)?;
-    let overlay = match &args.output {
-        Some(path) => path.clone(),
-        None => home
-            .join("overlays")
-            .join(format!("echo-{}-{mode_name}.patch.yml", args.server)),
+    let request = OverlayRequest {
+        home: args.dsh_home.or_else(|| dshkit_env::dsh::home(&env)),
+        profile: args.profile,
+        server: args.server,
+        mode: match args.mode {
+            OverlayModeArg::Record => OverlayMode::Record,
+            OverlayModeArg::Replay => OverlayMode::Replay,
+            OverlayModeArg::Passthrough => OverlayMode::Passthrough,
+        },
+        cassette: args.cassette,
+        output: args.output,
+        annotate: !args.no_annotate,
+        argv: args.argv,
+        binary: super::dsh::current_binary()?,
     };
-    if let Some(parent) = overlay.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))
-            .map_err(Failure::runtime)?;
-    }
-    let profile_patch = dshkit_env::dsh::profile_dir(&home, &args.profile).join("cordis.patch.yml");
-    let profile_digest = std::fs::read(&profile_patch).ok().map(|bytes| {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(bytes))
-    });
-    let yaml = format!(
-        "# Written by `dshkit echo dsh-overlay` ({mode_name} {}). Use: dsh --profile {} --patch {}\n# The profile is untouched; delete this file (and its .manifest.json) to undo.\n{}",
-        args.server,
-        args.profile,
-        overlay.display(),
-        row.to_patch_yaml()
-    );
-    dshkit_dsh::patch::write_atomic(&overlay, yaml.as_bytes()).map_err(Failure::runtime)?;
-    let manifest = serde_json::json!({
-        "formatVersion": 1,
-        "tool": format!("dshkit {}", env!("CARGO_PKG_VERSION")),
-        "overlay": overlay,
-        "profile": args.profile,
-        "profilePatch": profile_patch,
-        "profilePatchSha256": profile_digest,
-        "server": args.server,
-        "mode": mode_name,
-        "cassette": cassette,
-        "row": row.to_value(),
-        "undo": format!("delete {} and this manifest; run dsh without --patch", overlay.display()),
-    });
-    let manifest_path = overlay.with_extension("manifest.json");
-    dshkit_dsh::patch::write_atomic(
-        &manifest_path,
-        serde_json::to_string_pretty(&manifest)
-            .unwrap_or_default()
-            .as_bytes(),
-    )
-    .map_err(Failure::runtime)?;
+    let overlay = overlay::write(&request).map_err(|e| {
+        if e.is_runtime() {
+            Failure::runtime(e)
+        } else {
+            Failure::refused(e)
+        }
+    })?;
     if out.json {
-        out.json(&manifest);
+        out.json(&overlay.manifest);
     } else {
-        out.write(&format!(
-            "wrote {} ({mode_name} {}) and {}\nrun: dsh --profile {} --patch {}\n",
-            overlay.display(),
-            args.server,
-            manifest_path.display(),
-            args.profile,
-            overlay.display()
-        ));
+        out.write(&overlay.text());
     }
     Ok(exit::SUCCESS)
-}
-
-/// The MCP row of an overlay: the server run through `dshkit echo` in `args.mode`.
-fn overlay_row(
-    args: &OverlayArgs,
-) -> Result<(dshkit_dsh::row::McpRow, std::path::PathBuf, &'static str), Failure> {
-    use dshkit_dsh::row::{McpRow, Transport};
-    let exe = std::env::current_exe()
-        .and_then(dshkit_os::fs::canonicalize)
-        .context("failed to find the path of the running dshkit executable")
-        .map_err(Failure::runtime)?;
-    let cassette = std::path::absolute(&args.cassette).map_err(Failure::runtime)?;
-    let cassette_text = cassette.display().to_string();
-    let mode_name = match args.mode {
-        OverlayModeArg::Record => "record",
-        OverlayModeArg::Replay => "replay",
-        OverlayModeArg::Passthrough => "passthrough",
-    };
-    let mut command: Vec<String> = match args.mode {
-        OverlayModeArg::Record => vec![
-            "echo".into(),
-            "record".into(),
-            "-o".into(),
-            cassette_text,
-            "--mode".into(),
-            "new-episodes".into(),
-            "--".into(),
-        ],
-        OverlayModeArg::Replay => vec!["echo".into(), "replay".into(), cassette_text],
-        OverlayModeArg::Passthrough => vec![
-            "echo".into(),
-            "replay".into(),
-            cassette_text,
-            "--on-miss".into(),
-            "passthrough".into(),
-            "--".into(),
-        ],
-    };
-    if args.mode != OverlayModeArg::Record && !args.no_annotate {
-        // An agent in DSH sees in each tool result whether the cassette answered.
-        let at = command.iter().position(|a| a == "--").unwrap_or(command.len());
-        command.insert(at, "--annotate".into());
-    }
-    if args.mode != OverlayModeArg::Replay {
-        command.extend(args.argv.iter().cloned());
-    }
-    let mut row = McpRow::new(Transport::Stdio {
-        command: exe,
-        args: command,
-    });
-    row.id = format!("mcp-{}", args.server);
-    row.server_name.clone_from(&args.server);
-    Ok((row, cassette, mode_name))
 }

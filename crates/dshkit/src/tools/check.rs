@@ -1,16 +1,12 @@
 //! The `check` family: `plugin_check`.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use dshkit_check::{CheckOptions, Report, Status};
-use dshkit_env::{Environment, dsh, locate, vars};
+use dshkit_check::{CheckRequest, compact_text};
+use dshkit_env::Environment;
 use dshkit_mcp::{
     GuidanceSpec, HostSeams, PromptSpec, SkillSpec, ToolCall, ToolFailure, ToolFamily, ToolHints, ToolOutput,
     ToolSpec,
 };
 use futures::future::BoxFuture;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::shared::{arguments, structured};
@@ -18,85 +14,6 @@ use super::shared::{arguments, structured};
 const TOOL: &str = "plugin_check";
 
 pub(crate) struct CheckFamily;
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "each flag is one documented input of plugin_check"
-)]
-pub(crate) struct CheckArgs {
-    pub(crate) dsh_home: Option<PathBuf>,
-    pub(crate) profile: Option<String>,
-    pub(crate) target: Option<String>,
-    #[serde(default)]
-    pub(crate) live: bool,
-    #[serde(default)]
-    pub(crate) page: bool,
-    #[serde(default)]
-    pub(crate) sweep: bool,
-    #[serde(default)]
-    pub(crate) kill_stray: bool,
-    pub(crate) boot_timeout_ms: Option<u64>,
-    pub(crate) observe_ms: Option<u64>,
-    #[serde(default)]
-    pub(crate) isolate_home: bool,
-}
-
-/// Builds the options from arguments and the environment (`DSH_HOME`, `DSHKIT_DSH`).
-pub(crate) fn options(args: CheckArgs, env: &Environment) -> Result<CheckOptions, String> {
-    let home = args
-        .dsh_home
-        .or_else(|| dsh::home(env))
-        .ok_or("no DSH home: pass dshHome or set DSH_HOME")?;
-    let launcher = match locate::dsh(env) {
-        locate::Lookup::Found(found) => Some(found.path),
-        _ => None,
-    };
-    let mut options = CheckOptions::new(
-        home,
-        args.profile.unwrap_or_else(|| "web".into()),
-        launcher,
-        env.get(vars::PATH).cloned().unwrap_or_default(),
-        env.home().unwrap_or_else(|| PathBuf::from("/")),
-    );
-    options.target = args.target;
-    options.live = args.live || args.page;
-    options.page = args.page;
-    options.sweep = args.sweep;
-    options.kill_stray = args.kill_stray;
-    options.isolate_home = args.isolate_home;
-    if let Some(ms) = args.boot_timeout_ms {
-        options.boot_timeout = Duration::from_millis(ms.clamp(1000, 300_000));
-    }
-    if let Some(ms) = args.observe_ms {
-        options.observe = Duration::from_millis(ms).min(dshkit_check::smoke::MAX_PAGE_OBSERVE);
-    }
-    Ok(options)
-}
-
-/// One line per check: `fail   syntax            2 problem(s) in 3 file(s)`.
-pub(crate) fn compact_text(report: &Report) -> String {
-    let mut text = format!("plugin_check: {}\n", if report.ok { "ok" } else { "NOT OK" });
-    for check in &report.checks {
-        let word = match check.status {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Warn => "warn",
-            Status::NotTested => "not_tested",
-        };
-        text.push_str(&format!("{word:<10} {:<17} {}\n", check.id, check.detail));
-        if check.status == Status::Fail {
-            for line in check.evidence.iter().take(5) {
-                text.push_str(&format!("{:<28} {line}\n", ""));
-            }
-        }
-    }
-    if !report.ok {
-        text.push_str("next: read the plugin-fault-diagnosis playbook (dshkit check --explain)\n");
-    }
-    text
-}
 
 impl ToolFamily for CheckFamily {
     fn name(&self) -> &'static str {
@@ -161,8 +78,10 @@ impl ToolFamily for CheckFamily {
 
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
-            let args: CheckArgs = arguments(TOOL, call.arguments)?;
-            let mut options = options(args, &Environment::from_process()).map_err(ToolFailure::new)?;
+            let request: CheckRequest = arguments(TOOL, call.arguments)?;
+            let mut options = request
+                .options(&Environment::from_process())
+                .map_err(|e| ToolFailure::new(e.to_string()))?;
             if call.progress.is_listened() {
                 let progress = call.progress.clone();
                 options.progress = dshkit_check::Progress::new(move |stage| progress.stage(stage));

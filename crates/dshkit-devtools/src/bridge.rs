@@ -1,67 +1,71 @@
-//! `dshkit devtools bridge`: a stdio MCP server that forwards each message to the
-//! DevTools endpoint (Streamable HTTP) and writes back what it answers, JSON or
-//! an SSE stream. It reads the bearer token from the endpoint's token file and
-//! never prints it; a failed call is answered with an error, never retried (a
-//! retried experiment start could take a second lease).
+//! The bridge: a stdio MCP server that forwards each message to the DevTools
+//! endpoint (Streamable HTTP) and writes back what it answers, JSON or an SSE
+//! stream. It sends the bearer token and never prints it; a failed call is
+//! answered with an error, never retried (a retried experiment start could take
+//! a second lease).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use dshkit_echo::http::SseParser;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::{Mutex, Semaphore};
 
-use crate::exit::{self, Failure};
-
 /// Messages forwarded at once (a wait may hold one for a minute).
-const MAX_IN_FLIGHT: usize = 32;
+pub const MAX_IN_FLIGHT: usize = 32;
 /// Longest a forwarded call may take: the longest wait plus a margin.
-const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest line read from the host.
-const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 /// Characters of an endpoint's error body quoted in an error.
 const QUOTED_BODY: usize = 300;
 
+/// Why the bridge stopped before its host went away.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    #[error(transparent)]
+    Client(reqwest::Error),
+    #[error(transparent)]
+    Read(std::io::Error),
+}
+
+type Output = Box<dyn AsyncWrite + Unpin + Send>;
+
 struct Endpoint {
     url: String,
-    token: dshkit_mcp::Token,
+    token: String,
     client: reqwest::Client,
     /// The session id and protocol version the endpoint's `initialize` answer set.
     session: Mutex<(Option<String>, Option<String>)>,
-    out: Mutex<tokio::io::Stdout>,
+    out: Mutex<Output>,
 }
 
-pub(super) async fn run(url: &str, token_file: &Path) -> Result<u8, Failure> {
-    let text = std::fs::read_to_string(token_file)
-        .with_context(|| {
-            format!(
-                "no DevTools endpoint token at {}: start the endpoint with `dshkit devtools serve`",
-                token_file.display()
-            )
-        })
-        .map_err(Failure::refused)?;
-    let token = dshkit_mcp::Token::new(&text)
-        .with_context(|| format!("{} holds no usable token", token_file.display()))
-        .map_err(Failure::refused)?;
+/// Forwards each line of `input` to the endpoint at `url` with `token`, writing
+/// every answer to `output`, until `input` ends; then ends the endpoint's session.
+pub async fn run(
+    url: &str,
+    token: String,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> Result<(), BridgeError> {
     let client = reqwest::Client::builder()
         .timeout(CALL_TIMEOUT)
         .build()
-        .map_err(Failure::runtime)?;
+        .map_err(BridgeError::Client)?;
     let endpoint = Arc::new(Endpoint {
         url: url.to_owned(),
         token,
         client,
         session: Mutex::new((None, None)),
-        out: Mutex::new(tokio::io::stdout()),
+        out: Mutex::new(Box::new(output)),
     });
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut lines = tokio::io::BufReader::new(input).lines();
     let mut tasks = tokio::task::JoinSet::new();
-    while let Some(line) = lines.next_line().await.map_err(Failure::runtime)? {
+    while let Some(line) = lines.next_line().await.map_err(BridgeError::Read)? {
         if line.trim().is_empty() {
             continue;
         }
@@ -88,7 +92,7 @@ pub(super) async fn run(url: &str, token_file: &Path) -> Result<u8, Failure> {
         let slot = Arc::clone(&slots)
             .acquire_owned()
             .await
-            .map_err(Failure::runtime)?;
+            .expect("the semaphore is never closed");
         let endpoint = Arc::clone(&endpoint);
         tasks.spawn(async move {
             endpoint.forward(message).await;
@@ -98,7 +102,7 @@ pub(super) async fn run(url: &str, token_file: &Path) -> Result<u8, Failure> {
     }
     while tasks.join_next().await.is_some() {}
     endpoint.end_session().await;
-    Ok(exit::SUCCESS)
+    Ok(())
 }
 
 fn error(id: &Value, code: i64, message: &str) -> Value {
@@ -133,7 +137,7 @@ impl Endpoint {
         let mut request = self
             .client
             .post(&self.url)
-            .bearer_auth(self.token.expose())
+            .bearer_auth(&self.token)
             .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
             .json(&message);
         {
@@ -213,7 +217,7 @@ impl Endpoint {
             let _ = self
                 .client
                 .delete(&self.url)
-                .bearer_auth(self.token.expose())
+                .bearer_auth(&self.token)
                 .header("mcp-session-id", id)
                 .timeout(Duration::from_secs(5))
                 .send()

@@ -1,37 +1,53 @@
-//! `dshkit devtools doctor`: is the DevTools set-up on this machine sound? Each
-//! fact is `ok`, `warn` (nothing broken, but nothing to debug either) or `fail`
-//! (something a person must fix); the command exits 1 on any `fail`.
+//! Is the DevTools set-up on this machine sound? Each fact is `ok`, `warn`
+//! (nothing broken, but nothing to debug either) or `fail` (something a person
+//! must fix): the registry directory and its modes, each live target attached
+//! once, the endpoint for hosts outside DSH and its token.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dshkit_devtools::{DebugCore, DebugError};
 use serde::Serialize;
-use serde_json::json;
 
-use crate::exit;
-use crate::output::{Color, Output};
+use crate::core::{DebugCore, DebugError};
+use crate::endpoint::{TOKEN_FILE, URL_FILE};
 
 /// Live targets attached to, at most (the rest are only counted).
-const MAX_TARGETS_CHECKED: usize = 8;
+pub const MAX_TARGETS_CHECKED: usize = 8;
 /// How long one target's attach and question, or the endpoint's connect, may take.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Status {
+pub enum Status {
     Ok,
     Warn,
     Fail,
 }
 
+/// How a word of the text is shown where colour is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Good,
+    Caution,
+    Bad,
+    Quiet,
+}
+
 #[derive(Debug, Serialize)]
-struct Fact {
-    id: &'static str,
-    status: Status,
-    summary: String,
+pub struct Fact {
+    pub id: &'static str,
+    pub status: Status,
+    pub summary: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    fix: Option<String>,
+    pub fix: Option<String>,
+}
+
+/// The doctor's answer: no fact failed is `ok`.
+#[derive(Debug, Serialize)]
+pub struct DoctorReport {
+    pub registry: PathBuf,
+    pub ok: bool,
+    pub facts: Vec<Fact>,
 }
 
 fn fact(id: &'static str, status: Status, summary: String, fix: Option<&str>) -> Fact {
@@ -43,30 +59,27 @@ fn fact(id: &'static str, status: Status, summary: String, fix: Option<&str>) ->
     }
 }
 
-pub(super) async fn run(registry: &Path, out: Output) -> u8 {
-    let facts = diagnose(registry).await;
-    let ok = facts.iter().all(|f| f.status != Status::Fail);
-    if out.json {
-        out.json(&json!({"registry": registry, "ok": ok, "facts": facts}));
-    } else {
+impl DoctorReport {
+    /// The text `dshkit devtools doctor` prints; `paint` colours a word in a tone.
+    pub fn text(&self, paint: impl Fn(&str, Tone) -> String) -> String {
         let mut text = format!(
             "dshkit devtools doctor ({}): {}\n",
-            registry.display(),
-            if ok {
-                out.paint("no problem found", Color::Green)
+            self.registry.display(),
+            if self.ok {
+                paint("no problem found", Tone::Good)
             } else {
-                out.paint("problems found", Color::Red)
+                paint("problems found", Tone::Bad)
             }
         );
-        for f in &facts {
-            let (word, color) = match f.status {
-                Status::Ok => ("ok", Color::Green),
-                Status::Warn => ("warn", Color::Yellow),
-                Status::Fail => ("fail", Color::Red),
+        for f in &self.facts {
+            let (word, tone) = match f.status {
+                Status::Ok => ("ok", Tone::Good),
+                Status::Warn => ("warn", Tone::Caution),
+                Status::Fail => ("fail", Tone::Bad),
             };
             text.push_str(&format!(
                 "  {} {:<10} {}\n",
-                out.paint(&format!("{word:<5}"), color),
+                paint(&format!("{word:<5}"), tone),
                 f.id,
                 f.summary
             ));
@@ -75,16 +88,25 @@ pub(super) async fn run(registry: &Path, out: Output) -> u8 {
                     "  {:<5} {:<10} {}\n",
                     "",
                     "",
-                    out.paint(&format!("fix: {fix}"), Color::Dim)
+                    paint(&format!("fix: {fix}"), Tone::Quiet)
                 ));
             }
         }
-        out.write(&text);
+        text
     }
-    if ok { exit::SUCCESS } else { exit::PROBLEM_FOUND }
 }
 
-async fn diagnose(registry: &Path) -> Vec<Fact> {
+/// Every fact about the DevTools registry `registry`.
+pub async fn diagnose(registry: &Path) -> DoctorReport {
+    let facts = facts(registry).await;
+    DoctorReport {
+        registry: registry.to_owned(),
+        ok: facts.iter().all(|f| f.status != Status::Fail),
+        facts,
+    }
+}
+
+async fn facts(registry: &Path) -> Vec<Fact> {
     let mut facts = Vec::new();
     let Ok(meta) = std::fs::metadata(registry) else {
         facts.push(fact(
@@ -215,8 +237,8 @@ async fn targets(registry: &Path) -> Vec<Fact> {
 
 /// The endpoint the plugin serves for hosts outside DSH, and its token.
 async fn endpoint(registry: &Path) -> Vec<Fact> {
-    let url_file = registry.join(super::URL_FILE);
-    let token_file = registry.join(super::TOKEN_FILE);
+    let url_file = registry.join(URL_FILE);
+    let token_file = registry.join(TOKEN_FILE);
     let mut facts = Vec::new();
     match std::fs::read_to_string(&url_file) {
         Err(_) => facts.push(fact(
