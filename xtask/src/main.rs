@@ -9,6 +9,7 @@
 //! - `soak [N] [ARGS]`: the suite (or the tests ARGS select) N times while a CPU hog
 //!   keeps every core busy; a test that passes only on an idle machine fails here.
 //! - `test-windows`: the Windows build's tests under Wine (see `windows.rs`).
+//! - `house`: the house rules measured from the code (see `house.rs`); CI runs it.
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
 
 #![expect(

@@ -44,6 +44,24 @@ pub enum RequestError {
     NoHome,
 }
 
+impl RequestError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NoHome => "NO_DSH_HOME",
+        }
+    }
+
+    /// A request without a DSH home is refused: the caller names one.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        match self {
+            Self::NoHome => dshkit_os::error::ErrorClass::Refused,
+        }
+    }
+}
+
+dshkit_os::classified!(RequestError);
+
 impl CheckRequest {
     /// The options of this request, with the environment's defaults (`DSH_HOME`,
     /// `DSHKIT_DSH`, `PATH`, `HOME`); timeouts are clamped to their bounds.

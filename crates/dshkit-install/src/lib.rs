@@ -46,6 +46,23 @@ pub enum InstallError {
 }
 
 impl InstallError {
+    /// A stable machine-readable code: the file edit's or the request's own.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Files(e) => e.code(),
+            Self::Check(e) => e.code(),
+        }
+    }
+
+    /// The class of the file edit's or the request's error: an I/O failure is
+    /// a runtime failure, the rest is refused.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        match self {
+            Self::Files(e) => e.class(),
+            Self::Check(e) => e.class(),
+        }
+    }
+
     /// Whether the failure happened at run time (I/O) rather than being refused
     /// (a missing profile, a foreign plugin, an unusable patch file).
     pub fn is_runtime(&self) -> bool {
@@ -55,6 +72,8 @@ impl InstallError {
         )
     }
 }
+
+dshkit_os::classified!(InstallError);
 
 /// What an install ended with.
 #[derive(Debug)]

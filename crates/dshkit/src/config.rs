@@ -49,13 +49,9 @@ impl std::error::Error for BrokenSettings {}
 pub(crate) fn resolve(flags: Flags, file: SettingsFile) -> Result<Resolved, Failure> {
     let env = Environment::from_process();
     dshkit_env::resolve::resolve(&env, flags, file).map_err(|error| {
-        let code = if error.is_refusal() {
-            exit::REFUSED
-        } else {
-            exit::RUNTIME
-        };
+        let class = error.class();
         Failure {
-            code,
+            code: exit::for_class(class),
             error: BrokenSettings {
                 error,
                 path: dshkit_env::settings::path(&env),

@@ -230,7 +230,7 @@ async fn open(
         .await
     {
         Ok((session, _reused)) => Ok(Ok(session)),
-        Err(error) if matches!(error.code(), "BROWSER_GONE" | "BROWSER_ERROR") => {
+        Err(error) if error.is_browser_failure() => {
             previews.note_error(&error).await;
             unverified_without_browser(&format!("{}: {error}", error.code()), url, context)
                 .map(Err)

@@ -8,7 +8,7 @@ use dshkit_dsh::install::PluginRow;
 use dshkit_dsh::patch;
 use dshkit_dsh::row::{McpRow, Transport};
 use dshkit_env::{Environment, dsh, vars};
-use dshkit_install::{InstallError, InstallRequest};
+use dshkit_install::InstallRequest;
 
 use crate::cli::{ConnectArgs, DshCommand, InstallArgs, RowArgs, UninstallArgs};
 use crate::commands::mcp::resolve_token;
@@ -83,10 +83,7 @@ fn connect(args: &ConnectArgs, out: Output) -> Result<u8, Failure> {
         dsh_home: Some(home.clone()),
         ..args.row.clone()
     })?;
-    let report = patch::connect(&dsh::profile_dir(&home, &args.profile), &row).map_err(|e| match e {
-        patch::PatchError::Io { .. } => Failure::runtime(e),
-        other => Failure::refused(other),
-    })?;
+    let report = patch::connect(&dsh::profile_dir(&home, &args.profile), &row)?;
     if out.json {
         out.json(&report);
     } else {
@@ -105,14 +102,6 @@ fn home_of(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
         .map_err(Failure::refused)
 }
 
-fn install_failure(error: InstallError) -> Failure {
-    if error.is_runtime() {
-        Failure::runtime(error)
-    } else {
-        Failure::refused(error)
-    }
-}
-
 pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failure> {
     let home = home_of(args.dsh_home.as_deref())?;
     let request = InstallRequest {
@@ -127,9 +116,8 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
         profile: args.profile,
         no_boot_check: args.no_boot_check,
     };
-    let installed = dshkit_install::install(&request, &Environment::from_process(), crate::output::progress)
-        .await
-        .map_err(install_failure)?;
+    let installed =
+        dshkit_install::install(&request, &Environment::from_process(), crate::output::progress).await?;
     if out.json {
         out.json(&installed.to_json());
     } else {
@@ -144,7 +132,7 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
 
 fn uninstall(args: &UninstallArgs, out: Output) -> Result<u8, Failure> {
     let home = home_of(args.dsh_home.as_deref())?;
-    let report = dshkit_install::uninstall(&home, &args.profile).map_err(install_failure)?;
+    let report = dshkit_install::uninstall(&home, &args.profile)?;
     if out.json {
         out.json(&report);
     } else {

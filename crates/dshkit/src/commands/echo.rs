@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_dsh::overlay::{self, OverlayMode, OverlayRequest};
-use dshkit_echo::error::ErrorKind;
 use dshkit_echo::key::MatchOptions;
 use dshkit_echo::recorder::{RecordOptions, RecordSummary};
 use dshkit_echo::redact::Redactor;
@@ -55,16 +54,6 @@ async fn until_signal<T>(
     tokio::select! {
         result = work => result.map(Some),
         _ = stop => Ok(None),
-    }
-}
-
-/// The failure of an Echo error of `kind`: refused input (exit 3) or a
-/// runtime failure (exit 4). Every Echo error's kind is its own method
-/// (`EchoError::kind`, `CassetteError::kind`, `ContractError::kind`).
-fn echo_failure(kind: ErrorKind, error: impl Into<anyhow::Error>) -> Failure {
-    match kind {
-        ErrorKind::Refused => Failure::refused(error),
-        ErrorKind::Runtime => Failure::runtime(error),
     }
 }
 
@@ -202,9 +191,9 @@ async fn record_http_command(
     };
     let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
         .await
-        .map_err(|e| echo_failure(e.kind(), e))?;
+        .map_err(Failure::from)?;
     serve_until_signal(address, serving, out).await?;
-    note_recorded(&proxy.finish().map_err(|e| echo_failure(e.kind(), e))?);
+    note_recorded(&proxy.finish().map_err(Failure::from)?);
     Ok(exit::SUCCESS)
 }
 
@@ -238,7 +227,7 @@ async fn record_command(
                 Peer::Stdout,
             )
             .await
-            .map_err(|e| echo_failure(e.kind(), e))
+            .map_err(Failure::from)
         };
         let Some(summary) = until_signal(work).await? else {
             return Ok(exit::SUCCESS);
@@ -271,7 +260,7 @@ async fn record_command(
         stop,
     )
     .await
-    .map_err(|e| echo_failure(e.kind(), e))?;
+    .map_err(Failure::from)?;
     note_recorded(&summary);
     Ok(exit::SUCCESS)
 }
@@ -319,17 +308,13 @@ fn replay_options(
 async fn replay_http_command(port: u16, options: ReplayOptions, out: Output) -> Result<u8, Failure> {
     let (address, serving) = dshkit_echo::http::bind(port, options)
         .await
-        .map_err(|e| echo_failure(e.kind(), e))?;
+        .map_err(Failure::from)?;
     serve_until_signal(address, serving, out).await?;
     Ok(exit::SUCCESS)
 }
 
 async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
-    let work = async {
-        replay_stdio(client_streams, options)
-            .await
-            .map_err(|e| echo_failure(e.kind(), e))
-    };
+    let work = async { replay_stdio(client_streams, options).await.map_err(Failure::from) };
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };
@@ -369,7 +354,7 @@ async fn verify_command(
 }
 
 fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u8, Failure> {
-    let Some((text, tools)) = show::snapshot(path).map_err(|e| echo_failure(e.kind(), e))? else {
+    let Some((text, tools)) = show::snapshot(path).map_err(Failure::from)? else {
         return Err(Failure::refused(anyhow!(
             "{} holds no tools/list answer",
             path.display()
@@ -388,7 +373,7 @@ fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u
 }
 
 fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
-    let diff = show::ContractDiff::read(old, new).map_err(|e| echo_failure(e.kind(), e))?;
+    let diff = show::ContractDiff::read(old, new).map_err(Failure::from)?;
     if out.json {
         out.json(&diff.to_json());
     } else {
@@ -402,7 +387,7 @@ fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
 }
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    let findings = show::lint(path).map_err(|e| echo_failure(e.kind(), e))?;
+    let findings = show::lint(path).map_err(Failure::from)?;
     if out.json {
         out.json(&findings);
     } else {
@@ -416,7 +401,7 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
 }
 
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
-    show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(|e| echo_failure(e.kind(), e))?;
+    show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(Failure::from)?;
     Ok(exit::SUCCESS)
 }
 
@@ -439,8 +424,7 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
     }
     // Record by record, in memory bounded by the longest line; the file is
     // replaced whole (atomically) once every record is written.
-    let changed =
-        dshkit_echo::writer::redact_in_place(path, redactor).map_err(|e| echo_failure(e.kind(), e))?;
+    let changed = dshkit_echo::writer::redact_in_place(path, redactor).map_err(Failure::from)?;
     out.write(&format!(
         "{}: {}\n",
         path.display(),
