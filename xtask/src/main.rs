@@ -10,6 +10,7 @@
 //!   keeps every core busy; a test that passes only on an idle machine fails here.
 //! - `test-windows`: the Windows build's tests under Wine (see `windows.rs`).
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
+//! - `dist [PLATFORM...]`: the npm packages (see `dist.rs`) under `target/dist/npm/`.
 
 #![expect(
     clippy::print_stdout,
@@ -27,6 +28,7 @@ mod bench_echo;
 mod bench_load;
 mod bench_scale;
 mod bench_verify;
+mod dist;
 mod setup;
 mod windows;
 
@@ -43,11 +45,12 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("soak") => soak(&args[1..]),
         Some("test-windows") => windows::test(),
+        Some("dist") => dist::main(&args[1..]),
         // The floor `bench echo` measures record against; not for people.
         Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | dist [linux-x64-gnu | linux-x64-musl | win32-x64 ...] | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
@@ -265,6 +268,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     if corpus {
         setup::corpus(&peers, setup::CorpusSet::All)?;
     }
+    // The packaging test installs the npm packages `dist` makes.
+    dist::for_tests(&extra)?;
     let nextest = || {
         let mut command = Command::new(env!("CARGO"));
         command
