@@ -18,7 +18,7 @@ let binary;
 try {
   binary = resolveBinary();
 } catch (error) {
-  process.stderr.write(`dshkit: ${error.message}\n`);
+  process.stderr.write(`${error.message}\n`);
   process.exit(1);
 }
 

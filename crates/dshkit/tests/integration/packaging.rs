@@ -274,14 +274,23 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
         registry.publish(&peers, home.path(), tarball);
     }
     let repo_target = workspace_root().join("target");
-    let repo_target = repo_target.to_string_lossy();
-    let dsh_home = home.path().join("dsh");
+    let repo_target = repo_target.to_string_lossy().into_owned();
 
+    web_profile_add(&registry, &peers, home.path(), &repo_target);
+    agent_turn(&registry, &peers, home.path());
+    web_profile_remove(&registry, &peers, home.path());
+    global_install(&registry, &peers, home.path());
+}
+
+/// (a) and (d): the web profile with dshkit as a layer boots, serves the client half, and names nothing in the build directory.
+#[expect(clippy::print_stderr, reason = "the install time is a figure the docs report")]
+fn web_profile_add(registry: &Registry, peers: &Peers, home: &Path, repo_target: &str) {
+    let dsh_home = home.join("dsh");
     // (a) The web profile: DSH boots with dshkit as a layer and serves its client half.
-    let made = output(crate::cli::dsh_command(&peers, home.path()).args(["web", "--dump-default-config"]));
+    let made = output(crate::cli::dsh_command(peers, home).args(["web", "--dump-default-config"]));
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     let started = Instant::now();
-    dsh_plugin(&registry, &peers, home.path(), "web", &["add", "dshkit"]);
+    dsh_plugin(registry, peers, home, "web", &["add", "dshkit"]);
     eprintln!(
         "packaging: `dsh plugin --profile web add dshkit` took {:.1} s",
         started.elapsed().as_secs_f64()
@@ -296,8 +305,7 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
     );
     let binary = profile.join("node_modules/@dshkit/linux-x64-gnu/bin/dshkit");
     assert!(binary.is_file(), "the platform package holds the binary");
-    let dumped =
-        output(crate::cli::dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
+    let dumped = output(crate::cli::dsh_command(peers, home).args(["--profile", "web", "--dump-config"]));
     assert!(
         dumped.status.success(),
         "{}",
@@ -309,34 +317,35 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
         "the composed tree has the dshkit row:\n{tree}"
     );
     assert!(
-        !tree.contains(&*repo_target),
+        !tree.contains(repo_target),
         "the composed config points into {repo_target}:\n{tree}"
     );
     {
-        let (_web, port) = dsh_web(&peers, home.path());
+        let (_web, port) = dsh_web(peers, home);
         let (status, body) = http_get(port, "/plugins/dshkit/client.js").expect("dsh web answers");
         assert_eq!(status, 200, "the client half is served: {body}");
         assert!(body.contains("__ModuleLoader__.load"), "{body}");
         // (d) While DSH runs: the installed profile names nothing in the build directory.
-        let pointing = files_naming(&profile, &repo_target);
+        let pointing = files_naming(&profile, repo_target);
         assert!(
             pointing.is_empty(),
             "installed files point into {repo_target}: {pointing:#?}"
         );
     }
+}
 
+/// A real agent turn through the plugin installed the same way (headless: DSH runs one task and prints its answer).
+fn agent_turn(registry: &Registry, peers: &Peers, home: &Path) {
+    let dsh_home = home.join("dsh");
     // A real agent turn through the installed plugin (headless, where DSH runs one
     // task and prints its answer), installed the same way.
-    let made = output(crate::cli::dsh_command(&peers, home.path()).args([
-        "--profile",
-        "headless",
-        "--dump-default-config",
-    ]));
+    let made =
+        output(crate::cli::dsh_command(peers, home).args(["--profile", "headless", "--dump-default-config"]));
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    dsh_plugin(&registry, &peers, home.path(), "headless", &["add", "dshkit"]);
+    dsh_plugin(registry, peers, home, "headless", &["add", "dshkit"]);
     let app = serve_page();
     let model = FakeModel::start("liveloop_verify", &verify_arguments(&app));
-    let stdout = crate::dsh_agent::dsh_turn(&peers, home.path(), None, &model, "Verify the app.");
+    let stdout = crate::dsh_agent::dsh_turn(peers, home, None, &model, "Verify the app.");
     let answer = stdout
         .split(ANSWER_PREFIX)
         .nth(1)
@@ -357,9 +366,13 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
     );
     let left = processes_of(&dsh_home);
     assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+}
 
+/// (b) Removed: the profile boots clean, with no dshkit layer left.
+fn web_profile_remove(registry: &Registry, peers: &Peers, home: &Path) {
+    let profile = home.join("dsh/profiles/web");
     // (b) Removed: the profile boots clean, with no dshkit layer left.
-    dsh_plugin(&registry, &peers, home.path(), "web", &["remove", "dshkit"]);
+    dsh_plugin(registry, peers, home, "web", &["remove", "dshkit"]);
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(profile.join("package.json")).unwrap()).unwrap();
     assert!(
@@ -367,8 +380,7 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
         "no dshkit layer is left: {manifest:#}"
     );
     assert!(!profile.join("node_modules/dshkit").exists());
-    let dumped =
-        output(crate::cli::dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
+    let dumped = output(crate::cli::dsh_command(peers, home).args(["--profile", "web", "--dump-config"]));
     assert!(
         dumped.status.success(),
         "{}",
@@ -376,19 +388,22 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
     );
     assert!(!String::from_utf8_lossy(&dumped.stdout).contains("dshkit"));
     {
-        let (_web, port) = dsh_web(&peers, home.path());
+        let (_web, port) = dsh_web(peers, home);
         let (status, _) = http_get(port, "/").expect("dsh web answers");
         assert_eq!(status, 200);
     }
+}
 
+/// (c) The global command from the same registry: its `dshkit doctor` runs.
+fn global_install(registry: &Registry, peers: &Peers, home: &Path) {
     // (c) The global command from the same registry.
-    let prefix = home.path().join("global");
+    let prefix = home.join("global");
     let installed = output(
         registry
-            .client(&peers, Path::new("npm"), home.path())
+            .client(peers, Path::new("npm"), home)
             .args(["install", "-g", "dshkit", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .current_dir(home.path()),
+            .current_dir(home),
     );
     assert!(
         installed.status.success(),
@@ -397,7 +412,7 @@ fn dshkit_installs_from_a_registry_as_a_dsh_plugin_and_as_a_global_command() {
     );
     let doctor = output(
         registry
-            .client(&peers, &prefix.join("bin/dshkit"), home.path())
+            .client(peers, &prefix.join("bin/dshkit"), home)
             .args(["doctor", "--json"]),
     );
     let report = crate::support::stdout_json(&doctor);
