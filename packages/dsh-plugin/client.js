@@ -8,8 +8,19 @@
 // Any error in a client half replaces DSH's whole UI, so: `apply` never throws,
 // every component renders inside an error boundary, and a failure shows a small
 // inline message instead.
+//
+// It registers under the package name DSH serves it for (`/plugins/<name>/client.js`):
+// `dshkit` from the npm package, `@local/dshkit` from `dshkit dsh install`.
 window.__ModuleLoader__.load({
-  id: '@local/dshkit',
+  id: ((script) => {
+    try {
+      const served = /^\/plugins\/(.+)\/client\.js$/.exec(new URL(script.src).pathname);
+      if (served) return decodeURIComponent(served[1]);
+    } catch {
+      // No script element (an inline load): the name `dshkit dsh install` gives.
+    }
+    return '@local/dshkit';
+  })(document.currentScript),
   factory: (require) => {
     const React = require('react');
     const h = React.createElement;

@@ -66,10 +66,7 @@ const APPROVAL_OUTCOMES = {
 
 /** Entry point: registers the native tools, then guidance and skills when DSH has them. */
 export async function apply(ctx, config) {
-  const binary = config?.binary;
-  if (typeof binary !== 'string' || !path.isAbsolute(binary)) {
-    throw new Error('dshkit: the plugin row needs `config.binary`, the absolute path of the dshkit executable; run `dshkit dsh install` again');
-  }
+  const binary = await binaryOf(config);
   const env = sidecarEnv(config);
   const described = await describe(ctx, binary, env);
   // The sidecar starts on a tool's first call, so a browser prewarmed at its
@@ -110,6 +107,28 @@ export async function apply(ctx, config) {
   ctx.inject(['skills'], (inner) => {
     inner.skills.registerProvider(() => skillProvider(skills));
   });
+}
+
+/**
+ * The dshkit executable: the row's `config.binary` when it names one (an install
+ * from source, `dshkit dsh install`), else the binary of this machine's platform
+ * package installed beside this package (`dsh plugin add dshkit`), found by the
+ * rule the `dshkit` command's launcher follows too.
+ */
+async function binaryOf(config) {
+  const binary = config?.binary;
+  if (binary !== undefined) {
+    if (typeof binary !== 'string' || !path.isAbsolute(binary)) {
+      throw new Error('dshkit: the plugin row\'s `config.binary` must be the absolute path of the dshkit executable; run `dshkit dsh install` again');
+    }
+    return binary;
+  }
+  const { resolveBinary } = await import('./platform.js');
+  try {
+    return resolveBinary();
+  } catch (error) {
+    throw new Error(`dshkit: the plugin row names no \`config.binary\`, and ${error.message}`);
+  }
 }
 
 /**

@@ -11,6 +11,7 @@
 //! - `test-windows`: the Windows build's tests under Wine (see `windows.rs`).
 //! - `house`: the house rules measured from the code (see `house.rs`); CI runs it.
 //! - `bench <mcp | browser | check>`: set up, build release, run a benchmark against its peer.
+//! - `dist [PLATFORM...]`: the npm packages (see `dist.rs`) under `target/dist/npm/`.
 
 #![expect(
     clippy::print_stdout,
@@ -28,6 +29,7 @@ mod bench_echo;
 mod bench_load;
 mod bench_scale;
 mod bench_verify;
+mod dist;
 mod house;
 mod setup;
 mod windows;
@@ -46,11 +48,12 @@ fn main() -> ExitCode {
         Some("soak") => soak(&args[1..]),
         Some("test-windows") => windows::test(),
         Some("house") => house::run(&args[1..]),
+        Some("dist") => dist::main(&args[1..]),
         // The floor `bench echo` measures record against; not for people.
         Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | house | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
+                "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | house | dist [linux-x64-gnu | linux-x64-musl | win32-x64 ...] | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
             );
             return ExitCode::from(2);
         }
@@ -268,6 +271,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
     if corpus {
         setup::corpus(&peers, setup::CorpusSet::All)?;
     }
+    // The packaging test installs the npm packages `dist` makes.
+    dist::for_tests(&extra)?;
     let nextest = || {
         let mut command = Command::new(env!("CARGO"));
         command

@@ -85,6 +85,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     python_sdk()?;
     playwright()?;
     echo_servers(&peers)?;
+    registry(&peers)?;
     corpus(&peers, CorpusSet::Default)?;
     let node = peers.node();
     anyhow::ensure!(
@@ -411,6 +412,58 @@ fn echo_servers(peers: &Peers) -> anyhow::Result<()> {
         "mcp-server-time",
     )?;
     Ok(())
+}
+
+/// Verdaccio, a real npm registry the packaging test runs on loopback, pinned by
+/// `harness/registry`; returns its launcher.
+pub(crate) fn registry(peers: &Peers) -> anyhow::Result<PathBuf> {
+    let dest = peers.dir.join("registry");
+    npm_install(
+        &root().join("harness/registry"),
+        &dest,
+        "the local npm registry (Verdaccio)",
+    )?;
+    Ok(dest.join("node_modules/verdaccio/bin/verdaccio"))
+}
+
+/// Zig from `PyPI` in its venv (`harness/pypi/ziglang.txt`): the C toolchain and
+/// linker of `cargo xtask dist`'s Linux builds. Returns the venv's `python`, which
+/// runs it as `python -m ziglang`.
+pub(crate) fn ziglang() -> anyhow::Result<PathBuf> {
+    python_venv("harness/pypi/ziglang.txt", "ziglang", "python")
+}
+
+/// The cargo-zigbuild release `cargo xtask dist` builds with.
+const CARGO_ZIGBUILD: &str = "0.24.0";
+
+/// cargo-zigbuild from crates.io, installed with `cargo install --locked` under
+/// `target/peers/cargo-zigbuild/<version>`; returns its executable.
+pub(crate) fn cargo_zigbuild() -> anyhow::Result<PathBuf> {
+    let dir = root().join("target/peers/cargo-zigbuild").join(CARGO_ZIGBUILD);
+    let executable = dir.join("bin/cargo-zigbuild");
+    if executable.is_file() {
+        return Ok(executable);
+    }
+    quiet_step(
+        &format!("cargo-zigbuild {CARGO_ZIGBUILD} (cargo install)"),
+        "cargo-zigbuild",
+        Command::new(env!("CARGO"))
+            .args([
+                "install",
+                "cargo-zigbuild",
+                "--locked",
+                "--version",
+                CARGO_ZIGBUILD,
+                "--root",
+            ])
+            .arg(&dir),
+    )?;
+    anyhow::ensure!(
+        executable.is_file(),
+        "cargo-zigbuild missing at {} after install",
+        executable.display()
+    );
+    Ok(executable)
 }
 
 /// A Python virtual environment under `target/peers/<dir>` with the pinned

@@ -16,6 +16,7 @@ mod liveloop_tool;
 mod mcp_http;
 mod mcp_http_limits;
 mod mcp_stdio;
+mod packaging;
 mod sdk_peers;
 mod settings;
 mod support;
