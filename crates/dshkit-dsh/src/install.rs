@@ -42,6 +42,10 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
         "client.js",
         include_str!("../../../packages/dsh-plugin/client.js"),
     ),
+    (
+        "platform.js",
+        include_str!("../../../packages/dsh-plugin/platform.js"),
+    ),
 ];
 
 /// The patch row that loads the plugin.
