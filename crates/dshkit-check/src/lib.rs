@@ -19,6 +19,7 @@ pub mod audit;
 mod boot_output;
 pub mod builtins;
 pub mod client;
+mod headless;
 pub mod link;
 pub mod live;
 pub mod local_link;

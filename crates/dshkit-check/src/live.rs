@@ -59,8 +59,18 @@ impl Dsh {
 
     /// Starts `dsh args…` in a group of its own with stdout and stderr piped.
     fn spawn(&self, args: &[&str]) -> std::io::Result<(Child, Group)> {
+        self.spawn_with(args, |_| {})
+    }
+
+    /// [`spawn`](Self::spawn), with the command adjusted by `configure` first.
+    pub(crate) fn spawn_with(
+        &self,
+        args: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> std::io::Result<(Child, Group)> {
         let mut command = self.command();
         command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        configure(&mut command);
         Group::prepare(&mut command);
         let mut child = command.spawn()?;
         match Group::adopt(child.id()) {
@@ -415,7 +425,10 @@ fn wait_timeout(child: &mut Child, group: &Group, timeout: Duration) -> Option<s
     status
 }
 
-fn read_capped(pipe: Option<impl Read + Send + 'static>, cap: usize) -> std::thread::JoinHandle<String> {
+pub(crate) fn read_capped(
+    pipe: Option<impl Read + Send + 'static>,
+    cap: usize,
+) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let Some(mut pipe) = pipe else {
             return String::new();

@@ -9,7 +9,7 @@ use dshkit_cdp::LaunchOptions;
 use crate::live::{self, BOOT_WATCH, DEFAULT_BOOT_TIMEOUT, DEFAULT_DUMP_TIMEOUT, Dsh};
 use crate::report::{Check, Report, Status};
 use crate::static_checks::{self, Target};
-use crate::{audit, smoke};
+use crate::{audit, headless, smoke};
 
 /// What to check and how.
 #[derive(Debug, Clone)]
@@ -220,6 +220,11 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
         boot_dsh.home = mirror.path().to_owned();
     }
     let (profile, boot_timeout) = (options.profile.clone(), options.boot_timeout);
+    if headless::is_headless(&boot_dsh.home, &profile) {
+        checks.extend(headless_checks(options, boot_dsh, profile, boot_timeout).await);
+        drop(mirror);
+        return (checks, leaked);
+    }
     options.progress.stage("isolated boot");
     // The boot blocks a thread of its own. If this run is stopped meanwhile (a
     // cancelled or timed-out tool call), nobody takes the instance: kill it.
@@ -275,6 +280,30 @@ async fn live_checks(options: &CheckOptions, dsh: &Dsh) -> (Vec<Check>, Vec<(u32
     checks.push(shutdown);
     drop(mirror);
     (checks, leaked)
+}
+
+/// A headless profile's live checks: one turn against a stand-in model is its
+/// boot (and proves its group gone); it serves no page.
+async fn headless_checks(options: &CheckOptions, dsh: Dsh, profile: String, timeout: Duration) -> Vec<Check> {
+    options
+        .progress
+        .stage("isolated boot (one headless turn against a stand-in model)");
+    let boot = tokio::task::spawn_blocking(move || headless::headless_turn(&dsh, &profile, timeout))
+        .await
+        .unwrap_or_else(|e| Check::new("live_boot", "Isolated boot", Status::Fail, e.to_string()));
+    vec![
+        boot,
+        not_tested(
+            "page_smoke",
+            "Page renders in Chromium",
+            "a headless profile serves no page",
+        ),
+        not_tested(
+            "shutdown",
+            "Clean shutdown",
+            "a headless turn ends by itself: the boot check proved its group gone",
+        ),
+    ]
 }
 
 /// Kills a booted instance's group when dropped: a run stopped before its shutdown

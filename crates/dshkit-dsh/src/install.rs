@@ -2,7 +2,11 @@
 //! embedded in the binary) written into a profile.
 //!
 //! What install writes, and all that uninstall removes:
-//! - `plugins/dshkit/`: the package files plus [`INSTALL_MARKER`], which names them;
+//! - `plugins/dshkit/`: the package files, the dshkit binary the row names
+//!   ([`INSTALLED_BINARY`]: a hard link to the installing binary where the file
+//!   system allows, else a copy; so a rebuild, a `cargo clean` or a moved
+//!   checkout never leaves the profile without its binary), plus
+//!   [`INSTALL_MARKER`], which names them;
 //! - `node_modules/@local/dshkit`, a link to `../../plugins/dshkit`;
 //! - dshkit's block in `cordis.patch.yml`, now holding the plugin row (which
 //!   replaces a `dshkit dsh connect` MCP row, so the tools are not loaded twice).
@@ -24,6 +28,12 @@ use crate::patch::{self, ConnectReport, ManagedRow, PatchError};
 pub const PLUGIN_ID: &str = "dshkit";
 /// The package name the row loads.
 pub const PLUGIN_PACKAGE: &str = "@local/dshkit";
+/// The plugin's own copy of the dshkit binary, inside its directory.
+pub const INSTALLED_BINARY: &str = if cfg!(windows) {
+    "bin/dshkit.exe"
+} else {
+    "bin/dshkit"
+};
 /// The file in the plugin directory that says dshkit installed it.
 pub const INSTALL_MARKER: &str = ".dshkit-install.json";
 
@@ -51,7 +61,8 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
 /// The patch row that loads the plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginRow {
-    /// The dshkit executable the plugin runs (absolute).
+    /// The dshkit executable the plugin runs (absolute). Install copies it into
+    /// the plugin directory and writes the row with the copy.
     pub binary: PathBuf,
     /// DSH home passed to the sidecar (DSH strips `DSH_*` from its children).
     pub dsh_home: Option<PathBuf>,
@@ -152,6 +163,8 @@ dshkit_os::classified!(InstallError);
 pub struct InstallReport {
     /// The plugin directory.
     pub plugin_dir: PathBuf,
+    /// The binary the row names: the plugin directory's own.
+    pub binary: PathBuf,
     /// Whether its files changed (false: they already were these).
     pub files_changed: bool,
     /// The `node_modules/@local/dshkit` link.
@@ -177,7 +190,12 @@ pub fn install(profile_dir: &Path, row: &PluginRow) -> Result<InstallReport, Ins
         return Err(InstallError::NoProfile(profile_dir.to_owned()));
     }
     let plugin_dir = profile_dir.join("plugins").join(PLUGIN_ID);
-    let files_changed = write_plugin(&plugin_dir)?;
+    let files_changed = write_plugin(&plugin_dir, &row.binary)?;
+    let binary = plugin_dir.join(INSTALLED_BINARY);
+    let row = PluginRow {
+        binary: binary.clone(),
+        ..row.clone()
+    };
     let link = link_plugin(profile_dir)?;
     let patch_path = profile_dir.join("cordis.patch.yml");
     let previous_patch = match std::fs::read_to_string(&patch_path) {
@@ -191,9 +209,10 @@ pub fn install(profile_dir: &Path, row: &PluginRow) -> Result<InstallReport, Ins
             });
         }
     };
-    let patch = patch::connect(profile_dir, row)?;
+    let patch = patch::connect(profile_dir, &row)?;
     Ok(InstallReport {
         plugin_dir,
+        binary,
         files_changed,
         link,
         patch,
@@ -261,7 +280,11 @@ pub fn remove_files(profile_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
 
 /// The marker's content: which files dshkit wrote, so a reinstall can tell ours.
 fn marker() -> String {
-    let files: Vec<&str> = PLUGIN_FILES.iter().map(|(name, _)| *name).collect();
+    let files: Vec<&str> = PLUGIN_FILES
+        .iter()
+        .map(|(name, _)| *name)
+        .chain([INSTALLED_BINARY])
+        .collect();
     serde_json::to_string_pretty(&serde_json::json!({
         "installedBy": "dshkit dsh install",
         "version": env!("CARGO_PKG_VERSION"),
@@ -270,9 +293,9 @@ fn marker() -> String {
     .expect("JSON")
 }
 
-/// Writes the package into `plugin_dir` through a staged sibling directory and a
-/// rename; returns false when it already held exactly these files.
-fn write_plugin(plugin_dir: &Path) -> Result<bool, InstallError> {
+/// Writes the package and `binary` into `plugin_dir` through a staged sibling
+/// directory and a rename; returns false when it already held exactly these.
+fn write_plugin(plugin_dir: &Path, binary: &Path) -> Result<bool, InstallError> {
     let io = |action, path: &Path, source| InstallError::Io {
         action,
         path: path.to_owned(),
@@ -286,7 +309,8 @@ fn write_plugin(plugin_dir: &Path) -> Result<bool, InstallError> {
             .chain(PLUGIN_FILES.iter().map(|(n, c)| (*n, (*c).to_owned())))
             .all(|(name, content)| {
                 std::fs::read_to_string(plugin_dir.join(name)).is_ok_and(|c| c == content)
-            });
+            })
+            && same_contents(binary, &plugin_dir.join(INSTALLED_BINARY));
         if same {
             return Ok(false);
         }
@@ -301,6 +325,7 @@ fn write_plugin(plugin_dir: &Path) -> Result<bool, InstallError> {
         for (name, content) in PLUGIN_FILES {
             patch::write_atomic(&staged.join(name), content.as_bytes())?;
         }
+        place_binary(binary, &staged.join(INSTALLED_BINARY))?;
         patch::write_atomic(&staged.join(INSTALL_MARKER), marker().as_bytes())?;
         if plugin_dir.exists() {
             std::fs::rename(plugin_dir, &old).map_err(|e| io("move aside", plugin_dir, e))?;
@@ -316,6 +341,50 @@ fn write_plugin(plugin_dir: &Path) -> Result<bool, InstallError> {
         }
     }
     result
+}
+
+/// Puts `binary` at `to`: a hard link where the file system allows (no space
+/// used, and the build directory's next binary is a new file, so this one
+/// stays), else a copy. Either keeps the source's permissions.
+fn place_binary(binary: &Path, to: &Path) -> Result<(), InstallError> {
+    let io = |action, path: &Path, source| InstallError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    };
+    let dir = to.parent().expect("bin/ is inside the plugin directory");
+    std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+    if std::fs::hard_link(binary, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(binary, to).map_err(|e| io("copy the dshkit binary from", binary, e))?;
+    Ok(())
+}
+
+/// Whether two files hold the same bytes (false when either cannot be read).
+fn same_contents(left: &Path, right: &Path) -> bool {
+    use std::io::Read as _;
+    let (Ok(left), Ok(right)) = (std::fs::File::open(left), std::fs::File::open(right)) else {
+        return false;
+    };
+    let length = |file: &std::fs::File| file.metadata().map(|m| m.len()).ok();
+    if length(&left) != length(&right) {
+        return false;
+    }
+    let mut left = std::io::BufReader::new(left);
+    let mut right = std::io::BufReader::new(right);
+    let (mut ours, mut theirs) = (vec![0; 64 * 1024], vec![0; 64 * 1024]);
+    loop {
+        let Ok(read) = left.read(&mut ours) else {
+            return false;
+        };
+        if read == 0 {
+            return right.read(&mut theirs).is_ok_and(|more| more == 0);
+        }
+        if right.read_exact(&mut theirs[..read]).is_err() || ours[..read] != theirs[..read] {
+            return false;
+        }
+    }
 }
 
 fn link_path(profile_dir: &Path) -> PathBuf {
@@ -412,9 +481,17 @@ mod tests {
         dir
     }
 
-    fn row() -> PluginRow {
+    /// A stand-in for the dshkit binary, in a directory of its own.
+    fn built_binary() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("dshkit");
+        std::fs::write(&binary, b"the dshkit binary, version 1").unwrap();
+        (dir, binary)
+    }
+
+    fn row_for(binary: &Path) -> PluginRow {
         PluginRow {
-            binary: "/opt/dshkit".into(),
+            binary: binary.to_owned(),
             dsh_home: Some("/home/u/.dsh".into()),
             devtools: false,
             devtools_experiments: false,
@@ -422,10 +499,58 @@ mod tests {
         }
     }
 
+    /// A row whose binary is one stand-in shared by the tests that do not change it.
+    fn row() -> PluginRow {
+        static BUILT: std::sync::OnceLock<(tempfile::TempDir, PathBuf)> = std::sync::OnceLock::new();
+        row_for(&BUILT.get_or_init(built_binary).1)
+    }
+
+    #[test]
+    fn the_row_names_the_plugins_own_binary_which_outlives_the_build_directory() {
+        let dir = profile();
+        let (build, binary) = built_binary();
+        let report = install(dir.path(), &row_for(&binary)).unwrap();
+        let installed = dir.path().join("plugins/dshkit").join(INSTALLED_BINARY);
+        assert_eq!(report.binary, installed);
+        let text = std::fs::read_to_string(dir.path().join("cordis.patch.yml")).unwrap();
+        let parsed = patch::parse_list(Path::new("p"), &text).unwrap();
+        assert_eq!(
+            parsed[1]["insert"][0]["config"]["binary"],
+            installed.display().to_string()
+        );
+        // A rebuild writes a new file; `cargo clean` removes the directory.
+        std::fs::remove_file(&binary).unwrap();
+        std::fs::write(&binary, b"the dshkit binary, version 2").unwrap();
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            b"the dshkit binary, version 1"
+        );
+        let again = install(dir.path(), &row_for(&binary)).unwrap();
+        assert!(again.files_changed, "a new binary is installed");
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            b"the dshkit binary, version 2"
+        );
+        assert!(!install(dir.path(), &row_for(&binary)).unwrap().files_changed);
+        drop(build);
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            b"the dshkit binary, version 2"
+        );
+        let missing = install(dir.path(), &row_for(&dir.path().join("no-such-dshkit")));
+        assert!(matches!(&missing, Err(InstallError::Io { .. })), "{missing:?}");
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            b"the dshkit binary, version 2",
+            "a failed install keeps the plugin as it was"
+        );
+    }
+
     #[test]
     fn install_writes_the_package_the_link_and_the_row_and_is_idempotent() {
         let dir = profile();
-        let first = install(dir.path(), &row()).unwrap();
+        let (_build, binary) = built_binary();
+        let first = install(dir.path(), &row_for(&binary)).unwrap();
         assert!(first.files_changed);
         assert_eq!(first.patch.outcome, Outcome::Added);
         for (name, content) in PLUGIN_FILES {
@@ -440,9 +565,12 @@ mod tests {
         assert!(text.starts_with("# mine\n- insert:\n    - id: other\n"), "{text}");
         let parsed = patch::parse_list(Path::new("p"), &text).unwrap();
         assert_eq!(parsed.len(), 2);
-        assert_eq!(parsed[1]["insert"][0]["config"]["binary"], "/opt/dshkit");
+        assert_eq!(
+            parsed[1]["insert"][0]["config"]["binary"],
+            first.binary.display().to_string()
+        );
 
-        let again = install(dir.path(), &row()).unwrap();
+        let again = install(dir.path(), &row_for(&binary)).unwrap();
         assert!(!again.files_changed);
         assert_eq!(again.patch.outcome, Outcome::Unchanged);
     }

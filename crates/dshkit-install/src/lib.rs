@@ -117,13 +117,14 @@ impl Installed {
             Self::Done { report, proof } => (report, proof),
         };
         let mut text = format!(
-            "{}: the dshkit plugin {} (binary {})\n",
+            "{}: the dshkit plugin {} (its binary {}, from {})\n",
             report.plugin_dir.display(),
             if report.files_changed {
                 "written"
             } else {
                 "already current"
             },
+            report.binary.display(),
             request.row.binary.display()
         );
         text.push_str(&format!(

@@ -5,8 +5,8 @@
 use dshkit_test::{FakeModel, Peers, wait_for};
 
 use crate::support::{
-    Home, PAGE, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in, install, installed_home,
-    model_verifying, output, processes_of, serve_html, serve_page, stdout_json,
+    Home, PAGE, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in, headless_home, install,
+    installed_home, model_verifying, output, processes_of, profile_home, serve_html, serve_page, stdout_json,
     the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
 };
 
@@ -282,6 +282,10 @@ fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
     assert_eq!(installed.status.code(), Some(0), "{report}");
     assert_eq!(report["installed"], true);
     assert_eq!(report["bootProof"]["status"], "pass", "{report}");
+    // The row runs the plugin's own binary, not the build directory's.
+    let binary = std::path::PathBuf::from(report["install"]["binary"].as_str().unwrap());
+    assert!(binary.starts_with(profile.join("plugins/dshkit")), "{report}");
+    assert!(binary.is_file(), "{report}");
     // DSH itself composes the plugin row into the tree it boots.
     let dumped = output(dsh_command(&peers, home.path()).args(["--profile", "web", "--dump-config"]));
     let tree = String::from_utf8_lossy(&dumped.stdout);
@@ -330,54 +334,84 @@ fn install_proves_the_boot_and_uninstall_leaves_a_profile_that_boots() {
 }
 
 #[test]
-fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
+fn an_install_into_a_headless_profile_is_proven_by_one_turn_and_kept() {
     let peers = Peers::get();
-    let (home, dsh_home) = web_home(&peers);
-    let profile = dsh_home.join("profiles/web");
-    // The user's own broken plugin: the profile would not boot with or without dshkit.
-    let broken = profile.join("plugins/broken");
-    std::fs::create_dir_all(&broken).unwrap();
-    std::fs::write(
-        broken.join("package.json"),
-        r#"{"name":"@local/broken","type":"module","main":"index.js"}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        broken.join("index.js"),
-        "export const name = 'broken';\nexport function apply() {\n",
-    )
-    .unwrap();
-    let patch = profile.join("cordis.patch.yml");
-    std::fs::write(
-        &patch,
-        "- insert:\n    - id: broken\n      name: '@local/broken'\n",
-    )
-    .unwrap();
-    let before = std::fs::read_to_string(&patch).unwrap();
-
-    let installed = install(home.path(), &dsh_home, "web", &["--json"]);
-    assert_eq!(
-        installed.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&installed.stdout)
-    );
+    let (home, dsh_home) = headless_home(&peers);
+    let installed = install(home.path(), &dsh_home, "headless", &["--json"]);
     let report = stdout_json(&installed);
-    assert_eq!(report["installed"], false, "{report}");
+    assert_eq!(installed.status.code(), Some(0), "{report}");
+    assert_eq!(report["installed"], true, "{report}");
+    assert_eq!(report["bootProof"]["status"], "pass", "{report}");
     assert!(
-        report["reason"].as_str().unwrap().contains("does not pass"),
+        report["bootProof"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a headless turn loaded the plugin tree"),
         "{report}"
     );
-    assert_eq!(
-        std::fs::read_to_string(&patch).unwrap(),
-        before,
-        "the patch file is exactly as before"
-    );
     assert!(
-        !profile.join("plugins/dshkit").exists(),
-        "the unused plugin files are removed"
+        dsh_home
+            .join("profiles/headless/plugins/dshkit/index.js")
+            .is_file()
     );
-    assert!(broken.join("index.js").is_file(), "the user's files are kept");
+    let left = processes_of(&dsh_home);
+    assert!(left.is_empty(), "the proof turn left {left:#?}");
+}
+
+#[test]
+fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
+    let peers = Peers::get();
+    for kind in ["web", "headless"] {
+        let (home, dsh_home) = profile_home(&peers, kind);
+        let profile = dsh_home.join("profiles").join(kind);
+        // The user's own broken plugin: the profile would not boot with or without dshkit.
+        let broken = profile.join("plugins/broken");
+        std::fs::create_dir_all(&broken).unwrap();
+        std::fs::write(
+            broken.join("package.json"),
+            r#"{"name":"@local/broken","type":"module","main":"index.js"}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            broken.join("index.js"),
+            "export const name = 'broken';\nexport function apply() {\n",
+        )
+        .unwrap();
+        let patch = profile.join("cordis.patch.yml");
+        std::fs::write(
+            &patch,
+            "- insert:\n    - id: broken\n      name: '@local/broken'\n",
+        )
+        .unwrap();
+        let before = std::fs::read_to_string(&patch).unwrap();
+
+        let installed = install(home.path(), &dsh_home, kind, &["--json"]);
+        assert_eq!(
+            installed.status.code(),
+            Some(1),
+            "{kind}: {}",
+            String::from_utf8_lossy(&installed.stdout)
+        );
+        let report = stdout_json(&installed);
+        assert_eq!(report["installed"], false, "{kind}: {report}");
+        assert!(
+            report["reason"].as_str().unwrap().contains("does not pass"),
+            "{kind}: {report}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&patch).unwrap(),
+            before,
+            "{kind}: the patch file is exactly as before"
+        );
+        assert!(
+            !profile.join("plugins/dshkit").exists(),
+            "{kind}: the unused plugin files are removed"
+        );
+        assert!(
+            broken.join("index.js").is_file(),
+            "{kind}: the user's files are kept"
+        );
+    }
 }
 
 #[test]

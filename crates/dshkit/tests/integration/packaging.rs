@@ -338,8 +338,7 @@ fn agent_turn(registry: &Registry, peers: &Peers, home: &Path) {
     let dsh_home = home.join("dsh");
     // A real agent turn through the installed plugin (headless, where DSH runs one
     // task and prints its answer), installed the same way.
-    let made =
-        output(dsh_command(peers, home).args(["--profile", "headless", "--dump-default-config"]));
+    let made = output(dsh_command(peers, home).args(["--profile", "headless", "--dump-default-config"]));
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     dsh_plugin(registry, peers, home, "headless", &["add", "dshkit"]);
     let app = serve_page();

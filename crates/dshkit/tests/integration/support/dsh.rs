@@ -53,6 +53,15 @@ pub(crate) fn headless_home(peers: &Peers) -> (Home, PathBuf) {
     (home, dsh_home)
 }
 
+/// A fresh HOME with the `web` or the `headless` profile, made by the real `dsh`.
+pub(crate) fn profile_home(peers: &Peers, profile: &str) -> (Home, PathBuf) {
+    match profile {
+        "web" => web_home(peers),
+        "headless" => headless_home(peers),
+        other => panic!("no test profile `{other}`: web or headless"),
+    }
+}
+
 /// `dshkit dsh install --profile PROFILE EXTRA` into `dsh_home`.
 pub(crate) fn install(home: &Path, dsh_home: &Path, profile: &str, extra: &[&str]) -> Output {
     output(
@@ -68,11 +77,7 @@ pub(crate) fn install(home: &Path, dsh_home: &Path, profile: &str, extra: &[&str
 /// A fresh HOME with the profile made by the real `dsh` and the plugin installed
 /// (without the boot proof, which its own test covers).
 pub(crate) fn installed_home(peers: &Peers, profile: &str) -> (Home, PathBuf) {
-    let (home, dsh_home) = if profile == "web" {
-        web_home(peers)
-    } else {
-        headless_home(peers)
-    };
+    let (home, dsh_home) = profile_home(peers, profile);
     let installed = install(home.path(), &dsh_home, profile, &["--no-boot-check"]);
     assert!(
         installed.status.success(),
