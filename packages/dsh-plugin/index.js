@@ -16,6 +16,8 @@ const path = process.getBuiltinModule('node:path');
 export const name = 'dshkit';
 export const inject = ['tools', 'subprocess'];
 
+/** This plugin's release: its package's version (the binary's must be the same). */
+const PLUGIN_VERSION = JSON.parse(fs.readFileSync(new URL('./package.json', import.meta.url), 'utf8')).version;
 /** Protocol version the sidecar is asked for (it serves every version through 2026-07-28). */
 const PROTOCOL_VERSION = '2025-11-25';
 /** Largest `dshkit mcp --describe` answer read at boot. */
@@ -201,7 +203,13 @@ async function describe(ctx, binary, env) {
   if (host?.format !== HOST_FORMAT || !Array.isArray(host.tools) || !Array.isArray(host.guidance) || !Array.isArray(host.skills) || typeof host.devtoolsDir !== 'string') {
     throw new Error(`dshkit: \`${binary} mcp --describe\` gives its host section in format ${host?.format ?? '(none)'}, and this plugin reads format ${HOST_FORMAT}; install the plugin again with that dshkit (\`${binary} dsh install\`)`);
   }
-  return { tools: parsed.tools, host };
+  const versions = { plugin: PLUGIN_VERSION, binary: String(parsed.server?.version ?? '(none)') };
+  if (versions.binary !== versions.plugin) {
+    // The layout matches, so the tools work; but a plugin half and a binary of
+    // different releases may disagree in what each expects: say so at every boot.
+    process.stderr.write(`dshkit: this plugin is ${versions.plugin} and its binary ${binary} is ${versions.binary}; install them together again (\`dsh plugin --profile NAME update dshkit\`, or \`dshkit dsh install\` from source)\n`);
+  }
+  return { tools: parsed.tools, host, versions };
 }
 
 /**
@@ -752,7 +760,7 @@ class Connection {
       await this.request('initialize', {
         protocolVersion: PROTOCOL_VERSION,
         capabilities: {},
-        clientInfo: { name: 'dshkit-dsh-plugin', version: '0.1.0' },
+        clientInfo: { name: 'dshkit-dsh-plugin', version: PLUGIN_VERSION },
       }, timeout.signal);
     } finally {
       clearTimeout(timer);

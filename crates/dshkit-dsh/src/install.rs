@@ -506,6 +506,30 @@ mod tests {
     }
 
     #[test]
+    fn the_plugin_package_is_of_the_workspaces_release() {
+        let manifest = PLUGIN_FILES
+            .iter()
+            .find(|(name, _)| *name == "package.json")
+            .unwrap()
+            .1;
+        let manifest: Value = serde_json::from_str(manifest).unwrap();
+        assert_eq!(
+            manifest["version"],
+            env!("CARGO_PKG_VERSION"),
+            "packages/dsh-plugin/package.json"
+        );
+        let files: Vec<&str> = manifest["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for (name, _) in PLUGIN_FILES.iter().filter(|(name, _)| *name != "package.json") {
+            assert!(files.contains(name), "{name} is not in the package's files");
+        }
+    }
+
+    #[test]
     fn the_row_names_the_plugins_own_binary_which_outlives_the_build_directory() {
         let dir = profile();
         let (build, binary) = built_binary();

@@ -10,12 +10,16 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// `dshkit --version`: the workspace version, and the commit it was built from
+/// with that commit's date when built in a git checkout (`build.rs`).
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("DSHKIT_BUILD"));
+
 /// dshkit: make coding agents trustworthy when they build software.
 ///
 /// Serves LiveLoop, Echo, Startup Check and Cordis DevTools as MCP tools (`dshkit mcp`)
 /// and as commands for people.
 #[derive(Debug, Parser)]
-#[command(name = "dshkit", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "dshkit", version = VERSION, propagate_version = true, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
 )]

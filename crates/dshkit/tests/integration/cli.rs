@@ -7,6 +7,33 @@ use dshkit_test::Peers;
 use crate::support::{Home, dsh_command, dshkit, output, stdout_json, web_home};
 
 #[test]
+fn the_version_names_the_workspace_version_and_the_commit_git_names() {
+    let git = |args: &[&str]| {
+        let out = output(
+            Command::new("git")
+                .args(args)
+                .current_dir(dshkit_test::workspace_root()),
+        );
+        let text = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        (out.status.success() && !text.is_empty()).then_some(text)
+    };
+    // Where git cannot name the commit (no checkout), the version stands alone.
+    let build = match (
+        git(&["rev-parse", "--short=12", "HEAD"]),
+        git(&["log", "-1", "--format=%cs"]),
+    ) {
+        (Some(commit), Some(date)) => format!(" ({commit} {date})"),
+        _ => String::new(),
+    };
+    let out = Home::new().run(["--version"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("dshkit {}{build}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn help_lists_the_commands_and_the_exit_codes() {
     let out = Home::new().run(["--help"]);
     assert!(out.status.success());

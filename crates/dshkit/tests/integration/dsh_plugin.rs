@@ -359,6 +359,41 @@ fn an_install_into_a_headless_profile_is_proven_by_one_turn_and_kept() {
 }
 
 #[test]
+fn a_plugin_beside_a_binary_of_another_release_says_so_at_every_boot() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "web");
+    let manifest = dsh_home.join("profiles/web/plugins/dshkit/package.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let version = format!("\"version\": \"{}\"", env!("CARGO_PKG_VERSION"));
+    assert!(text.contains(&version), "{text}");
+    std::fs::write(&manifest, text.replace(&version, "\"version\": \"0.0.1\"")).unwrap();
+
+    let check = output(
+        home.dshkit()
+            .env("PATH", peers.path_var())
+            .args(["check", "--live", "--json", "--dsh-home"])
+            .arg(&dsh_home),
+    );
+    let check = stdout_json(&check);
+    let boot = check["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "live_boot")
+        .unwrap();
+    assert_eq!(boot["status"], "warn", "{check}");
+    let said = boot["evidence"].to_string();
+    assert!(
+        said.contains(&format!(
+            "this plugin is 0.0.1 and its binary {} is {}",
+            dsh_home.join("profiles/web/plugins/dshkit/bin/dshkit").display(),
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{check}"
+    );
+}
+
+#[test]
 fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
     let peers = Peers::get();
     for kind in ["web", "headless"] {

@@ -96,7 +96,7 @@ fn the_binary_starts_and_names_its_version() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("dshkit {}", env!("CARGO_PKG_VERSION"))
+        format!("dshkit {}{}", env!("CARGO_PKG_VERSION"), env!("DSHKIT_BUILD"))
     );
 }
 
