@@ -394,6 +394,42 @@ fn a_plugin_beside_a_binary_of_another_release_says_so_at_every_boot() {
 }
 
 #[test]
+fn a_from_source_install_keeps_working_after_its_build_directory_is_moved_away() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    // A build directory of its own, so moving it away touches no other test.
+    let build = tempfile::tempdir().unwrap();
+    let release = build.path().join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    let binary = release.join("dshkit");
+    std::fs::copy(crate::support::dshkit(), &binary).unwrap();
+    let mut command = std::process::Command::new(&binary);
+    crate::support::isolate(&mut command, home.path());
+    let installed = output(
+        command
+            .env("PATH", peers.path_var())
+            .args(["--json", "dsh", "install", "--profile", "headless", "--dsh-home"])
+            .arg(&dsh_home),
+    );
+    let report = stdout_json(&installed);
+    assert_eq!(report["bootProof"]["status"], "pass", "{report}");
+    let moved = build.path().join("target-moved-away");
+    std::fs::rename(build.path().join("target"), &moved).unwrap();
+    assert!(!binary.exists());
+
+    let app = serve_page();
+    let model = model_verifying(&app);
+    let stdout = dsh_turn(&peers, home.path(), None, &model, "Verify the app.");
+    let answer = tool_answer(&stdout);
+    assert!(answer.contains("VERIFIED"), "{answer}");
+    let patch = std::fs::read_to_string(dsh_home.join("profiles/headless/cordis.patch.yml")).unwrap();
+    assert!(
+        !patch.contains(&build.path().display().to_string()),
+        "the row names nothing in the build directory: {patch}"
+    );
+}
+
+#[test]
 fn an_install_into_a_profile_that_does_not_boot_is_rolled_back() {
     let peers = Peers::get();
     for kind in ["web", "headless"] {
