@@ -131,9 +131,10 @@ fn cache_file(node: &Path) -> Option<PathBuf> {
         .as_nanos();
     let identity = format!("{}\n{}\n{modified}", real.display(), meta.len());
     let digest = hex::encode(&sha2::Sha256::digest(identity.as_bytes())[..12]);
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let env = dshkit_env::Environment::from_process();
+    let base = env
+        .path_var(dshkit_env::vars::XDG_CACHE_HOME)
+        .or_else(|| env.home().map(|h| h.join(".cache")))?;
     Some(base.join("dshkit/node-builtins").join(format!("{digest}.json")))
 }
 

@@ -38,8 +38,15 @@ impl Environment {
         self.get(name).map(PathBuf::from)
     }
 
+    /// The user's home: `HOME`, else on Windows (where `HOME` is rarely set)
+    /// `USERPROFILE`, as Node's `os.homedir()` finds it for DSH.
     pub fn home(&self) -> Option<PathBuf> {
+        self.home_on(cfg!(windows))
+    }
+
+    fn home_on(&self, windows: bool) -> Option<PathBuf> {
         self.path_var(vars::HOME)
+            .or_else(|| windows.then(|| self.path_var(vars::USERPROFILE)).flatten())
     }
 
     /// Finds `program` on `PATH`, as a shell would (on Windows with its
@@ -62,4 +69,24 @@ pub fn is_executable(path: &std::path::Path) -> bool {
         return false;
     }
     dshkit_os::fs::is_executable(&meta)
+}
+
+#[cfg(test)]
+mod home_tests {
+    use super::*;
+
+    #[test]
+    fn home_is_home_else_the_windows_user_profile() {
+        let both = Environment::from_pairs([(vars::HOME, "/home/u"), (vars::USERPROFILE, r"C:\Users\u")]);
+        assert_eq!(both.home_on(true), Some(PathBuf::from("/home/u")));
+        let profile = Environment::from_pairs([(vars::USERPROFILE, r"C:\Users\u")]);
+        assert_eq!(profile.home_on(true), Some(PathBuf::from(r"C:\Users\u")));
+        assert_eq!(
+            profile.home_on(false),
+            None,
+            "USERPROFILE means nothing off Windows"
+        );
+        let empty = Environment::from_pairs([(vars::HOME, ""), (vars::USERPROFILE, "")]);
+        assert_eq!(empty.home_on(true), None);
+    }
 }

@@ -52,7 +52,7 @@ pub enum SettingsError {
     Invalid(Vec<String>),
     #[error("{path} is larger than {MAX_SETTINGS_BYTES} bytes")]
     TooLarge { path: PathBuf },
-    #[error("no settings file location: set HOME or XDG_CONFIG_HOME")]
+    #[error("no settings file location: set HOME (USERPROFILE on Windows) or XDG_CONFIG_HOME")]
     NoLocation,
     #[error("failed to {action} {path}")]
     Io {

@@ -20,5 +20,9 @@ pub const NO_COLOR: &str = "NO_COLOR";
 pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 /// Base of per-user configuration (token file), per the XDG base directory spec.
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// Base of per-user caches (the Node built-ins list), per the XDG base directory spec.
+pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 pub const HOME: &str = "HOME";
+/// The user's home on Windows, where `HOME` is rarely set.
+pub const USERPROFILE: &str = "USERPROFILE";
 pub const PATH: &str = "PATH";

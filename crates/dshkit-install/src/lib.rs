@@ -80,7 +80,7 @@ dshkit_os::classified!(InstallError);
 pub enum Installed {
     /// The plugin is installed; with the live boot's check unless it was skipped.
     Done {
-        report: InstallReport,
+        report: Box<InstallReport>,
         proof: Option<Check>,
     },
     /// The boot was not proven: the install was rolled back, for this reason.
@@ -162,7 +162,10 @@ pub async fn install(
     let profile_dir = request.profile_dir();
     let report = files::install(&profile_dir, &request.row)?;
     if request.no_boot_check {
-        return Ok(Installed::Done { report, proof: None });
+        return Ok(Installed::Done {
+            report: Box::new(report),
+            proof: None,
+        });
     }
     progress(&format!(
         "proving the `{}` profile still boots (dshkit check --live) ...",
@@ -179,7 +182,7 @@ pub async fn install(
     let boot = check.check("live_boot").cloned();
     if let Some(boot) = boot.clone().filter(|b| check.ok && b.status == Status::Pass) {
         return Ok(Installed::Done {
-            report,
+            report: Box::new(report),
             proof: Some(boot),
         });
     }

@@ -392,3 +392,106 @@ fn the_official_sdk_client_on_windows_node_lists_and_calls_the_tools() {
     let text = report["info"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains(env!("CARGO_PKG_VERSION")), "{text}");
 }
+
+/// `npm install dshkit` on Windows, laid out as npm lays it out: the main
+/// package with the launcher and the platform rule, and `@dshkit/win32-x64`
+/// beside it with this build's `dshkit.exe`. Returns the launcher's path.
+fn installed_package(dir: &Path, with_platform_package: bool) -> PathBuf {
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packages/dsh-plugin");
+    let main = dir.join("node_modules/dshkit");
+    std::fs::create_dir_all(main.join("bin")).unwrap();
+    for file in ["platform.js", "bin/dshkit.js"] {
+        std::fs::copy(plugin.join(file), main.join(file)).unwrap();
+    }
+    std::fs::write(
+        main.join("package.json"),
+        r#"{"name":"dshkit","version":"0.0.0","type":"module","bin":{"dshkit":"bin/dshkit.js"}}"#,
+    )
+    .unwrap();
+    if with_platform_package {
+        let platform = dir.join("node_modules/@dshkit/win32-x64");
+        std::fs::create_dir_all(platform.join("bin")).unwrap();
+        std::fs::write(
+            platform.join("package.json"),
+            r#"{"name":"@dshkit/win32-x64","version":"0.0.0","os":["win32"],"cpu":["x64"]}"#,
+        )
+        .unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_dshkit"), platform.join("bin/dshkit.exe")).unwrap();
+    }
+    main.join("bin/dshkit.js")
+}
+
+/// Runs the launcher on Windows Node with `args`; its exit code.
+fn launch(launcher: &Path, home: &Path, args: &[&str]) -> Option<i32> {
+    let mut child = Guard(spawn(
+        Command::new(node())
+            .arg(launcher)
+            .args(args)
+            .env("USERPROFILE", home)
+            .env("APPDATA", home.join("AppData/Roaming"))
+            .env("LOCALAPPDATA", home.join("AppData/Local"))
+            // Windows Node cannot write to a Linux pipe; it writes nothing here.
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    ));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the launcher did not end within {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_npm_launcher_runs_the_windows_platform_packages_binary_and_ends_as_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let launcher = installed_package(dir.path(), true);
+    assert_eq!(launch(&launcher, &home, &["--version"]), Some(0));
+    // clap's usage error, through the launcher unchanged.
+    assert_eq!(launch(&launcher, &home, &["no-such-command"]), Some(2));
+    // The binary ran with these arguments: it wrote the setting where Windows keeps them.
+    assert_eq!(
+        launch(
+            &launcher,
+            &home,
+            &["settings", "set", "--value", r#"{"quietWindowMs":700}"#]
+        ),
+        Some(0)
+    );
+    let written = walk(&home)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "settings.json"))
+        .unwrap_or_else(|| panic!("no settings.json under {}", home.display()));
+    let settings = std::fs::read_to_string(&written).unwrap();
+    assert!(settings.contains("\"quietWindowMs\": 700"), "{settings}");
+
+    // Without the platform package (`--omit=optional`), the launcher says so and exits 1.
+    let bare = tempfile::tempdir().unwrap();
+    let launcher = installed_package(bare.path(), false);
+    assert_eq!(launch(&launcher, &home, &["--version"]), Some(1));
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
