@@ -30,6 +30,11 @@ pub const EXPERIMENT_STATUS: &str = "cordis_waterfall_experiment_status";
 pub const EXPERIMENT_START: &str = "cordis_start_waterfall_experiment";
 pub const EXPERIMENT_STOP: &str = "cordis_stop_waterfall_experiment";
 
+/// Dispatches a search returns when it names no `limit`.
+const DEFAULT_SEARCH_LIMIT: usize = 50;
+/// Traces a page holds when it names no `limit`.
+const DEFAULT_TRACES_LIMIT: usize = 20;
+
 /// Why a tool gave no answer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -206,15 +211,9 @@ async fn history(core: &DebugCore, tool: &str, arguments: Map<String, Value>) ->
     match tool {
         SEARCH => {
             let args: SearchArgs = read(arguments)?;
-            let found = core
-                .search_dispatches(
-                    &args.session,
-                    args.event.as_deref(),
-                    args.since,
-                    args.limit.unwrap_or(50),
-                )
-                .await?;
-            Ok(search(&found))
+            let limit = args.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
+            let found = core.search_dispatches(&args.session, args.event.as_deref(), args.since, limit);
+            Ok(search(&found.await?))
         }
         CHECKPOINT => {
             let args: SessionArgs = read(arguments)?;
@@ -261,15 +260,9 @@ async fn history(core: &DebugCore, tool: &str, arguments: Map<String, Value>) ->
         }
         TRACES => {
             let args: TracesArgs = read(arguments)?;
-            let page = core
-                .traces(
-                    &args.session,
-                    args.lease.as_deref(),
-                    args.cursor,
-                    args.limit.unwrap_or(20),
-                )
-                .await?;
-            Ok(traces(page))
+            let limit = args.limit.unwrap_or(DEFAULT_TRACES_LIMIT);
+            let page = core.traces(&args.session, args.lease.as_deref(), args.cursor, limit);
+            Ok(traces(page.await?))
         }
         other => Err(AgentError::Refused(format!("unknown tool {other}"))),
     }

@@ -49,3 +49,61 @@ macro_rules! classified {
         }
     )+};
 }
+
+/// Checks that each error of a table says its row's code and class: the one
+/// check behind every crate's table of its errors, kept here beside
+/// [`Classified`] so each table is only its rows.
+///
+/// # Panics
+///
+/// On the first error whose code or class is not its row's.
+#[doc(hidden)]
+pub fn assert_classified<E: Classified>(table: impl IntoIterator<Item = (E, &'static str, ErrorClass)>) {
+    for (error, code, class) in table {
+        assert_eq!(error.code(), code, "{error}");
+        assert_eq!(error.class(), class, "{error}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Gone;
+
+    impl std::fmt::Display for Gone {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the peer is gone")
+        }
+    }
+
+    impl std::error::Error for Gone {}
+
+    impl Classified for Gone {
+        fn code(&self) -> &'static str {
+            "PEER_GONE"
+        }
+
+        fn class(&self) -> ErrorClass {
+            ErrorClass::Runtime
+        }
+    }
+
+    #[test]
+    fn a_table_whose_rows_fit_passes() {
+        assert_classified([(Gone, "PEER_GONE", ErrorClass::Runtime)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the peer is gone")]
+    fn a_row_with_another_code_fails_naming_the_error() {
+        assert_classified([(Gone, "GONE", ErrorClass::Runtime)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the peer is gone")]
+    fn a_row_with_another_class_fails_naming_the_error() {
+        assert_classified([(Gone, "PEER_GONE", ErrorClass::Refused)]);
+    }
+}

@@ -101,7 +101,7 @@ mod tests {
         use ErrorClass::{Refused, Runtime};
         let not_ready =
             |cause| RuntimeError::NotReady(Box::new(StartFailure::from_log(cause, [], Vec::new())));
-        let table = [
+        dshkit_os::error::assert_classified([
             (
                 RuntimeError::PortInUse {
                     port: 5173,
@@ -166,10 +166,6 @@ mod tests {
                 "NOT_READY",
                 Runtime,
             ),
-        ];
-        for (error, code, class) in table {
-            assert_eq!(error.code(), code, "{error}");
-            assert_eq!(error.class(), class, "{error}");
-        }
+        ]);
     }
 }

@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn each_error_has_its_code_and_class() {
-        let table = [
+        dshkit_os::error::assert_classified([
             (DiffError::Decode("x".into()), "NOT_A_PNG", ErrorClass::Refused),
             (
                 DiffError::Encode("x".into()),
@@ -329,11 +329,7 @@ mod tests {
                 ErrorClass::Refused,
             ),
             (DiffError::TooLarge, "IMAGE_TOO_LARGE", ErrorClass::Refused),
-        ];
-        for (error, code, class) in table {
-            assert_eq!(error.code(), code, "{error}");
-            assert_eq!(error.class(), class, "{error}");
-        }
+        ]);
     }
 
     fn solid(width: u32, height: u32, rgba: [u8; 4]) -> Rgba {

@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn each_error_has_its_code_and_class() {
-        let table = [
+        dshkit_os::error::assert_classified([
             (
                 EvidenceError::BadSession("../x".into()),
                 "BAD_EVIDENCE_SESSION",
@@ -269,11 +269,7 @@ mod tests {
                 "EVIDENCE_IO",
                 ErrorClass::Runtime,
             ),
-        ];
-        for (error, code, class) in table {
-            assert_eq!(error.code(), code, "{error}");
-            assert_eq!(error.class(), class, "{error}");
-        }
+        ]);
     }
 
     fn set_mtime(path: &Path, when: SystemTime) {

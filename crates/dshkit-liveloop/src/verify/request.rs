@@ -354,7 +354,7 @@ mod tests {
     fn each_error_has_its_code_and_class() {
         use super::{EvidenceError, VerifyError};
         use dshkit_os::error::ErrorClass;
-        let table = [
+        dshkit_os::error::assert_classified([
             (
                 VerifyError::Invalid("no".into()),
                 "INVALID_REQUEST",
@@ -383,11 +383,7 @@ mod tests {
                 "EVIDENCE_IO",
                 ErrorClass::Runtime,
             ),
-        ];
-        for (error, code, class) in table {
-            assert_eq!(error.code(), code, "{error}");
-            assert_eq!(error.class(), class, "{error}");
-        }
+        ]);
     }
 
     #[test]

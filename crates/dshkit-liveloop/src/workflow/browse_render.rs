@@ -18,6 +18,11 @@ const OBSERVATION_WINDOW: &str = "the window restarts at open, navigate, reload 
 /// The headline of a view of the last snapshot.
 pub(super) const VIEW_OF_LAST: &str = "snapshot (a view of the last one; its refs stay valid)";
 
+/// Entries as a result's text lists them: compact JSON on one line.
+fn one_line(entries: &[Value]) -> String {
+    serde_json::to_string(entries).unwrap_or_default()
+}
+
 /// An operation's result as text and JSON, and the screenshot it saved.
 #[derive(Debug, Default)]
 pub struct Browsed {
@@ -36,6 +41,16 @@ impl Browsed {
             },
             screenshot: None,
         }
+    }
+
+    /// A result about a preview session: its JSON leads with the session's id,
+    /// then `fields`.
+    fn of(session: &PreviewSession, text: String, fields: Value) -> Self {
+        let mut result = Self::new(text, json!({ "session": session.id }));
+        if let Value::Object(fields) = fields {
+            result.structured.extend(fields);
+        }
+        result
     }
 }
 
@@ -118,8 +133,7 @@ pub(super) fn view_of(
             snapshot.text
         ));
     }
-    let mut structured = json!({
-        "session": session.id,
+    let mut fields = json!({
         "generation": snapshot.generation,
         "url": snapshot.url,
         "title": snapshot.title,
@@ -138,10 +152,10 @@ pub(super) fn view_of(
         "untrustedContent": true,
     });
     if include_text {
-        structured["text"] = json!(snapshot.text);
-        structured["textTruncated"] = json!(snapshot.text_truncated);
+        fields["text"] = json!(snapshot.text);
+        fields["textTruncated"] = json!(snapshot.text_truncated);
     }
-    Browsed::new(text, structured)
+    Browsed::of(session, text, fields)
 }
 
 /// The elements of the last snapshot that match a search, with their refs.
@@ -165,15 +179,14 @@ pub(super) fn find(
     for node in &found {
         text.push_str(&node.line(node.depth));
     }
-    let structured = json!({
-        "session": session.id,
+    let fields = json!({
         "generation": snapshot.generation,
         "matches": found,
         "total": total,
         "truncated": total > found.len(),
         "untrustedContent": true,
     });
-    Browsed::new(text, structured)
+    Browsed::of(session, text, fields)
 }
 
 /// The open previews of an owner.
@@ -185,7 +198,7 @@ pub(super) fn list(sessions: Vec<(String, String, Viewport)>) -> Browsed {
     let text = if sessions.is_empty() {
         "no open previews".to_owned()
     } else {
-        serde_json::to_string(&sessions).unwrap_or_default()
+        one_line(&sessions)
     };
     Browsed::new(text, json!({ "sessions": sessions }))
 }
@@ -201,18 +214,14 @@ pub(super) fn console(session: &PreviewSession, level: &str) -> Browsed {
             .collect();
         (entries, o.console.dropped())
     });
-    let text = format!(
-        "{UNTRUSTED}\n{} console entries ({dropped} older dropped)\n{}",
-        entries.len(),
-        serde_json::to_string(&entries).unwrap_or_default()
-    );
-    let structured = json!({
-        "session": session.id,
+    let (count, listed) = (entries.len(), one_line(&entries));
+    let text = format!("{UNTRUSTED}\n{count} console entries ({dropped} older dropped)\n{listed}");
+    let fields = json!({
         "entries": entries,
         "dropped": dropped,
         "untrustedContent": true,
     });
-    Browsed::new(text, structured)
+    Browsed::of(session, text, fields)
 }
 
 /// Failed and blocked requests, and connections refused that no page opened.
@@ -230,23 +239,22 @@ pub(super) fn network(session: &PreviewSession) -> Browsed {
         "{} failed or >= 400 request(s), {} blocked by the preview network policy\n{}\n{}",
         failed.len(),
         blocked.len(),
-        serde_json::to_string(&failed).unwrap_or_default(),
-        serde_json::to_string(&blocked).unwrap_or_default()
+        one_line(&failed),
+        one_line(&blocked)
     );
     if !unclaimed.is_empty() {
         text.push_str(&format!(
             "\n{} other connection(s) refused that no WebSocket of the page or its workers opened (the browser's own, or an unobserved worker's): {}",
             unclaimed.len(),
-            serde_json::to_string(&unclaimed).unwrap_or_default()
+            one_line(&unclaimed)
         ));
     }
-    let structured = json!({
-        "session": session.id,
+    let fields = json!({
         "failed": failed,
         "blocked": blocked,
         "refusedUnclaimed": unclaimed,
     });
-    Browsed::new(text, structured)
+    Browsed::of(session, text, fields)
 }
 
 /// A saved screenshot's identity.
@@ -255,8 +263,7 @@ pub(super) fn screenshot(
     shot: &crate::preview::Screenshot,
     path: &Path,
 ) -> Browsed {
-    let structured = json!({
-        "session": session.id,
+    let fields = json!({
         "path": path,
         "sha256": shot.sha256,
         "bytes": shot.png.len(),
@@ -277,5 +284,5 @@ pub(super) fn screenshot(
         },
         path.display()
     );
-    Browsed::new(text, structured)
+    Browsed::of(session, text, fields)
 }

@@ -238,9 +238,13 @@ async fn command(
             watch(core, session, event.as_deref(), duration, out).await?;
         }
         DevtoolsCommand::Checkpoint { out: file } => {
-            checkpoint(core, session, target, registry, file, out).await?;
+            let file = checkpoint_file(registry, target, file);
+            checkpoint(core, session, target, &file, out).await?;
         }
-        DevtoolsCommand::Compare { file } => compare(core, session, target, registry, file, out).await?,
+        DevtoolsCommand::Compare { file } => {
+            let file = checkpoint_file(registry, target, file);
+            compare(core, session, &file, out).await?;
+        }
         DevtoolsCommand::Profile { event, ttl } => profile(core, session, &event, ttl, out).await?,
         DevtoolsCommand::Stop => {
             let stopped = core.emergency_stop(session).await.map_err(refused)?;
@@ -254,23 +258,26 @@ async fn command(
     Ok(exit::SUCCESS)
 }
 
+/// The checkpoint file a command names, or the target's default one.
+fn checkpoint_file(registry: &Path, target: &str, named: Option<PathBuf>) -> PathBuf {
+    named.unwrap_or_else(|| default_checkpoint(registry, target))
+}
+
 async fn checkpoint(
     core: &DebugCore,
     session: &str,
     target: &str,
-    registry: &Path,
-    file: Option<PathBuf>,
+    file: &Path,
     out: Output,
 ) -> Result<(), Failure> {
     let (digest, at_ms) = core.digest(session).await.map_err(refused)?;
-    let file = file.unwrap_or_else(|| default_checkpoint(registry, target));
     let items = digest.len();
     let saved = SavedCheckpoint {
         target: target.to_owned(),
         at_ms,
         digest,
     };
-    super::write_private(&file, &serde_json::to_vec_pretty(&saved).expect("json"))
+    super::write_private(file, &serde_json::to_vec_pretty(&saved).expect("json"))
         .with_context(|| format!("failed to write {}", file.display()))
         .map_err(Failure::runtime)?;
     if out.json {
@@ -284,16 +291,8 @@ async fn checkpoint(
     Ok(())
 }
 
-async fn compare(
-    core: &DebugCore,
-    session: &str,
-    target: &str,
-    registry: &Path,
-    file: Option<PathBuf>,
-    out: Output,
-) -> Result<(), Failure> {
-    let file = file.unwrap_or_else(|| default_checkpoint(registry, target));
-    let (digest, from_ms) = read_checkpoint(&file).map_err(Failure::refused)?;
+async fn compare(core: &DebugCore, session: &str, file: &Path, out: Output) -> Result<(), Failure> {
+    let (digest, from_ms) = read_checkpoint(file).map_err(Failure::refused)?;
     let (now, at_ms) = core.digest(session).await.map_err(refused)?;
     let comparison = digest.compare(&now, &file.display().to_string(), from_ms, at_ms);
     if out.json {
