@@ -565,11 +565,15 @@ sys.exit(child.wait())
 fn the_verification_card_and_the_live_preview_show_the_structured_report_whatever_its_text_says() {
     let peers = Peers::get();
     let (home, dsh_home) = installed_home(&peers, "web");
-    // The plugin row runs the reworded dshkit.
+    // The plugin row runs the reworded dshkit instead of the binary it names
+    // (the one the install put beside the plugin).
     let patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let row = std::fs::read_to_string(&patch).unwrap();
-    let binary = dshkit().display().to_string();
-    assert!(row.contains(&binary), "{row}");
+    let binary = row
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("binary: "))
+        .unwrap_or_else(|| panic!("the row names no binary: {row}"))
+        .to_owned();
     let reworded = reworded_dshkit(home.path());
     std::fs::write(&patch, row.replace(&binary, &reworded.display().to_string())).unwrap();
 
