@@ -3,7 +3,8 @@
 // calls and a settings section. The views render the report's structure (the
 // card: the host half's presentation metadata of the call, taken from its
 // structuredContent; the Live Preview: the host half's `/dshkit` RPC channel),
-// never the text the binary prints.
+// never the text the binary prints. Each view names its conversation (the
+// `sessionId` DSH gives it) on every call and shows that conversation's only.
 //
 // Any error in a client half replaces DSH's whole UI, so: `apply` never throws,
 // every component renders inside an error boundary, and a failure shows a small
@@ -99,42 +100,42 @@ window.__ModuleLoader__.load({
       return result.value;
     };
 
-    function Thumbnail({ rpc, report, role, width }) {
+    function Thumbnail({ rpc, conversation, report, role, width }) {
       const [src, setSrc] = React.useState(undefined);
       const [error, setError] = React.useState(undefined);
       React.useEffect(() => {
         let live = true;
         if (!report) return undefined;
-        rpc('image', { report, role }).then(
+        rpc('image', { conversation, report, role }).then(
           (value) => { if (live) setSrc(`data:image/png;base64,${value.base64}`); },
           (e) => { if (live) setError(e.message); },
         );
         return () => { live = false; };
-      }, [rpc, report, role]);
+      }, [rpc, conversation, report, role]);
       if (error) return h('div', { style: { fontSize: 11, color: palette.UNVERIFIED } }, `no ${role} image: ${error}`);
       if (!src) return null;
       return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: '1px solid #d0d7de', borderRadius: 4 } });
     }
 
     /** A verification still running: its latest stage, read from the host half. */
-    function RunningCard({ callId, rpc }) {
+    function RunningCard({ callId, conversation, rpc }) {
       const [stage, setStage] = React.useState(undefined);
       React.useEffect(() => {
         if (!callId) return undefined;
         let live = true;
-        const poll = () => rpc('progress', { callId }).then((value) => { if (live && value?.stage) setStage(value.stage); }, () => {});
+        const poll = () => rpc('progress', { conversation, callId }).then((value) => { if (live && value?.stage) setStage(value.stage); }, () => {});
         poll();
         const timer = setInterval(poll, STAGE_POLL_MS);
         return () => { live = false; clearInterval(timer); };
-      }, [callId, rpc]);
+      }, [callId, conversation, rpc]);
       return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'running', style: { fontSize: 13, padding: 4 } },
         'dshkit: verifying in headless Chromium… ',
         stage ? h('span', { 'data-dshkit': 'stage', style: { color: palette.UNVERIFIED } }, `(${stage.message})`) : null);
     }
 
-    function VerificationCard({ block, dshkitRpc }) {
+    function VerificationCard({ block, dshkitRpc, sessionId: conversation }) {
       const settled = block && 'kind' in block;
-      if (!settled) return h(RunningCard, { callId: block?.callId, rpc: dshkitRpc });
+      if (!settled) return h(RunningCard, { callId: block?.callId, conversation, rpc: dshkitRpc });
       if (block.isError) {
         // A call that could not run has no report: its message is what there is to show.
         const text = (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -155,15 +156,15 @@ window.__ModuleLoader__.load({
           h('ul', { 'data-dshkit': 'checks', style: { margin: '4px 0', paddingLeft: 16 } },
             checksOf(card).map((c, i) => h('li', { key: i }, `${c.ok ? '✓' : '✗'} ${c.text}`))),
           card.nextAction ? h('div', { 'data-dshkit': 'next' }, h('em', null, 'Next: '), card.nextAction) : null),
-        card.reportPath ? h(Thumbnail, { rpc: dshkitRpc, report: card.reportPath, role: 'screenshot', width: 160 }) : null);
+        card.reportPath ? h(Thumbnail, { rpc: dshkitRpc, conversation, report: card.reportPath, role: 'screenshot', width: 160 }) : null);
     }
 
-    function LivePreview({ dshkitRpc: rpc }) {
+    function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
       const [state, setState] = React.useState(undefined);
       const [error, setError] = React.useState(undefined);
       const [busy, setBusy] = React.useState(undefined);
       const [frameKey, setFrameKey] = React.useState(0);
-      const refresh = React.useCallback(() => rpc('state').then((s) => { setState(s); setError(undefined); }, (e) => setError(e.message)), [rpc]);
+      const refresh = React.useCallback(() => rpc('state', { conversation }).then((s) => { setState(s); setError(undefined); }, (e) => setError(e.message)), [rpc, conversation]);
       React.useEffect(() => {
         refresh();
         const timer = setInterval(refresh, REFRESH_MS);
@@ -172,7 +173,7 @@ window.__ModuleLoader__.load({
       const act = (endpoint) => async () => {
         setBusy(endpoint);
         try {
-          await rpc(endpoint);
+          await rpc(endpoint, { conversation });
           setFrameKey((k) => k + 1);
           await refresh();
         } catch (e) {
@@ -202,7 +203,7 @@ window.__ModuleLoader__.load({
           h('div', null, 'Target: ', h('code', null, latest.url)),
           h('div', null, `Viewport: ${latest.viewport ?? '?'} · console errors ${latest.consoleErrors ?? 0} · warnings ${latest.consoleWarnings ?? 0} · failed requests ${latest.failedRequests ?? 0}`),
           h('div', null, 'Latest verdict: ', h(Badge, { verdict: latest.verdict }), latest.why ? ` ${latest.why}` : ''))
-          : h('div', { 'data-dshkit': 'target' }, 'No verification yet: ask the agent to verify the app (liveloop_verify).'),
+          : h('div', { 'data-dshkit': 'target' }, 'No verification in this conversation yet: ask the agent to verify the app (liveloop_verify).'),
         h('div', { 'data-dshkit': 'servers' }, state.servers.length === 0 ? 'Dev servers: none started by dshkit'
           : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
         h('div', null,
@@ -218,9 +219,9 @@ window.__ModuleLoader__.load({
           style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' },
         }) : null,
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
-          h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
-          latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, report: latest.report, role: 'current', width: 240 }) : null,
-          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, report: latest.report, role: 'diff', width: 240 }) : null) : null,
+          h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, conversation, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
+          latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, conversation, report: latest.report, role: 'current', width: 240 }) : null,
+          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, conversation, report: latest.report, role: 'diff', width: 240 }) : null) : null,
         h(SidecarLog, { sidecar: state.sidecar }));
     }
 

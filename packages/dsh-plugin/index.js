@@ -57,6 +57,8 @@ const DEVTOOLS_ENDPOINT = '127.0.0.1:43127';
 const MAX_TRACKED_CALLS = 64;
 /** Recent verification reports whose images the UI may fetch (older ones are dropped). */
 const MAX_KNOWN_REPORTS = 32;
+/** Conversations whose latest verification the Live Preview keeps (the least recently used is dropped). */
+const MAX_CONVERSATIONS = 32;
 /** Longest the framing probe of an app URL waits. */
 const FRAME_PROBE_MS = 3000;
 /** What DSH's approval outcomes mean, for the model. */
@@ -243,11 +245,12 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
       }
       if (images && holds(images.when, args)) args[images.argument] = true;
       if (owner) args[owner.argument] = ownerOf(exec);
+      const conversation = conversationOf(exec);
       let result;
       try {
-        result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(exec.callId, stage));
+        result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(conversation, exec.callId, stage));
       } finally {
-        stages.end(exec.callId);
+        stages.end(conversation, exec.callId);
       }
       const text = textOf(result);
       if (result.isError === true) throw new Error(text);
@@ -258,7 +261,7 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
         judgeWithAttachments(value);
         const asked = { ...args };
         if (images) delete asked[images.argument];
-        verifications.record(asked, value);
+        verifications.record(conversation, asked, value);
       }
       return value;
     },
@@ -266,28 +269,27 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
 }
 
 /**
- * What the Live Preview shows: the latest verification (and the arguments that
- * made it, to run it again), and a bounded set of recent reports whose images the
- * UI may read. Only image files dshkit's own reports named are ever served.
+ * What each conversation's Live Preview shows: the conversation's latest
+ * verification (and the arguments that made it, to run it again), and a bounded
+ * set of recent reports whose images that conversation's views may read. Only
+ * image files dshkit's own reports named are ever served. A call outside a
+ * conversation has no Live Preview to show it.
  */
 class Verifications {
   constructor() {
-    this.latest = undefined;
-    this.reports = new Map(); // report path -> { screenshot, current, diff }
+    this.latest = new Map(); // conversation id -> { args, summary }
+    this.reports = new Map(); // report path -> { conversation, images: { screenshot, current, diff } }
     this.frames = new Map(); // app origin -> framing verdict
   }
 
-  record(args, value) {
+  record(conversation, args, value) {
+    if (conversation === undefined) return;
     const report = value.structured;
     const path = report.reportPath;
     const images = { screenshot: report.screenshot?.path, current: report.diff?.current?.path, diff: report.diff?.diff?.path };
-    if (path) {
-      this.reports.delete(path);
-      this.reports.set(path, images);
-      while (this.reports.size > MAX_KNOWN_REPORTS) this.reports.delete(this.reports.keys().next().value);
-    }
+    if (path) remember(this.reports, path, { conversation, images }, MAX_KNOWN_REPORTS);
     const card = verificationCard(value);
-    this.latest = {
+    remember(this.latest, conversation, {
       args: structuredClone(args),
       summary: {
         verdict: card.verdict,
@@ -302,12 +304,20 @@ class Verifications {
         hasDiff: Boolean(images.current || images.diff),
         at: Date.now(),
       },
-    };
+    }, MAX_CONVERSATIONS);
   }
 
-  image(report, role) {
-    const file = this.reports.get(report)?.[role];
-    if (!file) throw new Error(`no ${role} image is known for that report`);
+  /** The latest verification of `conversation`, now its most recently used, or undefined. */
+  of(conversation) {
+    const latest = this.latest.get(conversation);
+    if (latest) remember(this.latest, conversation, latest, MAX_CONVERSATIONS);
+    return latest;
+  }
+
+  image(conversation, report, role) {
+    const known = this.reports.get(report);
+    const file = known?.conversation === conversation ? known.images[role] : undefined;
+    if (!file) throw new Error(`no ${role} image is known for that report in this conversation`);
     return Buffer.from(readBounded(file, MAX_ATTACHMENT_BYTES)).toString('base64');
   }
 
@@ -319,12 +329,16 @@ class Verifications {
     } catch {
       return { allowed: false, reason: 'not a URL' };
     }
-    if (!this.frames.has(origin)) {
-      this.frames.set(origin, probeFraming(url));
-      if (this.frames.size > MAX_KNOWN_REPORTS) this.frames.delete(this.frames.keys().next().value);
-    }
+    if (!this.frames.has(origin)) remember(this.frames, origin, probeFraming(url), MAX_KNOWN_REPORTS);
     return this.frames.get(origin);
   }
+}
+
+/** Sets `key` as the most recent entry of `map`, dropping the oldest above `limit`. */
+function remember(map, key, value, limit) {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > limit) map.delete(map.keys().next().value);
 }
 
 async function probeFraming(url) {
@@ -344,31 +358,45 @@ async function probeFraming(url) {
 
 /**
  * The latest stage of each running call, from the sidecar's progress
- * notifications, for the Verification Card. Bounded; a call's entry goes when it ends.
+ * notifications, for the Verification Card of the call's conversation (call ids
+ * are the model's, so only the pair is unique). Bounded; a call's entry goes when it ends.
  */
 class RunningStages {
   constructor() {
-    this.calls = new Map(); // callId -> { message, progress, at }
+    this.calls = new Map(); // [conversation, callId] as JSON -> { message, progress, at }
   }
 
-  report(callId, stage) {
+  report(conversation, callId, stage) {
     if (callId === undefined || typeof stage?.message !== 'string') return;
-    this.calls.delete(callId);
-    this.calls.set(callId, { message: stage.message.slice(0, 500), progress: stage.progress, at: Date.now() });
-    while (this.calls.size > MAX_TRACKED_CALLS) this.calls.delete(this.calls.keys().next().value);
+    const entry = { message: stage.message.slice(0, 500), progress: stage.progress, at: Date.now() };
+    remember(this.calls, JSON.stringify([conversation, callId]), entry, MAX_TRACKED_CALLS);
   }
 
-  end(callId) {
-    this.calls.delete(callId);
+  end(conversation, callId) {
+    this.calls.delete(JSON.stringify([conversation, callId]));
   }
 
-  of(callId) {
-    return this.calls.get(callId) ?? null;
+  of(conversation, callId) {
+    return this.calls.get(JSON.stringify([conversation, callId])) ?? null;
   }
 }
 
-/** The `/dshkit` RPC endpoints the browser half calls. */
+/**
+ * The `/dshkit` RPC endpoints the browser half calls. The views name the
+ * conversation they show (DSH's session id, the same as the conversation's
+ * agent id on a tool call), and each answer is that conversation's only.
+ */
 function uiHandler(sidecar, verifications, stages, dshkit) {
+  const conversationIn = (payload) => {
+    const id = payload?.conversation;
+    if (typeof id !== 'string' || id === '') throw new Error('the request names no conversation');
+    return id;
+  };
+  const latestIn = (payload) => {
+    const latest = verifications.of(conversationIn(payload));
+    if (!latest) throw new Error('this conversation has no verification yet: ask the agent to verify the app (liveloop_verify)');
+    return latest;
+  };
   /** `dshkit settings …` as JSON; its refusal (an invalid field) becomes the error. */
   const settings = async (args) => {
     const run = await dshkit(['--json', 'settings', ...args]);
@@ -384,8 +412,8 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
     'settings.set'(payload) {
       return settings(['set', '--value', JSON.stringify(payload?.settings ?? {})]);
     },
-    async state() {
-      const summary = verifications.latest?.summary;
+    async state(payload) {
+      const summary = verifications.of(conversationIn(payload))?.summary;
       let servers = [];
       if (sidecar.running()) {
         const result = await sidecar.call('liveloop_runtime', { operation: 'status' });
@@ -395,22 +423,24 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       return { latest: summary, servers, frame, sidecar: sidecar.describe() };
     },
     progress(payload) {
-      return { stage: stages.of(String(payload?.callId ?? '')) };
+      return { stage: stages.of(conversationIn(payload), String(payload?.callId ?? '')) };
     },
     image(payload) {
-      return { base64: verifications.image(String(payload?.report ?? ''), String(payload?.role ?? 'screenshot')) };
+      return { base64: verifications.image(conversationIn(payload), String(payload?.report ?? ''), String(payload?.role ?? 'screenshot')) };
     },
-    async verify() {
-      const latest = verifications.latest;
-      if (!latest) throw new Error('nothing to verify yet: the agent has not called liveloop_verify');
+    async verify(payload) {
+      // The arguments (the owner among them) are the ones the conversation's own call had.
+      const latest = latestIn(payload);
       const result = await sidecar.call('liveloop_verify', latest.args);
       if (result.isError) throw new Error(textOf(result));
-      verifications.record(latest.args, { text: textOf(result), structured: result.structuredContent });
+      verifications.record(conversationIn(payload), latest.args, { text: textOf(result), structured: result.structuredContent });
       return { verdict: result.structuredContent?.verdict };
     },
-    reload() {
+    reload(payload) {
+      latestIn(payload);
       return {};
     },
+    // Dev servers belong to the DSH process (dshkit's runtime has no owner): every view lists and stops them.
     async stop() {
       if (!sidecar.running()) return { stopped: [] };
       const status = await sidecar.call('liveloop_runtime', { operation: 'status' });
@@ -438,12 +468,22 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
 const MAX_OWNER_CHARS = 64;
 
 /**
- * The owner of a call's previews: the conversation it runs in (its agent's
- * session), or the DSH process for calls outside a conversation.
+ * The conversation a call runs in: its agent's id, which is its session's id
+ * (the `sessionId` DSH gives the browser half's views); undefined outside one.
+ * Only DSH says it, never the model.
+ */
+function conversationOf(exec) {
+  const id = exec?.agent?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/**
+ * The owner of a call's previews: the conversation it runs in, or the DSH
+ * process for calls outside a conversation.
  */
 function ownerOf(exec) {
-  const id = exec?.agent?.id;
-  if (typeof id !== 'string' || id === '') return 'dsh';
+  const id = conversationOf(exec);
+  if (id === undefined) return 'dsh';
   const owner = `conversation:${id}`;
   if (owner.length <= MAX_OWNER_CHARS) return owner;
   const crypto = process.getBuiltinModule('node:crypto');

@@ -8,8 +8,8 @@ use std::time::Duration;
 use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, wait_for, wait_until};
 
 use crate::support::{
-    PAGE, Session, copy_hello_app, dsh_web, dshkit, installed_home, model_verifying, output, processes_of,
-    serve_html, serve_page,
+    ConversationModels, PAGE, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit, installed_home,
+    model_verifying, output, processes_of, serve_html, serve_page,
 };
 
 /// Where the screenshots a person would look at are kept: `target/test-artifacts/dsh-plugin/`.
@@ -203,6 +203,39 @@ impl WebUi {
         self.op(serde_json::json!({"operation": "press", "key": "Enter"}));
     }
 
+    /// The page's text as a person reads it (bounded).
+    fn page_text(&mut self) -> String {
+        self.next_id += 1;
+        let response = self.mcp.call_within(
+            self.next_id,
+            "liveloop_browser",
+            &serde_json::json!({"operation": "snapshot", "includeText": true, "session": self.session}),
+            Duration::from_secs(90),
+        );
+        response["result"]["structuredContent"]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no page text: {response}"))
+            .to_owned()
+    }
+
+    /// The Live Preview shows `verdict` for `url`, and nothing of `other`'s.
+    fn shows_only_its_own_verification(&mut self, verdict: &str, url: &str, other: &str) {
+        self.wait_for("Latest verdict:");
+        let text = self.page_text();
+        let line = |start: &str| {
+            text.lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no {start:?} in: {text}"))
+        };
+        assert_eq!(line("Target:"), format!("Target: {url}"), "{text}");
+        assert!(
+            line("Latest verdict:").starts_with(&format!("Latest verdict: {verdict}")),
+            "{verdict}: {text}"
+        );
+        assert!(!text.contains(other), "another conversation's app: {text}");
+    }
+
     /// A screenshot kept as a test artifact under `target/test-artifacts/dsh-plugin/`.
     fn keep_screenshot(&mut self, name: &str) -> std::path::PathBuf {
         self.next_id += 1;
@@ -254,15 +287,7 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     ui.wait_for_outline(&format!("iframe content is not included: {app_url}"));
     ui.keep_screenshot("live-preview");
     // Verify again from the view: a new report, and the model is not involved.
-    let reports = || {
-        crate::support::walk_files(&home.path().join(".local/state/dshkit/evidence"))
-            .into_iter()
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("verify-"))
-            })
-            .count()
-    };
+    let reports = || verify_reports(home.path()).len();
     let (asked, written) = (model.requests().len(), reports());
     assert!(written >= 1, "the agent's verification wrote its report");
     ui.click("button", "Verify");
@@ -276,6 +301,81 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
         asked,
         "the view's Verify does not go through the model"
     );
+}
+
+/// The verification reports dshkit wrote for the user of `home`.
+fn verify_reports(home: &std::path::Path) -> std::collections::BTreeSet<PathBuf> {
+    crate::support::walk_files(&home.join(".local/state/dshkit/evidence"))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("verify-"))
+        })
+        .collect()
+}
+
+/// What the conversation that verifies a failing page asks for.
+const FAILING_ASK: &str = "Verify the page without the greeting.";
+/// What the conversation that verifies a passing page asks for.
+const PASSING_ASK: &str = "Verify the page with the greeting.";
+
+#[test]
+fn each_conversations_live_preview_shows_only_its_own_verification() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    // Two apps, and a model that verifies the one the conversation asks for.
+    let passing = serve_page();
+    let failing = serve_html("<!doctype html><title>Other</title><h1>No greeting here</h1>");
+    let models = ConversationModels::start(vec![
+        ("with the greeting", model_verifying(&passing)),
+        ("without the greeting", model_verifying(&failing)),
+    ]);
+    let (passing_url, failing_url) = (
+        format!("http://127.0.0.1:{}/", passing.addr.port()),
+        format!("http://127.0.0.1:{}/", failing.addr.port()),
+    );
+    let (_web, url) = dsh_web_at(&peers, home.path(), &models.url);
+
+    // Two tabs of DSH's web UI, one conversation in each: the first verifies the
+    // passing app, then the second the failing one.
+    let mut first = WebUi::open(&url);
+    first.send(PASSING_ASK);
+    first.wait_for("Verification VERIFIED");
+    first.click("tab", "Live Preview");
+    first.shows_only_its_own_verification("VERIFIED", &passing_url, &failing_url);
+    let mut second = WebUi::open(&url);
+    second.send(FAILING_ASK);
+    second.wait_for("Verification FAILED");
+    second.click("tab", "Live Preview");
+    second.shows_only_its_own_verification("FAILED", &failing_url, &passing_url);
+    second.keep_screenshot("live-preview-conversation-failing");
+
+    // The first conversation's Live Preview, opened again (it reads the host half
+    // afresh), still shows its own verification, not the latest of the process.
+    first.click("tab", "Chat");
+    first.click("tab", "Live Preview");
+    first.shows_only_its_own_verification("VERIFIED", &passing_url, &failing_url);
+    first.keep_screenshot("live-preview-conversation-passing");
+
+    // Its Verify runs its own verification again: the new report is of its app.
+    let before = verify_reports(home.path());
+    first.click("button", "Verify");
+    let new = wait_for(Duration::from_secs(30), || {
+        let new: Vec<_> = verify_reports(home.path()).difference(&before).cloned().collect();
+        if new.is_empty() {
+            Err("the view's Verify wrote no report".to_owned())
+        } else {
+            Ok(new)
+        }
+    });
+    for report in new {
+        let text = std::fs::read_to_string(&report).unwrap();
+        assert!(
+            text.contains(&passing_url) && !text.contains(&failing_url),
+            "{}: {text}",
+            report.display()
+        );
+    }
 }
 
 /// An app whose button tries to take DSH's tab away (`top.location`) and says
@@ -388,8 +488,8 @@ fn a_failing_client_half_leaves_the_dsh_ui_working() {
     let broken = original
         .replacen("const CHANNEL = '/dshkit';", "const CHANNEL = '/dshkit-gone';", 1)
         .replacen(
-            "function VerificationCard({ block, dshkitRpc }) {",
-            "function VerificationCard({ block, dshkitRpc }) {\n      throw new Error('card render failed on purpose');",
+            "function VerificationCard({ block, dshkitRpc, sessionId: conversation }) {",
+            "function VerificationCard({ block, dshkitRpc, sessionId: conversation }) {\n      throw new Error('card render failed on purpose');",
             1,
         );
     assert_ne!(broken, original, "the client half changed");
@@ -565,11 +665,15 @@ sys.exit(child.wait())
 fn the_verification_card_and_the_live_preview_show_the_structured_report_whatever_its_text_says() {
     let peers = Peers::get();
     let (home, dsh_home) = installed_home(&peers, "web");
-    // The plugin row runs the reworded dshkit.
+    // The plugin row runs the reworded dshkit instead of the binary it names
+    // (the one the install put beside the plugin).
     let patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let row = std::fs::read_to_string(&patch).unwrap();
-    let binary = dshkit().display().to_string();
-    assert!(row.contains(&binary), "{row}");
+    let binary = row
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("binary: "))
+        .unwrap_or_else(|| panic!("the row names no binary: {row}"))
+        .to_owned();
     let reworded = reworded_dshkit(home.path());
     std::fs::write(&patch, row.replace(&binary, &reworded.display().to_string())).unwrap();
 

@@ -150,11 +150,16 @@ pub(crate) fn dsh_turn_in(
 
 /// `dsh web` on a free port for `home`, with the fake model; returns it and its URL.
 pub(crate) fn dsh_web(peers: &Peers, home: &Path, model: &FakeModel) -> (ChildGuard, String) {
+    dsh_web_at(peers, home, &model.url)
+}
+
+/// `dsh web` on a free port for `home`, with the model at `model_url`; returns it and its URL.
+pub(crate) fn dsh_web_at(peers: &Peers, home: &Path, model_url: &str) -> (ChildGuard, String) {
     let mut command = dsh_command(peers, home);
     command
         .args(["web", "--port", "0", "--no-open"])
         .current_dir(home)
-        .env("DEEPSEEK_BASE_URL", &model.url)
+        .env("DEEPSEEK_BASE_URL", model_url)
         .env("DEEPSEEK_API_KEY", "sk-fake-loopback");
     spawn_ready(&mut command, "dsh web: ", Duration::from_mins(1))
 }
