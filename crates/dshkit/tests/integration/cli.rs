@@ -17,19 +17,37 @@ fn the_version_names_the_workspace_version_and_the_commit_git_names() {
         let text = String::from_utf8(out.stdout).unwrap().trim().to_owned();
         (out.status.success() && !text.is_empty()).then_some(text)
     };
-    // Where git cannot name the commit (no checkout), the version stands alone.
-    let build = match (
-        git(&["rev-parse", "--short=12", "HEAD"]),
-        git(&["log", "-1", "--format=%cs"]),
-    ) {
-        (Some(commit), Some(date)) => format!(" ({commit} {date})"),
-        _ => String::new(),
-    };
     let out = Home::new().run(["--version"]);
     assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let plain = format!("dshkit {}", env!("CARGO_PKG_VERSION"));
+    // Where git cannot name a commit (no checkout), the version stands alone.
+    if git(&["rev-parse", "HEAD"]).is_none() {
+        assert_eq!(printed, plain);
+        return;
+    }
+    let build = printed
+        .strip_prefix(&format!("{plain} ("))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("no (COMMIT DATE) after the version: {printed}"));
+    let (commit, date) = build.split_once(' ').unwrap();
+    assert_eq!(commit.len(), 12, "{printed}");
+    // The commit is one git knows on this branch (HEAD or before it: a commit made
+    // after the build moves HEAD on), and its date is git's.
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("dshkit {}{build}", env!("CARGO_PKG_VERSION"))
+        git(&["log", "-1", "--format=%cs", commit]).as_deref(),
+        Some(date),
+        "{printed}"
+    );
+    assert!(
+        output(
+            Command::new("git")
+                .args(["merge-base", "--is-ancestor", commit, "HEAD"])
+                .current_dir(dshkit_test::workspace_root())
+        )
+        .status
+        .success(),
+        "{printed}: {commit} is not HEAD or an ancestor of it"
     );
 }
 
