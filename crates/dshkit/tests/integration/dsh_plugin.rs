@@ -5,9 +5,10 @@
 use dshkit_test::{FakeModel, Peers, wait_for};
 
 use crate::support::{
-    Home, PAGE, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in, headless_home, install,
-    installed_home, model_verifying, output, processes_of, profile_home, serve_html, serve_page, stdout_json,
-    the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
+    Home, PAGE, assert_no_process_left, copy_hello_app, describe, dsh_command, dsh_turn, dsh_turn_in,
+    headless_home, install, installed_home, model_verifying, output, processes_of, profile_home, serve_html,
+    serve_page, stdout_json, the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments,
+    web_home,
 };
 
 #[test]
@@ -78,8 +79,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         !last.to_string().contains("image_url"),
         "a text-only model never receives an image block"
     );
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 #[test]
@@ -155,8 +155,7 @@ fn ten_verifications_in_one_dsh_conversation_all_get_their_verdicts_and_the_mode
         listed.contains(preview.as_str()),
         "the conversation's preview is listed: {listed}"
     );
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 #[test]
@@ -265,8 +264,7 @@ fn a_headless_dev_server_start_is_refused_without_approval() {
         dshkit_test::processes_mentioning(&workspace.path().display().to_string()).is_empty(),
         "nothing runs in the workspace"
     );
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "{left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 #[test]
@@ -354,8 +352,7 @@ fn an_install_into_a_headless_profile_is_proven_by_one_turn_and_kept() {
             .join("profiles/headless/plugins/dshkit/index.js")
             .is_file()
     );
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "the proof turn left {left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 #[test]
@@ -519,8 +516,7 @@ fn a_killed_sidecar_is_restarted_by_the_next_call() {
             "the second call was answered: {answer}"
         );
     });
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "{left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 /// The host section of `dshkit mcp --describe`: what the plugin takes over for

@@ -8,7 +8,7 @@ use std::time::Duration;
 use dshkit_test::{spawn_guarded, spawn_ready, wait_until};
 use serde_json::{Value, json};
 
-use crate::support::{EnvDir, Home, Session, copy_hello_app, output, stdout_json};
+use crate::support::{EnvDir, Home, Session, copy_hello_app, free_port, output, stdout_json};
 
 fn ok(response: &Value) -> &Value {
     assert_eq!(response["result"]["isError"], false, "{response}");
@@ -522,11 +522,7 @@ fn vite_copy(rewrite_main: impl Fn(&str) -> String, app: Option<&str>, middlewar
     )
     .unwrap();
     dshkit_os::fs::symlink(fixture.join("node_modules"), dir.path().join("node_modules")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut vite = spawn_guarded(
         Command::new(peers.node())
             .arg(fixture.join("node_modules/vite/bin/vite.js"))

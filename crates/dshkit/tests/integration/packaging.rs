@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, Peers, spawn_guarded, workspace_root};
 
-use crate::support::{dsh_command, dsh_turn, output, processes_of, serve_page, verify_arguments};
+use crate::support::{
+    assert_no_process_left, dsh_command, dsh_turn, free_port, output, serve_page, verify_arguments,
+};
 
 /// The tarballs and the manifest `cargo xtask dist` writes.
 fn dist_dir() -> PathBuf {
@@ -92,11 +94,7 @@ impl Registry {
             ),
         )
         .unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let server = spawn_guarded(
             Command::new(peers.node())
                 .arg(&verdaccio)
@@ -362,8 +360,7 @@ fn agent_turn(registry: &Registry, peers: &Peers, home: &Path) {
         ),
         "the screenshot {attachment} is saved in DSH's attachment store"
     );
-    let left = processes_of(&dsh_home);
-    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+    assert_no_process_left(&dsh_home);
 }
 
 /// (b) Removed: the profile boots clean, with no dshkit layer left.

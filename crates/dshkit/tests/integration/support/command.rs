@@ -55,3 +55,12 @@ pub(crate) fn stdout_json(output: &std::process::Output) -> serde_json::Value {
         )
     })
 }
+
+/// A loopback port free at this moment, for a server that must be told its port.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

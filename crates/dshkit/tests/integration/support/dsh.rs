@@ -174,6 +174,12 @@ pub(crate) fn tool_answer(stdout: &str) -> &str {
 
 /// Live processes started with this DSH home in their environment (the sidecar and
 /// anything it started): DSH passes it to the sidecar, nothing else has it.
+/// Asserts that no process of this DSH home runs any more (DSH, its sidecars, their children).
+pub(crate) fn assert_no_process_left(dsh_home: &Path) {
+    let left = processes_of(dsh_home);
+    assert!(left.is_empty(), "DSH left dshkit processes behind: {left:#?}");
+}
+
 pub(crate) fn processes_of(dsh_home: &Path) -> Vec<String> {
     let needle = format!("DSH_HOME={}", dsh_home.display());
     let mut found = Vec::new();

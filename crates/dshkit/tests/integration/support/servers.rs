@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use dshkit_test::{ChildGuard, spawn_guarded, spawn_ready};
 
-use super::command::dshkit_command;
+use super::command::{dshkit_command, free_port};
 
 /// A running `dshkit mcp --http`.
 pub(crate) struct HttpServer {
@@ -91,11 +91,7 @@ pub(crate) fn everything_launcher(dir: &Path, peers: &dshkit_test::Peers) -> Pat
 /// The real server-everything in its Streamable HTTP mode on a free loopback port,
 /// once it listens; returns its guard and its MCP URL.
 pub(crate) fn everything_http(peers: &dshkit_test::Peers) -> (ChildGuard, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let server = spawn_guarded(
         Command::new(peers.node())
             .arg(peers.module("@modelcontextprotocol/server-everything/dist/index.js"))
