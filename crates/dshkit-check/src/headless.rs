@@ -216,12 +216,7 @@ pub(crate) fn headless_turn(dsh: &Dsh, profile: &str, timeout: Duration) -> Chec
     let (mut child, group) = match spawned {
         Ok(spawned) => spawned,
         Err(e) => {
-            return Check::new(
-                id,
-                name,
-                Status::NotTested,
-                format!("could not run {}: {e}", dsh.launcher.display()),
-            );
+            return dsh.not_started(id, name, &e);
         }
     };
     let leader = child.id();

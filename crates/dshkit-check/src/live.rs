@@ -57,6 +57,16 @@ impl Dsh {
         command
     }
 
+    /// The check `id` not tested because the launcher could not be started.
+    pub(crate) fn not_started(&self, id: &'static str, name: &'static str, error: &std::io::Error) -> Check {
+        Check::new(
+            id,
+            name,
+            Status::NotTested,
+            format!("could not run {}: {error}", self.launcher.display()),
+        )
+    }
+
     /// Starts `dsh args…` in a group of its own with stdout and stderr piped.
     fn spawn(&self, args: &[&str]) -> std::io::Result<(Child, Group)> {
         self.spawn_with(args, |_| {})
@@ -91,12 +101,7 @@ pub fn config_assembly(dsh: &Dsh, profile: &str, timeout: Duration) -> Check {
     let (mut child, group) = match dsh.spawn(&["--profile", profile, "--dump-config"]) {
         Ok(spawned) => spawned,
         Err(e) => {
-            return Check::new(
-                id,
-                name,
-                Status::NotTested,
-                format!("could not run {}: {e}", dsh.launcher.display()),
-            );
+            return dsh.not_started(id, name, &e);
         }
     };
     let stdout = read_capped(child.stdout.take(), MAX_DUMP_BYTES);
@@ -180,15 +185,7 @@ pub fn live_boot(
     let (mut child, group) = match dsh.spawn(&["--profile", profile, "--port", "0", "--no-open"]) {
         Ok(spawned) => spawned,
         Err(e) => {
-            return (
-                Check::new(
-                    id,
-                    name,
-                    Status::NotTested,
-                    format!("could not run {}: {e}", dsh.launcher.display()),
-                ),
-                None,
-            );
+            return (dsh.not_started(id, name, &e), None);
         }
     };
     let pid = child.id();
