@@ -88,13 +88,33 @@ impl FakeModel {
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().expect("lock").clone()
     }
+
+    /// The requests of the agent's turn so far, in order: those that offer tools.
+    /// DSH's separate title request offers none, and may arrive first.
+    pub fn turn_requests(&self) -> Vec<ModelRequest> {
+        let requests = self.requests.lock().expect("lock");
+        requests.iter().filter(|r| offers_tools(r)).cloned().collect()
+    }
+}
+
+impl Drop for FakeModel {
+    /// Held replies are refused, so a test that fails mid-turn ends instead of
+    /// waiting for a release that never comes.
+    fn drop(&mut self) {
+        if let Some(gate) = &self.gate {
+            gate.close();
+        }
+    }
+}
+
+fn offers_tools(request: &Value) -> bool {
+    request["tools"].as_array().is_some_and(|t| !t.is_empty())
 }
 
 async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<Value>) -> Response {
     script.requests.lock().expect("lock").push(request.clone());
     let stream = request["stream"].as_bool().unwrap_or(false);
-    let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-    if !has_tools {
+    if !offers_tools(&request) {
         return reply_text("dshkit check", stream);
     }
     // The tool result of the last call, when the conversation has one since the
@@ -109,7 +129,10 @@ async fn complete(State(script): State<Script>, axum::Json(request): axum::Json<
     if made > 0
         && let Some(gate) = &script.gate
     {
-        gate.acquire().await.expect("the gate is never closed").forget();
+        match gate.acquire().await {
+            Ok(permit) => permit.forget(),
+            Err(_closed) => return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        }
     }
     if let Some(result) = result.filter(|_| made >= script.calls.len()) {
         return reply_text(
@@ -189,4 +212,58 @@ fn sse(deltas: &[Value], finish: &str) -> Response {
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    /// POSTs `body` to the model's chat completions and returns the response's status line.
+    fn post(model_url: &str, body: &Value) -> String {
+        let addr = model_url.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+        let body = body.to_string();
+        write!(
+            stream,
+            "POST /chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+        response.lines().next().unwrap_or_default().to_owned()
+    }
+
+    fn tool_result_request() -> Value {
+        json!({
+            "tools": [{ "type": "function", "function": { "name": "t", "parameters": {} } }],
+            "messages": [{ "role": "user", "content": "go" }, { "role": "tool", "content": "done" }],
+        })
+    }
+
+    #[test]
+    fn a_dropped_gated_model_refuses_its_held_reply_instead_of_waiting_for_a_release() {
+        let model = FakeModel::scripted("t", &json!({}), 2, true);
+        let url = model.url.clone();
+        let held = std::thread::spawn(move || post(&url, &tool_result_request()));
+        while model.requests().is_empty() {
+            std::thread::yield_now();
+        }
+        drop(model);
+        let status = held.join().expect("the request ends");
+        assert!(status.contains(" 503 "), "{status}");
+    }
+
+    #[test]
+    fn the_turn_requests_leave_out_the_title_request_that_offers_no_tools() {
+        let model = FakeModel::start("t", &json!({}));
+        let title = json!({ "messages": [{ "role": "user", "content": "name this" }] });
+        assert!(post(&model.url, &title).contains(" 200 "));
+        assert!(post(&model.url, &tool_result_request()).contains(" 200 "));
+        assert_eq!(model.requests().len(), 2);
+        assert_eq!(model.turn_requests(), vec![tool_result_request()]);
+    }
 }

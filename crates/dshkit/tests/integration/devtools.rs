@@ -125,7 +125,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     // skill as the binary describes them (in the turn's first model request).
     let first = wait_for(Duration::from_mins(2), || {
         model
-            .requests()
+            .turn_requests()
             .first()
             .cloned()
             .ok_or_else(|| "the turn never asked the model".to_owned())

@@ -45,7 +45,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         !offered.iter().any(|n| n.starts_with("cordis_")),
         "the DevTools tools are offered only with the collector: {offered:?}"
     );
-    the_model_gets_the_binarys_guidance_and_skills(home.path(), &model.requests()[0], false);
+    the_model_gets_the_binarys_guidance_and_skills(home.path(), &model.turn_requests()[0], false);
     let answer = tool_answer(&stdout);
     assert!(answer.contains("VERIFIED"), "{answer}");
     // The default model reads text only: it gets the attachment id, not the image.
@@ -74,7 +74,7 @@ fn a_dsh_agent_turn_verifies_through_the_native_tool_and_the_screenshot_is_attac
         std::fs::read(screenshot).unwrap(),
         "the attachment is the verification's screenshot"
     );
-    let last = model.requests().last().cloned().unwrap();
+    let last = model.turn_requests().last().cloned().unwrap();
     assert!(
         !last.to_string().contains("image_url"),
         "a text-only model never receives an image block"
@@ -186,7 +186,7 @@ fn a_model_that_accepts_images_receives_the_screenshot() {
         answer.contains("image 1: screenshot, cropped to the top 2000 of"),
         "{answer}"
     );
-    let last = model.requests().last().cloned().unwrap().to_string();
+    let last = model.turn_requests().last().cloned().unwrap().to_string();
     let data = last
         .split("data:image/png;base64,")
         .nth(1)

@@ -288,7 +288,7 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
     ui.keep_screenshot("live-preview");
     // Verify again from the view: a new report, and the model is not involved.
     let reports = || verify_reports(home.path()).len();
-    let (asked, written) = (model.requests().len(), reports());
+    let (asked, written) = (model.turn_requests().len(), reports());
     assert!(written >= 1, "the agent's verification wrote its report");
     ui.click("button", "Verify");
     wait_until(
@@ -297,7 +297,7 @@ fn the_web_ui_shows_the_verification_card_and_the_live_preview() {
         || reports() != written,
     );
     assert_eq!(
-        model.requests().len(),
+        model.turn_requests().len(),
         asked,
         "the view's Verify does not go through the model"
     );
@@ -683,7 +683,7 @@ fn the_verification_card_and_the_live_preview_show_the_structured_report_whateve
     ui.send("Verify the app.");
     // The text was reworded on its way: the model's answer carries the new words.
     ui.wait_for(REWORDED);
-    let answered = model.requests().last().cloned().unwrap().to_string();
+    let answered = model.turn_requests().last().cloned().unwrap().to_string();
     assert!(
         answered.contains(REWORDED) && !answered.contains("every criterion held"),
         "the model got the reworded text only: {answered}"
