@@ -21,15 +21,19 @@ fn main() {
         _ => String::new(),
     };
     println!("cargo:rustc-env=DSHKIT_BUILD={build}");
-    // A new commit moves the branch's ref (or HEAD itself when detached).
+    // A new commit moves the branch's ref (or HEAD itself when detached). Only
+    // paths that exist are named: cargo runs a build script whose named path is
+    // missing on every build, which would relink the binary each time. The refs
+    // directory is scanned as a whole, so a ref written loose or packed away
+    // is seen either way.
     if let Some(git_dir) = git(&["rev-parse", "--path-format=absolute", "--git-dir"]).map(PathBuf::from) {
-        println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
-        if let (Some(common), Some(reference)) = (
-            git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]).map(PathBuf::from),
-            git(&["symbolic-ref", "-q", "HEAD"]),
-        ) {
-            println!("cargo:rerun-if-changed={}", common.join(reference).display());
-            println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+        let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]).map(PathBuf::from);
+        let mut watched = vec![git_dir.join("HEAD")];
+        if let Some(common) = common {
+            watched.extend([common.join("refs"), common.join("packed-refs")]);
+        }
+        for path in watched.iter().filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
