@@ -159,32 +159,81 @@ window.__ModuleLoader__.load({
         card.reportPath ? h(Thumbnail, { rpc: dshkitRpc, conversation, report: card.reportPath, role: 'screenshot', width: 160 }) : null);
     }
 
+    /** What each button of the Live Preview is called, for its pending state and its error. */
+    const ACTIONS = { reload: 'Reload', verify: 'Verify', stop: 'Stop', copy: 'Copy URL' };
+
+    /** A local clock time (`14:03:07`) for "Updated" and "Reloaded". */
+    const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
+
+    /** Only http(s) URLs become links (a page could name `javascript:`). */
+    const linkable = (url) => {
+      try {
+        return ['http:', 'https:'].includes(new URL(url).protocol);
+      } catch {
+        return false;
+      }
+    };
+
+    /** A labelled image of the report (Reference, Current, Diff, Now). */
+    function Figure({ rpc, conversation, report, role, caption, width }) {
+      return h('figure', { 'data-dshkit': `figure-${role}`, style: { margin: 0 } },
+        h('figcaption', { style: { fontSize: 11, fontWeight: 600 } }, caption),
+        h(Thumbnail, { rpc, conversation, report, role, width }));
+    }
+
     function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
       const [state, setState] = React.useState(undefined);
-      const [error, setError] = React.useState(undefined);
+      // The last refresh's failure: the view keeps showing what it last knew.
+      const [pollError, setPollError] = React.useState(undefined);
+      // One error per button; it stays until dismissed or that button succeeds
+      // (a successful Verify answers them all). Refreshes never clear them.
+      const [errors, setErrors] = React.useState({});
       const [busy, setBusy] = React.useState(undefined);
+      const [copied, setCopied] = React.useState(undefined);
       const [frameKey, setFrameKey] = React.useState(0);
-      const refresh = React.useCallback(() => rpc('state', { conversation }).then((s) => { setState(s); setError(undefined); }, (e) => setError(e.message)), [rpc, conversation]);
+      const [updated, setUpdated] = React.useState({ at: undefined, count: 0 });
+      const refresh = React.useCallback(() => rpc('state', { conversation }).then((s) => {
+        setState(s);
+        setPollError(undefined);
+        setUpdated((u) => ({ at: Date.now(), count: u.count + 1 }));
+      }, (e) => setPollError(e.message)), [rpc, conversation]);
       React.useEffect(() => {
         refresh();
         const timer = setInterval(refresh, REFRESH_MS);
         return () => clearInterval(timer);
       }, [refresh]);
+      const failed = (endpoint, message) => setErrors((all) => ({ ...all, [endpoint]: message }));
+      const succeeded = (endpoint) => setErrors((all) => {
+        if (endpoint === 'verify') return {};
+        const { [endpoint]: _answered, ...rest } = all;
+        return rest;
+      });
       const act = (endpoint) => async () => {
         setBusy(endpoint);
         try {
           await rpc(endpoint, { conversation });
+          succeeded(endpoint);
           setFrameKey((k) => k + 1);
           await refresh();
         } catch (e) {
-          setError(e.message);
+          failed(endpoint, e.message);
         } finally {
           setBusy(undefined);
         }
       };
-      if (error && !state) return h('div', { 'data-dshkit': 'live-preview', role: 'alert', style: { padding: 12 } }, `dshkit Live Preview: ${error}`);
+      const copy = (url) => async () => {
+        try {
+          await navigator.clipboard.writeText(url);
+          succeeded('copy');
+          setCopied(Date.now());
+        } catch (e) {
+          failed('copy', `the browser did not allow copying (${e?.message ?? e}): select the URL above and copy it`);
+        }
+      };
+      if (pollError && !state) return h('div', { 'data-dshkit': 'live-preview', role: 'alert', style: { padding: 12 } }, `dshkit Live Preview: ${pollError}`);
       if (!state) return h('div', { 'data-dshkit': 'live-preview', style: { padding: 12 } }, 'dshkit Live Preview: loading…');
       const latest = state.latest;
+      const live = latest?.live;
       const localBrowser = ['127.0.0.1', 'localhost', '[::1]'].includes(window.location.hostname);
       // A framed app is sandboxed, which holds only while it is of another origin than DSH.
       const ownOrigin = latest?.url && originOf(latest.url) === window.location.origin;
@@ -193,24 +242,41 @@ window.__ModuleLoader__.load({
         : !localBrowser ? 'the app runs on the DSH host, not on this browser\'s machine: showing screenshots'
           : ownOrigin ? 'the app is served from DSH\'s own origin, which a sandboxed frame cannot hold apart: showing screenshots'
             : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
-      const button = (label, endpoint, disabled) => h('button', {
-        type: 'button', onClick: act(endpoint), disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        style: { marginRight: 6 },
-      }, busy === endpoint ? `${label}…` : label);
-      return h('div', { 'data-dshkit': 'live-preview', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 8, height: '100%', overflow: 'auto', fontSize: 13 } },
-        h('div', null, h('strong', null, 'dshkit Live Preview')),
+      const button = (endpoint, disabled, onClick = act(endpoint)) => h('button', {
+        type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
+        'aria-busy': busy === endpoint ? 'true' : undefined, style: { marginRight: 6 },
+      }, busy === endpoint ? `${ACTIONS[endpoint]}…` : ACTIONS[endpoint]);
+      const url = latest?.url;
+      return h('div', {
+        'data-dshkit': 'live-preview', 'data-refreshes': updated.count,
+        style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 8, height: '100%', overflow: 'auto', fontSize: 13 },
+      },
+        h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8 } },
+          h('strong', null, 'dshkit Live Preview'),
+          h('span', { 'data-dshkit': 'updated', style: { fontSize: 11, color: palette.UNVERIFIED } },
+            updated.at ? `Updated ${clock(updated.at)}` : '',
+            pollError ? ` · could not refresh: ${pollError}` : '')),
         latest ? h('div', { 'data-dshkit': 'target' },
-          h('div', null, 'Target: ', h('code', null, latest.url)),
+          h('div', null, 'Target: ', h('code', { 'data-dshkit': 'url', style: { userSelect: 'all' } }, url)),
           h('div', null, `Viewport: ${latest.viewport ?? '?'} · console errors ${latest.consoleErrors ?? 0} · warnings ${latest.consoleWarnings ?? 0} · failed requests ${latest.failedRequests ?? 0}`),
-          h('div', null, 'Latest verdict: ', h(Badge, { verdict: latest.verdict }), latest.why ? ` ${latest.why}` : ''))
+          h('div', null, 'Latest verdict: ', h(Badge, { verdict: latest.verdict }), latest.why ? ` ${latest.why}` : ''),
+          live ? h('div', { 'data-dshkit': 'reloaded' }, `Reloaded ${clock(live.at)}: `, h('code', null, live.title || '(no title)'),
+            live.url && live.url !== url ? ` at ${live.url}` : '', live.consoleErrors ? ` · ${live.consoleErrors} console error(s)` : '') : null)
           : h('div', { 'data-dshkit': 'target' }, 'No verification in this conversation yet: ask the agent to verify the app (liveloop_verify).'),
-        h('div', { 'data-dshkit': 'servers' }, state.servers.length === 0 ? 'Dev servers: none started by dshkit'
+        h('div', { 'data-dshkit': 'servers' }, state.servers.length === 0 ? 'Dev servers: none started in this conversation'
           : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
-        h('div', null,
-          button('Reload', 'reload', !latest),
-          button('Verify', 'verify', !latest),
-          button('Stop', 'stop', state.servers.length === 0)),
-        error ? h('div', { role: 'alert', style: { color: palette.FAILED } }, error) : null,
+        h('div', { style: { display: 'flex', flexWrap: 'wrap', alignItems: 'center', gap: 4 } },
+          button('reload', !latest),
+          button('verify', !latest),
+          button('stop', state.servers.length === 0),
+          url && linkable(url) ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', 'data-dshkit': 'open', style: { marginRight: 6 } }, 'Open in browser') : null,
+          url ? button('copy', false, copy(url)) : null,
+          copied && !errors.copy ? h('span', { 'data-dshkit': 'copied', style: { fontSize: 11 } }, 'Copied') : null),
+        ...Object.entries(errors).map(([endpoint, message]) => h('div', {
+          key: endpoint, role: 'alert', 'data-dshkit': `error-${endpoint}`,
+          style: { color: palette.FAILED, display: 'flex', gap: 8, alignItems: 'baseline' },
+        }, h('span', null, `${ACTIONS[endpoint] ?? endpoint} failed: ${message}`),
+        h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint) }, 'Dismiss'))),
         frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: palette.UNVERIFIED } }, frameNote) : null,
         framed ? h('iframe', {
           key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
@@ -219,9 +285,12 @@ window.__ModuleLoader__.load({
           style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' },
         }) : null,
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
-          h(Thumbnail, { key: `s${frameKey}${latest.report}`, rpc, conversation, report: latest.report, role: 'screenshot', width: framed ? 240 : 480 }),
-          latest.hasDiff ? h(Thumbnail, { key: `c${latest.report}`, rpc, conversation, report: latest.report, role: 'current', width: 240 }) : null,
-          latest.hasDiff ? h(Thumbnail, { key: `d${latest.report}`, rpc, conversation, report: latest.report, role: 'diff', width: 240 }) : null) : null,
+          live?.hasImage ? h(Figure, { key: `n${live.at}`, rpc, conversation, report: latest.report, role: 'live', caption: `Now (reloaded ${clock(live.at)})`, width: framed ? 240 : 480 })
+            : latest.hasDiff ? null
+              : h(Figure, { key: `s${latest.report}`, rpc, conversation, report: latest.report, role: 'screenshot', caption: 'Screenshot', width: framed ? 240 : 480 }),
+          latest.hasDiff ? h(Figure, { key: `r${latest.report}`, rpc, conversation, report: latest.report, role: 'reference', caption: 'Reference', width: 240 }) : null,
+          latest.hasDiff ? h(Figure, { key: `c${latest.report}`, rpc, conversation, report: latest.report, role: 'current', caption: 'Current', width: 240 }) : null,
+          latest.hasDiff ? h(Figure, { key: `d${latest.report}`, rpc, conversation, report: latest.report, role: 'diff', caption: 'Diff', width: 240 }) : null) : null,
         h(SidecarLog, { sidecar: state.sidecar }));
     }
 

@@ -59,6 +59,10 @@ const MAX_TRACKED_CALLS = 64;
 const MAX_KNOWN_REPORTS = 32;
 /** Conversations whose latest verification the Live Preview keeps (the least recently used is dropped). */
 const MAX_CONVERSATIONS = 32;
+/** Dev servers remembered per conversation (the runtime itself holds at most 8). */
+const MAX_SERVERS_PER_CONVERSATION = 8;
+/** The tool that starts and stops dev servers. */
+const RUNTIME_TOOL = 'liveloop_runtime';
 /** Longest the framing probe of an app URL waits. */
 const FRAME_PROBE_MS = 3000;
 /** What DSH's approval outcomes mean, for the model. */
@@ -257,6 +261,10 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
       const value = { text };
       if (result.structuredContent !== undefined) value.structured = result.structuredContent;
       if (images) await attachImages(ctx, exec, value, result);
+      if (tool.name === RUNTIME_TOOL && ['start', 'restart'].includes(args.operation)) {
+        const ids = (result.structuredContent?.servers ?? []).map((s) => s?.id).filter((id) => typeof id === 'string');
+        verifications.started(conversation, ids);
+      }
       if (tool.name === VERIFY_TOOL && result.structuredContent) {
         judgeWithAttachments(value);
         const asked = { ...args };
@@ -280,13 +288,34 @@ class Verifications {
     this.latest = new Map(); // conversation id -> { args, summary }
     this.reports = new Map(); // report path -> { conversation, images: { screenshot, current, diff } }
     this.frames = new Map(); // app origin -> framing verdict
+    this.servers = new Map(); // conversation id -> ids of the dev servers it started
+  }
+
+  /** Dev servers `conversation` started (or restarted): its Live Preview lists and stops these only. */
+  started(conversation, ids) {
+    if (conversation === undefined || ids.length === 0) return;
+    const mine = [...(this.servers.get(conversation) ?? []).filter((id) => !ids.includes(id)), ...ids];
+    remember(this.servers, conversation, mine.slice(-MAX_SERVERS_PER_CONVERSATION), MAX_CONVERSATIONS);
+  }
+
+  /** The dev servers `conversation` uses: those it started, and the one its last verification named. */
+  serversOf(conversation) {
+    const mine = new Set(this.servers.get(conversation) ?? []);
+    const named = this.latest.get(conversation)?.args?.server;
+    if (typeof named === 'string') mine.add(named);
+    return mine;
   }
 
   record(conversation, args, value) {
     if (conversation === undefined) return;
     const report = value.structured;
     const path = report.reportPath;
-    const images = { screenshot: report.screenshot?.path, current: report.diff?.current?.path, diff: report.diff?.diff?.path };
+    const images = {
+      screenshot: report.screenshot?.path,
+      reference: report.diff?.reference,
+      current: report.diff?.current?.path,
+      diff: report.diff?.diff?.path,
+    };
     if (path) remember(this.reports, path, { conversation, images }, MAX_KNOWN_REPORTS);
     const card = verificationCard(value);
     remember(this.latest, conversation, {
@@ -301,10 +330,24 @@ class Verifications {
         consoleWarnings: report.consoleWarnings ?? 0,
         failedRequests: Array.isArray(report.failedRequests) ? report.failedRequests.length : 0,
         report: path,
+        // The preview session the verification ran in, which Reload reloads.
+        session: report.session,
         hasDiff: Boolean(images.current || images.diff),
         at: Date.now(),
       },
     }, MAX_CONVERSATIONS);
+  }
+
+  /**
+   * The conversation's preview as Reload left it: its page (URL, title, console
+   * errors) and a fresh screenshot, served as the report's `live` image.
+   */
+  reloaded(conversation, page, screenshot) {
+    const latest = this.latest.get(conversation);
+    if (!latest) return;
+    const known = this.reports.get(latest.summary.report);
+    if (known?.conversation === conversation && screenshot) known.images.live = screenshot;
+    latest.summary.live = { ...page, hasImage: Boolean(known?.images.live), at: Date.now() };
   }
 
   /** The latest verification of `conversation`, now its most recently used, or undefined. */
@@ -316,7 +359,7 @@ class Verifications {
 
   image(conversation, report, role) {
     const known = this.reports.get(report);
-    const file = known?.conversation === conversation ? known.images[role] : undefined;
+    const file = known?.conversation === conversation && Object.hasOwn(known.images, role) ? known.images[role] : undefined;
     if (!file) throw new Error(`no ${role} image is known for that report in this conversation`);
     return Buffer.from(readBounded(file, MAX_ATTACHMENT_BYTES)).toString('base64');
   }
@@ -413,11 +456,14 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       return settings(['set', '--value', JSON.stringify(payload?.settings ?? {})]);
     },
     async state(payload) {
-      const summary = verifications.of(conversationIn(payload))?.summary;
+      const conversation = conversationIn(payload);
+      const summary = verifications.of(conversation)?.summary;
+      const mine = verifications.serversOf(conversation);
       let servers = [];
-      if (sidecar.running()) {
-        const result = await sidecar.call('liveloop_runtime', { operation: 'status' });
-        servers = (result.structuredContent?.servers ?? []).map((s) => ({ id: s.id, state: s.state, url: s.url, owned: s.owned }));
+      if (sidecar.running() && mine.size > 0) {
+        const result = await sidecar.call(RUNTIME_TOOL, { operation: 'status' });
+        servers = (result.structuredContent?.servers ?? []).filter((s) => mine.has(s.id))
+          .map((s) => ({ id: s.id, state: s.state, url: s.url, owned: s.owned }));
       }
       const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
       return { latest: summary, servers, frame, sidecar: sidecar.describe() };
@@ -436,18 +482,36 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       verifications.record(conversationIn(payload), latest.args, { text: textOf(result), structured: result.structuredContent });
       return { verdict: result.structuredContent?.verdict };
     },
-    reload(payload) {
-      latestIn(payload);
-      return {};
+    async reload(payload) {
+      // The conversation's own preview session, reloaded as its owner; then a
+      // fresh screenshot of it. The page is shown as it is now.
+      const conversation = conversationIn(payload);
+      const latest = latestIn(payload);
+      const target = { session: latest.summary.session, owner: latest.args.owner };
+      if (!target.session) throw new Error('the last verification names no preview session: Verify opens one');
+      const reloaded = await sidecar.call('liveloop_browser', { operation: 'reload', ...target });
+      if (reloaded.isError) throw new Error(previewGone(reloaded) ?? textOf(reloaded));
+      const shot = await sidecar.call('liveloop_browser', { operation: 'screenshot', ...target, image: false });
+      if (shot.isError) throw new Error(previewGone(shot) ?? textOf(shot));
+      const page = reloaded.structuredContent ?? {};
+      verifications.reloaded(conversation, {
+        url: typeof page.url === 'string' ? page.url : undefined,
+        title: typeof page.title === 'string' ? page.title.slice(0, MAX_CARD_CHARS) : undefined,
+        consoleErrors: Number.isInteger(page.consoleErrors) ? page.consoleErrors : undefined,
+      }, typeof shot.structuredContent?.path === 'string' ? shot.structuredContent.path : undefined);
+      return { url: page.url, title: page.title };
     },
-    // Dev servers belong to the DSH process (dshkit's runtime has no owner): every view lists and stops them.
-    async stop() {
-      if (!sidecar.running()) return { stopped: [] };
-      const status = await sidecar.call('liveloop_runtime', { operation: 'status' });
+    // Stop stops what this conversation started: another conversation's servers,
+    // and servers dshkit adopted, keep running.
+    async stop(payload) {
+      const mine = verifications.serversOf(conversationIn(payload));
+      if (!sidecar.running() || mine.size === 0) return { stopped: [] };
+      const status = await sidecar.call(RUNTIME_TOOL, { operation: 'status' });
       const stopped = [];
       for (const server of status.structuredContent?.servers ?? []) {
-        if (server.owned === false || server.state === 'stopped' || server.state === 'exited') continue;
-        await sidecar.call('liveloop_runtime', { operation: 'stop', server: server.id });
+        if (!mine.has(server.id) || server.owned === false || server.state === 'stopped' || server.state === 'exited') continue;
+        const result = await sidecar.call(RUNTIME_TOOL, { operation: 'stop', server: server.id });
+        if (result.isError) throw new Error(`server ${server.id}: ${textOf(result)}`);
         stopped.push(server.id);
       }
       return { stopped };
@@ -462,6 +526,15 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       return { ok: false, error: { code: 'internal', message: `dshkit: ${error.message}`, details: {} } };
     }
   };
+}
+
+/**
+ * The person's next step when a preview session is gone (closed when idle, or
+ * to make room): the refusal says so, and Verify opens a new one.
+ */
+function previewGone(result) {
+  const gone = result.structuredContent?.code === 'UNKNOWN_SESSION' || textOf(result).includes('UNKNOWN_SESSION');
+  return gone ? 'the preview of the last verification is closed (idle, or to make room for another): Verify opens it again' : undefined;
 }
 
 /** Longest owner the sidecar takes. */

@@ -61,6 +61,14 @@ impl<T> Ring<T> {
         self.items.iter().map(|(_, item)| item)
     }
 
+    /// The entries still held that were pushed at or after `mark` (a [`Self::pushed`]).
+    pub fn since(&self, mark: u64) -> impl Iterator<Item = &T> {
+        self.items
+            .iter()
+            .filter(move |(seq, _)| *seq >= mark)
+            .map(|(_, item)| item)
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }

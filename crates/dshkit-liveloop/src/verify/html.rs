@@ -31,19 +31,22 @@ pub fn render(report: &Report) -> String {
 <style>body{{font:14px/1.45 system-ui,sans-serif;margin:24px;max-width:1100px;color:#1f2328}}\
 .badge{{background:{color};color:#fff;border-radius:4px;padding:2px 8px;font-weight:600}}\
 table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}}\
-.ok{{color:#1a7f37}}.bad{{color:#cf222e}}figure{{display:inline-block;margin:8px 16px 8px 0}}img{{max-width:100%;border:1px solid #d0d7de}}\
+.ok{{color:#1a7f37}}.bad{{color:#cf222e}}.figures{{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:12px;align-items:start}}\
+figure{{margin:0}}figcaption{{font-weight:600;margin-bottom:4px}}img{{max-width:100%;border:1px solid #d0d7de}}\
 code{{background:#f6f8fa;padding:0 4px}}</style></head><body>",
         escape(&report.requested_url)
     );
     let _ = write!(
         out,
         "<h1>Verification <span class=\"badge\" id=\"verdict\">{verdict}</span></h1>\
-<p>Verified: <code id=\"requested-url\">{}</code>{} · title: {} · viewport: {} · report <code>{}</code></p>",
+<p>Verified: <code id=\"requested-url\">{}</code>{} · title: {} · viewport: {} · report <code>{}</code> \
+· made <time id=\"created-at\">{}</time></p>",
         escape(&report.requested_url),
         elsewhere(report),
         escape(&report.title),
         escape(&format!("{:?}", report.viewport)),
         escape(&report.id),
+        created_at(report),
     );
     out.push_str("<h2>Why</h2><ul>");
     for reason in &report.judgement.reasons {
@@ -127,25 +130,37 @@ fn observed(out: &mut String, report: &Report) {
     }
 }
 
+/// The images a person compares: Reference, Current and Diff side by side for
+/// a reference diff (Current stands for the screenshot then), else the screenshot.
 fn evidence(out: &mut String, report: &Report) {
     out.push_str("<h2>Evidence</h2>");
-    let mut images = Vec::new();
-    if let Some(shot) = &report.screenshot {
-        images.push(("Screenshot", &shot.file.path));
-    }
-    if let Some(diff) = &report.diff {
-        if let Some(current) = &diff.current {
-            images.push(("Current", &current.path));
+    let mut images: Vec<(&str, &std::path::Path)> = Vec::new();
+    let screenshot = report.screenshot.as_ref().map(|shot| shot.file.path.as_path());
+    match &report.diff {
+        Some(diff) => {
+            images.push(("Reference", diff.reference.as_path()));
+            match (&diff.current, screenshot) {
+                (Some(current), _) => images.push(("Current", current.path.as_path())),
+                (None, Some(shot)) => images.push(("Screenshot", shot)),
+                (None, None) => {}
+            }
+            if let Some(file) = &diff.diff {
+                images.push(("Diff", file.path.as_path()));
+            }
         }
-        if let Some(file) = &diff.diff {
-            images.push(("Diff", &file.path));
-        }
+        None => images.extend(screenshot.map(|shot| ("Screenshot", shot))),
     }
     if images.is_empty() {
         out.push_str("<p>No screenshot was taken.</p>");
+        return;
     }
+    out.push_str("<div class=\"figures\">");
     for (label, path) in images {
-        let _ = write!(out, "<figure><figcaption>{label}</figcaption>");
+        let _ = write!(
+            out,
+            "<figure data-role=\"{}\"><figcaption>{label}</figcaption>",
+            label.to_lowercase()
+        );
         match inline_png(path) {
             Ok(data) => {
                 let _ = write!(out, "<img alt=\"{label}\" src=\"data:image/png;base64,{data}\">");
@@ -161,6 +176,16 @@ fn evidence(out: &mut String, report: &Report) {
         }
         out.push_str("</figure>");
     }
+    out.push_str("</div>");
+}
+
+/// When the report was made, readable (`Sun, 06 Dec 2026 02:20:31 GMT`).
+fn created_at(report: &Report) -> String {
+    let millis = u64::try_from(report.created_at_ms).unwrap_or(u64::MAX);
+    std::time::UNIX_EPOCH
+        .checked_add(std::time::Duration::from_millis(millis))
+        .map(httpdate::fmt_http_date)
+        .unwrap_or_default()
 }
 
 fn inline_png(path: &std::path::Path) -> Result<String, String> {

@@ -1119,3 +1119,22 @@ async fn an_idle_browser_is_closed_with_its_blank_and_the_next_open_brings_both_
     manager.keep_blank_ready();
     contexts_become(&browser, 2).await;
 }
+
+#[tokio::test]
+async fn a_reload_of_a_page_whose_server_is_gone_fails_and_names_the_page() {
+    let page =
+        axum::Router::new().fallback(|| async { axum::response::Html("<title>t</title><h1>Shop</h1>") });
+    let server = dshkit_test::LoopbackServer::start(page, true);
+    let url = format!("http://{}/shop/?tab=2", server.addr);
+    let previews = manager();
+    let session = previews.open(OWNER, &url, Viewport::Desktop).await.unwrap();
+    let reloaded = session.interact(Action::Reload).await.unwrap();
+    assert_eq!(reloaded.url, url, "a reload while the server answers is the page");
+    // The server stops (its port is closed when this returns): Chromium would show
+    // its own error page, which is no page of the app.
+    drop(server);
+    let err = session.interact(Action::Reload).await.unwrap_err();
+    assert_eq!(err.code(), "NAVIGATION_FAILED", "{err}");
+    assert!(err.to_string().contains(&url), "names the page: {err}");
+    previews.shutdown().await;
+}

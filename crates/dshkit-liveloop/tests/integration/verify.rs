@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use dshkit_liveloop::preview::{PreviewConfig, PreviewManager, Viewport};
 use dshkit_liveloop::verify::evidence::EvidenceStore;
 use dshkit_liveloop::verify::{
-    Assertion, ReferenceSpec, Step, Verdict, VerifyContext, VerifyRequest, verify,
+    Assertion, ReferenceSpec, Report, Step, Verdict, VerifyContext, VerifyRequest, verify,
 };
 use dshkit_test::{Fixture, FixtureServer};
 
@@ -112,7 +112,18 @@ async fn the_example_app_is_verified_with_steps_assertions_and_persisted_evidenc
     assert_eq!(saved["verdict"], "VERIFIED");
     assert_eq!(saved["formatVersion"], 1);
     assert_eq!(saved["screenshot"]["sha256"], shot.file.sha256);
-    html_report_opens_in_chromium(report.html_path.as_ref().unwrap(), "VERIFIED").await;
+    let shown = html_report_opens_in_chromium(report.html_path.as_ref().unwrap(), "VERIFIED").await;
+    assert_eq!(
+        shown["figures"][0]["caption"], "Screenshot",
+        "{}",
+        shown["figures"]
+    );
+    assert_eq!(shown["figures"][0]["src"], data_url(&shot.file.path).as_str());
+    assert_eq!(
+        shown["figures"].as_array().map(Vec::len),
+        Some(1),
+        "the screenshot once"
+    );
     // A later verification starts from a fresh load (the task added above is gone)
     // and its steps resolve against the new page, not the old snapshot.
     let again = verify(
@@ -408,11 +419,7 @@ async fn a_reference_round_trip_passes_unchanged_and_fails_changed_with_a_diff_i
     assert_eq!(changed.judgement.verdict, Verdict::Failed, "{changed:#?}");
     let diff = changed.diff.as_ref().unwrap();
     assert!(diff.mismatch_ratio.unwrap() > 0.0);
-    let image = std::fs::read(&diff.diff.as_ref().unwrap().path).unwrap();
-    assert!(
-        image.starts_with(b"\x89PNG"),
-        "the diff image is kept as evidence"
-    );
+    shows_reference_current_and_diff(&changed, &workspace.path().join("reference.png")).await;
 
     let outside = verify(
         &changed_session,
@@ -452,7 +459,10 @@ async fn concurrent_verifications_of_one_session_run_one_at_a_time() {
 
 /// Opens the self-contained HTML report in a fresh Chromium (no server: a file
 /// URL) and checks it shows the verdict and its inline images, with no script.
-async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) {
+/// Opens the report for people in Chromium, checks its verdict, that every image
+/// renders and that nothing runs; returns what it shows (`figures`: each one's
+/// role, caption and image source).
+async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) -> serde_json::Value {
     let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
         .await
         .unwrap();
@@ -465,6 +475,9 @@ async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) {
     let probe = "JSON.stringify(document.readyState === 'complete' && [...document.images].every((i) => i.complete) ? { \
         verdict: document.getElementById('verdict')?.textContent, \
         images: [...document.images].map((i) => i.naturalWidth), \
+        figures: [...document.querySelectorAll('figure')].map((f) => ({ role: f.dataset.role, \
+            caption: f.querySelector('figcaption')?.textContent, src: f.querySelector('img')?.getAttribute('src') })), \
+        created: document.getElementById('created-at')?.textContent, \
         scripts: document.scripts.length } : null)";
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let seen = loop {
@@ -493,6 +506,59 @@ async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) {
         "inline images render: {seen}"
     );
     assert_eq!(seen["scripts"], 0);
+    let created = seen["created"].as_str().unwrap_or_default();
+    assert!(
+        created.ends_with(" GMT") && created.len() > 20,
+        "a readable date: {created:?}"
+    );
+    seen
+}
+
+/// The report for people of a failed reference diff puts the three side by side:
+/// the reference on disk, what the page looks like now, and their difference; each once.
+async fn shows_reference_current_and_diff(report: &Report, reference: &std::path::Path) {
+    let diff = report.diff.as_ref().unwrap();
+    let image = std::fs::read(&diff.diff.as_ref().unwrap().path).unwrap();
+    assert!(
+        image.starts_with(b"\x89PNG"),
+        "the diff image is kept as evidence"
+    );
+    let shown = html_report_opens_in_chromium(report.html_path.as_ref().unwrap(), "FAILED").await;
+    let figures = shown["figures"].as_array().unwrap();
+    let captions: Vec<_> = figures
+        .iter()
+        .map(|f| f["caption"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(captions, ["Reference", "Current", "Diff"], "{captions:?}");
+    let sources: Vec<_> = figures
+        .iter()
+        .map(|f| f["src"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(sources[0], data_url(reference), "Reference is the reference file");
+    assert_eq!(
+        sources[1],
+        data_url(&diff.current.as_ref().unwrap().path),
+        "Current is this page"
+    );
+    assert_eq!(
+        sources[2],
+        data_url(&diff.diff.as_ref().unwrap().path),
+        "Diff is the diff image"
+    );
+    assert_ne!(
+        sources[0], sources[1],
+        "the changed page is not shown as its reference"
+    );
+}
+
+/// The image `file` as the report inlines it.
+fn data_url(file: &std::path::Path) -> String {
+    use base64::Engine as _;
+    let png = std::fs::read(file).unwrap();
+    format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(png)
+    )
 }
 
 #[tokio::test]

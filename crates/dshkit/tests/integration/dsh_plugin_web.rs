@@ -427,6 +427,64 @@ fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
     );
 }
 
+/// The Live Preview's buttons as a person uses them (`harness/dsh-ui/live_preview_buttons.py`):
+/// Open and Copy give the exact URL verified, Reload shows the page as it is now,
+/// and a failed Reload stays visible through refreshes until dismissed.
+#[test]
+fn the_live_preview_buttons_act_on_exactly_the_verified_page_and_their_errors_stay() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    // The script serves the app itself (so it can stop it) at a path and query,
+    // which every button must keep.
+    let port = crate::support::free_port();
+    let path = "/shop/?tab=2";
+    let app_url = format!("http://127.0.0.1:{port}{path}");
+    let model = FakeModel::start(
+        "liveloop_verify",
+        &serde_json::json!({ "appUrl": app_url, "assertions": [{ "kind": "text_present", "text": "Shop" }] }),
+    );
+    let (_web, url) = dsh_web(&peers, home.path(), &model);
+    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let run = output(
+        std::process::Command::new(peers.playwright_python())
+            .arg(dshkit_test::workspace_root().join("harness/dsh-ui/live_preview_buttons.py"))
+            .arg(&url)
+            .arg(&chromium)
+            .arg(artifacts())
+            .arg(port.to_string())
+            .arg(path),
+    );
+    assert!(
+        run.status.success(),
+        "the person's walk through the buttons failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    for field in ["openHref", "openedUrl", "copied", "urlField"] {
+        assert_eq!(seen[field], app_url.as_str(), "{field}: {seen}");
+    }
+    assert_eq!(seen["openRel"], "noopener noreferrer", "{seen}");
+    let reloads = &seen["reloads"];
+    let first = reloads[0]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no count after Reload: {seen}"));
+    assert_eq!(
+        reloads[1].as_u64(),
+        Some(first + 1),
+        "each Reload loads the page again: {seen}"
+    );
+    assert!(
+        seen["liveImageWidth"].as_u64() > Some(0),
+        "the fresh screenshot shows: {seen}"
+    );
+    let error = seen["errorAfterRefreshes"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Reload failed: "),
+        "the error outlived two refreshes: {seen}"
+    );
+    assert_eq!(seen["errorDismissed"], true, "{seen}");
+}
+
 /// Waits (bounded) until no process carries this DSH home; panics with the survivors.
 fn assert_nothing_left(dsh_home: &std::path::Path) {
     wait_for(Duration::from_secs(20), || {
@@ -451,7 +509,8 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
         "liveloop_runtime",
         &serde_json::json!({ "operation": "start", "dir": "app", "confirm": true }),
     );
-    let (mut web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    let (mut web, url) = dsh_web(&peers, home.path(), &model);
+    let mut ui = WebUi::open(&url);
 
     // Reject: nothing starts, and the agent is told what to ask. The question
     // names what would start.
@@ -469,6 +528,32 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     ui.click("tab", "Live Preview");
     ui.wait_for(": ready at http://127.0.0.1:");
     ui.keep_screenshot("live-preview-server");
+    let server_url = ui
+        .page_text()
+        .split(": ready at ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .unwrap();
+
+    // Another conversation neither lists nor stops this conversation's server.
+    let mut other = WebUi::open(&url);
+    other.send("Start the app.");
+    other.wait_for("Allow once");
+    other.click_until("button", "Reject", "the user rejected it");
+    other.click("tab", "Live Preview");
+    other.wait_for("Dev servers: none started in this conversation");
+    assert!(!other.page_text().contains(&server_url), "{}", other.page_text());
+    drop(other);
+    let answers = || {
+        std::net::TcpStream::connect(server_url.trim_start_matches("http://").trim_end_matches('/')).is_ok()
+    };
+    assert!(answers(), "{server_url} still answers");
+    // This conversation's Stop stops it.
+    ui.click("button", "Stop");
+    wait_until(Duration::from_secs(30), "Stop left the server answering", || {
+        !answers()
+    });
 
     // Disposing DSH (SIGTERM) takes the sidecar and everything it started with it.
     drop(ui);

@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 use super::settle::{DEFAULT_SETTLE_DEADLINE, Mark};
 use super::{PreviewSession, Target};
 use crate::preview::error::PreviewError;
-use crate::preview::observe::Observations;
 use crate::preview::policy::OriginError;
 use crate::preview::snapshot::{Snapshot, parse_ref, text_includes_expression};
 
@@ -21,6 +20,9 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30);
 /// How many times an action by role and name looks its element up again in a
 /// fresh snapshot when the page changed since the last one.
 const ROLE_NAME_REREADS: usize = 2;
+
+/// Where Chromium puts a document whose load failed at the network level.
+const CHROMIUM_ERROR_PAGE: &str = "chrome-error://";
 
 /// An interaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,11 +169,16 @@ impl PreviewSession {
                 self.goto(target.as_str()).await?
             }
             Action::Reload => {
-                let requests = self.observe(Observations::request_mark);
+                let (requests, failures) = self.observe(|o| (o.request_mark(), o.network.pushed()));
                 self.page.call("Page.reload", json!({})).await?;
-                self.wait_loaded(before, requests).await?
+                let settled = self.wait_loaded(before, requests).await?;
+                Some(self.refuse_error_page(settled, failures).await?)
             }
-            Action::Back => self.back(before).await?,
+            Action::Back => {
+                let failures = self.observe(|o| o.network.pushed());
+                let settled = self.back(before).await?;
+                Some(self.refuse_error_page(settled, failures).await?)
+            }
             Action::WaitFor { text, url, timeout } => {
                 self.wait_for(text.as_deref(), url.as_deref(), timeout).await?;
                 None
@@ -212,6 +219,42 @@ impl PreviewSession {
             Some(snapshot) => Ok(snapshot),
             None => self.snapshot_now().await,
         }
+    }
+
+    /// The page a reload or a step back loaded, unless Chromium shows its own error
+    /// page there (the server did not answer): that load failed, and says so, with
+    /// the document request's error seen since `failures` (a network mark).
+    async fn refuse_error_page(
+        &self,
+        settled: Option<Snapshot>,
+        failures: u64,
+    ) -> Result<Snapshot, PreviewError> {
+        let snapshot = match settled {
+            Some(snapshot) => snapshot,
+            None => self.snapshot_now().await?,
+        };
+        if !snapshot.url.starts_with(CHROMIUM_ERROR_PAGE) {
+            return Ok(snapshot);
+        }
+        let failed = self.observe(|o| {
+            o.network
+                .since(failures)
+                .filter(|e| e.resource_type.as_deref() == Some("Document"))
+                .find_map(|e| e.error.clone().map(|error| (e.url.clone(), error)))
+        });
+        let (url, error) = match failed {
+            Some(failed) => failed,
+            None => {
+                let history = self.page.call("Page.getNavigationHistory", json!({})).await?;
+                let current = usize::try_from(history["currentIndex"].as_u64().unwrap_or(0)).unwrap_or(0);
+                let url = history["entries"][current]["url"].as_str().unwrap_or("the page");
+                (
+                    url.to_owned(),
+                    "the server did not answer (Chromium showed its error page)".to_owned(),
+                )
+            }
+        };
+        Err(PreviewError::NavigationFailed { url, error })
     }
 
     /// Marks the action's start and runs it.
