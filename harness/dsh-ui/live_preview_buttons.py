@@ -20,8 +20,7 @@ import threading
 
 from playwright.sync_api import sync_playwright
 
-# Generous bounds for a loaded machine; none of them is a measure of speed.
-UI_MS = 90_000
+import dsh_person
 
 # The app: its title counts the page's loads in this browser (localStorage), so
 # a reload that really happened shows a higher count.
@@ -61,26 +60,12 @@ def main() -> None:
     app = serve(int(port))
     seen = {"appUrl": app_url}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium,
-            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
-        )
+        browser = dsh_person.launch(playwright, chromium)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 900})
             context.grant_permissions(["clipboard-read", "clipboard-write"], origin=dsh_url)
-            page = context.new_page()
-            page.set_default_timeout(UI_MS)
-            notice = page.get_by_role("dialog", name="Internal Testing Notice")
-            page.add_locator_handler(notice, lambda: notice.get_by_role("button", name="Continue").click())
-            page.goto(f"{dsh_url}/")
-            prompt = page.get_by_role("textbox", name="Describe what you want to build")
-            choose = page.get_by_role("button", name="Choose workspace")
-            prompt.or_(choose).first.wait_for()
-            if not prompt.is_visible():
-                choose.click()
-                page.get_by_role("button", name="Open").click()
-            prompt.fill("Verify the app.")
-            prompt.press("Enter")
+            page = dsh_person.open_dsh(context, dsh_url)
+            dsh_person.ask(page, "Verify the app.")
             page.get_by_text("every criterion held").first.wait_for()
             page.get_by_role("tab", name="Live Preview").click()
             view = page.locator("[data-dshkit=live-preview]")

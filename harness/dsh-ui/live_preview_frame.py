@@ -12,35 +12,21 @@ import sys
 
 from playwright.sync_api import sync_playwright
 
-# Generous bounds for a loaded machine; none of them is a measure of speed.
-UI_MS = 90_000
+import dsh_person
+
+# How long the app's answer may take (a loaded machine).
 ANSWER_MS = 30_000
 
 
 def main() -> None:
     dsh_url, chromium, screenshots = sys.argv[1], sys.argv[2], sys.argv[3]
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium,
-            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
-        )
+        browser = dsh_person.launch(playwright, chromium)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page = dsh_person.open_dsh(browser.new_context(viewport={"width": 1400, "height": 900}), dsh_url)
             console = []
             page.on("console", lambda message: console.append(message.text))
-            page.set_default_timeout(UI_MS)
-            # DSH's welcome notice opens whenever its settings arrive: acknowledge it.
-            notice = page.get_by_role("dialog", name="Internal Testing Notice")
-            page.add_locator_handler(notice, lambda: notice.get_by_role("button", name="Continue").click())
-            page.goto(f"{dsh_url}/")
-            prompt = page.get_by_role("textbox", name="Describe what you want to build")
-            choose = page.get_by_role("button", name="Choose workspace")
-            prompt.or_(choose).first.wait_for()
-            if not prompt.is_visible():
-                choose.click()
-                page.get_by_role("button", name="Open").click()
-            prompt.fill("Verify the app.")
-            prompt.press("Enter")
+            dsh_person.ask(page, "Verify the app.")
             page.get_by_text("every criterion held").first.wait_for()
             page.get_by_role("tab", name="Live Preview").click()
             frame_element = page.locator("iframe[data-dshkit=frame]")

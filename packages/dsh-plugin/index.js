@@ -286,7 +286,7 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
 class Verifications {
   constructor() {
     this.latest = new Map(); // conversation id -> { args, summary }
-    this.reports = new Map(); // report path -> { conversation, images: { screenshot, current, diff } }
+    this.reports = new Map(); // report path -> { conversation, images: { screenshot, reference, current, diff, live? } }
     this.frames = new Map(); // app origin -> framing verdict
     this.servers = new Map(); // conversation id -> ids of the dev servers it started
   }

@@ -26,6 +26,27 @@ fn open_web_ui(peers: &Peers, home: &std::path::Path, model: &FakeModel) -> (Chi
     (web, WebUi::open(&url))
 }
 
+/// Runs a person's walk (`harness/dsh-ui/SCRIPT`, Playwright in the system
+/// Chromium) on the DSH web UI at `url`, keeping its screenshots with the others;
+/// returns the JSON line of what it saw, panicking with its stderr when it failed.
+fn walk_as_a_person(peers: &Peers, script: &str, url: &str, args: &[&str]) -> serde_json::Value {
+    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let run = output(
+        std::process::Command::new(peers.playwright_python())
+            .arg(dshkit_test::workspace_root().join("harness/dsh-ui").join(script))
+            .arg(url)
+            .arg(&chromium)
+            .arg(artifacts())
+            .args(args),
+    );
+    assert!(
+        run.status.success(),
+        "the person's walk ({script}) failed:\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&run.stdout).unwrap()
+}
+
 /// Drives DSH's web UI in dshkit's own headless browser, over MCP.
 struct WebUi {
     mcp: Session,
@@ -396,21 +417,7 @@ fn an_app_framed_in_the_live_preview_cannot_navigate_dsh_away() {
         }),
     );
     let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let artifacts = artifacts();
-    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let run = output(
-        std::process::Command::new(peers.playwright_python())
-            .arg(dshkit_test::workspace_root().join("harness/dsh-ui/live_preview_frame.py"))
-            .arg(&url)
-            .arg(&chromium)
-            .arg(&artifacts),
-    );
-    assert!(
-        run.status.success(),
-        "the person's walk to the framed app failed:\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let seen: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let seen = walk_as_a_person(&peers, "live_preview_frame.py", &url, &[]);
     let sandbox = seen["sandbox"].as_str().unwrap_or_default();
     for token in ["allow-scripts", "allow-forms", "allow-same-origin"] {
         assert!(sandbox.split(' ').any(|t| t == token), "{token} missing: {seen}");
@@ -444,22 +451,12 @@ fn the_live_preview_buttons_act_on_exactly_the_verified_page_and_their_errors_st
         &serde_json::json!({ "appUrl": app_url, "assertions": [{ "kind": "text_present", "text": "Shop" }] }),
     );
     let (_web, url) = dsh_web(&peers, home.path(), &model);
-    let chromium = std::env::var("DSHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let run = output(
-        std::process::Command::new(peers.playwright_python())
-            .arg(dshkit_test::workspace_root().join("harness/dsh-ui/live_preview_buttons.py"))
-            .arg(&url)
-            .arg(&chromium)
-            .arg(artifacts())
-            .arg(port.to_string())
-            .arg(path),
+    let seen = walk_as_a_person(
+        &peers,
+        "live_preview_buttons.py",
+        &url,
+        &[&port.to_string(), path],
     );
-    assert!(
-        run.status.success(),
-        "the person's walk through the buttons failed:\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let seen: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     for field in ["openHref", "openedUrl", "copied", "urlField"] {
         assert_eq!(seen[field], app_url.as_str(), "{field}: {seen}");
     }
