@@ -48,6 +48,16 @@ window.__ModuleLoader__.load({
       UNVERIFIED: '#57606a',
     };
 
+    /** DSH's theme tokens (they follow its dark mode), with light fallbacks. */
+    const look = {
+      text: 'var(--dsw-alias-label-primary, inherit)',
+      secondary: 'var(--dsw-alias-label-secondary, #57606a)',
+      border: 'var(--dsw-alias-border-l2, #d0d7de)',
+      field: 'var(--dsw-alias-bg-layer-1, transparent)',
+      error: 'var(--dsw-alias-state-error-primary, #cf222e)',
+      success: 'var(--dsw-alias-state-success-primary, #1a7f37)',
+    };
+
     class Boundary extends React.Component {
       constructor(props) {
         super(props);
@@ -112,7 +122,7 @@ window.__ModuleLoader__.load({
         );
         return () => { live = false; };
       }, [rpc, conversation, report, role]);
-      if (error) return h('div', { style: { fontSize: 11, color: palette.UNVERIFIED } }, `no ${role} image: ${error}`);
+      if (error) return h('div', { style: { fontSize: 11, color: look.secondary } }, `no ${role} image: ${error}`);
       if (!src) return null;
       return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: '1px solid #d0d7de', borderRadius: 4 } });
     }
@@ -130,7 +140,7 @@ window.__ModuleLoader__.load({
       }, [callId, conversation, rpc]);
       return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'running', style: { fontSize: 13, padding: 4 } },
         'dshkit: verifying in headless Chromium… ',
-        stage ? h('span', { 'data-dshkit': 'stage', style: { color: palette.UNVERIFIED } }, `(${stage.message})`) : null);
+        stage ? h('span', { 'data-dshkit': 'stage', style: { color: look.secondary } }, `(${stage.message})`) : null);
     }
 
     function VerificationCard({ block, dshkitRpc, sessionId: conversation }) {
@@ -144,7 +154,7 @@ window.__ModuleLoader__.load({
       }
       const card = block.meta;
       if (!card || typeof card !== 'object' || typeof card.verdict !== 'string') {
-        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'no-report', style: { fontSize: 13, padding: 4, color: palette.UNVERIFIED } },
+        return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'no-report', style: { fontSize: 13, padding: 4, color: look.secondary } },
           'dshkit: this verification carries no structured report (an older dshkit plugin ran it); its text is in the tool output');
       }
       const reasons = Array.isArray(card.reasons) ? card.reasons : [];
@@ -253,7 +263,7 @@ window.__ModuleLoader__.load({
       },
         h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8 } },
           h('strong', null, 'dshkit Live Preview'),
-          h('span', { 'data-dshkit': 'updated', style: { fontSize: 11, color: palette.UNVERIFIED } },
+          h('span', { 'data-dshkit': 'updated', style: { fontSize: 11, color: look.secondary } },
             updated.at ? `Updated ${clock(updated.at)}` : '',
             pollError ? ` · could not refresh: ${pollError}` : '')),
         latest ? h('div', { 'data-dshkit': 'target' },
@@ -277,7 +287,7 @@ window.__ModuleLoader__.load({
           style: { color: palette.FAILED, display: 'flex', gap: 8, alignItems: 'baseline' },
         }, h('span', null, `${ACTIONS[endpoint] ?? endpoint} failed: ${message}`),
         h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint) }, 'Dismiss'))),
-        frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: palette.UNVERIFIED } }, frameNote) : null,
+        frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: look.secondary } }, frameNote) : null,
         framed ? h('iframe', {
           key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
           // The app runs its scripts and forms, and never navigates DSH's own tab.
@@ -304,55 +314,119 @@ window.__ModuleLoader__.load({
           sidecar.log.length === 0 ? '(nothing logged)' : sidecar.log.join('\n')));
     }
 
-    const FIELDS = [
-      { key: 'previewLimit', label: 'Preview session limit', hint: '1 to 16 open previews' },
-      { key: 'idleTimeoutSecs', label: 'Preview idle timeout (s)', hint: '30 to 86400' },
-      { key: 'quietWindowMs', label: 'Quiet window (ms)', hint: 'network quiet before a load counts as settled, 0 to 5000' },
-      { key: 'evidenceRetentionDays', label: 'Evidence retention (days)', hint: '1 to 365' },
-    ];
+    /** A setting's value as a person reads it, with its unit. */
+    const shownSetting = (field, value) => {
+      if (value === undefined || value === null) return 'default';
+      if (Array.isArray(value)) return value.length === 0 ? 'none' : value.join(', ');
+      return field?.unit ? `${value} ${field.unit}` : String(value);
+    };
 
+    /** The text a field starts with: its stored value ('' keeps the default). */
+    const typedOf = (field) => {
+      if (field.value === undefined || field.value === null) return '';
+      return Array.isArray(field.value) ? field.value.join(', ') : String(field.value);
+    };
+
+    /**
+     * dshkit's settings, as the Rust side describes them (`dshkit settings`):
+     * each field with its rule and default. Saving sends only the fields a
+     * person changed, as typed; a refused one keeps what was typed, shows its
+     * rule under the field, and nothing is stored. A saved change says what
+     * moved, and dshkit's sidecar applies it at its next call.
+     */
     function SettingsSection({ dshkitRpc: rpc }) {
-      const [form, setForm] = React.useState(undefined);
+      const [fields, setFields] = React.useState(undefined);
+      const [typed, setTyped] = React.useState({});
+      const [problems, setProblems] = React.useState({});
       const [message, setMessage] = React.useState(undefined);
-      const load = React.useCallback(() => rpc('settings').then((value) => {
-        const s = value.settings ?? {};
-        const next = {};
-        for (const f of FIELDS) next[f.key] = s[f.key] === undefined ? '' : String(s[f.key]);
-        next.allowExternalHosts = (s.allowExternalHosts ?? []).join(', ');
-        setForm(next);
-        setMessage({ ok: true, text: `Stored in ${value.path}` });
-      }, (e) => setMessage({ ok: false, text: e.message })), [rpc]);
-      React.useEffect(() => { load(); }, [load]);
-      if (!form) return h('div', { 'data-dshkit': 'settings', style: { padding: 12 } }, message?.text ?? 'Loading dshkit settings…');
+      const [saving, setSaving] = React.useState(false);
+      const [path, setPath] = React.useState(undefined);
+      const take = React.useCallback((answer) => {
+        setFields(answer.fields);
+        setPath(answer.path);
+        setTyped(Object.fromEntries(answer.fields.map((f) => [f.key, typedOf(f)])));
+        setProblems({});
+      }, []);
+      React.useEffect(() => {
+        rpc('settings').then(take, (e) => setMessage({ ok: false, text: `dshkit settings could not be read: ${e.message}` }));
+      }, [rpc, take]);
+      if (!fields) {
+        return h('div', { 'data-dshkit': 'settings', style: { padding: 12, color: message ? look.error : look.secondary } },
+          message?.text ?? 'Loading dshkit settings…');
+      }
+      const changedFields = () => Object.fromEntries(fields
+        .filter((f) => (typed[f.key] ?? '').trim() !== typedOf(f))
+        .map((f) => [f.key, typed[f.key] ?? '']));
       const save = async () => {
-        const settings = {};
-        for (const f of FIELDS) {
-          const raw = form[f.key].trim();
-          if (raw !== '') settings[f.key] = Number(raw);
+        const changes = changedFields();
+        if (Object.keys(changes).length === 0) {
+          setMessage({ ok: true, text: 'Nothing to save: no field changed.' });
+          return;
         }
-        const hosts = form.allowExternalHosts.split(',').map((x) => x.trim()).filter(Boolean);
-        if (hosts.length > 0) settings.allowExternalHosts = hosts;
+        setSaving(true);
         try {
-          const value = await rpc('settings.set', { settings });
-          setMessage({ ok: true, text: `Saved to ${value.path}. dshkit's sidecar reads it when it starts: restart DSH to apply.` });
+          const answer = await rpc('settings.set', { fields: changes });
+          if (answer.refused) {
+            setProblems(Object.fromEntries(answer.refused.problems.map((p) => [p.key, p.message])));
+            const count = answer.refused.problems.length;
+            setMessage({ ok: false, text: `Not saved: ${count} ${count === 1 ? 'value breaks its rule' : 'values break their rules'}. The stored settings are unchanged.` });
+            return;
+          }
+          const byKey = Object.fromEntries(fields.map((f) => [f.key, f]));
+          const moved = (answer.changed ?? []).map((c) => `${c.label}: ${shownSetting(byKey[c.key], c.from)} → ${shownSetting(byKey[c.key], c.to)}`);
+          take(answer);
+          setMessage({
+            ok: true,
+            text: moved.length === 0 ? 'Saved: nothing changed.' : `Saved. ${moved.join('; ')}. dshkit applies it at its next call; no restart is needed.`,
+          });
         } catch (e) {
-          setMessage({ ok: false, text: e.message });
+          setMessage({ ok: false, text: `Not saved: ${e.message}` });
+        } finally {
+          setSaving(false);
         }
       };
-      const input = (key, label, hint) => h('label', { key, style: { display: 'flex', flexDirection: 'column', gap: 2 } },
-        h('span', null, label),
-        h('input', {
-          'aria-label': label, value: form[key], placeholder: 'default',
-          onChange: (e) => { const value = e.target.value; setForm((f) => ({ ...f, [key]: value })); },
-          style: { maxWidth: 320 },
-        }),
-        h('small', { style: { color: palette.UNVERIFIED } }, hint));
-      return h('div', { 'data-dshkit': 'settings', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 10, fontSize: 13 } },
+      const input = (f) => {
+        const problem = problems[f.key];
+        const hintId = `dshkit-setting-${f.key}-hint`;
+        const defaultText = f.default === undefined || f.default === null ? 'none' : shownSetting(f, f.default);
+        return h('label', { key: f.key, 'data-dshkit': `setting-${f.key}`, style: { display: 'flex', flexDirection: 'column', gap: 3 } },
+          h('span', { style: { fontWeight: 500 } }, f.label),
+          h('input', {
+            'aria-label': f.label,
+            'aria-invalid': problem ? 'true' : 'false',
+            'aria-describedby': hintId,
+            value: typed[f.key] ?? '',
+            placeholder: `default: ${defaultText}`,
+            inputMode: f.min !== undefined ? 'numeric' : undefined,
+            onChange: (e) => {
+              const value = e.target.value;
+              setTyped((t) => ({ ...t, [f.key]: value }));
+              setProblems((p) => ({ ...p, [f.key]: undefined }));
+            },
+            style: {
+              maxWidth: f.key === 'evidenceRoot' || f.key === 'allowExternalHosts' ? 480 : 240,
+              padding: '5px 8px',
+              borderRadius: 6,
+              border: `1px solid ${problem ? look.error : look.border}`,
+              background: look.field,
+              color: look.text,
+              font: 'inherit',
+            },
+          }),
+          problem ? h('span', { role: 'alert', 'data-dshkit': 'setting-problem', style: { color: look.error, fontSize: 12 } }, `${f.label} ${problem}`) : null,
+          h('small', { id: hintId, style: { color: look.secondary } },
+            `${f.help}. ${f.rule[0].toUpperCase()}${f.rule.slice(1)}; default ${defaultText}.`,
+            f.overriddenBy ? ` ${f.overriddenBy} is set and wins over this setting.` : ''));
+      };
+      return h('div', { 'data-dshkit': 'settings', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 12, fontSize: 13, color: look.text } },
         h('strong', null, 'dshkit'),
-        ...FIELDS.map((f) => input(f.key, f.label, f.hint)),
-        input('allowExternalHosts', 'External hosts previews may load from', 'comma-separated host names, checked after DNS; private addresses are refused'),
-        h('div', null, h('button', { type: 'button', onClick: save, 'data-dshkit': 'settings-save' }, 'Save dshkit settings')),
-        message ? h('div', { role: message.ok ? 'status' : 'alert', style: { color: message.ok ? palette.UNVERIFIED : palette.FAILED } }, message.text) : null);
+        h('small', { style: { color: look.secondary } }, `Stored in ${path}. An empty field keeps the default.`),
+        ...fields.map(input),
+        h('div', null, h('button', {
+          type: 'button', onClick: save, disabled: saving, 'data-dshkit': 'settings-save',
+          style: { padding: '5px 12px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field, color: look.text, font: 'inherit', cursor: saving ? 'progress' : 'pointer' },
+        }, saving ? 'Saving…' : 'Save dshkit settings')),
+        message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
     }
 
     const inject = ['slots', 'connection'];

@@ -440,20 +440,37 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
     if (!latest) throw new Error('this conversation has no verification yet: ask the agent to verify the app (liveloop_verify)');
     return latest;
   };
-  /** `dshkit settings …` as JSON; its refusal (an invalid field) becomes the error. */
+  /**
+   * `dshkit --json settings …`: each setting with its rule, default and value.
+   * A change the Rust side refuses is an answer, not a failure: `refused` names
+   * every broken rule by its setting, and nothing was written.
+   */
   const settings = async (args) => {
     const run = await dshkit(['--json', 'settings', ...args]);
-    if (run.exitCode !== 0) {
-      throw new Error((run.stderr.trim().split('\n').pop() ?? 'dshkit settings failed').replace(/^dshkit: error: /, ''));
+    let answer;
+    try {
+      answer = JSON.parse(run.stdout);
+    } catch {
+      throw new Error((run.stderr.trim().split('\n').pop() || 'dshkit settings failed').replace(/^dshkit: error: /, ''));
     }
-    return JSON.parse(run.stdout);
+    if (run.exitCode === 0) return answer;
+    const error = answer?.error ?? {};
+    if (error.code === 'SETTINGS_INVALID' && Array.isArray(error.problems) && error.problems.length > 0) {
+      return { refused: { message: error.message, problems: error.problems } };
+    }
+    throw new Error(error.message ?? 'dshkit settings failed');
   };
   const endpoints = {
     settings() {
       return settings([]);
     },
+    /** `{fields: {key: value as typed}}`: only those settings change; "" restores a default. */
     'settings.set'(payload) {
-      return settings(['set', '--value', JSON.stringify(payload?.settings ?? {})]);
+      const fields = payload?.fields;
+      if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+        throw new Error('settings.set takes {fields: {setting: value}}');
+      }
+      return settings(['set', '--fields', JSON.stringify(fields)]);
     },
     async state(payload) {
       const conversation = conversationIn(payload);

@@ -11,11 +11,16 @@ pub const DEFAULT_MIN_FREE_BYTES: u64 = 1024 * 1024 * 1024;
 /// The evidence root: `DSHKIT_EVIDENCE_ROOT`, else `$XDG_STATE_HOME/dshkit/evidence`,
 /// else `~/.local/state/dshkit/evidence`.
 pub fn evidence_root(env: &Environment) -> Option<PathBuf> {
-    env.path_var(vars::DSHKIT_EVIDENCE_ROOT).or_else(|| {
-        env.path_var(vars::XDG_STATE_HOME)
-            .or_else(|| env.home().map(|h| h.join(".local/state")))
-            .map(|state| state.join("dshkit/evidence"))
-    })
+    env.path_var(vars::DSHKIT_EVIDENCE_ROOT)
+        .or_else(|| default_evidence_root(env))
+}
+
+/// The evidence root when neither `DSHKIT_EVIDENCE_ROOT` nor the settings name
+/// one: `$XDG_STATE_HOME/dshkit/evidence`, else `~/.local/state/dshkit/evidence`.
+pub fn default_evidence_root(env: &Environment) -> Option<PathBuf> {
+    env.path_var(vars::XDG_STATE_HOME)
+        .or_else(|| env.home().map(|h| h.join(".local/state")))
+        .map(|state| state.join("dshkit/evidence"))
 }
 
 /// Space on the filesystem holding `path` (or its nearest existing ancestor).

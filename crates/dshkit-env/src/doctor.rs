@@ -302,8 +302,19 @@ fn dsh_home_fact(env: &Environment) -> Fact {
 }
 
 fn evidence_facts(env: &Environment) -> Vec<Fact> {
-    let fix = "export DSHKIT_EVIDENCE_ROOT=/a/writable/directory";
-    let Some(root) = disk::evidence_root(env) else {
+    let fix = "dshkit settings set --fields '{\"evidenceRoot\": \"/a/writable/directory\"}' (or export DSHKIT_EVIDENCE_ROOT=/a/writable/directory)";
+    // The settings' root where the file is readable (a broken file is the
+    // business of the commands that use it), else the default.
+    let resolved = crate::resolve::resolve(
+        env,
+        crate::resolve::Flags::default(),
+        crate::resolve::SettingsFile::Read,
+    );
+    let Some(root) = resolved
+        .ok()
+        .and_then(|r| r.evidence_root)
+        .or_else(|| disk::evidence_root(env))
+    else {
         return vec![
             Fact::new(
                 "evidence_root",

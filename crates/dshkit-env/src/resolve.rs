@@ -3,13 +3,15 @@
 //! file, and the file over dshkit's built-in defaults. Every entry point that
 //! previews, verifies or finds DevTools targets (`dshkit verify`, `dshkit mcp`,
 //! `dshkit devtools`) resolves through [`resolve`], so a value a person sets in
-//! one place means the same everywhere.
+//! one place means the same everywhere. A long-running server resolves through
+//! [`Live`], which reads the file again for each use, so a change applies
+//! without a restart.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::settings::{self, Settings, SettingsError};
-use crate::{Environment, dsh};
+use crate::{Environment, disk, dsh, vars};
 
 /// The directory under the DSH home where DevTools collectors register.
 pub const DEVTOOLS_DIR_NAME: &str = "dshkit-devtools";
@@ -51,6 +53,9 @@ pub struct Resolved {
     /// Where DevTools collectors register: the flag, else `<DSH home>/dshkit-devtools`
     /// (`DSH_HOME`, else `~/.dsh`).
     pub devtools_dir: PathBuf,
+    /// Where evidence is kept: `DSHKIT_EVIDENCE_ROOT`, else the file's
+    /// `evidenceRoot`, else [`disk::default_evidence_root`] (`None`: no home).
+    pub evidence_root: Option<PathBuf>,
 }
 
 /// Resolves `flags` over `env` over the settings file over the defaults.
@@ -60,6 +65,36 @@ pub fn resolve(env: &Environment, flags: Flags, file: SettingsFile) -> Result<Re
         _ => Settings::default(),
     };
     Ok(combine(env, flags, stored))
+}
+
+/// The settings of a long-running server: the flags and environment it started
+/// with over the settings file as it is now, read again at each
+/// [`Live::current`] (a file of at most [`settings::MAX_SETTINGS_BYTES`], so a
+/// read costs microseconds and no change is missed).
+#[derive(Debug, Clone)]
+pub struct Live {
+    env: Environment,
+    flags: Flags,
+    path: Option<PathBuf>,
+}
+
+impl Live {
+    pub fn new(env: Environment, flags: Flags, file: SettingsFile) -> Self {
+        let path = match file {
+            SettingsFile::Read => settings::path(&env),
+            SettingsFile::Ignore => None,
+        };
+        Self { env, flags, path }
+    }
+
+    /// Every setting as it is now; a file broken since is an error.
+    pub fn current(&self) -> Result<Resolved, SettingsError> {
+        let stored = match &self.path {
+            Some(path) => settings::load(path)?,
+            None => Settings::default(),
+        };
+        Ok(combine(&self.env, self.flags.clone(), stored))
+    }
 }
 
 /// The merge itself, apart from reading the file.
@@ -79,6 +114,10 @@ fn combine(env: &Environment, flags: Flags, stored: Settings) -> Resolved {
             .map(|days| Duration::from_secs(days * 24 * 3600)),
         allow_external_hosts,
         devtools_dir: flags.devtools_dir.unwrap_or_else(|| devtools_dir(env)),
+        evidence_root: env
+            .path_var(vars::DSHKIT_EVIDENCE_ROOT)
+            .or(stored.evidence_root)
+            .or_else(|| disk::default_evidence_root(env)),
     }
 }
 
@@ -93,7 +132,6 @@ pub fn devtools_dir(env: &Environment) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vars;
 
     fn env_with_config(dir: &std::path::Path) -> Environment {
         Environment::from_pairs([
@@ -159,6 +197,46 @@ mod tests {
         let err = resolve(&env, Flags::default(), SettingsFile::Read).unwrap_err();
         assert_eq!(err.code(), "SETTINGS_INVALID");
         assert!(resolve(&env, Flags::default(), SettingsFile::Ignore).is_ok());
+    }
+
+    #[test]
+    fn a_live_resolver_sees_the_file_as_it_is_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env_with_config(dir.path());
+        let live = Live::new(env.clone(), Flags::default(), SettingsFile::Read);
+        assert_eq!(live.current().unwrap().quiet_window_ms, None);
+        let path = settings::path(&env).unwrap();
+        let root = dir.path().join("kept");
+        let value = serde_json::json!({"quietWindowMs": 40, "evidenceRoot": root});
+        settings::store(&path, &value.to_string()).unwrap();
+        let now = live.current().unwrap();
+        assert_eq!(now.quiet_window_ms, Some(40));
+        assert_eq!(now.evidence_root.as_deref(), Some(root.as_path()));
+        std::fs::write(&path, "{ broken").unwrap();
+        assert_eq!(live.current().unwrap_err().code(), "SETTINGS_NOT_JSON");
+        let ignoring = Live::new(env, Flags::default(), SettingsFile::Ignore);
+        assert_eq!(ignoring.current().unwrap().quiet_window_ms, None);
+    }
+
+    #[test]
+    fn the_evidence_root_is_the_variable_then_the_file_then_the_state_home() {
+        let stored = Settings {
+            evidence_root: Some("/srv/kept".into()),
+            ..Settings::default()
+        };
+        let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
+        let from_file = combine(&env, Flags::default(), stored.clone());
+        assert_eq!(from_file.evidence_root, Some(PathBuf::from("/srv/kept")));
+        let env =
+            Environment::from_pairs([(vars::HOME, "/home/u"), (vars::DSHKIT_EVIDENCE_ROOT, "/srv/var")]);
+        let from_var = combine(&env, Flags::default(), stored);
+        assert_eq!(from_var.evidence_root, Some(PathBuf::from("/srv/var")));
+        let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
+        let default = combine(&env, Flags::default(), Settings::default());
+        assert_eq!(
+            default.evidence_root,
+            Some(PathBuf::from("/home/u/.local/state/dshkit/evidence"))
+        );
     }
 
     #[test]

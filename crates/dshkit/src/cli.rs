@@ -632,11 +632,17 @@ pub(crate) struct SettingsArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum SettingsCommand {
-    /// Replace the settings with VALUE, a JSON object (validated; nothing is written
-    /// when any field is invalid). `{}` restores every default.
+    /// Change settings: `--fields '{"quietWindowMs": "250"}'` changes the settings
+    /// named (a value as typed; "" or null restores the default) and keeps the
+    /// others; `--value '{...}'` replaces them all (`{}` restores every default).
+    /// Validated; nothing is written when any value breaks its rule, and every
+    /// broken rule is named. A running `dshkit mcp` applies it at its next call.
+    #[command(group(clap::ArgGroup::new("change").required(true).args(["fields", "value"])))]
     Set {
         #[arg(long, value_name = "JSON")]
-        value: String,
+        fields: Option<String>,
+        #[arg(long, value_name = "JSON")]
+        value: Option<String>,
     },
 }
 

@@ -4,9 +4,9 @@
 //! configurations of LiveLoop.
 
 use dshkit_env::Environment;
-use dshkit_env::resolve::{Flags, Resolved, SettingsFile};
+use dshkit_env::resolve::{Flags, Live, Resolved, SettingsFile};
 use dshkit_env::settings::SettingsError;
-use dshkit_liveloop::preview::PreviewConfig;
+use dshkit_liveloop::preview::{PreviewConfig, PreviewLimits};
 use dshkit_liveloop::verify::evidence::Retention;
 
 use crate::exit::{self, Failure};
@@ -22,6 +22,19 @@ impl BrokenSettings {
     /// The stable code (`SETTINGS_NOT_JSON`, `SETTINGS_INVALID`, ...).
     pub(crate) fn code(&self) -> &'static str {
         self.error.code()
+    }
+
+    /// The broken rules, one per setting (empty when the file is not JSON,
+    /// too large or unreadable).
+    pub(crate) fn problems(&self) -> &[dshkit_env::settings::Problem] {
+        self.error.problems()
+    }
+
+    fn new(error: SettingsError, env: &Environment) -> Self {
+        Self {
+            error,
+            path: dshkit_env::settings::path(env),
+        }
     }
 }
 
@@ -52,29 +65,44 @@ pub(crate) fn resolve(flags: Flags, file: SettingsFile) -> Result<Resolved, Fail
         let class = error.class();
         Failure {
             code: exit::for_class(class),
-            error: BrokenSettings {
-                error,
-                path: dshkit_env::settings::path(&env),
-            }
-            .into(),
+            error: BrokenSettings::new(error, &env).into(),
         }
     })
 }
 
-/// The previews' configuration: the resolved limit, idle timeout and external
-/// hosts over the preview manager's defaults.
+/// The settings of a running server: `flags` over the process environment over
+/// the settings file as it is at each use (see [`current`]).
+pub(crate) fn live(flags: Flags, file: SettingsFile) -> Live {
+    Live::new(Environment::from_process(), flags, file)
+}
+
+/// The settings as they are now, or the file's trouble with its fix.
+pub(crate) fn current(live: &Live) -> Result<Resolved, BrokenSettings> {
+    live.current()
+        .map_err(|error| BrokenSettings::new(error, &Environment::from_process()))
+}
+
+/// The previews' configuration: the resolved limits over the preview
+/// manager's defaults.
 pub(crate) fn preview_config(resolved: &Resolved) -> PreviewConfig {
-    let mut preview = PreviewConfig {
-        allow_hosts: resolved.allow_external_hosts.clone(),
+    let limits = preview_limits(resolved);
+    PreviewConfig {
+        max_sessions: limits.max_sessions,
+        idle_timeout: limits.idle_timeout,
+        allow_hosts: limits.allow_hosts,
         ..PreviewConfig::default()
-    };
-    if let Some(limit) = resolved.preview_limit {
-        preview.max_sessions = limit;
     }
-    if let Some(idle) = resolved.idle_timeout {
-        preview.idle_timeout = idle;
+}
+
+/// The resolved preview limit, idle timeout and external hosts over the
+/// preview manager's defaults.
+pub(crate) fn preview_limits(resolved: &Resolved) -> PreviewLimits {
+    let defaults = PreviewConfig::default();
+    PreviewLimits {
+        max_sessions: resolved.preview_limit.unwrap_or(defaults.max_sessions),
+        idle_timeout: resolved.idle_timeout.unwrap_or(defaults.idle_timeout),
+        allow_hosts: resolved.allow_external_hosts.clone(),
     }
-    preview
 }
 
 /// Evidence retention: the built-in policy, with the resolved age.
@@ -86,8 +114,20 @@ pub(crate) fn retention(resolved: &Resolved) -> Retention {
     retention
 }
 
-/// The evidence root of this process's environment, where verification
-/// reports and preview screenshots are kept.
-pub(crate) fn evidence_root() -> Option<std::path::PathBuf> {
-    dshkit_env::disk::evidence_root(&Environment::from_process())
+/// Why a command has no evidence root, and its fix.
+pub(crate) const NO_EVIDENCE_ROOT: &str = "no evidence root: set one with `dshkit settings set --fields '{\"evidenceRoot\": \"/a/dir\"}'`, DSHKIT_EVIDENCE_ROOT or HOME";
+
+/// Each setting's built-in default, as `dshkit settings` shows it beside the
+/// field (`None`: the default is not one value, such as the evidence root's,
+/// which follows the environment).
+pub(crate) fn default_of(key: &str) -> Option<serde_json::Value> {
+    let preview = PreviewConfig::default();
+    Some(match key {
+        "previewLimit" => preview.max_sessions.into(),
+        "idleTimeoutSecs" => preview.idle_timeout.as_secs().into(),
+        "quietWindowMs" => dshkit_liveloop::verify::engine::DEFAULT_QUIET_MS.into(),
+        "evidenceRetentionDays" => (Retention::default().max_age.as_secs() / (24 * 3600)).into(),
+        "allowExternalHosts" => serde_json::json!([]),
+        _ => return None,
+    })
 }

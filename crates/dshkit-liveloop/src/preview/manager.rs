@@ -25,6 +25,15 @@ pub enum BrowserSource {
     Endpoint(String),
 }
 
+/// The limits a person may change while previews run ([`PreviewManager::set_limits`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewLimits {
+    pub max_sessions: usize,
+    pub idle_timeout: Duration,
+    /// External hosts previews opened from now on may reach.
+    pub allow_hosts: Vec<String>,
+}
+
 /// Manager settings.
 #[derive(Clone)]
 pub struct PreviewConfig {
@@ -130,6 +139,8 @@ impl Blanks {
 /// All preview sessions of one dshkit process.
 pub struct PreviewManager {
     config: PreviewConfig,
+    /// The config's limits, as last set.
+    limits: std::sync::RwLock<PreviewLimits>,
     state: tokio::sync::Mutex<State>,
     /// Held apart from `state`, so a blank is made without holding the sessions.
     blank: Arc<Blanks>,
@@ -150,6 +161,11 @@ impl std::fmt::Debug for PreviewManager {
 impl PreviewManager {
     pub fn new(config: PreviewConfig) -> Self {
         Self {
+            limits: std::sync::RwLock::new(PreviewLimits {
+                max_sessions: config.max_sessions,
+                idle_timeout: config.idle_timeout,
+                allow_hosts: config.allow_hosts.clone(),
+            }),
             config,
             state: tokio::sync::Mutex::new(State::default()),
             blank: Arc::default(),
@@ -180,14 +196,33 @@ impl PreviewManager {
         told
     }
 
+    /// The limits in force.
+    pub fn limits(&self) -> PreviewLimits {
+        self.limits.read().expect("limits lock").clone()
+    }
+
+    /// Changes the limits from the next call on: a lower session limit closes
+    /// nothing open (it makes room at the next open), a new idle timeout counts
+    /// for every session, new hosts count for previews opened afterwards.
+    /// Whether anything changed.
+    pub fn set_limits(&self, limits: PreviewLimits) -> bool {
+        let mut current = self.limits.write().expect("limits lock");
+        if *current == limits {
+            return false;
+        }
+        tracing::info!(?limits, "preview limits changed");
+        *current = limits;
+        true
+    }
+
     /// The most sessions open at once.
     pub fn max_sessions(&self) -> usize {
-        self.config.max_sessions
+        self.limits().max_sessions
     }
 
     /// The idle timeout after which sessions are closed.
     pub fn idle_timeout(&self) -> Duration {
-        self.config.idle_timeout
+        self.limits().idle_timeout
     }
 
     /// Opens `url` in a fresh, isolated context owned by `owner`. At the session
@@ -250,7 +285,7 @@ impl PreviewManager {
         self.make_room(state, owner).await?;
         let policy = NetworkPolicy {
             origin,
-            allow_hosts: self.config.allow_hosts.clone(),
+            allow_hosts: self.limits().allow_hosts,
             resolver: Arc::clone(&self.config.resolver),
             dns_timeout: self.config.dns_timeout,
         };
@@ -288,7 +323,8 @@ impl PreviewManager {
     /// `owner` (said in the log, and to the owner through
     /// [`PreviewManager::take_evicted`]); refuses when `owner` has none to give.
     async fn make_room(&self, state: &mut State, owner: &str) -> Result<(), PreviewError> {
-        if state.sessions.len() < self.config.max_sessions {
+        let max_sessions = self.max_sessions();
+        if state.sessions.len() < max_sessions {
             return Ok(());
         }
         let Some(id) = state
@@ -298,13 +334,12 @@ impl PreviewManager {
             .max_by_key(|s| s.idle_for())
             .map(|s| s.id.clone())
         else {
-            return Err(PreviewError::SessionLimit(self.config.max_sessions));
+            return Err(PreviewError::SessionLimit(max_sessions));
         };
         tracing::info!(
             %id,
             owner,
-            "closing the least recently used preview session of its owner: {} are open, the limit",
-            self.config.max_sessions
+            "closing the least recently used preview session of its owner: {max_sessions} are open, the limit",
         );
         self.evict(state, &id, Eviction::Limit).await;
         Ok(())
@@ -348,7 +383,7 @@ impl PreviewManager {
     /// neither ready nor being made, and a session could still use it.
     fn refill_blank(&self, state: &State) {
         if !self.keep_blank.load(std::sync::atomic::Ordering::Relaxed)
-            || state.sessions.len() >= self.config.max_sessions
+            || state.sessions.len() >= self.max_sessions()
         {
             return;
         }
@@ -466,7 +501,7 @@ impl PreviewManager {
             loop {
                 let deadline = {
                     let Some(this) = manager.upgrade() else { return };
-                    let idle = this.config.idle_timeout;
+                    let idle = this.idle_timeout();
                     let mut state = this.state.lock().await;
                     let since = state.last_used.unwrap_or_else(std::time::Instant::now);
                     if state.browser.is_some() && state.sessions.is_empty() && since.elapsed() >= idle {
@@ -497,10 +532,11 @@ impl PreviewManager {
             tracing::warn!("the preview browser is gone; closing its sessions");
             self.forget_browser(state);
         }
+        let timeout = self.idle_timeout();
         let idle: Vec<String> = state
             .sessions
             .values()
-            .filter(|s| s.idle_for() > self.config.idle_timeout)
+            .filter(|s| s.idle_for() > timeout)
             .map(|s| s.id.clone())
             .collect();
         for id in idle {

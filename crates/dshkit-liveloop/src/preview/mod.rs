@@ -16,7 +16,7 @@ mod world;
 pub use error::PreviewError;
 pub use manager::{
     BrowserSource, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, Evicted, Eviction, MAX_UNTOLD_EVICTIONS,
-    PreviewConfig, PreviewManager,
+    PreviewConfig, PreviewLimits, PreviewManager,
 };
 pub use observe::{
     BlockedEntry, ConsoleEntry, ConsoleSource, DEFAULT_MAX_BLOCKED, DEFAULT_MAX_CONSOLE,

@@ -214,8 +214,10 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
         SettingsFile::Read,
     )?;
     let request = request_of(&args)?;
-    let root = crate::config::evidence_root()
-        .ok_or_else(|| Failure::refused(anyhow!("no evidence root: set DSHKIT_EVIDENCE_ROOT or HOME")))?;
+    let root = resolved
+        .evidence_root
+        .clone()
+        .ok_or_else(|| Failure::refused(anyhow!(crate::config::NO_EVIDENCE_ROOT)))?;
     let evidence = EvidenceStore::new(root.join("verify"));
     let target = args.target.clone().unwrap_or_else(|| ".".into());
     let (target, workspace) = if target.starts_with("http://") || target.starts_with("https://") {

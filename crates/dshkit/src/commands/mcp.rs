@@ -193,7 +193,8 @@ fn tools_config(args: &McpArgs) -> Result<tools::ToolsConfig, Failure> {
         workspace: args.workspace.clone(),
         allow_run: args.allow_run,
         images: args.images,
-        resolved: crate::config::resolve(flags, file)?,
+        resolved: crate::config::resolve(flags.clone(), file)?,
+        settings: crate::config::live(flags, file),
     })
 }
 

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use dshkit_env::resolve::Resolved;
 use dshkit_liveloop::preview::{PreviewManager, Viewport};
 use dshkit_liveloop::runtime::{PortConflict, RuntimeError, RuntimeManager, ServerStatus};
 use dshkit_liveloop::verify::VerifyRequest;
-use dshkit_liveloop::verify::evidence::{EvidenceStore, Retention};
+use dshkit_liveloop::verify::evidence::EvidenceStore;
 use dshkit_liveloop::workflow::{
     self, AppTarget, DetectRequest, Stage, Stages, StartRequest, StartTarget, Started, Surface,
     VerifyAppRequest, VerifyTools, WorkflowError, render,
@@ -22,7 +23,7 @@ use dshkit_mcp::{
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::shared::{ImagePolicy, arguments, fitted_images, scoped_owner, structured};
+use super::shared::{ImagePolicy, arguments, fitted_images, scoped_owner, settings_now, structured};
 
 pub(crate) const DETECT: &str = "liveloop_detect";
 pub(crate) const RUNTIME: &str = "liveloop_runtime";
@@ -39,12 +40,21 @@ pub(crate) struct AppTools {
     pub(crate) workspace: PathBuf,
     pub(crate) allow_run: bool,
     pub(crate) runtime: Arc<RuntimeManager>,
-    /// Evidence retention (the settings' age over the built-in policy).
-    pub(crate) retention: Retention,
-    /// The settings' default quiet window, for verifications that give none.
-    pub(crate) quiet_window_ms: Option<u64>,
+    /// The settings as they are at each call: the evidence root and its
+    /// retention, the default quiet window and the preview limits.
+    pub(crate) settings: dshkit_env::resolve::Live,
     /// When screenshots travel as image content.
     pub(crate) images: ImagePolicy,
+}
+
+impl AppTools {
+    /// The settings as they are now, with the previews' limits brought up to
+    /// date: a change a person saved applies to this call.
+    pub(crate) fn settings_now(&self, previews: &PreviewManager) -> Result<Resolved, ToolFailure> {
+        let settings = settings_now(&self.settings)?;
+        previews.set_limits(crate::config::preview_limits(&settings));
+        Ok(settings)
+    }
 }
 
 /// A workflow's error as tool `tool` fails with it.
@@ -233,8 +243,11 @@ impl AppTools {
         progress: ToolProgress,
     ) -> Result<ToolOutput, ToolFailure> {
         let args: VerifyArgs = arguments(VERIFY, args)?;
-        let root = crate::config::evidence_root()
-            .ok_or_else(|| ToolFailure::new("no evidence root: set DSHKIT_EVIDENCE_ROOT or HOME"))?;
+        let settings = self.settings_now(previews)?;
+        let root = settings
+            .evidence_root
+            .clone()
+            .ok_or_else(|| ToolFailure::new(crate::config::NO_EVIDENCE_ROOT))?;
         let evidence = EvidenceStore::new(root.join("verify"));
         let target = match (args.session, args.server, args.app_url) {
             (Some(id), None, None) => AppTarget::Session(id),
@@ -256,13 +269,13 @@ impl AppTools {
             viewport: args.viewport,
             workspace: self.workspace.clone(),
             detect_source: true,
-            quiet_window_ms: self.quiet_window_ms,
+            quiet_window_ms: settings.quiet_window_ms,
         };
         let tools = VerifyTools {
             previews,
             runtime: &self.runtime,
             evidence: &evidence,
-            retention: self.retention,
+            retention: crate::config::retention(&settings),
         };
         let verified = workflow::verify_app(request, tools, &stages(&progress, None))
             .await

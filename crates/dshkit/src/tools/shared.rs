@@ -16,10 +16,31 @@ pub struct ToolsConfig {
     pub allow_run: bool,
     /// When screenshots travel as MCP image content.
     pub images: ImagePolicy,
-    /// Every resolved setting (flags over environment over the settings file
-    /// over defaults): preview limits, quiet window, retention, external hosts
-    /// and the DevTools registry.
+    /// Every setting as resolved when the server started (flags over
+    /// environment over the settings file over defaults): the DevTools registry.
     pub resolved: dshkit_env::resolve::Resolved,
+    /// The same flags and environment over the settings file as it is at each
+    /// call: preview limits, quiet window, retention, external hosts and the
+    /// evidence root apply without a restart.
+    pub settings: dshkit_env::resolve::Live,
+}
+
+/// The settings as they are now, or the file's trouble as the call's failure
+/// (`{code, message, problems}`, with the fix).
+pub(crate) fn settings_now(
+    live: &dshkit_env::resolve::Live,
+) -> Result<dshkit_env::resolve::Resolved, ToolFailure> {
+    crate::config::current(live).map_err(|broken| ToolFailure {
+        message: broken.to_string(),
+        structured: Some(Map::from_iter([
+            ("code".to_owned(), Value::from(broken.code())),
+            ("message".to_owned(), Value::from(broken.to_string())),
+            (
+                "problems".to_owned(),
+                serde_json::to_value(broken.problems()).unwrap_or_default(),
+            ),
+        ])),
+    })
 }
 
 /// When a result carries its screenshots as MCP `image` content.

@@ -620,21 +620,36 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     );
 }
 
+/// The newest verification report of `home` (by its `verify-<ms>` name) as JSON.
+fn newest_report(home: &std::path::Path) -> serde_json::Value {
+    let newest = verify_reports(home)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .max_by_key(|p| p.file_name().map(std::ffi::OsStr::to_os_string))
+        .expect("a verification report");
+    serde_json::from_slice(&std::fs::read(&newest).unwrap()).unwrap()
+}
+
 #[test]
-fn the_settings_section_stores_what_the_rust_side_accepts() {
+fn a_settings_change_is_refused_with_its_rule_or_applies_to_the_next_verification_without_a_restart() {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
-    let model = FakeModel::start("dshkit_doctor", &serde_json::json!({}));
+    let app = serve_page();
+    let model = model_verifying(&app);
     let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
-    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
-    if outline.contains("button \"Continue\"") {
-        ui.click("button", "Continue");
-    }
+    // The agent verifies first, so dshkit's sidecar runs before the change.
+    ui.send("Verify the app.");
+    ui.wait_for("every criterion held");
+    let before = newest_report(home.path());
+    assert_eq!(
+        before["timings"]["quietWindowMs"], 100,
+        "the default quiet window: {before:#}"
+    );
+
+    ui.click_past_notice("button", "Settings", "dialog \"Settings\"");
     // The plugin's section joins the settings once the UI has its plugins'
-    // settings, which may come after the dialog opens: it is waited for. A
-    // click the welcome notice took, or that a slow page lost, is repeated.
+    // settings, which may come after the dialog opens: it is waited for.
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    ui.click("button", "Settings");
     let nav = loop {
         let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
         if let Some(role) = ["button", "tab", "link", "menuitem"]
@@ -647,29 +662,54 @@ fn the_settings_section_stores_what_the_rust_side_accepts() {
             std::time::Instant::now() < deadline,
             "no dshkit section in the settings: {settings}"
         );
-        if settings.contains("dialog \"Internal Testing Notice\"") {
-            ui.click("button", "Continue");
-        }
-        if !settings.contains("dialog \"Settings\"") {
-            ui.click("button", "Settings");
-        }
         std::thread::sleep(Duration::from_millis(250));
     };
-    ui.click_until(nav, "dshkit", "Preview session limit");
-    let fill = |ui: &mut WebUi, value: &str| {
-        ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Preview session limit", "text": value}));
-        ui.click("button", "Save dshkit settings");
+    ui.click_until(nav, "dshkit", "Quiet window");
+    // Each field shows its rule and its default.
+    ui.wait_for("A whole number from 0 to 5000 ms; default 100 ms.");
+    ui.wait_for("A whole number from 1 to 16 previews; default 4 previews.");
+    let fill = |ui: &mut WebUi, field: &str, value: &str| {
+        ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": field, "text": value}));
     };
-    // The Rust side's rule, shown as it says it; nothing is written.
-    fill(&mut ui, "99");
-    ui.wait_for("previewLimit must be between 1 and 16, not 99");
+    // What a person may type by mistake: each refused under its field with the
+    // Rust side's rule, and nothing is stored.
+    fill(&mut ui, "Quiet window", "abc");
+    fill(&mut ui, "Preview session limit", "1,200");
+    ui.click("button", "Save dshkit settings");
+    ui.wait_for("Quiet window must be a whole number from 0 to 5000 ms, not \"abc\"");
+    ui.wait_for("Preview session limit must be a whole number from 1 to 16 previews, not \"1,200\"");
+    ui.wait_for("Not saved: 2 values break their rules. The stored settings are unchanged.");
+    ui.keep_screenshot("settings-refused");
     let settings_file = home.path().join(".config/dshkit/settings.json");
     assert!(!settings_file.exists(), "an invalid value is never written");
-    fill(&mut ui, "3");
-    ui.wait_for("Saved to");
+
+    fill(&mut ui, "Preview session limit", "");
+    fill(&mut ui, "Quiet window", "30.5");
+    ui.click("button", "Save dshkit settings");
+    ui.wait_for("Quiet window must be a whole number from 0 to 5000 ms, not \"30.5\"");
+    fill(&mut ui, "Quiet window", "1234");
+    ui.click("button", "Save dshkit settings");
+    ui.wait_for("Quiet window: default → 1234 ms");
+    ui.wait_for("no restart is needed");
     ui.keep_screenshot("settings");
     let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_file).unwrap()).unwrap();
-    assert_eq!(stored, serde_json::json!({"previewLimit": 3}));
+    assert_eq!(stored, serde_json::json!({"quietWindowMs": 1234}));
+
+    // The running sidecar applies it: the Live Preview's Verify (no model, no
+    // restart) loads the page with the new quiet window.
+    ui.op(serde_json::json!({"operation": "press", "key": "Escape"}));
+    let reports = || verify_reports(home.path()).len();
+    let written = reports();
+    ui.click_past_notice("tab", "Live Preview", "button \"Verify\"");
+    ui.click("button", "Verify");
+    wait_until(
+        Duration::from_mins(1),
+        "the view's Verify wrote no report",
+        || reports() > written,
+    );
+    let after = newest_report(home.path());
+    assert_eq!(after["timings"]["quietWindowMs"], 1234, "{after:#}");
+    assert_eq!(after["verdict"], "VERIFIED", "{after:#}");
 }
 
 #[test]

@@ -178,7 +178,7 @@ fn describe_prints_exactly_the_tools_the_server_lists_and_the_prompts() {
 }
 
 #[test]
-fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its_fix() {
+fn the_settings_file_sets_the_preview_limit_a_change_applies_without_a_restart_and_a_broken_one_is_refused() {
     let config = EnvDir::config_home();
     let home = Home::new();
     // `dshkit ARGS` in the home, reading its settings from `config`.
@@ -200,12 +200,39 @@ fn the_settings_file_sets_the_preview_limit_and_a_broken_one_is_refused_with_its
         "{second}"
     );
 
-    // An invalid value is refused by `settings set` and nothing changes...
-    let refused = configured(&["settings", "set", "--value", r#"{"previewLimit": 99}"#]);
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("previewLimit must be between 1 and 16"));
-    // ...and a hand-broken file stops `dshkit mcp` with its fix, but not --describe.
+    // A changed limit applies to the running server's next call.
+    let raised = configured(&["settings", "set", "--fields", r#"{"previewLimit": "2"}"#]);
+    assert!(
+        raised.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raised.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&raised.stdout).contains("Changed Preview session limit: 1 -> 2"),
+        "{raised:?}"
+    );
+    let third = mcp.call(3, "liveloop_browser", &open("review"));
+    assert_eq!(third["result"]["isError"], false, "{third}");
+
+    // An invalid value is refused by `settings set`, naming the setting and its
+    // rule, and nothing changes...
+    let refused = configured(&["settings", "set", "--fields", r#"{"previewLimit": 99}"#]);
+    assert_eq!(refused.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains(
+            "previewLimit (Preview session limit) must be a whole number from 1 to 16 previews, not 99"
+        ),
+        "{refused:?}"
+    );
+    // ...and a hand-broken file fails the running server's calls that use it,
+    // and stops a new `dshkit mcp`, each with its fix, but not --describe.
     std::fs::write(config.path().join("dshkit/settings.json"), "{ broken").unwrap();
+    let broken = mcp.call(4, "liveloop_browser", &open("review"));
+    assert_eq!(
+        broken["result"]["structuredContent"]["code"], "SETTINGS_NOT_JSON",
+        "{broken}"
+    );
+    assert!(broken.to_string().contains("dshkit settings set"), "{broken}");
     let serve = configured(&["mcp", "--stdio"]);
     assert!(!serve.status.success());
     assert!(
