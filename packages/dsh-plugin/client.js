@@ -28,6 +28,10 @@ window.__ModuleLoader__.load({
     const CHANNEL = '/dshkit';
     /** How often the Live Preview refreshes its state while it is shown. */
     const REFRESH_MS = 2000;
+    /** Live frames: at most one per this many ms, only while the view is on screen. */
+    const FRAME_MS = 500;
+    /** After a failed frame, the next try waits this long. */
+    const FRAME_RETRY_MS = 2000;
     /** How often a running Verification Card asks for the call's latest stage. */
     const STAGE_POLL_MS = 500;
     /** What a framed app may do: run scripts and forms in its own origin; never navigate DSH's tab. */
@@ -57,6 +61,11 @@ window.__ModuleLoader__.load({
       error: 'var(--dsw-alias-state-error-primary, #cf222e)',
       success: 'var(--dsw-alias-state-success-primary, #1a7f37)',
     };
+    /** A button as DSH draws its outline buttons, in its theme. */
+    const buttonLook = (pending) => ({
+      padding: '3px 10px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field,
+      color: look.text, font: 'inherit', cursor: pending ? 'progress' : 'pointer',
+    });
 
     class Boundary extends React.Component {
       constructor(props) {
@@ -170,7 +179,10 @@ window.__ModuleLoader__.load({
     }
 
     /** What each button of the Live Preview is called, for its pending state and its error. */
-    const ACTIONS = { reload: 'Reload', verify: 'Verify', stop: 'Stop', copy: 'Copy URL' };
+    const ACTIONS = {
+      reload: 'Reload', verify: 'Verify', stop: 'Stop', copy: 'Copy URL',
+      navigate: 'Go', back: 'Back', forward: 'Forward',
+    };
 
     /** A local clock time (`14:03:07`) for "Updated" and "Reloaded". */
     const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
@@ -189,6 +201,123 @@ window.__ModuleLoader__.load({
       return h('figure', { 'data-dshkit': `figure-${role}`, style: { margin: 0 } },
         h('figcaption', { style: { fontSize: 11, fontWeight: 600 } }, caption),
         h(Thumbnail, { rpc, conversation, report, role, width }));
+    }
+
+    /**
+     * Whether `ref`'s element is on screen in a visible tab: live frames are
+     * asked for only then, so a preview nobody looks at costs nothing.
+     */
+    function useOnScreen(ref) {
+      const [visible, setVisible] = React.useState(false);
+      React.useEffect(() => {
+        const element = ref.current;
+        if (!element) return undefined;
+        let onScreen = false;
+        const update = () => setVisible(onScreen && document.visibilityState === 'visible');
+        const observer = new IntersectionObserver((entries) => {
+          onScreen = entries.some((e) => e.isIntersecting);
+          update();
+        });
+        observer.observe(element);
+        document.addEventListener('visibilitychange', update);
+        return () => {
+          observer.disconnect();
+          document.removeEventListener('visibilitychange', update);
+        };
+      }, [ref]);
+      return visible;
+    }
+
+    /**
+     * The conversation's preview session, live: a URL bar with Back and
+     * Forward, and frames of the page (a small JPEG, at most two a second, one
+     * request at a time, an unchanged page not sent again), only while the view
+     * is on screen. Its own errors stay until its next success or a dismissal.
+     */
+    function LiveFrame({ rpc, conversation, session, onNavigated }) {
+      const box = React.useRef(null);
+      const visible = useOnScreen(box);
+      const [frame, setFrame] = React.useState(undefined);
+      const [frameError, setFrameError] = React.useState(undefined);
+      const [actionError, setActionError] = React.useState(undefined);
+      const [address, setAddress] = React.useState(undefined);
+      const [busy, setBusy] = React.useState(undefined);
+      const [nudge, setNudge] = React.useState(0);
+      React.useEffect(() => {
+        if (!visible || !session) return undefined;
+        let live = true;
+        let timer;
+        let since;
+        const next = async () => {
+          const started = Date.now();
+          let wait = FRAME_MS;
+          try {
+            const f = await rpc('frame', { conversation, since });
+            if (!live) return;
+            if (!f.unchanged && f.base64) since = f.frame;
+            setFrame((prev) => ({
+              src: !f.unchanged && f.base64 ? `data:image/jpeg;base64,${f.base64}` : prev?.src,
+              id: since, seq: f.seq, url: f.url, title: f.title, at: Date.now(),
+              width: f.width, height: f.height, canGoBack: f.canGoBack, canGoForward: f.canGoForward,
+            }));
+            setFrameError(undefined);
+          } catch (e) {
+            if (!live) return;
+            setFrameError(e.message);
+            wait = FRAME_RETRY_MS;
+          }
+          if (live) timer = setTimeout(next, Math.max(0, wait - (Date.now() - started)));
+        };
+        next();
+        return () => {
+          live = false;
+          clearTimeout(timer);
+        };
+      }, [visible, session, rpc, conversation, nudge]);
+      const go = (endpoint, payload = {}) => async () => {
+        setBusy(endpoint);
+        try {
+          await rpc(endpoint, { conversation, ...payload });
+          setActionError(undefined);
+          setAddress(undefined);
+          setNudge((n) => n + 1);
+          onNavigated?.();
+        } catch (e) {
+          setActionError({ endpoint, message: e.message });
+        } finally {
+          setBusy(undefined);
+        }
+      };
+      const shownUrl = address ?? frame?.url ?? '';
+      const control = (endpoint, label, disabled, onClick) => h('button', {
+        type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
+        'aria-busy': busy === endpoint ? 'true' : undefined, title: label, style: buttonLook(busy === endpoint),
+      }, busy === endpoint ? `${label}…` : label);
+      return h('div', { ref: box, 'data-dshkit': 'live', 'data-visible': visible ? 'true' : 'false', style: { display: 'flex', flexDirection: 'column', gap: 6 } },
+        h('form', {
+          style: { display: 'flex', gap: 4, alignItems: 'center' },
+          onSubmit: (e) => { e.preventDefault(); go('navigate', { url: shownUrl })(); },
+        },
+          control('back', 'Back', !frame?.canGoBack, go('back')),
+          control('forward', 'Forward', !frame?.canGoForward, go('forward')),
+          h('input', {
+            'aria-label': 'Address', 'data-dshkit': 'address', value: shownUrl, spellCheck: false,
+            onChange: (e) => setAddress(e.target.value),
+            style: { flex: 1, minWidth: 120, padding: '3px 8px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field, color: look.text, font: 'inherit' },
+          }),
+          control('navigate', 'Go', shownUrl.trim() === '', go('navigate', { url: shownUrl }))),
+        actionError ? h('div', { role: 'alert', 'data-dshkit': `error-${actionError.endpoint}`, style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
+          h('span', null, `${ACTIONS[actionError.endpoint]} failed: ${actionError.message}`),
+          h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[actionError.endpoint]} error`, onClick: () => setActionError(undefined), style: buttonLook(false) }, 'Dismiss')) : null,
+        frameError ? h('div', { role: 'alert', 'data-dshkit': 'frame-error', style: { color: look.error } }, `Live frames stopped: ${frameError}`) : null,
+        frame?.src ? h('img', {
+          src: frame.src, alt: `Live preview of ${frame.url}`, 'data-dshkit': 'live-frame', 'data-seq': frame.seq, 'data-frame': frame.id,
+          style: { width: '100%', maxWidth: frame.width, border: `1px solid ${look.border}`, borderRadius: 4 },
+        }) : null,
+        h('div', { 'data-dshkit': 'live-caption', style: { fontSize: 11, color: look.secondary } },
+          !visible ? 'Live frames paused while the view is hidden.'
+            : frame ? `Live · frame ${frame.seq} · ${clock(frame.at)} · ${frame.title || '(no title)'}`
+              : 'Live frames: waiting for the first…'));
     }
 
     function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
@@ -254,7 +383,7 @@ window.__ModuleLoader__.load({
             : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
       const button = (endpoint, disabled, onClick = act(endpoint)) => h('button', {
         type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        'aria-busy': busy === endpoint ? 'true' : undefined, style: { marginRight: 6 },
+        'aria-busy': busy === endpoint ? 'true' : undefined, style: { ...buttonLook(busy === endpoint), marginRight: 2 },
       }, busy === endpoint ? `${ACTIONS[endpoint]}…` : ACTIONS[endpoint]);
       const url = latest?.url;
       return h('div', {
@@ -286,8 +415,9 @@ window.__ModuleLoader__.load({
           key: endpoint, role: 'alert', 'data-dshkit': `error-${endpoint}`,
           style: { color: palette.FAILED, display: 'flex', gap: 8, alignItems: 'baseline' },
         }, h('span', null, `${ACTIONS[endpoint] ?? endpoint} failed: ${message}`),
-        h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint) }, 'Dismiss'))),
+        h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint), style: buttonLook(false) }, 'Dismiss'))),
         frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: look.secondary } }, frameNote) : null,
+        !framed && latest?.session ? h(LiveFrame, { key: latest.session, rpc, conversation, session: latest.session, onNavigated: refresh }) : null,
         framed ? h('iframe', {
           key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
           // The app runs its scripts and forms, and never navigates DSH's own tab.
@@ -297,7 +427,7 @@ window.__ModuleLoader__.load({
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
           live?.hasImage ? h(Figure, { key: `n${live.at}`, rpc, conversation, report: latest.report, role: 'live', caption: `Now (reloaded ${clock(live.at)})`, width: framed ? 240 : 480 })
             : latest.hasDiff ? null
-              : h(Figure, { key: `s${latest.report}`, rpc, conversation, report: latest.report, role: 'screenshot', caption: 'Screenshot', width: framed ? 240 : 480 }),
+              : h(Figure, { key: `s${latest.report}`, rpc, conversation, report: latest.report, role: 'screenshot', caption: 'Verified screenshot', width: 240 }),
           latest.hasDiff ? h(Figure, { key: `r${latest.report}`, rpc, conversation, report: latest.report, role: 'reference', caption: 'Reference', width: 240 }) : null,
           latest.hasDiff ? h(Figure, { key: `c${latest.report}`, rpc, conversation, report: latest.report, role: 'current', caption: 'Current', width: 240 }) : null,
           latest.hasDiff ? h(Figure, { key: `d${latest.report}`, rpc, conversation, report: latest.report, role: 'diff', caption: 'Diff', width: 240 }) : null) : null,
@@ -424,7 +554,7 @@ window.__ModuleLoader__.load({
         ...fields.map(input),
         h('div', null, h('button', {
           type: 'button', onClick: save, disabled: saving, 'data-dshkit': 'settings-save',
-          style: { padding: '5px 12px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field, color: look.text, font: 'inherit', cursor: saving ? 'progress' : 'pointer' },
+          style: buttonLook(saving),
         }, saving ? 'Saving…' : 'Save dshkit settings')),
         message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
     }

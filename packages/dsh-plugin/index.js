@@ -440,6 +440,19 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
     if (!latest) throw new Error('this conversation has no verification yet: ask the agent to verify the app (liveloop_verify)');
     return latest;
   };
+  /** The conversation's preview session (its last verification's), as its owner. */
+  const previewIn = (payload) => {
+    const latest = latestIn(payload);
+    if (!latest.summary.session) throw new Error('the last verification names no preview session: Verify opens one');
+    return { session: latest.summary.session, owner: latest.args.owner };
+  };
+  /** One `liveloop_browser` operation on `target`; the page it reached. */
+  const browseAs = async (target, args) => {
+    const result = await sidecar.call('liveloop_browser', { ...args, ...target });
+    if (result.isError) throw new Error(previewGone(result) ?? textOf(result));
+    const page = result.structuredContent ?? {};
+    return { url: typeof page.url === 'string' ? page.url : undefined };
+  };
   /**
    * `dshkit --json settings …`: each setting with its rule, default and value.
    * A change the Rust side refuses is an answer, not a failure: `refused` names
@@ -499,13 +512,51 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       verifications.record(conversationIn(payload), latest.args, { text: textOf(result), structured: result.structuredContent });
       return { verdict: result.structuredContent?.verdict };
     },
+    /**
+     * A live frame of the conversation's preview session (a JPEG of at most
+     * 800 px wide, taken as its owner), or `unchanged` when it equals the
+     * view's (`since`). The view asks only while it is shown.
+     */
+    async frame(payload) {
+      const target = previewIn(payload);
+      const since = typeof payload?.since === 'string' && /^[0-9a-f]{16}$/.test(payload.since) ? payload.since : undefined;
+      const result = await sidecar.call('liveloop_browser', { operation: 'frame', ...target, ...(since ? { since } : {}) });
+      if (result.isError) throw new Error(previewGone(result) ?? textOf(result));
+      const page = result.structuredContent ?? {};
+      const image = (Array.isArray(result.content) ? result.content : [])
+        .find((b) => b?.type === 'image' && b.mimeType === 'image/jpeg' && typeof b.data === 'string');
+      return {
+        frame: page.frame,
+        seq: page.seq,
+        unchanged: page.unchanged === true,
+        url: page.url,
+        title: typeof page.title === 'string' ? page.title.slice(0, MAX_CARD_CHARS) : '',
+        width: page.width,
+        height: page.height,
+        canGoBack: page.canGoBack === true,
+        canGoForward: page.canGoForward === true,
+        ...(image && !page.unchanged ? { base64: image.data } : {}),
+      };
+    },
+    /** The URL bar: the conversation's preview goes to `url` (its own origin only; the sidecar's rule). */
+    async navigate(payload) {
+      const url = payload?.url;
+      if (typeof url !== 'string' || url.trim() === '' || url.length > MAX_URL_CHARS) {
+        throw new Error(`give a URL or path of at most ${MAX_URL_CHARS} characters`);
+      }
+      return browseAs(previewIn(payload), { operation: 'navigate', url: url.trim() });
+    },
+    back(payload) {
+      return browseAs(previewIn(payload), { operation: 'back' });
+    },
+    forward(payload) {
+      return browseAs(previewIn(payload), { operation: 'forward' });
+    },
     async reload(payload) {
       // The conversation's own preview session, reloaded as its owner; then a
       // fresh screenshot of it. The page is shown as it is now.
       const conversation = conversationIn(payload);
-      const latest = latestIn(payload);
-      const target = { session: latest.summary.session, owner: latest.args.owner };
-      if (!target.session) throw new Error('the last verification names no preview session: Verify opens one');
+      const target = previewIn(payload);
       const reloaded = await sidecar.call('liveloop_browser', { operation: 'reload', ...target });
       if (reloaded.isError) throw new Error(previewGone(reloaded) ?? textOf(reloaded));
       const shot = await sidecar.call('liveloop_browser', { operation: 'screenshot', ...target, image: false });
@@ -553,6 +604,9 @@ function previewGone(result) {
   const gone = result.structuredContent?.code === 'UNKNOWN_SESSION' || textOf(result).includes('UNKNOWN_SESSION');
   return gone ? 'the preview of the last verification is closed (idle, or to make room for another): Verify opens it again' : undefined;
 }
+
+/** Longest URL the URL bar sends (the sidecar's own limit). */
+const MAX_URL_CHARS = 2048;
 
 /** Longest owner the sidecar takes. */
 const MAX_OWNER_CHARS = 64;

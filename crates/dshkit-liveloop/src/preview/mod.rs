@@ -29,6 +29,7 @@ pub use policy::{
 };
 pub use proxy::MAX_HEAD_BYTES as MAX_PROXY_HEAD_BYTES;
 pub use session::events::MAX_OBSERVED_WORKERS;
+pub use session::frame::{FRAME_MAX_WIDTH, Frame, MAX_FRAME_BYTES};
 pub use session::interact::{Action, MAX_INPUT_CHARS, MAX_WAIT};
 pub use session::navigate::{DEFAULT_NAVIGATION_TIMEOUT, NAVIGATION_RESPONSE_TIMEOUT};
 pub use session::open::HARDEN_SCRIPT;

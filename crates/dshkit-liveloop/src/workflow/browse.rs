@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::browse_render::{
-    Browsed, VIEW_OF_LAST, console, find, list, network, screenshot, snapshot_of, view_of,
+    Browsed, VIEW_OF_LAST, console, find, frame, list, network, screenshot, snapshot_of, view_of,
 };
 use super::error::WorkflowError;
 use crate::preview::{Action, DEFAULT_MAX_NODES, PreviewManager, PreviewSession, Target, Viewport};
@@ -32,7 +32,9 @@ pub enum Operation {
     Navigate,
     Reload,
     Back,
+    Forward,
     Screenshot,
+    Frame,
     Console,
     Network,
     Wait,
@@ -67,6 +69,8 @@ pub struct BrowseRequest {
     pub within: Option<String>,
     /// screenshot: send the PNG as image content (the surface decides).
     pub image: Option<bool>,
+    /// frame: the id of the frame the caller has; an equal frame is not sent again.
+    pub since: Option<String>,
 }
 
 /// Where screenshots are saved and how long they are kept.
@@ -120,6 +124,7 @@ impl BrowseRequest {
             Operation::Navigate => Action::Navigate(self.need(self.url.as_ref(), "url")?.to_owned()),
             Operation::Reload => Action::Reload,
             Operation::Back => Action::Back,
+            Operation::Forward => Action::Forward,
             Operation::Wait => Action::WaitFor {
                 text: self.text.clone(),
                 url: self.url.clone(),
@@ -186,6 +191,13 @@ pub async fn browse(
                 Err(e) => Err(e),
             }
         }
+        Operation::Frame => {
+            let session = session().await?;
+            session
+                .frame()
+                .await
+                .map(|taken| frame(&session, taken, request.since.as_deref()))
+        }
         Operation::Console => {
             let level = request.level.as_deref().unwrap_or("all");
             return Ok(console(&*session().await?, level));
@@ -195,7 +207,10 @@ pub async fn browse(
             let session = session().await?;
             let action = request.action()?;
             let _no_verification = session.between_verifications().await;
-            if matches!(action, Action::Navigate(_) | Action::Reload | Action::Back) {
+            if matches!(
+                action,
+                Action::Navigate(_) | Action::Reload | Action::Back | Action::Forward
+            ) {
                 // The observation window is per page: a new page starts a new one.
                 session.reset_observations();
             }

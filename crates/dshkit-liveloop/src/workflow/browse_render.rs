@@ -23,12 +23,15 @@ fn one_line(entries: &[Value]) -> String {
     serde_json::to_string(entries).unwrap_or_default()
 }
 
-/// An operation's result as text and JSON, and the screenshot it saved.
+/// An operation's result as text and JSON, and the screenshot it saved or the
+/// frame it took.
 #[derive(Debug, Default)]
 pub struct Browsed {
     pub text: String,
     pub structured: Map<String, Value>,
     pub screenshot: Option<PathBuf>,
+    /// A live frame (JPEG) to send as image content; never saved.
+    pub frame: Option<Vec<u8>>,
 }
 
 impl Browsed {
@@ -40,6 +43,7 @@ impl Browsed {
                 _ => Map::new(),
             },
             screenshot: None,
+            frame: None,
         }
     }
 
@@ -285,4 +289,47 @@ pub(super) fn screenshot(
         path.display()
     );
     Browsed::of(session, text, fields)
+}
+
+/// A live frame: its identity, the page's URL and title, and whether the
+/// history goes back or forward. A frame equal to the caller's (`since`) is
+/// said unchanged and not sent again.
+pub(super) fn frame(session: &PreviewSession, taken: crate::preview::Frame, since: Option<&str>) -> Browsed {
+    let unchanged = since == Some(taken.id.as_str());
+    let text = if unchanged {
+        format!(
+            "frame {} of preview {}: unchanged ({})",
+            taken.seq, session.id, taken.url
+        )
+    } else {
+        format!(
+            "frame {} of preview {}: {}x{} JPEG, {} bytes, not saved ({})",
+            taken.seq,
+            session.id,
+            taken.width,
+            taken.height,
+            taken.jpeg.len(),
+            taken.url
+        )
+    };
+    let mut browsed = Browsed::of(
+        session,
+        text,
+        json!({
+            "frame": taken.id,
+            "seq": taken.seq,
+            "unchanged": unchanged,
+            "url": taken.url,
+            "title": taken.title,
+            "width": taken.width,
+            "height": taken.height,
+            "bytes": taken.jpeg.len(),
+            "canGoBack": taken.can_go_back,
+            "canGoForward": taken.can_go_forward,
+        }),
+    );
+    if !unchanged {
+        browsed.frame = Some(taken.jpeg);
+    }
+    browsed
 }

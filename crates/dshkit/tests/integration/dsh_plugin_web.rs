@@ -620,6 +620,116 @@ fn an_app_that_refuses_framing_is_shown_as_screenshots_and_says_why() {
     );
 }
 
+/// The number of the live frame the Live Preview's caption names
+/// ("Live · frame N · …"), once it names one, and the caption.
+fn live_frame(ui: &mut WebUi) -> (u64, String) {
+    wait_for(Duration::from_secs(90), || {
+        let text = ui.page_text();
+        let caption = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("Live · frame "))
+            .map(str::to_owned);
+        caption
+            .and_then(|c| {
+                let n = c.strip_prefix("Live · frame ")?.split(' ').next()?.parse().ok()?;
+                Some((n, c))
+            })
+            .ok_or_else(|| format!("no live frame caption in: {text}"))
+    })
+}
+
+/// How long the Live Preview stays hidden while the test looks for frames.
+const HIDDEN_FOR: Duration = Duration::from_secs(8);
+
+/// A page whose text and title tick every 100 ms, refusing to be framed, with a
+/// second page to go to.
+fn ticking_app() -> LoopbackServer {
+    const TICKING: &str = "<!doctype html><title>tick 0</title><h1 id=t>tick 0</h1>\
+        <a href=\"/second\">Second page</a><script>let n = 0; setInterval(() => { n++; \
+        document.title = 'tick ' + n; document.getElementById('t').textContent = 'tick ' + n; }, 100);</script>";
+    const SECOND: &str = "<!doctype html><title>Second page</title><h1>The second page</h1>";
+    let deny = [("x-frame-options", "DENY")];
+    LoopbackServer::start(
+        axum::Router::new()
+            .route(
+                "/",
+                axum::routing::get(move || async move { (deny, axum::response::Html(TICKING)) }),
+            )
+            .route(
+                "/second",
+                axum::routing::get(move || async move { (deny, axum::response::Html(SECOND)) }),
+            ),
+        true,
+    )
+}
+
+#[test]
+fn the_live_preview_shows_live_frames_only_while_shown_and_its_url_bar_drives_the_preview() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = ticking_app();
+    let root = format!("http://127.0.0.1:{}/", app.addr.port());
+    let model = FakeModel::start(
+        "liveloop_verify",
+        &serde_json::json!({"appUrl": root, "assertions": [{"kind": "text_present", "text": "tick"}]}),
+    );
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.send("Verify the app.");
+    ui.wait_for("every criterion held");
+    ui.click_past_notice("tab", "Live Preview", "Live Preview");
+    ui.wait_for("does not allow framing (X-Frame-Options: DENY)");
+
+    // Frames follow the page: its title, which the caption shows, moves on.
+    let (first, caption) = live_frame(&mut ui);
+    wait_for(Duration::from_secs(90), || {
+        let (n, now) = live_frame(&mut ui);
+        if n > first && now.rsplit(" · ").next() != caption.rsplit(" · ").next() {
+            Ok(())
+        } else {
+            Err(format!("the frame did not change from {caption:?}: {now:?}"))
+        }
+    });
+    ui.wait_for_outline(&format!("img \"Live preview of {root}\""));
+    ui.keep_screenshot("live-preview-frames");
+
+    // Hidden, the view asks for no frames. The rate while shown says how many
+    // a pause would have had; the preview took at most the in-flight ones, and
+    // those of the moments the view was shown around the pause.
+    let (shown_from, shown_at) = (live_frame(&mut ui).0, std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(4));
+    let (before, before_at) = (live_frame(&mut ui).0, std::time::Instant::now());
+    #[expect(clippy::cast_precision_loss, reason = "frame counts are small")]
+    let rate = (before - shown_from) as f64 / (before_at - shown_at).as_secs_f64();
+    assert!(before > shown_from, "no frames while shown");
+    ui.click("tab", "Chat");
+    std::thread::sleep(HIDDEN_FOR);
+    ui.click("tab", "Live Preview");
+    let (after, after_at) = (live_frame(&mut ui).0, std::time::Instant::now());
+    let shown = (after_at - before_at).saturating_sub(HIDDEN_FOR).as_secs_f64();
+    #[expect(clippy::cast_precision_loss, reason = "frame counts are small")]
+    let taken = (after - before) as f64;
+    assert!(
+        taken <= rate * shown + 2.0,
+        "frames were taken while the view was hidden: {taken} in {:?} at {rate:.2}/s while shown",
+        after_at - before_at
+    );
+
+    // The URL bar drives the conversation's preview: Go, Back, Forward.
+    ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Address", "text": "/second"}));
+    ui.click("button", "Go");
+    ui.wait_for("· Second page");
+    ui.click("button", "Back");
+    ui.wait_for_outline(&format!("img \"Live preview of {root}\""));
+    ui.click("button", "Forward");
+    ui.wait_for("· Second page");
+    // Another origin is refused by the preview's policy, and the error stays.
+    ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Address", "text": "http://example.com/"}));
+    ui.click("button", "Go");
+    ui.wait_for("Go failed:");
+    ui.keep_screenshot("live-preview-url-bar");
+}
+
 /// The newest verification report of `home` (by its `verify-<ms>` name) as JSON.
 fn newest_report(home: &std::path::Path) -> serde_json::Value {
     let newest = verify_reports(home)

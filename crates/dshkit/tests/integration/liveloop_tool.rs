@@ -925,3 +925,124 @@ fn an_action_settles_when_its_requests_and_timers_are_done_and_sees_their_effect
         assert!(text.contains(effect), "after {button:?}: {text}");
     }
 }
+
+/// A live frame's image and what its result says of it.
+fn frame_of(mcp: &mut Session, id: u64, session: &str, since: Option<&str>) -> (Value, Option<Vec<u8>>) {
+    use base64::Engine as _;
+    let mut args = json!({"operation": "frame", "session": session});
+    if let Some(since) = since {
+        args["since"] = json!(since);
+    }
+    let answer = mcp.call(id, "liveloop_browser", &args);
+    let described = structured(&answer).clone();
+    let image = answer["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "image")
+        .map(|c| {
+            assert_eq!(c["mimeType"], "image/jpeg", "{answer}");
+            base64::engine::general_purpose::STANDARD
+                .decode(c["data"].as_str().unwrap())
+                .unwrap()
+        });
+    (described, image)
+}
+
+#[test]
+fn a_frame_is_a_bounded_jpeg_of_the_page_now_sent_once_and_forward_undoes_back() {
+    let server = FixtureServer::start(vec![
+        (
+            "/",
+            Fixture::Html(
+                "<!doctype html><title>First</title><h1>First</h1><a href=\"/second\">Second</a>".into(),
+            ),
+        ),
+        (
+            "/second",
+            Fixture::Html("<!doctype html><title>Second</title><h1>Second</h1>".into()),
+        ),
+    ]);
+    let mut mcp = Session::initialized(&[], &[]);
+    let opened = mcp.call(
+        1,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/")}),
+    );
+    let session = structured(&opened)["session"].as_str().unwrap().to_owned();
+
+    // A desktop page (1280 px wide) is scaled to 800; the JPEG is the one described.
+    let (first, jpeg) = frame_of(&mut mcp, 2, &session, None);
+    let jpeg = jpeg.expect("the first frame carries its image");
+    assert!(jpeg.starts_with(&[0xFF, 0xD8]), "a JPEG");
+    assert_eq!(first["bytes"], jpeg.len(), "{first}");
+    assert_eq!(
+        (first["width"].as_u64(), first["height"].as_u64()),
+        (Some(800), Some(500)),
+        "{first}"
+    );
+    assert_eq!(first["title"], "First", "{first}");
+    assert_eq!(first["url"], server.url("/"), "{first}");
+    assert_eq!(first["seq"], 1, "{first}");
+    assert_eq!(
+        (first["canGoBack"].as_bool(), first["canGoForward"].as_bool()),
+        (Some(false), Some(false))
+    );
+
+    // The same page again: said unchanged, and no image is sent.
+    let (same, none) = frame_of(&mut mcp, 3, &session, first["frame"].as_str());
+    assert_eq!(same["unchanged"], true, "{same}");
+    assert!(none.is_none(), "an unchanged frame is not sent again");
+    assert_eq!(same["seq"], 2, "{same}");
+
+    let clicked = mcp.call(
+        4,
+        "liveloop_browser",
+        &json!({"operation": "click", "session": session, "role": "link", "name": "Second"}),
+    );
+    structured(&clicked);
+    let (second, image) = frame_of(&mut mcp, 5, &session, first["frame"].as_str());
+    assert!(image.is_some(), "a changed page is sent: {second}");
+    assert_eq!(second["url"], server.url("/second"), "{second}");
+    assert_eq!(
+        (second["canGoBack"].as_bool(), second["canGoForward"].as_bool()),
+        (Some(true), Some(false))
+    );
+
+    let back = mcp.call(
+        6,
+        "liveloop_browser",
+        &json!({"operation": "back", "session": session}),
+    );
+    structured(&back);
+    let (behind, _) = frame_of(&mut mcp, 7, &session, None);
+    assert_eq!(behind["url"], server.url("/"), "{behind}");
+    assert_eq!(behind["canGoForward"], true, "{behind}");
+    let forward = mcp.call(
+        8,
+        "liveloop_browser",
+        &json!({"operation": "forward", "session": session}),
+    );
+    assert!(
+        structured(&forward)["url"].as_str().unwrap().ends_with("/second"),
+        "{forward}"
+    );
+    let beyond = mcp.call(
+        9,
+        "liveloop_browser",
+        &json!({"operation": "forward", "session": session}),
+    );
+    assert_eq!(beyond["result"]["isError"], true, "{beyond}");
+    assert!(beyond.to_string().contains("no later page"), "{beyond}");
+
+    // A phone (three device pixels to a CSS pixel) is bounded too.
+    let phone = mcp.call(
+        10,
+        "liveloop_browser",
+        &json!({"operation": "open", "url": server.url("/"), "viewport": "mobile"}),
+    );
+    let phone = structured(&phone)["session"].as_str().unwrap().to_owned();
+    let (small, _) = frame_of(&mut mcp, 11, &phone, None);
+    let width = small["width"].as_u64().unwrap();
+    assert!((300..=800).contains(&width), "{small}");
+}

@@ -40,6 +40,7 @@ pub enum Action {
     Navigate(String),
     Reload,
     Back,
+    Forward,
     /// Waits until the page text contains `text` and/or its URL contains `url`,
     /// at most `timeout` (capped at [`MAX_WAIT`]).
     WaitFor {
@@ -68,7 +69,12 @@ impl Action {
             | Self::Type(target, _)
             | Self::Select(target, _) => Some(target),
             Self::Scroll { target, .. } => target.as_ref(),
-            Self::Press(_) | Self::Navigate(_) | Self::Reload | Self::Back | Self::WaitFor { .. } => None,
+            Self::Press(_)
+            | Self::Navigate(_)
+            | Self::Reload
+            | Self::Back
+            | Self::Forward
+            | Self::WaitFor { .. } => None,
         };
         matches!(target, Some(Target::RoleName { .. }))
     }
@@ -177,6 +183,11 @@ impl PreviewSession {
             Action::Back => {
                 let failures = self.observe(|o| o.network.pushed());
                 let settled = self.back(before).await?;
+                Some(self.refuse_error_page(settled, failures).await?)
+            }
+            Action::Forward => {
+                let failures = self.observe(|o| o.network.pushed());
+                let settled = self.forward(before).await?;
                 Some(self.refuse_error_page(settled, failures).await?)
             }
             Action::WaitFor { text, url, timeout } => {
@@ -374,7 +385,11 @@ impl PreviewSession {
                 self.mouse("mouseWheel", x, y, json!({ "deltaX": 0, "deltaY": delta_y }))
                     .await?;
             }
-            Action::Navigate(_) | Action::Reload | Action::Back | Action::WaitFor { .. } => {
+            Action::Navigate(_)
+            | Action::Reload
+            | Action::Back
+            | Action::Forward
+            | Action::WaitFor { .. } => {
                 unreachable!("handled by interact")
             }
         }

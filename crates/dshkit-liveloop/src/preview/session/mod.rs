@@ -3,9 +3,10 @@
 //! This core holds the session's state, what reads the page (evaluation, the
 //! snapshot, the screenshot) and the locks; its roles live beside it: opening
 //! ([`open`]), navigation ([`navigate`]), settling ([`settle`]), interaction
-//! ([`interact`]) and the CDP event pump ([`events`]).
+//! ([`interact`]), live frames ([`frame`]) and the CDP event pump ([`events`]).
 
 pub(super) mod events;
+pub(super) mod frame;
 pub(super) mod interact;
 pub(super) mod navigate;
 pub(super) mod open;
@@ -122,6 +123,8 @@ pub struct PreviewSession {
     /// URL loads this one.
     page_url: Mutex<String>,
     last_used: Mutex<Instant>,
+    /// Live frames taken so far ([`PreviewSession::frame`]).
+    frames: std::sync::atomic::AtomicU64,
     pump: tokio::task::JoinHandle<()>,
     _page: dshkit_cdp::Page,
     _proxy: PolicyProxy,

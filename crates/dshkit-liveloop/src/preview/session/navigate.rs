@@ -273,15 +273,28 @@ impl PreviewSession {
         })
     }
 
+    /// Goes one page back in the preview's history and waits for its load.
     pub(super) async fn back(&self, before: u64) -> Result<Option<Snapshot>, PreviewError> {
+        self.through_history(before, -1).await
+    }
+
+    /// Goes one page forward in the preview's history and waits for its load.
+    pub(super) async fn forward(&self, before: u64) -> Result<Option<Snapshot>, PreviewError> {
+        self.through_history(before, 1).await
+    }
+
+    /// Goes `step` entries through the history (-1: back, 1: forward).
+    async fn through_history(&self, before: u64, step: i64) -> Result<Option<Snapshot>, PreviewError> {
         let history = self.page.call("Page.getNavigationHistory", json!({})).await?;
-        let current = history["currentIndex"].as_u64().unwrap_or(0);
-        let index = current.checked_sub(1).and_then(|i| usize::try_from(i).ok());
+        let current = history["currentIndex"].as_i64().unwrap_or(0);
+        let entries = history["entries"].as_array().map_or(0, Vec::len);
+        let index = usize::try_from(current + step).ok().filter(|i| *i < entries);
         // The page starts on about:blank; that entry is not part of the preview.
         let Some(index) = index.filter(|i| history["entries"][*i]["url"] != "about:blank") else {
-            return Err(PreviewError::Interaction(
-                "there is no earlier page in this preview's history".into(),
-            ));
+            let which = if step < 0 { "earlier" } else { "later" };
+            return Err(PreviewError::Interaction(format!(
+                "there is no {which} page in this preview's history"
+            )));
         };
         let entry = history["entries"][index]["id"].clone();
         let requests = self.observe(Observations::request_mark);

@@ -195,6 +195,7 @@ impl PreviewSession {
             blank_sha256: Mutex::new(None),
             page_url: Mutex::new(url.to_owned()),
             last_used: Mutex::new(Instant::now()),
+            frames: std::sync::atomic::AtomicU64::new(0),
             pump,
             _page: page,
             _proxy: proxy,
