@@ -291,7 +291,8 @@ window.__ModuleLoader__.load({
       const shownUrl = address ?? frame?.url ?? '';
       const control = (endpoint, label, disabled, onClick) => h('button', {
         type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        'aria-busy': busy === endpoint ? 'true' : undefined, title: label, style: buttonLook(busy === endpoint),
+        'aria-busy': busy === endpoint ? 'true' : undefined, title: label,
+        style: { ...buttonLook(busy === endpoint), opacity: disabled || busy !== undefined ? 0.5 : 1 },
       }, busy === endpoint ? `${label}…` : label);
       return h('div', { ref: box, 'data-dshkit': 'live', 'data-visible': visible ? 'true' : 'false', style: { display: 'flex', flexDirection: 'column', gap: 6 } },
         h('form', {
@@ -383,7 +384,7 @@ window.__ModuleLoader__.load({
             : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
       const button = (endpoint, disabled, onClick = act(endpoint)) => h('button', {
         type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        'aria-busy': busy === endpoint ? 'true' : undefined, style: { ...buttonLook(busy === endpoint), marginRight: 2 },
+        'aria-busy': busy === endpoint ? 'true' : undefined, style: { ...buttonLook(busy === endpoint), marginRight: 2, opacity: disabled || busy !== undefined ? 0.5 : 1 },
       }, busy === endpoint ? `${ACTIONS[endpoint]}…` : ACTIONS[endpoint]);
       const url = latest?.url;
       return h('div', {
@@ -402,8 +403,11 @@ window.__ModuleLoader__.load({
           live ? h('div', { 'data-dshkit': 'reloaded' }, `Reloaded ${clock(live.at)}: `, h('code', null, live.title || '(no title)'),
             live.url && live.url !== url ? ` at ${live.url}` : '', live.consoleErrors ? ` · ${live.consoleErrors} console error(s)` : '') : null)
           : h('div', { 'data-dshkit': 'target' }, 'No verification in this conversation yet: ask the agent to verify the app (liveloop_verify).'),
-        h('div', { 'data-dshkit': 'servers' }, state.servers.length === 0 ? 'Dev servers: none started in this conversation'
-          : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
+        h('div', { 'data-dshkit': 'servers' },
+          ...(state.starting ?? []).map((s, i) => h('div', { key: `starting-${i}`, 'data-dshkit': 'server-starting' },
+            `Dev server starting: ${s.plan}${s.stage ? ` (${s.stage})` : ''}`)),
+          state.servers.length === 0 && (state.starting ?? []).length === 0 ? 'Dev servers: none started in this conversation'
+            : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
         h('div', { style: { display: 'flex', flexWrap: 'wrap', alignItems: 'center', gap: 4 } },
           button('reload', !latest),
           button('verify', !latest),

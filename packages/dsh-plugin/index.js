@@ -243,18 +243,23 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
     async execute(rawArgs, exec) {
       const args = typeof rawArgs === 'object' && rawArgs !== null ? { ...rawArgs } : {};
       for (const argument of owned) delete args[argument];
+      let planned;
       if (approval && holds(approval.when, args)) {
-        await approve(ctx, tool.name, approval, args, exec);
+        planned = approval.plan ? await planOf(sidecar, tool.name, approval, args, exec) : undefined;
+        await approve(ctx, tool.name, approval, args, exec, planned);
         args[approval.argument] = true;
       }
       if (images && holds(images.when, args)) args[images.argument] = true;
       if (owner) args[owner.argument] = ownerOf(exec);
       const conversation = conversationOf(exec);
+      const starting = tool.name === RUNTIME_TOOL && ['start', 'restart'].includes(args.operation);
+      if (starting) verifications.startBegan(conversation, exec.callId, planned);
       let result;
       try {
         result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(conversation, exec.callId, stage));
       } finally {
         stages.end(conversation, exec.callId);
+        if (starting) verifications.startEnded(conversation, exec.callId);
       }
       const text = textOf(result);
       if (result.isError === true) throw new Error(text);
@@ -289,6 +294,25 @@ class Verifications {
     this.reports = new Map(); // report path -> { conversation, images: { screenshot, reference, current, diff, live? } }
     this.frames = new Map(); // app origin -> framing verdict
     this.servers = new Map(); // conversation id -> ids of the dev servers it started
+    this.starting = new Map(); // conversation id -> Map(call id -> what the approved start runs)
+  }
+
+  /** An approved start of `conversation` is running: its Live Preview shows it as starting. */
+  startBegan(conversation, callId, plan) {
+    if (conversation === undefined || callId === undefined) return;
+    const calls = this.starting.get(conversation) ?? new Map();
+    if (calls.size >= MAX_SERVERS_PER_CONVERSATION) calls.delete(calls.keys().next().value);
+    calls.set(callId, plan ?? 'the detected dev command');
+    remember(this.starting, conversation, calls, MAX_CONVERSATIONS);
+  }
+
+  startEnded(conversation, callId) {
+    this.starting.get(conversation)?.delete(callId);
+  }
+
+  /** The starts of `conversation` still running: [{callId, plan}]. */
+  startsOf(conversation) {
+    return [...(this.starting.get(conversation) ?? new Map())].map(([callId, plan]) => ({ callId, plan }));
   }
 
   /** Dev servers `conversation` started (or restarted): its Live Preview lists and stops these only. */
@@ -496,7 +520,10 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
           .map((s) => ({ id: s.id, state: s.state, url: s.url, owned: s.owned }));
       }
       const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
-      return { latest: summary, servers, frame, sidecar: sidecar.describe() };
+      // Approved starts still running, with the stage each last reported.
+      const starting = verifications.startsOf(conversation)
+        .map(({ callId, plan }) => ({ plan, stage: stages.of(conversation, callId)?.message }));
+      return { latest: summary, servers, starting, frame, sidecar: sidecar.describe() };
     },
     progress(payload) {
       return { stage: stages.of(conversationIn(payload), String(payload?.callId ?? '')) };
@@ -657,16 +684,32 @@ function fill(template, args) {
 }
 
 /**
- * Asks the user through DSH's approval service, in the binary's words
- * (`approval`: action, the arguments it shows, reason, otherwise); anything but
- * `allowed-once` refuses.
+ * What the approved call would do, asked of the tool itself (the approval's
+ * `plan` value of its rule's argument) before anyone is asked: its `plan` text.
+ * A plan that fails fails the call: nobody approves what cannot run.
  */
-async function approve(ctx, toolName, approval, args, exec) {
+async function planOf(sidecar, toolName, approval, args, exec) {
+  const { [approval.argument]: _approved, ...rest } = args;
+  const result = await sidecar.call(toolName, { ...rest, [approval.when.argument]: approval.plan }, exec.signal);
+  const action = fill(approval.action, args);
+  if (result.isError === true) throw new Error(`did not ${action}: ${textOf(result)}`);
+  const plan = result.structuredContent?.plan;
+  return typeof plan === 'string' && plan !== '' ? plan.slice(0, MAX_CARD_CHARS) : undefined;
+}
+
+/**
+ * Asks the user through DSH's approval service, in the binary's words
+ * (`approval`: action, the arguments it shows, what it would run when the tool
+ * planned it, reason, otherwise); anything but `allowed-once` refuses.
+ */
+async function approve(ctx, toolName, approval, args, exec, planned) {
   const service = ctx.get('approval');
   const shown = (Array.isArray(approval.shows) ? approval.shows : [])
     .filter((name) => args[name] !== undefined)
     .map((name) => `${name} ${JSON.stringify(args[name])}`);
-  const action = `${fill(approval.action, args)}${shown.length > 0 ? ` (${shown.join(', ')})` : ''}`;
+  const action = planned
+    ? `${fill(approval.action, args)}: ${planned}`
+    : `${fill(approval.action, args)}${shown.length > 0 ? ` (${shown.join(', ')})` : ''}`;
   const otherwise = String(approval.otherwise ?? '');
   if (!service || !exec.agent) {
     throw new Error(`${action} needs the user's approval, and this DSH has no approval service here; ${otherwise}`);

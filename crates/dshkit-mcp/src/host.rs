@@ -55,6 +55,13 @@ pub struct Approval {
     pub reason: &'static str,
     /// What the model does when it is not approved.
     pub otherwise: &'static str,
+    /// The value of `when`'s argument that asks the tool what the call would do,
+    /// without doing it: a host calls the tool so first, with the call's other
+    /// arguments, and names the answer's `plan` (its structured content's text)
+    /// in its question. A plan that fails fails the call, and nobody is asked
+    /// to approve what cannot run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<&'static str>,
     /// The description as the host shows it: each pair is words of the tool's
     /// description that tell the model to ask the user and pass the argument
     /// (exactly as they appear there, once), and what the host says instead.
@@ -137,6 +144,8 @@ pub enum HostSeamError {
     },
     #[error("the approval's action names `{{{0}}}`, which is not an argument of the tool")]
     UnknownPlaceholder(String),
+    #[error("the approval's plan needs a `when` rule whose argument allows the plan's value")]
+    PlanWithoutRule,
     #[error(
         "the description does not say {0:?} exactly once, so the host cannot say its own words in its place"
     )]
@@ -150,6 +159,7 @@ impl HostSeamError {
             Self::UnknownArgument(_) => "HOST_SEAM_UNKNOWN_ARGUMENT",
             Self::UnknownValue { .. } => "HOST_SEAM_UNKNOWN_VALUE",
             Self::UnknownPlaceholder(_) => "HOST_SEAM_UNKNOWN_PLACEHOLDER",
+            Self::PlanWithoutRule => "HOST_SEAM_PLAN_WITHOUT_RULE",
             Self::WordsNotFound(_) => "HOST_SEAM_WORDS_NOT_FOUND",
         }
     }
@@ -188,6 +198,19 @@ impl HostSeams {
             check_when(approval.when)?;
             for shown in approval.shows {
                 property(shown)?;
+            }
+            if let Some(plan) = approval.plan {
+                let when = approval.when.ok_or(HostSeamError::PlanWithoutRule)?;
+                let allowed = property(when.argument)?["enum"].as_array();
+                if allowed.is_some_and(|allowed| !allowed.iter().any(|a| a == plan)) {
+                    return Err(HostSeamError::UnknownValue {
+                        argument: when.argument,
+                        value: plan,
+                    });
+                }
+                if when.any_of.contains(&plan) {
+                    return Err(HostSeamError::PlanWithoutRule);
+                }
             }
             for placeholder in placeholders(approval.action) {
                 if input_schema["properties"].get(placeholder).is_none() {
@@ -254,6 +277,7 @@ mod tests {
                 HostSeamError::WordsNotFound("the host"),
                 "HOST_SEAM_WORDS_NOT_FOUND",
             ),
+            (HostSeamError::PlanWithoutRule, "HOST_SEAM_PLAN_WITHOUT_RULE"),
         ];
         for (error, code) in table {
             assert_eq!(error.code(), code, "{error}");
@@ -272,6 +296,7 @@ mod tests {
         shows: &["image"],
         reason: "it runs a program",
         otherwise: "ask the user to start it",
+        plan: None,
         host_words: &[
             ("start {confirm: true}", "start {}"),
             (
@@ -344,6 +369,32 @@ mod tests {
         assert_eq!(
             refused(approval(|a| a.action = "start {app}"), description),
             HostSeamError::UnknownPlaceholder("app".into())
+        );
+        // A plan is a value of the rule's argument, outside the calls it covers.
+        assert_eq!(
+            refused(approval(|a| a.plan = Some("preview")), description),
+            HostSeamError::UnknownValue {
+                argument: "operation",
+                value: "preview"
+            }
+        );
+        assert_eq!(
+            refused(approval(|a| a.plan = Some("start")), description),
+            HostSeamError::PlanWithoutRule
+        );
+        assert_eq!(
+            refused(
+                approval(|a| {
+                    a.plan = Some("stop");
+                    a.when = None;
+                }),
+                description
+            ),
+            HostSeamError::PlanWithoutRule
+        );
+        assert_eq!(
+            approval(|a| a.plan = Some("stop")).check(description, &schema()),
+            Ok(())
         );
         assert_eq!(
             refused(

@@ -20,7 +20,7 @@ pub use browse::{BrowseRequest, Operation, ScreenshotStore, browse};
 pub use browse_render::Browsed;
 pub use detect::{DetectRequest, Detected, detect_app, inside};
 pub use error::{Surface, WorkflowError};
-pub use run::{StartRequest, StartTarget, Started, Watched, start_app, watch_ready};
+pub use run::{StartPlan, StartRequest, StartTarget, Started, Watched, plan_start, start_app, watch_ready};
 pub use stage::{Stage, Stages};
 pub use steps::{parse_role_name, parse_step};
 pub use verify_app::{AppTarget, Verified, VerifyAppRequest, VerifyTools, verify_app};

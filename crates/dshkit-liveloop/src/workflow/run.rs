@@ -47,6 +47,83 @@ pub enum Started {
     },
 }
 
+/// What a start would run, said before anything runs (so a person approves
+/// exactly that): the command, the app's directory and the port it is expected
+/// on; for a restart, the server's own.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartPlan {
+    /// The program and its arguments (empty: dshkit serves a static site itself).
+    pub argv: Vec<String>,
+    pub dir: PathBuf,
+    pub framework: Option<String>,
+    pub expected_port: Option<u16>,
+    /// The server a restart starts again.
+    pub server: Option<String>,
+}
+
+impl StartPlan {
+    /// One line a person reads in an approval: `npm run dev in /srv/app (port 5173)`.
+    pub fn text(&self) -> String {
+        let command = if self.argv.is_empty() {
+            "dshkit's own static file server".to_owned()
+        } else {
+            format!("`{}`", self.argv.join(" "))
+        };
+        let port = self
+            .expected_port
+            .map_or_else(|| "port: the one it prints".to_owned(), |p| format!("port {p}"));
+        format!("{command} in {} ({port})", self.dir.display())
+    }
+}
+
+/// The app detected in `dir` (`app` names it among several) and its run profile.
+fn chosen(
+    dir: &std::path::Path,
+    app: Option<&std::path::Path>,
+) -> Result<(crate::detect::Candidate, RunSpec), WorkflowError> {
+    let detection = crate::detect::detect(dir, None).map_err(WorkflowError::Workspace)?;
+    let candidate = detection.choose(app).map_err(WorkflowError::Choose)?;
+    let spec = RunSpec::of(&detection.root, candidate).map_err(WorkflowError::Start)?;
+    Ok((candidate.clone(), spec))
+}
+
+/// What starting `target` would run, running nothing: the same detection and
+/// choice [`start_app`] makes, or the known server's command.
+pub async fn plan_start(runtime: &RuntimeManager, target: &StartTarget) -> Result<StartPlan, WorkflowError> {
+    match target {
+        StartTarget::Detect { dir, app } => {
+            let (candidate, spec) = chosen(dir, app.as_deref())?;
+            Ok(StartPlan {
+                argv: spec.argv,
+                dir: spec.dir,
+                framework: Some(candidate.framework.to_string()),
+                expected_port: spec.expected_port,
+                server: None,
+            })
+        }
+        StartTarget::Restart(id) => {
+            let status = runtime
+                .status(Some(id))
+                .await
+                .map_err(WorkflowError::Runtime)?
+                .remove(0);
+            let port = status
+                .url
+                .as_deref()
+                .and_then(|u| url::Url::parse(u).ok())
+                .and_then(|u| u.port_or_known_default());
+            Ok(StartPlan {
+                argv: status.argv,
+                dir: status.dir.unwrap_or_default(),
+                framework: None,
+                expected_port: port,
+                server: Some(status.id),
+            })
+        }
+    }
+}
+
 /// Starts `request.target` and waits until it is ready, reporting its stages.
 pub async fn start_app(
     runtime: &RuntimeManager,
@@ -56,10 +133,8 @@ pub async fn start_app(
     let (started, source) = match &request.target {
         StartTarget::Detect { dir, app } => {
             stages.report(Stage::Detecting(dir));
-            let detection = crate::detect::detect(dir, None).map_err(WorkflowError::Workspace)?;
-            let candidate = detection.choose(app.as_deref()).map_err(WorkflowError::Choose)?;
-            let spec = RunSpec::of(&detection.root, candidate).map_err(WorkflowError::Start)?;
-            stages.report(Stage::Starting(candidate, &spec));
+            let (candidate, spec) = chosen(dir, app.as_deref())?;
+            stages.report(Stage::Starting(&candidate, &spec));
             let source = spec.dir.clone();
             let started = runtime.start(spec, request.on_port_conflict).await;
             (started.map_err(WorkflowError::Start)?, Some(source))

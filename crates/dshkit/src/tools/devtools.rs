@@ -226,6 +226,7 @@ impl DevtoolsFamily {
                         shows: &["ttlMs"],
                         reason: "the event's dispatch is wrapped for the lease (timing only, no values) and restored afterwards",
                         otherwise: "ask the user to run `dshkit devtools profile` themselves",
+                        plan: None,
                         host_words: &[(
                             "Ask the user first and pass confirm: true.",
                             "The user is asked for approval first.",

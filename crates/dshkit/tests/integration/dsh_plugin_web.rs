@@ -513,7 +513,7 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     // names what would start.
     ui.send("Start the app.");
     ui.wait_for("Allow once");
-    ui.wait_for("dshkit wants to start the dev server (dir \"app\"): it runs the detected dev command");
+    ui.wait_for("dshkit wants to start the dev server: dshkit's own static file server in ");
     ui.keep_screenshot("approval-card");
     ui.click_until("button", "Reject", "the user rejected it");
 
@@ -557,6 +557,76 @@ fn a_dev_server_start_asks_the_user_in_the_web_ui() {
     assert!(dshkit_os::process::Identity::of(web.pid()).unwrap().terminate());
     let _ = web.child.wait();
     assert_nothing_left(&dsh_home);
+}
+
+/// An app whose dev server (`npm run dev`) listens only once a file named `go`
+/// exists in its directory: its start is seen starting, then ready.
+fn gated_app(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{ "name": "gated-app", "private": true, "scripts": { "dev": "node server.js" } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.js"),
+        r#"const http = require("http"), fs = require("fs");
+const listen = () => {
+  const server = http.createServer((req, res) => res.end("<!doctype html><title>gated</title><h1>Gated app</h1>"));
+  server.listen(0, "127.0.0.1", () => console.log(`  Local:   http://127.0.0.1:${server.address().port}/`));
+};
+const wait = setInterval(() => { if (fs.existsSync("go")) { clearInterval(wait); listen(); } }, 50);
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn an_approval_names_what_will_run_and_the_server_shows_starting_then_ready() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = home.join("app");
+    gated_app(&app);
+    std::fs::create_dir(home.join("empty")).unwrap();
+    // One turn: a start where there is no app, then the app's.
+    let model = FakeModel::sequence(
+        &[
+            (
+                "liveloop_runtime",
+                serde_json::json!({"operation": "start", "dir": "empty"}),
+            ),
+            (
+                "liveloop_runtime",
+                serde_json::json!({"operation": "start", "dir": "app"}),
+            ),
+        ],
+        false,
+    );
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.send("Start the app.");
+    // What cannot run is refused before anyone is asked; what can is named:
+    // the command, the directory and the port.
+    ui.wait_for("did not start the dev server:");
+    let app_dir = dshkit_os::fs::canonicalize(&app).unwrap();
+    ui.wait_for(&format!(
+        "dshkit wants to start the dev server: `npm run dev` in {} (port: the one it prints)",
+        app_dir.display()
+    ));
+    ui.keep_screenshot("approval-names-the-command");
+    let text = ui.page_text();
+    assert_eq!(
+        text.matches("dshkit wants to start the dev server").count(),
+        1,
+        "only the start that can run is asked about: {text}"
+    );
+    ui.click_until("button", "Allow once", "Live Preview");
+    ui.click("tab", "Live Preview");
+    ui.wait_for("Dev server starting: `npm run dev` in");
+    ui.keep_screenshot("live-preview-server-starting");
+    std::fs::write(app.join("go"), "").unwrap();
+    ui.wait_for(": ready at http://127.0.0.1:");
+    let text = ui.page_text();
+    assert!(!text.contains("Dev server starting"), "{text}");
 }
 
 #[test]
