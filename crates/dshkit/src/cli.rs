@@ -50,6 +50,10 @@ pub(crate) enum Command {
     /// Verify the web app in headless Chromium: detect, start, load, act, assert,
     /// and print the verdict with its evidence.
     Verify(VerifyArgs),
+    /// Write the index of past verification reports (newest first: verdict, URL,
+    /// time, links) to <evidence root>/verify/index.html and print its path;
+    /// --json prints the list.
+    Report,
     /// Record and replay MCP servers with versioned JSONL cassettes (Echo).
     #[command(subcommand)]
     Echo(EchoCommand),
@@ -262,6 +266,10 @@ pub(crate) struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line switches, each its own flag"
+)]
 pub(crate) struct VerifyArgs {
     /// A workspace directory (default: .) or a loopback URL of a running app.
     pub(crate) target: Option<String>,
@@ -312,6 +320,10 @@ pub(crate) struct VerifyArgs {
     /// Screenshot the full page, not only the viewport.
     #[arg(long)]
     pub(crate) full_page: bool,
+    /// Screenshot the page after each step (the first 20) for the report's
+    /// timeline; about 35 ms a step.
+    #[arg(long)]
+    pub(crate) step_screenshots: bool,
     /// Console errors are only reported, not failures.
     #[arg(long)]
     pub(crate) allow_console_errors: bool,

@@ -43,6 +43,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Detect(args) => commands::liveloop::detect_command(&args, out),
             cli::Command::Run(args) => commands::liveloop::run_command(args, out).await,
             cli::Command::Verify(args) => commands::liveloop::verify_command(args, out).await,
+            cli::Command::Report => commands::report::run(out),
             cli::Command::Echo(command) => commands::echo::run(command, out).await,
             cli::Command::Settings(args) => commands::settings::run(args, out),
             cli::Command::Devtools(args) => commands::devtools::run(args, out).await,

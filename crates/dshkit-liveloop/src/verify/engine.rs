@@ -14,7 +14,8 @@ use super::evidence::EvidenceStore;
 use super::html;
 use super::report::now_ms;
 pub use super::report::{
-    AssertionOutcome, DiffOutcome, MAX_REPORT_ENTRIES, Report, Screenshot, StepOutcome, Timings,
+    AssertionOutcome, DiffOutcome, MAX_REPORT_ENTRIES, MAX_STEP_SCREENSHOTS, Omitted, Report, Screenshot,
+    StepOutcome, Timings,
 };
 pub use super::request::{
     Assertion, DEFAULT_DEADLINE_MS, DEFAULT_QUIET_MS, MAX_ASSERTIONS, MAX_DEADLINE_MS, MAX_QUIET_MS,
@@ -139,15 +140,7 @@ pub async fn verify(
     }
 
     // Steps 5-7: the ordered interactions, then collect and assert.
-    run_steps(
-        session,
-        request,
-        actions,
-        &mut report,
-        &mut observed,
-        &context.progress,
-    )
-    .await;
+    run_steps(session, request, actions, &mut report, &mut observed, context).await?;
     context.progress.stage(&match request.assertions.len() {
         0 => "collecting console, network and page state".to_owned(),
         n => format!("checking {n} assertion(s)"),
@@ -220,14 +213,18 @@ async fn run_steps(
     actions: Vec<Action>,
     report: &mut Report,
     observed: &mut Observed,
-    progress: &crate::progress::Progress,
-) {
+    context: &VerifyContext,
+) -> Result<(), VerifyError> {
     let steps_started = Instant::now();
     let count = request.steps.len();
+    let shots = request.step_screenshots.unwrap_or(false);
     for (index, (step, action)) in request.steps.iter().zip(actions).enumerate() {
-        progress.stage(&format!("step {}/{count}: {}", index + 1, step.describe()));
+        context
+            .progress
+            .stage(&format!("step {}/{count}: {}", index + 1, step.describe()));
         let began = Instant::now();
         let outcome = session.interact(action).await;
+        let ms = began.elapsed().as_millis();
         let error = outcome.err().map(|e| format!("{}: {e}", e.code()));
         if let Some(error) = &error {
             observed.failures.push(format!(
@@ -236,18 +233,43 @@ async fn run_steps(
                 step.describe()
             ));
         }
+        let screenshot = if shots && index < MAX_STEP_SCREENSHOTS {
+            let shot_started = Instant::now();
+            let file = step_screenshot(session, context).await?;
+            report.timings.step_screenshots_ms += shot_started.elapsed().as_millis();
+            file
+        } else {
+            None
+        };
         report.steps.push(StepOutcome {
             index: index + 1,
             step: step.describe(),
             ok: error.is_none(),
             error: error.clone(),
-            ms: began.elapsed().as_millis(),
+            ms,
+            screenshot,
         });
         if error.is_some() {
             break; // later steps depend on this one
         }
     }
     report.timings.steps_ms = steps_started.elapsed().as_millis();
+    Ok(())
+}
+
+/// The page as a step left it, kept as evidence; a screenshot the browser could
+/// not take is only missing from the timeline (the verdict rests on the final one).
+async fn step_screenshot(
+    session: &PreviewSession,
+    context: &VerifyContext,
+) -> Result<Option<super::evidence::EvidenceFile>, VerifyError> {
+    match session.screenshot(false).await {
+        Ok(shot) => Ok(Some(context.evidence.write_png(&session.id, &shot.png)?)),
+        Err(error) => {
+            tracing::debug!(%error, "no screenshot after the step");
+            Ok(None)
+        }
+    }
 }
 
 async fn collect(
@@ -270,7 +292,9 @@ async fn collect(
                 .extend(snapshot.warnings.iter().map(|w| format!("snapshot: {w}")));
             observed.error_overlay = snapshot.error_overlay.as_ref().map(ErrorOverlay::summary);
             for assertion in &request.assertions {
-                let outcome = evaluate(session, &snapshot, assertion).await;
+                let began = Instant::now();
+                let mut outcome = evaluate(session, &snapshot, assertion).await;
+                outcome.ms = began.elapsed().as_millis();
                 if !outcome.passed {
                     observed.failures.push(format!(
                         "assertion failed: {} ({})",
@@ -314,6 +338,11 @@ fn collect_observations(
             .collect();
         report.failed_requests = first(o.network.iter().map(|n| json!(n)));
         report.blocked_requests = first(o.blocked.iter().map(|b| json!(b)));
+        report.omitted = Omitted {
+            console_errors: o.errors().count().saturating_sub(MAX_REPORT_ENTRIES),
+            failed_requests: o.network.len().saturating_sub(MAX_REPORT_ENTRIES),
+            blocked_requests: o.blocked.len().saturating_sub(MAX_REPORT_ENTRIES),
+        };
         if !request.allow_console_errors {
             // The verdict ranks uncaught exceptions before the rest.
             let (uncaught, logged): (Vec<_>, Vec<_>) = o
@@ -441,6 +470,7 @@ async fn evaluate(
         assertion: assertion.clone(),
         passed,
         detail,
+        ms: 0,
     }
 }
 

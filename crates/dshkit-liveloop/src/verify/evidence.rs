@@ -9,6 +9,8 @@ use dshkit_os::error::ErrorClass;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+/// The folder of the evidence root that holds the verification store.
+pub const VERIFY_DIR: &str = "verify";
 /// Version of the report format (`formatVersion`).
 pub const REPORT_FORMAT_VERSION: u32 = 1;
 /// Sessions kept by default.

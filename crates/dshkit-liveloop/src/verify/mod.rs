@@ -6,6 +6,7 @@ pub mod engine;
 pub mod evidence;
 pub mod fingerprint;
 pub mod html;
+pub mod index;
 mod report;
 mod request;
 pub mod verdict;

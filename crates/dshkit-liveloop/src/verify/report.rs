@@ -15,6 +15,8 @@ use super::verdict::{Judgement, Observed, judge};
 
 /// Entries of each kind (console errors, failed requests, ...) kept in a report.
 pub const MAX_REPORT_ENTRIES: usize = 20;
+/// Steps whose page a report keeps a screenshot of (the first ones).
+pub const MAX_STEP_SCREENSHOTS: usize = 20;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -25,6 +27,10 @@ pub struct StepOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub ms: u128,
+    /// The page right after this step (the first [`MAX_STEP_SCREENSHOTS`]
+    /// steps of a request that asks for them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<EvidenceFile>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,6 +39,23 @@ pub struct AssertionOutcome {
     pub assertion: Assertion,
     pub passed: bool,
     pub detail: String,
+    /// How long checking it took.
+    pub ms: u128,
+}
+
+/// Entries observed beyond the [`MAX_REPORT_ENTRIES`] a report keeps of each kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Omitted {
+    pub console_errors: usize,
+    pub failed_requests: usize,
+    pub blocked_requests: usize,
+}
+
+impl Omitted {
+    fn is_none(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +83,8 @@ pub struct Timings {
     pub load_ms: u128,
     pub quiet_window_ms: u64,
     pub steps_ms: u128,
+    /// Of `steps_ms`, the screenshots after the steps.
+    pub step_screenshots_ms: u128,
     pub collect_ms: u128,
     pub screenshot_ms: u128,
     pub diff_ms: u128,
@@ -108,6 +133,9 @@ pub struct Report {
     pub framework_notices: Vec<String>,
     pub failed_requests: Vec<Value>,
     pub blocked_requests: Vec<Value>,
+    /// What the lists above left out.
+    #[serde(skip_serializing_if = "Omitted::is_none")]
+    pub omitted: Omitted,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<Screenshot>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,6 +178,7 @@ impl Report {
             framework_notices: Vec::new(),
             failed_requests: Vec::new(),
             blocked_requests: Vec::new(),
+            omitted: Omitted::default(),
             screenshot: None,
             diff: None,
             judgement: judge(&Observed::default()),

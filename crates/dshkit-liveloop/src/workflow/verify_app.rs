@@ -108,6 +108,7 @@ pub async fn verify_app(
                     context.source_dir = source;
                     context.runtime = serde_json::to_value(&status).ok();
                     let report = report_without_server(&failure, "", &context);
+                    apply_retention(tools);
                     return verified(report, None);
                 }
             }
@@ -124,7 +125,9 @@ pub async fn verify_app(
     if let Some(server) = &server
         && server.state != ServerState::Ready
     {
-        return not_ready(server, &context);
+        let verified = not_ready(server, &context)?;
+        apply_retention(tools);
+        return Ok(verified);
     }
     // The page named, exactly, with the request's `url` resolved against it.
     if let Some(base) = named {
@@ -240,12 +243,16 @@ async fn open(
     }
 }
 
-/// Evidence retention after a report was written; a failure is only logged.
+/// Evidence retention after a report was written, then the index of the
+/// reports kept; a failure of either is only logged.
 fn apply_retention(tools: VerifyTools<'_>) {
     if let Err(e) = tools
         .evidence
         .apply_retention(tools.retention, std::time::SystemTime::now())
     {
         tracing::warn!(%e, "evidence retention failed");
+    }
+    if let Err(e) = crate::verify::index::write(tools.evidence.root()) {
+        tracing::warn!(%e, "the index of reports was not written");
     }
 }

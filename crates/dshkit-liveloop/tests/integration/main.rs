@@ -1,6 +1,7 @@
 //! Preview sessions against real Chromium and loopback fixture servers.
 
 mod readiness;
+mod report_html;
 mod runtime;
 mod shadow;
 mod verify;

@@ -457,17 +457,33 @@ async fn concurrent_verifications_of_one_session_run_one_at_a_time() {
     }
 }
 
-/// Opens the self-contained HTML report in a fresh Chromium (no server: a file
-/// URL) and checks it shows the verdict and its inline images, with no script.
-/// Opens the report for people in Chromium, checks its verdict, that every image
-/// renders and that nothing runs; returns what it shows (`figures`: each one's
-/// role, caption and image source).
-async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) -> serde_json::Value {
+/// Opens the report for people in a fresh Chromium (a file URL, no server) whose
+/// zone is Asia/Kolkata and language en-US, checks its verdict, that every image
+/// renders, that nothing runs but its own local-time script and that the time is
+/// shown in the reader's zone; returns what it shows (`figures`: each one's role,
+/// caption and image source; `steps`: each timeline step's text, duration and
+/// image width; `console` and `network`: the lists' cells).
+pub(crate) async fn html_report_opens_in_chromium(
+    path: &std::path::Path,
+    verdict: &str,
+) -> serde_json::Value {
     let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
         .await
         .unwrap();
     let context = browser.create_context().await.unwrap();
     let page = browser.create_page(&context).await.unwrap();
+    page.call(
+        "Emulation.setTimezoneOverride",
+        serde_json::json!({ "timezoneId": "Asia/Kolkata" }),
+    )
+    .await
+    .unwrap();
+    page.call(
+        "Emulation.setLocaleOverride",
+        serde_json::json!({ "locale": "en-US" }),
+    )
+    .await
+    .unwrap();
     let url = url::Url::from_file_path(path).unwrap();
     page.call("Page.navigate", serde_json::json!({ "url": url.as_str() }))
         .await
@@ -477,7 +493,14 @@ async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) ->
         images: [...document.images].map((i) => i.naturalWidth), \
         figures: [...document.querySelectorAll('figure')].map((f) => ({ role: f.dataset.role, \
             caption: f.querySelector('figcaption')?.textContent, src: f.querySelector('img')?.getAttribute('src') })), \
+        steps: [...document.querySelectorAll('#timeline tr.step')].map((r) => ({ text: r.textContent, \
+            ms: r.querySelector('.ms')?.textContent, image: r.querySelector('img')?.naturalWidth ?? 0 })), \
+        assertions: [...document.querySelectorAll('#timeline tr.assertion')].map((r) => r.textContent), \
+        console: [...document.querySelectorAll('#console td')].map((td) => td.textContent), \
+        network: [...document.querySelectorAll('#network td')].map((td) => td.textContent), \
         created: document.getElementById('created-at')?.textContent, \
+        createdUtc: document.getElementById('created-at')?.title, \
+        pwned: window.pwned ?? null, title: document.title, \
         scripts: document.scripts.length } : null)";
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let seen = loop {
@@ -505,11 +528,21 @@ async fn html_report_opens_in_chromium(path: &std::path::Path, verdict: &str) ->
         !images.is_empty() && images.iter().all(|w| w.as_u64() > Some(0)),
         "inline images render: {seen}"
     );
-    assert_eq!(seen["scripts"], 0);
+    assert_eq!(seen["scripts"], 1, "only the report's own script: {seen}");
+    assert_eq!(
+        seen["pwned"],
+        serde_json::Value::Null,
+        "nothing of the page ran: {seen}"
+    );
+    let utc = seen["createdUtc"].as_str().unwrap_or_default();
+    assert!(
+        utc.ends_with(" GMT") && utc.len() > 20,
+        "the UTC date is kept: {utc:?}"
+    );
     let created = seen["created"].as_str().unwrap_or_default();
     assert!(
-        created.ends_with(" GMT") && created.len() > 20,
-        "a readable date: {created:?}"
+        created.ends_with("GMT+5:30") && created.contains(", 20"),
+        "the date in the reader's zone: {created:?}"
     );
     seen
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, anyhow};
 use dshkit_env::resolve::{Flags, SettingsFile};
 use dshkit_liveloop::preview::PreviewManager;
 use dshkit_liveloop::runtime::{RuntimeConfig, RuntimeManager};
-use dshkit_liveloop::verify::evidence::EvidenceStore;
+use dshkit_liveloop::verify::evidence::{EvidenceStore, VERIFY_DIR};
 use dshkit_liveloop::verify::{Assertion, ReferenceSpec, Verdict, VerifyRequest};
 use dshkit_liveloop::workflow::{
     self, AppTarget, DetectRequest, Stages, StartRequest, StartTarget, Started, Surface, VerifyAppRequest,
@@ -33,7 +33,7 @@ fn failure(error: WorkflowError) -> Failure {
 
 /// Under `--json`, a failure still writes an object on stdout:
 /// `{"error": {"code", "message", "exitCode", "candidates"?}}`.
-fn json_on_failure(result: Result<u8, Failure>, out: Output) -> Result<u8, Failure> {
+pub(crate) fn json_on_failure(result: Result<u8, Failure>, out: Output) -> Result<u8, Failure> {
     let Err(failure) = &result else { return result };
     if !out.json {
         return result;
@@ -191,6 +191,9 @@ fn request_of(args: &VerifyArgs) -> Result<VerifyRequest, Failure> {
         });
     }
     request.full_page |= args.full_page;
+    if args.step_screenshots {
+        request.step_screenshots = Some(true);
+    }
     request.allow_console_errors |= args.allow_console_errors;
     if args.quiet_window_ms.is_some() {
         request.quiet_window_ms = args.quiet_window_ms;
@@ -218,7 +221,7 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
         .evidence_root
         .clone()
         .ok_or_else(|| Failure::refused(anyhow!(crate::config::NO_EVIDENCE_ROOT)))?;
-    let evidence = EvidenceStore::new(root.join("verify"));
+    let evidence = EvidenceStore::new(root.join(VERIFY_DIR));
     let target = args.target.clone().unwrap_or_else(|| ".".into());
     let (target, workspace) = if target.starts_with("http://") || target.starts_with("https://") {
         (

@@ -9,6 +9,7 @@ pub(crate) mod dsh;
 pub(crate) mod echo;
 pub(crate) mod liveloop;
 pub(crate) mod mcp;
+pub(crate) mod report;
 pub(crate) mod settings;
 
 /// Writes `bytes` to `file` (0600) through a temporary file and a rename.

@@ -17,6 +17,7 @@ mod mcp_http;
 mod mcp_http_limits;
 mod mcp_stdio;
 mod packaging;
+mod report;
 mod sdk_peers;
 mod settings;
 mod support;
