@@ -54,6 +54,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         dir: root().join("target/peers"),
     };
     chromium()?;
+    openssl()?;
     mcp_peers(&peers)?;
     let testbed = std::env::var_os("DSHKIT_DSH_TESTBED")
         .map_or_else(|| root().join("../shared/dsh-testbed"), PathBuf::from);
@@ -144,6 +145,35 @@ fn chromium() -> anyhow::Result<()> {
             .arg("install")
             .arg("-y")
             .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
+
+/// The `openssl` command, which makes the certificates of Echo's TLS tests.
+/// Installed with apt when missing and run as root.
+fn openssl() -> anyhow::Result<()> {
+    let present = Command::new("openssl")
+        .arg("version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if present {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!("openssl is missing (the TLS tests make their certificates with it); run: sudo apt-get install -y openssl");
+    }
+    quiet_step(
+        "openssl (apt-get update)",
+        "apt-update",
+        Command::new("apt-get").arg("update"),
+    )?;
+    quiet_step(
+        "openssl (apt-get install openssl)",
+        "apt-openssl",
+        Command::new("apt-get")
+            .args(["install", "-y", "openssl"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }

@@ -221,7 +221,9 @@ async fn a_helper_the_server_detaches_as_it_exits_is_stopped_too() {
     // Like Next.js's telemetry flush: a detached process in its own session,
     // spawned from the exit handler, running a script of the app. It holds 512 MiB
     // so that its exit takes a while: an exiting process loses its command line
-    // before it leaves the table, and the stop must wait for it all the same.
+    // before it leaves the table, and the stop must wait for it all the same. The
+    // server exits once the helper holds it and named itself (on a loaded machine
+    // the helper may start late and fill the memory slowly).
     std::fs::write(
         dir.path().join("helper.js"),
         "globalThis.held = Buffer.alloc(512 << 20, 1); require('fs').writeFileSync('detached.pid', String(process.pid)); setInterval(() => {}, 1000);",
@@ -229,7 +231,7 @@ async fn a_helper_the_server_detaches_as_it_exits_is_stopped_too() {
     .unwrap();
     let server = std::fs::read_to_string(dir.path().join("server.js")).unwrap().replace(
         "const server =",
-        "process.on('SIGINT', () => { spawn(process.execPath, [require('path').join(__dirname, 'helper.js')], { detached: true, stdio: 'ignore' }).unref(); setTimeout(() => process.exit(0), 200); });\nconst server =",
+        "process.on('SIGINT', () => { spawn(process.execPath, [require('path').join(__dirname, 'helper.js')], { detached: true, stdio: 'ignore' }).unref(); setInterval(() => { if (require('fs').existsSync('detached.pid')) process.exit(0); }, 20); });\nconst server =",
     );
     std::fs::write(dir.path().join("server.js"), server).unwrap();
     let detection = detect(dir.path(), None).unwrap();
