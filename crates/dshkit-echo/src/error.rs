@@ -124,6 +124,16 @@ pub enum EchoError {
     FrameTooLong { stream: &'static str, limit: usize },
     #[error("passthrough needs the real server's argv")]
     NoLiveServer,
+    #[error(transparent)]
+    Unreachable(#[from] Unreachable),
+    #[error("{url}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("--ca-file/SSL_CERT_FILE {path}: {reason}")]
+    CaFile { path: PathBuf, reason: String },
+    #[error(
+        "cannot set up TLS for {url}: {error}; pass the server's CA with --ca-file PATH or SSL_CERT_FILE"
+    )]
+    TlsSetup { url: String, error: String },
 }
 
 impl EchoError {
@@ -135,16 +145,24 @@ impl EchoError {
             Self::Io { .. } => "IO_FAILED",
             Self::FrameTooLong { .. } => "FRAME_TOO_LONG",
             Self::NoLiveServer => "NO_LIVE_SERVER",
+            Self::Unreachable(e) => e.code(),
+            Self::BadUrl { .. } => "BAD_URL",
+            Self::CaFile { .. } => "CA_FILE_UNREADABLE",
+            Self::TlsSetup { .. } => "TLS_SETUP_FAILED",
         }
     }
 
-    /// A cassette's errors are its own ([`CassetteError::class`]), a
-    /// passthrough without the server's argv is refused, the rest failed at run
-    /// time.
+    /// A cassette's errors are its own ([`CassetteError::class`]); a
+    /// passthrough without the server's argv, a CA file that cannot be used and
+    /// TLS without roots are refused; a live server that cannot be reached is
+    /// [`ErrorClass::Unreachable`]; the rest failed at run time.
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::Cassette(e) => e.class(),
-            Self::NoLiveServer => ErrorClass::Refused,
+            Self::NoLiveServer | Self::BadUrl { .. } | Self::CaFile { .. } | Self::TlsSetup { .. } => {
+                ErrorClass::Refused
+            }
+            Self::Unreachable(_) => ErrorClass::Unreachable,
             Self::Spawn { .. } | Self::Io { .. } | Self::FrameTooLong { .. } => ErrorClass::Runtime,
         }
     }
@@ -159,6 +177,72 @@ impl EchoError {
         move |e| Self::Io {
             what,
             error: e.to_string(),
+        }
+    }
+}
+
+/// Why a live server could not be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnreachableCause {
+    /// Nothing listens on the port (the connection was refused).
+    Refused,
+    /// The host name did not resolve.
+    Dns,
+    /// The server's TLS certificate is not trusted (unknown CA, expired, or
+    /// made for another name).
+    Certificate,
+    /// The TLS handshake failed for another reason.
+    Tls,
+    /// No connection within the connect timeout.
+    TimedOut,
+    /// The connection failed otherwise.
+    Other,
+}
+
+/// A live server that could not be reached: its URL, why, and what the
+/// connection's layers said. Never reported as a missing answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot reach {url}: {}", self.explain())]
+pub struct Unreachable {
+    pub url: String,
+    pub cause: UnreachableCause,
+    /// The causes below the client's own words (`tcp connect error: Connection
+    /// refused (os error 111)`, `invalid peer certificate: UnknownIssuer`).
+    pub detail: String,
+}
+
+impl Unreachable {
+    /// A stable machine-readable code, one per cause.
+    pub fn code(&self) -> &'static str {
+        match self.cause {
+            UnreachableCause::Refused => "UNREACHABLE_REFUSED",
+            UnreachableCause::Dns => "UNREACHABLE_DNS",
+            UnreachableCause::Certificate => "UNREACHABLE_CERTIFICATE",
+            UnreachableCause::Tls => "UNREACHABLE_TLS",
+            UnreachableCause::TimedOut => "UNREACHABLE_TIMEOUT",
+            UnreachableCause::Other => "UNREACHABLE",
+        }
+    }
+
+    /// Always [`ErrorClass::Unreachable`].
+    pub fn class(&self) -> ErrorClass {
+        ErrorClass::Unreachable
+    }
+
+    fn explain(&self) -> String {
+        let detail = &self.detail;
+        match self.cause {
+            UnreachableCause::Refused => {
+                format!("the connection was refused ({detail}); is the server running on that port?")
+            }
+            UnreachableCause::Dns => format!("the host name did not resolve ({detail})"),
+            UnreachableCause::Certificate => format!(
+                "its TLS certificate is not trusted ({detail}); pass its CA with --ca-file PATH or SSL_CERT_FILE"
+            ),
+            UnreachableCause::Tls => format!("the TLS handshake failed ({detail})"),
+            UnreachableCause::TimedOut => format!("no connection within the connect timeout ({detail})"),
+            UnreachableCause::Other => format!("the connection failed ({detail})"),
         }
     }
 }
@@ -233,7 +317,7 @@ impl PointerError {
     }
 }
 
-dshkit_os::classified!(CassetteError, EchoError, ContractError, PointerError);
+dshkit_os::classified!(CassetteError, EchoError, Unreachable, ContractError, PointerError);
 
 #[cfg(test)]
 mod tests {
@@ -333,11 +417,76 @@ mod tests {
                 ErrorClass::Runtime,
             ),
             (EchoError::NoLiveServer, "NO_LIVE_SERVER", ErrorClass::Refused),
+            (
+                EchoError::BadUrl {
+                    url: "ftp://x".into(),
+                    reason: "not http".into(),
+                },
+                "BAD_URL",
+                ErrorClass::Refused,
+            ),
+            (
+                EchoError::CaFile {
+                    path: "ca.pem".into(),
+                    reason: "not found".into(),
+                },
+                "CA_FILE_UNREADABLE",
+                ErrorClass::Refused,
+            ),
+            (
+                EchoError::TlsSetup {
+                    url: "https://x/mcp".into(),
+                    error: "no roots".into(),
+                },
+                "TLS_SETUP_FAILED",
+                ErrorClass::Refused,
+            ),
         ];
         for (error, code, class) in table {
             assert_eq!(error.code(), code, "{error}");
             assert_eq!(error.class(), class, "{error}");
             assert_eq!(error.kind(), class, "{error}");
+        }
+    }
+
+    #[test]
+    fn an_unreachable_server_has_a_code_per_cause_its_own_class_and_names_its_url() {
+        let table = [
+            (
+                UnreachableCause::Refused,
+                "UNREACHABLE_REFUSED",
+                "is the server running",
+            ),
+            (UnreachableCause::Dns, "UNREACHABLE_DNS", "did not resolve"),
+            (
+                UnreachableCause::Certificate,
+                "UNREACHABLE_CERTIFICATE",
+                "--ca-file PATH or SSL_CERT_FILE",
+            ),
+            (UnreachableCause::Tls, "UNREACHABLE_TLS", "TLS handshake failed"),
+            (
+                UnreachableCause::TimedOut,
+                "UNREACHABLE_TIMEOUT",
+                "connect timeout",
+            ),
+            (UnreachableCause::Other, "UNREACHABLE", "connection failed"),
+        ];
+        for (cause, code, words) in table {
+            let error = EchoError::from(Unreachable {
+                url: "https://127.0.0.1:9/mcp".into(),
+                cause,
+                detail: "what the layers said".into(),
+            });
+            assert_eq!((error.code(), error.class()), (code, ErrorClass::Unreachable));
+            let text = error.to_string();
+            assert!(
+                text.starts_with("cannot reach https://127.0.0.1:9/mcp: "),
+                "{text}"
+            );
+            assert!(
+                text.contains(words) && text.contains("what the layers said"),
+                "{text}"
+            );
         }
     }
 

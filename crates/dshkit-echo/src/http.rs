@@ -20,6 +20,7 @@ use crate::live_request::{LiveRequest, Read};
 use crate::passthrough::Live;
 use crate::recorder::{RecordOptions, RecordSummary, Recorder};
 use crate::replay::{MISS_CODE, ReplayOptions, Replayer, Reply, parse_error};
+use crate::upstream::{Client, SendError, Upstream};
 
 /// Largest request body accepted (bytes).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -321,8 +322,7 @@ impl SseParser {
 }
 
 struct Proxy {
-    upstream: String,
-    client: reqwest::Client,
+    client: Client,
     recorder: Mutex<Recorder>,
     /// The Host and Origin values served.
     names: LoopbackNames,
@@ -339,12 +339,13 @@ impl RecordingProxy {
     }
 }
 
-/// Binds a loopback proxy for `upstream` (an `http://…/mcp` URL): every request is
-/// forwarded unchanged, every response streamed back chunk by chunk as it arrives
-/// and recorded on the way.
+/// Binds a loopback proxy for `upstream` (an `http://…/mcp` or `https://…/mcp`
+/// URL): every request is forwarded unchanged, every response streamed back
+/// chunk by chunk as it arrives and recorded on the way. A server that cannot
+/// be reached is refused before anything is bound ([`EchoError::Unreachable`]).
 pub async fn bind_recorder(
     port: u16,
-    upstream: &str,
+    upstream: &Upstream,
     options: RecordOptions,
 ) -> Result<
     (
@@ -355,6 +356,8 @@ pub async fn bind_recorder(
     EchoError,
 > {
     options.refuse_to_overwrite()?;
+    let client = upstream.client()?;
+    client.probe().await?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .map_err(EchoError::io("the recording listener"))?;
@@ -362,8 +365,7 @@ pub async fn bind_recorder(
         .local_addr()
         .map_err(EchoError::io("the recording listener"))?;
     let proxy = Arc::new(Proxy {
-        upstream: upstream.to_owned(),
-        client: reqwest::Client::new(),
+        client,
         recorder: Mutex::new(Recorder::new(options, "http")),
         names: LoopbackNames::new(address.port(), [], []),
     });
@@ -392,29 +394,29 @@ async fn forward(
             one => recorder.on_client(one),
         }
     }
-    let mut request = proxy.client.request(method, &proxy.upstream).body(body);
-    for (name, value) in &headers {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
-            request = request.header(name, value);
-        }
-    }
-    let upstream = match request.send().await {
+    let forwarded = headers
+        .iter()
+        .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()));
+    let upstream = match proxy.client.send(method, forwarded, body).await {
         Ok(response) => response,
-        Err(e) => {
-            return status(
-                StatusCode::BAD_GATEWAY,
-                &format!("the recorded server did not answer: {e}"),
-            );
+        Err(why) => {
+            tracing::warn!(%why, "answered 502");
+            let why = match why {
+                SendError::Unreachable(unreachable) => unreachable.to_string(),
+                SendError::Failed(why) => format!("the recorded server did not answer: {why}"),
+            };
+            return status(StatusCode::BAD_GATEWAY, &why);
         }
     };
-    let code = upstream.status();
-    let is_sse = upstream
-        .headers()
+    let (head, body) = upstream.into_parts();
+    let is_sse = head
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let mut response = Response::builder().status(code.as_u16());
-    for (name, value) in upstream.headers() {
+    let mut response = Response::builder().status(head.status.as_u16());
+    for (name, value) in &head.headers {
         if !HOP_BY_HOP.contains(&name.as_str()) {
             response = response.header(name, value);
         }
@@ -422,8 +424,9 @@ async fn forward(
     let recorder = Arc::clone(&proxy);
     let mut sse = SseParser::default();
     let mut json_body: Vec<u8> = Vec::new();
-    let chunks = futures::StreamExt::map(upstream.bytes_stream(), move |chunk| {
-        if let Ok(bytes) = &chunk {
+    // Each chunk goes on as it arrives, and is recorded on the way.
+    let chunks = http_body_util::BodyExt::map_frame(body, move |frame| {
+        if let Some(bytes) = frame.data_ref() {
             if is_sse {
                 let messages = sse.feed(bytes);
                 let mut recorder = recorder.recorder.lock().expect("lock");
@@ -442,9 +445,9 @@ async fn forward(
                 }
             }
         }
-        chunk
+        frame
     });
-    response.body(Body::from_stream(chunks)).unwrap_or_else(|_| {
+    response.body(Body::new(chunks)).unwrap_or_else(|_| {
         status(
             StatusCode::BAD_GATEWAY,
             "the recorded server's answer could not be passed on",

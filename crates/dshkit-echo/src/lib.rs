@@ -23,6 +23,8 @@
 //! - [`stdio`]: the recording proxy and the replaying server over stdio;
 //! - [`http`]: the replaying server and the recording proxy over Streamable HTTP;
 //! - [`lint`]: cassette checks and the readable timeline;
+//! - [`upstream`]: a live server over HTTP: its URL, the CAs an `https://` one
+//!   is checked against, the client built for it, what a failed connection means;
 //! - [`verify`]: the recorded requests sent to the live server, the answers compared;
 //! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison;
 //! - [`contract`]: tool contracts, snapshotted and diffed;
@@ -53,6 +55,7 @@ pub mod replay;
 mod server_process;
 pub mod show;
 pub mod stdio;
+pub mod upstream;
 pub mod verify;
 pub mod volatile;
 pub mod workspace;

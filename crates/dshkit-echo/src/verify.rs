@@ -17,7 +17,9 @@ use crate::cassette::{Record, Records};
 use crate::error::{EchoError, PointerError};
 use crate::json_diff::differing_pointers;
 use crate::redact::Redactor;
+use crate::upstream::{Client, SendError, Upstream};
 pub use crate::volatile::Normaliser;
+use http::{HeaderName, HeaderValue, header};
 
 /// Longest wait for one answer.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -158,11 +160,20 @@ pub fn compare(recorded: &Value, live: &Value) -> (Outcome, Vec<String>) {
 pub enum Target {
     /// Started from this argv, spoken to over stdio.
     Stdio(Vec<String>),
-    /// A Streamable HTTP endpoint (`http://…/mcp`).
-    Http(String),
+    /// A Streamable HTTP endpoint (`http://…/mcp` or `https://…/mcp`).
+    Http(Upstream),
 }
 
-#[expect(clippy::large_enum_variant, reason = "one value per verification")]
+/// What the live server did with a request.
+#[derive(Debug)]
+enum Heard {
+    /// Its answer.
+    Answer(Value),
+    /// No answer, and why: the wait ran out, the server closed its side, or
+    /// it answered something that is not the answer (an HTTP error status).
+    Nothing(String),
+}
+
 enum Live {
     Stdio {
         child: crate::server_process::ServerProcess,
@@ -170,8 +181,7 @@ enum Live {
         stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
     },
     Http {
-        client: reqwest::Client,
-        url: String,
+        client: Client,
         session: Option<String>,
     },
 }
@@ -179,9 +189,8 @@ enum Live {
 impl Live {
     fn start(target: &Target) -> Result<Self, EchoError> {
         match target {
-            Target::Http(url) => Ok(Self::Http {
-                client: reqwest::Client::new(),
-                url: url.clone(),
+            Target::Http(upstream) => Ok(Self::Http {
+                client: upstream.client()?,
                 session: None,
             }),
             Target::Stdio(argv) => {
@@ -205,51 +214,79 @@ impl Live {
         }
     }
 
-    /// Sends `message`; for a request, returns the answer with its id (or `None`).
-    async fn send(&mut self, message: &Value) -> Option<Value> {
+    /// Sends `message`; for a request, what the server answered with its id.
+    /// A server that cannot be reached at all fails the verification
+    /// ([`EchoError::Unreachable`]): that is no missing answer.
+    async fn send(&mut self, message: &Value) -> Result<Heard, EchoError> {
         let id = message.get("id").cloned();
         match self {
             Self::Stdio { stdin, stdout, .. } => {
                 let mut frame = serde_json::to_string(message).expect("JSON");
                 frame.push('\n');
-                stdin.write_all(frame.as_bytes()).await.ok()?;
-                let id = id?;
-                tokio::time::timeout(ANSWER_TIMEOUT, async {
-                    while let Ok(Some(text)) = stdout.next_line().await {
-                        if let Ok(answer) = serde_json::from_str::<Value>(&text)
-                            && answer.get("method").is_none()
-                            && answer["id"] == id
-                        {
-                            return Some(answer);
+                if let Err(e) = stdin.write_all(frame.as_bytes()).await {
+                    return Ok(Heard::Nothing(format!("the server's stdin is closed ({e})")));
+                }
+                let Some(id) = id else {
+                    return Ok(Heard::Nothing("a notification has no answer".into()));
+                };
+                let answer = tokio::time::timeout(ANSWER_TIMEOUT, async {
+                    loop {
+                        match stdout.next_line().await {
+                            Ok(Some(text)) => {
+                                if let Ok(answer) = serde_json::from_str::<Value>(&text)
+                                    && answer.get("method").is_none()
+                                    && answer["id"] == id
+                                {
+                                    return Heard::Answer(answer);
+                                }
+                            }
+                            Ok(None) => return Heard::Nothing("the server closed its stdout".into()),
+                            Err(e) => return Heard::Nothing(format!("the server's stdout failed ({e})")),
                         }
                     }
-                    None
                 })
-                .await
-                .ok()
-                .flatten()
+                .await;
+                Ok(answer.unwrap_or_else(|_| Heard::Nothing(no_answer_in_time())))
             }
-            Self::Http { client, url, session } => {
-                let mut request = client
-                    .post(url.as_str())
-                    .header("Content-Type", "application/json")
-                    .header("Accept", "application/json, text/event-stream")
-                    .timeout(ANSWER_TIMEOUT)
-                    .body(message.to_string());
-                if let Some(session) = session.as_deref() {
-                    request = request.header("Mcp-Session-Id", session);
+            Self::Http { client, session } => {
+                let mut headers = vec![
+                    (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+                    (
+                        header::ACCEPT,
+                        HeaderValue::from_static("application/json, text/event-stream"),
+                    ),
+                ];
+                if let Some(session) = session.as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
+                    headers.push((HeaderName::from_static("mcp-session-id"), session));
                 }
-                let response = request.send().await.ok()?;
-                if let Some(value) = response
-                    .headers()
-                    .get("mcp-session-id")
-                    .and_then(|v| v.to_str().ok())
-                {
+                let exchange = async {
+                    let response = client
+                        .send(http::Method::POST, headers, message.to_string().into())
+                        .await?;
+                    let (head, body) = response.into_parts();
+                    let body = http_body_util::BodyExt::collect(body)
+                        .await
+                        .map_err(|e| SendError::Failed(format!("the answer broke off ({e})")))?
+                        .to_bytes();
+                    Ok::<_, SendError>((head, body))
+                };
+                let (head, body) = match tokio::time::timeout(ANSWER_TIMEOUT, exchange).await {
+                    Ok(Ok(answered)) => answered,
+                    Ok(Err(SendError::Unreachable(unreachable))) => return Err(unreachable.into()),
+                    Ok(Err(SendError::Failed(why))) => {
+                        return Ok(Heard::Nothing(format!("the request failed ({why})")));
+                    }
+                    Err(_) => return Ok(Heard::Nothing(no_answer_in_time())),
+                };
+                if let Some(value) = head.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
                     *session = Some(value.to_owned());
                 }
-                let body = response.text().await.ok()?;
-                let id = id?;
-                serde_json::from_str::<Value>(&body)
+                let status = head.status;
+                let body = String::from_utf8_lossy(&body);
+                let Some(id) = id else {
+                    return Ok(Heard::Nothing("a notification has no answer".into()));
+                };
+                let answer = serde_json::from_str::<Value>(&body)
                     .ok()
                     .filter(|v| v["id"] == id)
                     .or_else(|| {
@@ -257,7 +294,15 @@ impl Live {
                             .filter_map(|l| l.strip_prefix("data:"))
                             .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
                             .find(|v| v.get("method").is_none() && v["id"] == id)
-                    })
+                    });
+                Ok(match answer {
+                    Some(answer) => Heard::Answer(answer),
+                    None if !status.is_success() => Heard::Nothing(format!(
+                        "HTTP {status}: {}",
+                        body.chars().take(MAX_DETAIL_CHARS).collect::<String>()
+                    )),
+                    None => Heard::Nothing(format!("HTTP {status} without the answer")),
+                })
             }
         }
     }
@@ -268,6 +313,13 @@ impl Live {
             let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
         }
     }
+}
+
+/// Most characters of an HTTP error body quoted in a check's detail.
+pub const MAX_DETAIL_CHARS: usize = 200;
+
+fn no_answer_in_time() -> String {
+    format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())
 }
 
 /// Sends every recorded request to the live server, in order, and compares the
@@ -296,7 +348,7 @@ pub async fn verify<R: std::io::BufRead>(
         // The live server is here: it gets this machine's paths.
         paths.expand_value(&mut request);
         request["id"] = json!(format!("dshkit-verify-{}", interaction.ordinal));
-        let answer = live.send(&request).await;
+        let answer = live.send(&request).await?;
         let check = |outcome, paths, detail| Check {
             ordinal: interaction.ordinal,
             method: method.clone(),
@@ -306,7 +358,7 @@ pub async fn verify<R: std::io::BufRead>(
             detail,
         };
         let check = match (answer, interaction.responses.last()) {
-            (Some(mut now), Some(then)) => {
+            (Heard::Answer(mut now), Some(then)) => {
                 let mut then = then.clone();
                 redactor.value(&mut now);
                 for answer in [&mut now, &mut then] {
@@ -318,12 +370,8 @@ pub async fn verify<R: std::io::BufRead>(
                 let (outcome, paths) = compare(&then, &now);
                 check(outcome, paths, None)
             }
-            (None, _) => check(
-                Outcome::Missing,
-                Vec::new(),
-                Some(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())),
-            ),
-            (Some(_), None) => check(
+            (Heard::Nothing(why), _) => check(Outcome::Missing, Vec::new(), Some(why)),
+            (Heard::Answer(_), None) => check(
                 Outcome::Changed,
                 Vec::new(),
                 Some("the recording holds no answer to compare with".into()),
@@ -332,7 +380,7 @@ pub async fn verify<R: std::io::BufRead>(
         // The handshake is complete once initialize is answered.
         if interaction.request["method"] == "initialize" {
             live.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                .await;
+                .await?;
         }
         checks.push(check);
     }

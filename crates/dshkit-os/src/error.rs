@@ -22,6 +22,11 @@ pub enum ErrorClass {
     /// fine; running again may succeed once the cause is gone (an error's
     /// `is_retryable` says where retrying as is makes sense). Exit code 4.
     Runtime,
+    /// A server dshkit was told to reach could not be reached: the connection
+    /// was refused, the name did not resolve, the TLS handshake failed or the
+    /// server's certificate is not trusted. Nothing was asked of it; running
+    /// again succeeds once the server is up, named right or trusted. Exit code 6.
+    Unreachable,
 }
 
 /// A domain error that says what it is: a stable code for programs and the

@@ -21,7 +21,7 @@ pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("DSHKIT
 #[derive(Debug, Parser)]
 #[command(name = "dshkit", version = VERSION, propagate_version = true, max_term_width = 100)]
 #[command(
-    after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED.\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
+    after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED, 6 a server could not be reached (echo record --http, echo verify --url).\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
 )]
 pub(crate) struct Cli {
     /// Print machine-readable JSON instead of text.
@@ -77,13 +77,17 @@ pub(crate) enum EchoCommand {
         /// all: record again, replacing the cassette when done.
         #[arg(long, value_enum, default_value = "once")]
         mode: ModeArg,
-        /// Record a Streamable HTTP server at URL instead: a loopback proxy on
+        /// Record a Streamable HTTP server at URL (http:// or https://) instead: a loopback proxy on
         /// --port (default: a free port) prints `dshkit echo: http://127.0.0.1:PORT/mcp`
         /// and records until SIGINT/SIGTERM.
         #[arg(long, value_name = "URL", conflicts_with = "argv")]
         http: Option<String>,
         #[arg(long, value_name = "PORT", default_value_t = 0, requires = "http")]
         port: u16,
+        /// A PEM file of CAs to trust for an https:// --http, besides the
+        /// system's and SSL_CERT_FILE's (repeatable).
+        #[arg(long = "ca-file", value_name = "PATH", requires = "http")]
+        ca_files: Vec<PathBuf>,
         #[command(flatten)]
         redaction: RedactionArgs,
         /// The real server's command line (stdio).
@@ -136,12 +140,18 @@ pub(crate) enum EchoCommand {
     /// Send the recorded requests to the live server and compare its answers
     /// (timestamps, UUIDs and epochs normalised): MATCH, CHANGED,
     /// ERROR-SHAPE-CHANGED or MISSING per request. Exit 0 clean, 1 drift, 2 error,
-    /// 3 refused input (an --ignore that is no JSON pointer).
+    /// 3 refused input (an --ignore that is no JSON pointer), 6 the --url server
+    /// could not be reached.
     Verify {
         cassette: PathBuf,
-        /// A live Streamable HTTP server (`http://…/mcp`) instead of a command.
+        /// A live Streamable HTTP server (`http://…/mcp` or `https://…/mcp`)
+        /// instead of a command.
         #[arg(long, value_name = "URL", conflicts_with = "argv")]
         url: Option<String>,
+        /// A PEM file of CAs to trust for an https:// --url, besides the
+        /// system's and SSL_CERT_FILE's (repeatable).
+        #[arg(long = "ca-file", value_name = "PATH", requires = "url")]
+        ca_files: Vec<PathBuf>,
         /// A member of each answer expected to change, left out of the
         /// comparison: a JSON pointer into the answer, e.g.
         /// /result/structuredContent/requestId (repeatable).

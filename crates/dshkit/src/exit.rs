@@ -18,6 +18,10 @@ pub const RUNTIME: u8 = 4;
 /// `verify` could not produce evidence (verdict UNVERIFIED): no browser, no
 /// screenshot, an incomplete requested diff. Not a pass and not an app failure.
 pub const UNVERIFIED: u8 = 5;
+/// A server dshkit was told to reach could not be reached (`echo record --http`,
+/// `echo verify --url`): refused, not resolved, TLS failed or its certificate is
+/// not trusted. The message names the URL and the cause.
+pub const UNREACHABLE: u8 = 6;
 
 /// The exit code of a failure of `class`: the one place an error's class
 /// becomes a number. Every domain error says its class
@@ -26,6 +30,7 @@ pub fn for_class(class: ErrorClass) -> u8 {
     match class {
         ErrorClass::Refused => REFUSED,
         ErrorClass::Runtime => RUNTIME,
+        ErrorClass::Unreachable => UNREACHABLE,
     }
 }
 
@@ -79,7 +84,11 @@ mod tests {
 
     #[test]
     fn each_class_has_its_documented_exit_code() {
-        for (class, code) in [(ErrorClass::Refused, 3), (ErrorClass::Runtime, 4)] {
+        for (class, code) in [
+            (ErrorClass::Refused, 3),
+            (ErrorClass::Runtime, 4),
+            (ErrorClass::Unreachable, 6),
+        ] {
             assert_eq!(for_class(class), code, "{class:?}");
             assert_eq!(
                 Failure::of_class(class, anyhow::anyhow!("x")).code,

@@ -66,8 +66,11 @@ fn report(failure: &exit::Failure) -> ExitCode {
 /// Logs go to stderr only: stdout carries MCP frames or command results.
 fn init_logging() {
     use std::io::IsTerminal;
+    // By default the platform's certificate verifier is quiet: it logs each
+    // certificate it rejects as an error, which Echo reports itself, with the
+    // URL and how to trust it (UNREACHABLE_CERTIFICATE).
     let filter = tracing_subscriber::EnvFilter::try_from_env(vars::DSHKIT_LOG)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rustls_platform_verifier=off"));
     let ansi = std::env::var_os(vars::NO_COLOR).is_none() && std::io::stderr().is_terminal();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -11,7 +11,9 @@ use dshkit_echo::redact::Redactor;
 use dshkit_echo::replay::{OnMiss, ReplayOptions, Timing};
 use dshkit_echo::show;
 use dshkit_echo::stdio::{Peer, record_stdio, replay, replay_stdio};
+use dshkit_echo::upstream::Upstream;
 use dshkit_echo::writer::RecordMode;
+use dshkit_os::error::ErrorClass;
 use tokio::io::BufReader;
 
 use crate::cli::{EchoCommand, ModeArg, OnMissArg, OverlayArgs, OverlayModeArg, RedactionArgs, TimingArg};
@@ -90,9 +92,10 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             mode,
             http: Some(url),
             port,
+            ca_files,
             redaction,
             ..
-        } => record_http_command(output, mode, &url, port, &redaction, out).await,
+        } => record_http_command(output, mode, &upstream(url, ca_files), port, &redaction, out).await,
         EchoCommand::Record {
             output,
             mode,
@@ -136,12 +139,13 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Verify {
             cassette: path,
             url,
+            ca_files,
             ignore,
             redaction,
             argv,
         } => {
             let target = match url {
-                Some(url) => dshkit_echo::verify::Target::Http(url),
+                Some(url) => dshkit_echo::verify::Target::Http(upstream(url, ca_files)),
                 None => dshkit_echo::verify::Target::Stdio(argv),
             };
             let ignore = ignore
@@ -166,10 +170,17 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
     }
 }
 
+/// The live HTTP server at `url`, trusting the system's CAs, `SSL_CERT_FILE`'s
+/// and each `--ca-file`.
+fn upstream(url: String, ca_files: Vec<std::path::PathBuf>) -> Upstream {
+    let ssl_cert_file = std::env::var_os(dshkit_echo::upstream::SSL_CERT_FILE).map(Into::into);
+    Upstream::new(url, ssl_cert_file, ca_files)
+}
+
 async fn record_http_command(
     output: std::path::PathBuf,
     mode: ModeArg,
-    url: &str,
+    upstream: &Upstream,
     port: u16,
     redaction: &RedactionArgs,
     out: Output,
@@ -189,7 +200,7 @@ async fn record_http_command(
         mode,
         redactor: recording_redactor(redaction)?,
     };
-    let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, url, options)
+    let (address, proxy, serving) = dshkit_echo::http::bind_recorder(port, upstream, options)
         .await
         .map_err(Failure::from)?;
     serve_until_signal(address, serving, out).await?;
@@ -325,7 +336,9 @@ async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
     Ok(exit::SUCCESS)
 }
 
-/// Exit code of `echo verify` when it could not run (JSON-RPC-style: 2 = error).
+/// Exit code of `echo verify` when it could not run (JSON-RPC-style: 2 = error);
+/// a server it could not reach exits as every unreachable one does
+/// ([`exit::UNREACHABLE`]).
 const VERIFY_ERROR: u8 = 2;
 
 async fn verify_command(
@@ -338,7 +351,10 @@ async fn verify_command(
         Ok(verified) => verified,
         Err(e) => {
             note(&format!("error: {e}"));
-            return Ok(VERIFY_ERROR);
+            return Ok(match e.class() {
+                ErrorClass::Unreachable => exit::for_class(ErrorClass::Unreachable),
+                ErrorClass::Refused | ErrorClass::Runtime => VERIFY_ERROR,
+            });
         }
     };
     if out.json {

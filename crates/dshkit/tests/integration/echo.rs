@@ -18,7 +18,7 @@ fn everything(peers: &Peers) -> PathBuf {
 }
 
 /// The SDK client's report of one session against `server argv`.
-fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
+pub(crate) fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
     let out = output(
         Command::new(peers.node())
             .arg(peers.script("echo-client.mjs"))
@@ -32,7 +32,7 @@ fn sdk_session(peers: &Peers, home: &Path, argv: &[&str]) -> Value {
 }
 
 /// The SDK client's report of one session with the server at `url` (Streamable HTTP).
-fn sdk_session_http(peers: &Peers, home: &Path, url: &str) -> Value {
+pub(crate) fn sdk_session_http(peers: &Peers, home: &Path, url: &str) -> Value {
     let out = output(
         Command::new(peers.node())
             .arg(peers.script("echo-client.mjs"))
