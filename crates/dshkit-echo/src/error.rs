@@ -130,9 +130,7 @@ pub enum EchoError {
     BadUrl { url: String, reason: String },
     #[error("--ca-file/SSL_CERT_FILE {path}: {reason}")]
     CaFile { path: PathBuf, reason: String },
-    #[error(
-        "cannot set up TLS for {url}: {error}; pass the server's CA with --ca-file PATH or SSL_CERT_FILE"
-    )]
+    #[error("cannot set up TLS for {url}: {error}")]
     TlsSetup { url: String, error: String },
 }
 

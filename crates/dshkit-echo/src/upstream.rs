@@ -21,7 +21,7 @@ use crate::error::{EchoError, Unreachable, UnreachableCause};
 /// Node read it.
 pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 
-/// Longest wait for a connection (TCP and the TLS handshake) to the live server.
+/// Longest wait for the TCP connection to the live server.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest wait for the first answer of the reachability check of `record --http`.
@@ -120,7 +120,11 @@ impl Upstream {
         }
         let provider = Arc::new(rustls_graviola::default_provider());
         let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(roots, Arc::clone(&provider))
-            .map_err(|e| self.setup(&e))?;
+            .map_err(|e| {
+                self.setup(&format!(
+                    "{e}; pass the server's CA with --ca-file PATH or SSL_CERT_FILE"
+                ))
+            })?;
         // ALPN (HTTP/1.1 only) is the connector's to set.
         Ok(rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
