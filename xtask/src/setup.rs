@@ -162,7 +162,9 @@ fn openssl() -> anyhow::Result<()> {
         return Ok(());
     }
     if !is_root() {
-        bail!("openssl is missing (the TLS tests make their certificates with it); run: sudo apt-get install -y openssl");
+        bail!(
+            "openssl is missing (the TLS tests make their certificates with it); run: sudo apt-get install -y openssl"
+        );
     }
     quiet_step(
         "openssl (apt-get update)",

@@ -5,7 +5,8 @@
 //! - [`dsh`]: the DSH package behind a launcher, the DSH home and its profiles.
 //! - [`disk`]: the evidence root, its writability and free space.
 //! - [`doctor`]: all of the above as one report, each missing piece with its fix.
-//! - [`settings`]: dshkit's own settings file, validated.
+//! - [`settings`]: dshkit's own settings file, validated;
+//!   [`settings_view`]: each setting with its rule and default, for people.
 //! - [`resolve`]: flags over environment over the settings file over defaults,
 //!   the one resolver every entry point uses.
 //!
@@ -19,6 +20,7 @@ mod env;
 pub mod locate;
 pub mod resolve;
 pub mod settings;
+pub mod settings_view;
 pub mod vars;
 
 pub use command::{

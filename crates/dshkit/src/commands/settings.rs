@@ -1,8 +1,8 @@
 //! `dshkit settings`, `dshkit settings set --fields JSON` and `--value JSON`:
 //! each setting with its rule, default and value, and what a change moved.
 
-use dshkit_env::settings::{self, FIELDS, Settings, SettingsError};
-use dshkit_env::{Environment, vars};
+use dshkit_env::settings::{self, SettingsError};
+use dshkit_env::{Environment, settings_view};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{SettingsArgs, SettingsCommand};
@@ -64,7 +64,7 @@ fn show_or_change(args: SettingsArgs, out: Output) -> Result<u8, Failure> {
             (stored, changed)
         }
     };
-    let fields = described(&env, &stored);
+    let fields = settings_view::described(&env, &stored, crate::config::default_of);
     if out.json {
         let mut answer = json!({ "path": path, "settings": stored, "fields": fields });
         if let Some(changed) = &changed {
@@ -72,86 +72,8 @@ fn show_or_change(args: SettingsArgs, out: Output) -> Result<u8, Failure> {
             answer["applies"] = json!(APPLIES);
         }
         out.json(&answer);
-        return Ok(exit::SUCCESS);
+    } else {
+        out.write(&settings_view::text(&path, &fields, changed.as_deref(), APPLIES));
     }
-    let mut text = String::new();
-    if let Some(changed) = &changed {
-        if changed.is_empty() {
-            text.push_str("Nothing changed.\n");
-        }
-        for change in changed {
-            text.push_str(&format!(
-                "Changed {}: {} -> {}\n",
-                change.label,
-                shown(change.from.as_ref()),
-                shown(change.to.as_ref())
-            ));
-        }
-        if !changed.is_empty() {
-            text.push_str(&format!("({APPLIES})\n"));
-        }
-    }
-    text.push_str(&format!("{}:\n", path.display()));
-    for field in &fields {
-        text.push_str(&format!(
-            "  {:<24} {}  [{}; default {}]{}\n",
-            field["key"].as_str().unwrap_or_default(),
-            shown(field.get("value").filter(|v| !v.is_null())),
-            field["rule"].as_str().unwrap_or_default(),
-            shown(field.get("default").filter(|v| !v.is_null())),
-            field["overriddenBy"]
-                .as_str()
-                .map(|by| format!(" (overridden by {by})"))
-                .unwrap_or_default(),
-        ));
-    }
-    out.write(&text);
     Ok(exit::SUCCESS)
-}
-
-/// Every setting as a person reads it: key, label, help, rule in words,
-/// default, stored value (`null`: the default), and what overrides it.
-fn described(env: &Environment, stored: &Settings) -> Vec<Value> {
-    let values = serde_json::to_value(stored).unwrap_or_default();
-    FIELDS
-        .iter()
-        .map(|f| {
-            let default = match f.key {
-                "evidenceRoot" => dshkit_env::disk::default_evidence_root(env).map(|p| json!(p)),
-                key => crate::config::default_of(key),
-            };
-            let mut field = json!({
-                "key": f.key,
-                "label": f.label,
-                "help": f.help,
-                "rule": f.rule.describe(),
-                "default": default,
-                "value": values.get(f.key),
-            });
-            if let dshkit_env::settings::Rule::Whole { low, high, unit } = f.rule {
-                field["min"] = json!(low);
-                field["max"] = json!(high);
-                field["unit"] = json!(unit);
-            }
-            if f.key == "evidenceRoot" && env.get(vars::DSHKIT_EVIDENCE_ROOT).is_some() {
-                field["overriddenBy"] = json!(vars::DSHKIT_EVIDENCE_ROOT);
-            }
-            field
-        })
-        .collect()
-}
-
-/// A value for the text output (`default` when absent).
-fn shown(value: Option<&Value>) -> String {
-    match value {
-        None => "default".to_owned(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) if items.is_empty() => "none".to_owned(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Some(other) => other.to_string(),
-    }
 }
