@@ -57,6 +57,12 @@ const DEVTOOLS_ENDPOINT = '127.0.0.1:43127';
 const MAX_TRACKED_CALLS = 64;
 /** Recent verification reports whose images the UI may fetch (older ones are dropped). */
 const MAX_KNOWN_REPORTS = 32;
+/** The file under the binary's state directory that keeps the views' state across restarts. */
+const STATE_FILE = 'live-preview.json';
+/** Its shape's version: another one is not read. */
+const STATE_VERSION = 1;
+/** Largest state file read (32 reports and 32 verdicts are a few dozen KB). */
+const MAX_STATE_BYTES = 1024 * 1024;
 /** Conversations whose latest verification the Live Preview keeps (the least recently used is dropped). */
 const MAX_CONVERSATIONS = 32;
 /** Dev servers remembered per conversation (the runtime itself holds at most 8). */
@@ -81,11 +87,13 @@ export async function apply(ctx, config) {
   // start would have no head start on that call: it launches on demand instead.
   const sidecar = new Sidecar(ctx, [binary, 'mcp', '--stdio', '--no-prewarm'], env);
   ctx.effect(() => () => sidecar.stop(), 'dshkit sidecar');
-  const verifications = new Verifications();
+  const host = described.host;
+  // What the views must find again after DSH restarts (the cards' thumbnails,
+  // each conversation's latest verdict), kept where the binary says.
+  const verifications = new Verifications(host.stateDir ? path.join(host.stateDir, STATE_FILE) : undefined);
   const stages = new RunningStages();
   // The DevTools family only means something where the collector runs.
   const served = (entry) => entry?.family !== 'devtools' || config?.devtools === true;
-  const host = described.host;
 
   for (const tool of described.tools) {
     const seams = host.tools.find((t) => t.name === tool.name) ?? {};
@@ -289,12 +297,49 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
  * conversation has no Live Preview to show it.
  */
 class Verifications {
-  constructor() {
+  constructor(stateFile) {
+    this.stateFile = stateFile;
     this.latest = new Map(); // conversation id -> { args, summary }
     this.reports = new Map(); // report path -> { conversation, images: { screenshot, reference, current, diff, live? } }
     this.frames = new Map(); // app origin -> framing verdict
     this.servers = new Map(); // conversation id -> ids of the dev servers it started
     this.starting = new Map(); // conversation id -> Map(call id -> what the approved start runs)
+    this.restore();
+  }
+
+  /** The reports and latest verdicts kept before DSH restarted; a damaged file is set aside. */
+  restore() {
+    if (!this.stateFile) return;
+    let kept;
+    try {
+      kept = JSON.parse(Buffer.from(readBounded(this.stateFile, MAX_STATE_BYTES)).toString('utf8'));
+    } catch (error) {
+      if (error?.code !== 'ENOENT') console.warn(`[dshkit] ${this.stateFile} was not read (${error.message}); starting without it`);
+      return;
+    }
+    if (kept?.version !== STATE_VERSION) return;
+    const pairs = (list) => (Array.isArray(list) ? list : []).filter((e) => Array.isArray(e) && typeof e[0] === 'string' && e[1] && typeof e[1] === 'object');
+    for (const [report, entry] of pairs(kept.reports).slice(-MAX_KNOWN_REPORTS)) {
+      if (typeof entry.conversation === 'string' && entry.images && typeof entry.images === 'object') this.reports.set(report, entry);
+    }
+    for (const [conversation, entry] of pairs(kept.latest).slice(-MAX_CONVERSATIONS)) {
+      if (entry.summary && typeof entry.summary === 'object') this.latest.set(conversation, entry);
+    }
+  }
+
+  /** Keeps the reports and latest verdicts for after a restart (written atomically; a failure is logged, never thrown). */
+  keep() {
+    if (!this.stateFile) return;
+    const text = JSON.stringify({ version: STATE_VERSION, reports: [...this.reports], latest: [...this.latest] });
+    const temporary = `${this.stateFile}.${process.pid}.tmp`;
+    try {
+      fs.mkdirSync(path.dirname(this.stateFile), { recursive: true });
+      fs.writeFileSync(temporary, text, { mode: 0o600 });
+      fs.renameSync(temporary, this.stateFile);
+    } catch (error) {
+      console.warn(`[dshkit] could not keep the Live Preview's state in ${this.stateFile}: ${error.message}`);
+      fs.rmSync(temporary, { force: true });
+    }
   }
 
   /** An approved start of `conversation` is running: its Live Preview shows it as starting. */
@@ -360,6 +405,7 @@ class Verifications {
         at: Date.now(),
       },
     }, MAX_CONVERSATIONS);
+    this.keep();
   }
 
   /**
@@ -372,6 +418,7 @@ class Verifications {
     const known = this.reports.get(latest.summary.report);
     if (known?.conversation === conversation && screenshot) known.images.live = screenshot;
     latest.summary.live = { ...page, hasImage: Boolean(known?.images.live), at: Date.now() };
+    this.keep();
   }
 
   /** The latest verification of `conversation`, now its most recently used, or undefined. */
@@ -840,7 +887,7 @@ function render(value) {
 /** Reads a file of at most `limit` bytes; a bigger one is refused, not cut. */
 function readBounded(file, limit) {
   const size = fs.statSync(file).size;
-  if (size > limit) throw new Error(`${size} bytes is above DSH's ${limit}-byte attachment limit`);
+  if (size > limit) throw new Error(`${file} is ${size} bytes, above the ${limit}-byte limit`);
   return new Uint8Array(fs.readFileSync(file));
 }
 

@@ -15,6 +15,9 @@ use crate::{Environment, disk, dsh, vars};
 
 /// The directory under the DSH home where DevTools collectors register.
 pub const DEVTOOLS_DIR_NAME: &str = "dshkit-devtools";
+/// The directory under the DSH home where the DSH plugin keeps what its views
+/// must find again after DSH restarts.
+pub const PLUGIN_STATE_DIR_NAME: &str = "dshkit-plugin";
 
 /// What the command line said (each `None` or empty: not given).
 #[derive(Debug, Clone, Default)]
@@ -127,6 +130,14 @@ pub fn devtools_dir(env: &Environment) -> PathBuf {
     dsh::home(env)
         .unwrap_or_else(|| ".dsh".into())
         .join(DEVTOOLS_DIR_NAME)
+}
+
+/// Where the DSH plugin keeps its state: `<DSH home>/dshkit-plugin`, the DSH
+/// home found as for [`devtools_dir`].
+pub fn plugin_state_dir(env: &Environment) -> PathBuf {
+    dsh::home(env)
+        .unwrap_or_else(|| ".dsh".into())
+        .join(PLUGIN_STATE_DIR_NAME)
 }
 
 #[cfg(test)]
@@ -245,5 +256,9 @@ mod tests {
         assert_eq!(devtools_dir(&env), PathBuf::from("/srv/dsh/dshkit-devtools"));
         let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
         assert_eq!(devtools_dir(&env), PathBuf::from("/home/u/.dsh/dshkit-devtools"));
+        assert_eq!(
+            plugin_state_dir(&env),
+            PathBuf::from("/home/u/.dsh/dshkit-plugin")
+        );
     }
 }

@@ -31,10 +31,12 @@
       text: "textbox", password: "textbox", number: "spinbutton", hidden: null }[(e.type || "text").toLowerCase()] ?? "textbox"),
   };
   const INTERACTIVE_ROLES = new Set(["link", "button", "textbox", "searchbox", "checkbox", "radio", "combobox",
-    "slider", "spinbutton", "switch", "tab", "menuitem", "option", "listbox"]);
+    "slider", "spinbutton", "switch", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "listbox",
+    "treeitem"]);
   // Containers get refs too, so a part of a large page can be shown on its own
   // (`snapshot {within: ref}`).
-  const SCOPES = new Set(["navigation", "main", "form", "dialog", "region", "list", "table", "group", "menu", "tablist"]);
+  const SCOPES = new Set(["navigation", "main", "form", "dialog", "region", "list", "table", "group", "menu", "tablist",
+    "tree"]);
   const clip = (s, n) => { s = (s || "").replace(/\s+/g, " ").trim(); return s.length > n ? s.slice(0, n) + "…" : s; };
   // Whether an element is shown (SHOWN), only what it holds may be (INSIDE: a box
   // of no size whose content overflows it, as a host whose root holds a fixed

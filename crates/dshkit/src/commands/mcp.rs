@@ -70,6 +70,12 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
                 "devtoolsDir".into(),
                 serde_json::json!(config.resolved.devtools_dir),
             );
+            // Where the plugin keeps what its views find again after a restart.
+            let env = dshkit_env::Environment::from_process();
+            host.insert(
+                "stateDir".into(),
+                serde_json::json!(dshkit_env::resolve::plugin_state_dir(&env)),
+            );
         }
         out.json(&described);
         return Ok(exit::SUCCESS);

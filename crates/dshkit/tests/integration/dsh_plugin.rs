@@ -563,5 +563,11 @@ fn the_binary_describes_the_host_seams_guidance_and_skills_the_plugin_interprets
         "the registry the plugin's collector registers in, resolved by the binary"
     );
     host["devtoolsDir"] = "(HOME)/.dsh/dshkit-devtools".into();
+    assert_eq!(
+        std::path::Path::new(host["stateDir"].as_str().unwrap()),
+        home.path().join(".dsh").join("dshkit-plugin"),
+        "where the plugin keeps its views' state, resolved by the binary"
+    );
+    host["stateDir"] = "(HOME)/.dsh/dshkit-plugin".into();
     insta::assert_json_snapshot!(host);
 }

@@ -630,6 +630,42 @@ fn an_approval_names_what_will_run_and_the_server_shows_starting_then_ready() {
 }
 
 #[test]
+fn after_dsh_restarts_the_card_still_shows_its_screenshot_and_the_live_preview_its_verdict() {
+    let peers = Peers::get();
+    let (home, dsh_home) = installed_home(&peers, "web");
+    let app = serve_page();
+    let model = model_verifying(&app);
+    let (web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.send("Verify the app.");
+    ui.wait_for("every criterion held");
+    ui.wait_for_outline("img \"dshkit screenshot\"");
+    let state = dsh_home.join("dshkit-plugin/live-preview.json");
+    assert!(state.is_file(), "the plugin kept its views' state");
+    drop(ui);
+    drop(web);
+
+    // A new DSH process on the same home: the conversation, opened again, shows
+    // the card's thumbnail and its Live Preview the verdict.
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    // The sidebar names it by its title and age ("dshkit checknow").
+    let outline = ui.wait_for_outline("treeitem \"dshkit check");
+    let name = outline
+        .split("treeitem \"")
+        .filter_map(|rest| rest.split('"').next())
+        .find(|name| name.starts_with("dshkit check"))
+        .unwrap_or_else(|| panic!("no conversation to open again in: {outline}"))
+        .to_owned();
+    ui.click_first("treeitem", &name);
+    ui.wait_for("every criterion held");
+    let chat = ui.wait_for_outline("img \"dshkit screenshot\"");
+    assert!(!chat.contains("no screenshot image is known"), "{chat}");
+    ui.keep_screenshot("verification-card-after-restart");
+    ui.click_past_notice("tab", "Live Preview", "button \"Verify\"");
+    ui.wait_for("Latest verdict:");
+    ui.wait_for("every criterion held and the evidence is complete");
+}
+
+#[test]
 fn a_failing_client_half_leaves_the_dsh_ui_working() {
     let peers = Peers::get();
     let (home, dsh_home) = installed_home(&peers, "web");
