@@ -321,6 +321,58 @@ window.__ModuleLoader__.load({
               : 'Live frames: waiting for the first…'));
     }
 
+    /**
+     * Start (the workspace's app) and Restart (one of this conversation's
+     * servers): the view first shows what would run, planned by dshkit, and the
+     * person's Start is the approval. Errors stay until dismissed or answered.
+     */
+    function StartControl({ rpc, conversation, servers, onDone }) {
+      const [asked, setAsked] = React.useState(undefined); // { server?, plan }
+      const [busy, setBusy] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      const ask = (server) => async () => {
+        setBusy('plan');
+        try {
+          const answer = await rpc('plan', { conversation, ...(server ? { server } : {}) });
+          setAsked({ server, plan: answer.plan });
+          setError(undefined);
+        } catch (e) {
+          setError(e.message);
+        } finally {
+          setBusy(undefined);
+        }
+      };
+      const start = async () => {
+        setBusy('start');
+        try {
+          await rpc('start', { conversation, plan: asked.plan, ...(asked.server ? { server: asked.server } : {}) });
+          setAsked(undefined);
+          setError(undefined);
+        } catch (e) {
+          setError(e.message);
+        } finally {
+          setBusy(undefined);
+          onDone();
+        }
+      };
+      const control = (label, onClick, key) => h('button', {
+        key, type: 'button', onClick, disabled: busy !== undefined,
+        style: { ...buttonLook(busy !== undefined), opacity: busy !== undefined ? 0.5 : 1 },
+      }, label);
+      return h('div', { 'data-dshkit': 'start', style: { display: 'flex', flexDirection: 'column', gap: 4 } },
+        asked
+          ? h('div', { style: { display: 'flex', gap: 6, alignItems: 'baseline', flexWrap: 'wrap' } },
+            h('span', { 'data-dshkit': 'start-plan' }, `${asked.server ? `Restart ${asked.server}` : 'Start'}: ${asked.plan}?`),
+            control(busy === 'start' ? 'Starting…' : asked.server ? 'Restart' : 'Start', start, 'go'),
+            control('Cancel', () => setAsked(undefined), 'cancel'))
+          : h('div', { style: { display: 'flex', gap: 6, flexWrap: 'wrap' } },
+            control(busy === 'plan' ? 'Planning…' : 'Start app…', ask(undefined), 'start'),
+            ...servers.map((server) => control(`Restart ${server.id}…`, ask(server.id), server.id))),
+        error ? h('div', { role: 'alert', 'data-dshkit': 'error-start', style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
+          h('span', null, `Start failed: ${error}`),
+          h('button', { type: 'button', 'aria-label': 'Dismiss the Start error', onClick: () => setError(undefined), style: buttonLook(false) }, 'Dismiss')) : null);
+    }
+
     function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
       const [state, setState] = React.useState(undefined);
       // The last refresh's failure: the view keeps showing what it last knew.
@@ -408,6 +460,7 @@ window.__ModuleLoader__.load({
             `Dev server starting: ${s.plan}${s.stage ? ` (${s.stage})` : ''}`)),
           state.servers.length === 0 && (state.starting ?? []).length === 0 ? 'Dev servers: none started in this conversation'
             : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
+        h(StartControl, { rpc, conversation, servers: state.servers.filter((s) => s.owned !== false), onDone: refresh }),
         h('div', { style: { display: 'flex', flexWrap: 'wrap', alignItems: 'center', gap: 4 } },
           button('reload', !latest),
           button('verify', !latest),

@@ -511,6 +511,15 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
     if (!latest) throw new Error('this conversation has no verification yet: ask the agent to verify the app (liveloop_verify)');
     return latest;
   };
+  /** `{server}` when the view names one of its conversation's servers, else `{}` (the workspace's app). */
+  const serverOf = (payload) => {
+    const server = payload?.server;
+    if (server === undefined) return {};
+    if (typeof server !== 'string' || !verifications.serversOf(conversationIn(payload)).has(server)) {
+      throw new Error('that server is not one this conversation started');
+    }
+    return { server };
+  };
   /** The conversation's preview session (its last verification's), as its owner. */
   const previewIn = (payload) => {
     const latest = latestIn(payload);
@@ -642,6 +651,41 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
         consoleErrors: Number.isInteger(page.consoleErrors) ? page.consoleErrors : undefined,
       }, typeof shot.structuredContent?.path === 'string' ? shot.structuredContent.path : undefined);
       return { url: page.url, title: page.title };
+    },
+    /**
+     * What Start (the app the workspace holds) or Restart (`server`, one of this
+     * conversation's) would run, running nothing: the view shows it to the
+     * person before they start it.
+     */
+    async plan(payload) {
+      const result = await sidecar.call(RUNTIME_TOOL, { operation: 'plan', ...serverOf(payload) });
+      if (result.isError) throw new Error(textOf(result));
+      return { plan: String(result.structuredContent?.plan ?? '').slice(0, MAX_CARD_CHARS) };
+    },
+    /**
+     * Starts the workspace's app (or restarts one of this conversation's servers)
+     * for the person who clicked Start after reading its plan: their click is the
+     * approval. It is this conversation's server from then on.
+     */
+    async start(payload) {
+      const conversation = conversationIn(payload);
+      const target = serverOf(payload);
+      const callId = `view-${Date.now()}`;
+      const plan = typeof payload?.plan === 'string' ? payload.plan.slice(0, MAX_CARD_CHARS) : undefined;
+      verifications.startBegan(conversation, callId, plan);
+      let result;
+      try {
+        result = await sidecar.call(RUNTIME_TOOL, {
+          operation: target.server ? 'restart' : 'start', ...target, confirm: true,
+        }, undefined, (stage) => stages.report(conversation, callId, stage));
+      } finally {
+        stages.end(conversation, callId);
+        verifications.startEnded(conversation, callId);
+      }
+      if (result.isError) throw new Error(textOf(result));
+      const ids = (result.structuredContent?.servers ?? []).map((s) => s?.id).filter((id) => typeof id === 'string');
+      verifications.started(conversation, ids);
+      return { servers: ids };
     },
     // Stop stops what this conversation started: another conversation's servers,
     // and servers dshkit adopted, keep running.

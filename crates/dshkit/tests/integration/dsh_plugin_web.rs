@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dshkit_test::{ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, wait_for, wait_until};
+use dshkit_test::{
+    ANSWER_PREFIX, ChildGuard, FakeModel, LoopbackServer, Peers, processes_mentioning, wait_for, wait_until,
+};
 
 use crate::support::{
     ConversationModels, PAGE, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit, installed_home,
@@ -627,6 +629,49 @@ fn an_approval_names_what_will_run_and_the_server_shows_starting_then_ready() {
     ui.wait_for(": ready at http://127.0.0.1:");
     let text = ui.page_text();
     assert!(!text.contains("Dev server starting"), "{text}");
+}
+
+#[test]
+fn a_person_starts_the_workspaces_app_from_the_live_preview_after_reading_what_will_run() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = home.join("app");
+    gated_app(&app);
+    let model = FakeModel::start("dshkit_info", &serde_json::json!({}));
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.send("Hello.");
+    ui.click_past_notice("tab", "Live Preview", "button \"Start app…\"");
+    ui.click("button", "Start app…");
+    // What would run is shown first, and nothing runs yet.
+    let app_dir = dshkit_os::fs::canonicalize(&app).unwrap();
+    ui.wait_for(&format!(
+        "Start: `npm run dev` in {} (port: the one it prints)?",
+        app_dir.display()
+    ));
+    ui.keep_screenshot("live-preview-start-plan");
+    assert!(
+        processes_mentioning(&app_dir.to_string_lossy()).is_empty(),
+        "the plan started something"
+    );
+    ui.click("button", "Start");
+    ui.wait_for("Dev server starting: `npm run dev` in");
+    std::fs::write(app.join("go"), "").unwrap();
+    ui.wait_for(": ready at http://127.0.0.1:");
+    // It is this conversation's server: Restart names it and plans its command.
+    let text = ui.page_text();
+    let id = text
+        .split("Server ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("no server listed: {text}"))
+        .to_owned();
+    ui.click("button", &format!("Restart {id}…"));
+    ui.wait_for(&format!("Restart {id}: `npm run dev` in {}", app_dir.display()));
+    ui.click("button", "Cancel");
+    ui.click("button", "Stop");
+    wait_until(Duration::from_secs(60), "Stop left the server ready", || {
+        !ui.page_text().contains(": ready at ")
+    });
 }
 
 #[test]
