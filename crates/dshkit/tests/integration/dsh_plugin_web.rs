@@ -669,7 +669,7 @@ fn a_person_starts_the_workspaces_app_from_the_live_preview_after_reading_what_w
     ui.wait_for(&format!("Restart {id}: `npm run dev` in {}", app_dir.display()));
     ui.click("button", "Cancel");
     ui.click("button", "Stop");
-    wait_until(Duration::from_secs(60), "Stop left the server ready", || {
+    wait_until(Duration::from_mins(1), "Stop left the server ready", || {
         !ui.page_text().contains(": ready at ")
     });
 }

@@ -78,10 +78,14 @@ impl Registry {
         let upstream = output(Command::new("npm").args(["config", "get", "registry"]));
         let upstream = String::from_utf8_lossy(&upstream.stdout).trim().to_owned();
         let config = dir.path().join("config.yaml");
+        // A publish sends the tarball base64-encoded in its body: a platform
+        // package of 8 MB is over verdaccio's default 10 MB limit. npmjs.org
+        // takes far larger packages, so the limit is raised to be like it.
         std::fs::write(
             &config,
             format!(
                 "storage: {storage}\n\
+                 max_body_size: 100mb\n\
                  uplinks:\n  upstream:\n    url: {upstream}\n\
                  auth:\n  htpasswd:\n    file: {htpasswd}\n    max_users: 10\n\
                  packages:\n\
