@@ -261,13 +261,12 @@ function nativeTool(ctx, sidecar, tool, seams, verifications, stages) {
       if (owner) args[owner.argument] = ownerOf(exec);
       const conversation = conversationOf(exec);
       const starting = tool.name === RUNTIME_TOOL && ['start', 'restart'].includes(args.operation);
-      if (starting) verifications.startBegan(conversation, exec.callId, planned);
+      if (starting) stages.begin(conversation, exec.callId, planned);
       let result;
       try {
         result = await sidecar.call(tool.name, args, exec.signal, (stage) => stages.report(conversation, exec.callId, stage));
       } finally {
         stages.end(conversation, exec.callId);
-        if (starting) verifications.startEnded(conversation, exec.callId);
       }
       const text = textOf(result);
       if (result.isError === true) throw new Error(text);
@@ -303,7 +302,6 @@ class Verifications {
     this.reports = new Map(); // report path -> { conversation, images: { screenshot, reference, current, diff, live? } }
     this.frames = new Map(); // app origin -> framing verdict
     this.servers = new Map(); // conversation id -> ids of the dev servers it started
-    this.starting = new Map(); // conversation id -> Map(call id -> what the approved start runs)
     this.restore();
   }
 
@@ -340,24 +338,6 @@ class Verifications {
       console.warn(`[dshkit] could not keep the Live Preview's state in ${this.stateFile}: ${error.message}`);
       fs.rmSync(temporary, { force: true });
     }
-  }
-
-  /** An approved start of `conversation` is running: its Live Preview shows it as starting. */
-  startBegan(conversation, callId, plan) {
-    if (conversation === undefined || callId === undefined) return;
-    const calls = this.starting.get(conversation) ?? new Map();
-    if (calls.size >= MAX_SERVERS_PER_CONVERSATION) calls.delete(calls.keys().next().value);
-    calls.set(callId, plan ?? 'the detected dev command');
-    remember(this.starting, conversation, calls, MAX_CONVERSATIONS);
-  }
-
-  startEnded(conversation, callId) {
-    this.starting.get(conversation)?.delete(callId);
-  }
-
-  /** The starts of `conversation` still running: [{callId, plan}]. */
-  startsOf(conversation) {
-    return [...(this.starting.get(conversation) ?? new Map())].map(([callId, plan]) => ({ callId, plan }));
   }
 
   /** Dev servers `conversation` started (or restarted): its Live Preview lists and stops these only. */
@@ -477,13 +457,31 @@ async function probeFraming(url) {
  */
 class RunningStages {
   constructor() {
-    this.calls = new Map(); // [conversation, callId] as JSON -> { message, progress, at }
+    this.calls = new Map(); // [conversation, callId] as JSON -> { message, progress, at, start? }
+  }
+
+  /**
+   * A dev-server start of `conversation` began (the agent's approved call, or the
+   * person's Start): until it ends, its Live Preview shows it starting, with `plan`.
+   */
+  begin(conversation, callId, plan) {
+    if (callId === undefined) return;
+    const entry = { start: plan ?? 'the detected dev command', at: Date.now() };
+    remember(this.calls, JSON.stringify([conversation, callId]), entry, MAX_TRACKED_CALLS);
   }
 
   report(conversation, callId, stage) {
     if (callId === undefined || typeof stage?.message !== 'string') return;
-    const entry = { message: stage.message.slice(0, 500), progress: stage.progress, at: Date.now() };
-    remember(this.calls, JSON.stringify([conversation, callId]), entry, MAX_TRACKED_CALLS);
+    const key = JSON.stringify([conversation, callId]);
+    const entry = { ...this.calls.get(key), message: stage.message.slice(0, 500), progress: stage.progress, at: Date.now() };
+    remember(this.calls, key, entry, MAX_TRACKED_CALLS);
+  }
+
+  /** The starts of `conversation` still running, each with its last stage: [{plan, stage}]. */
+  startsOf(conversation) {
+    return [...this.calls]
+      .filter(([key, entry]) => entry.start !== undefined && JSON.parse(key)[0] === conversation)
+      .map(([, entry]) => ({ plan: entry.start, stage: entry.message }));
   }
 
   end(conversation, callId) {
@@ -577,8 +575,7 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       }
       const frame = summary?.url ? await verifications.framing(summary.url) : undefined;
       // Approved starts still running, with the stage each last reported.
-      const starting = verifications.startsOf(conversation)
-        .map(({ callId, plan }) => ({ plan, stage: stages.of(conversation, callId)?.message }));
+      const starting = stages.startsOf(conversation);
       return { latest: summary, servers, starting, frame, sidecar: sidecar.describe() };
     },
     progress(payload) {
@@ -672,7 +669,7 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       const target = serverOf(payload);
       const callId = `view-${Date.now()}`;
       const plan = typeof payload?.plan === 'string' ? payload.plan.slice(0, MAX_CARD_CHARS) : undefined;
-      verifications.startBegan(conversation, callId, plan);
+      stages.begin(conversation, callId, plan);
       let result;
       try {
         result = await sidecar.call(RUNTIME_TOOL, {
@@ -680,7 +677,6 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
         }, undefined, (stage) => stages.report(conversation, callId, stage));
       } finally {
         stages.end(conversation, callId);
-        verifications.startEnded(conversation, callId);
       }
       if (result.isError) throw new Error(textOf(result));
       const ids = (result.structuredContent?.servers ?? []).map((s) => s?.id).filter((id) => typeof id === 'string');

@@ -4,11 +4,10 @@
 //! shown as text, and the time in the reader's zone.
 
 use dshkit_liveloop::preview::{PreviewConfig, PreviewManager, Viewport};
-use dshkit_liveloop::verify::evidence::EvidenceStore;
-use dshkit_liveloop::verify::{Assertion, Step, Verdict, VerifyContext, VerifyRequest, verify};
+use dshkit_liveloop::verify::{Assertion, Verdict, VerifyRequest, verify};
 use dshkit_test::{Fixture, FixtureServer};
 
-use crate::verify::html_report_opens_in_chromium;
+use crate::verify::{context, html_report_opens_in_chromium, step};
 
 /// What the page logs: markup that would run if the report took it as HTML.
 const HOSTILE: &str = "<img src=x onerror=\"window.pwned=1;document.title='pwned'\">";
@@ -24,16 +23,6 @@ fn page() -> FixtureServer {
     FixtureServer::start(vec![("/", Fixture::Html(html))])
 }
 
-fn step(action: &str, role: &str, name: &str, text: Option<&str>) -> Step {
-    Step {
-        action: action.into(),
-        role: Some(role.into()),
-        name: Some(name.into()),
-        text: text.map(Into::into),
-        ..Step::default()
-    }
-}
-
 #[tokio::test]
 async fn the_report_shows_each_step_with_its_time_and_page_and_the_pages_console_and_404_as_text() {
     let workspace = tempfile::tempdir().unwrap();
@@ -43,13 +32,7 @@ async fn the_report_shows_each_step_with_its_time_and_page_and_the_pages_console
         .open("t", &server.url("/"), Viewport::Desktop)
         .await
         .unwrap();
-    let context = VerifyContext {
-        evidence: EvidenceStore::new(workspace.path().join("evidence")),
-        workspace: workspace.path().to_owned(),
-        source_dir: None,
-        runtime: None,
-        progress: dshkit_liveloop::progress::Progress::default(),
-    };
+    let context = context(workspace.path());
     let request = VerifyRequest {
         steps: vec![
             step("fill", "textbox", "Name", Some("Ann")),
@@ -128,13 +111,7 @@ async fn without_the_request_no_step_is_screenshot() {
         .open("t", &server.url("/"), Viewport::Desktop)
         .await
         .unwrap();
-    let context = VerifyContext {
-        evidence: EvidenceStore::new(workspace.path().join("evidence")),
-        workspace: workspace.path().to_owned(),
-        source_dir: None,
-        runtime: None,
-        progress: dshkit_liveloop::progress::Progress::default(),
-    };
+    let context = context(workspace.path());
     let request = VerifyRequest {
         steps: vec![step("click", "button", "Greet", None)],
         allow_console_errors: true,

@@ -10,7 +10,7 @@ use dshkit_liveloop::verify::{
 };
 use dshkit_test::{Fixture, FixtureServer};
 
-fn context(workspace: &std::path::Path) -> VerifyContext {
+pub(crate) fn context(workspace: &std::path::Path) -> VerifyContext {
     VerifyContext {
         evidence: EvidenceStore::new(workspace.join("evidence")),
         workspace: workspace.to_owned(),
@@ -31,7 +31,7 @@ fn text(kind: &str, text: &str) -> Assertion {
     }
 }
 
-fn step(action: &str, role: &str, name: &str, text: Option<&str>) -> Step {
+pub(crate) fn step(action: &str, role: &str, name: &str, text: Option<&str>) -> Step {
     Step {
         action: action.into(),
         role: Some(role.into()),
