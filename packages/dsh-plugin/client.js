@@ -61,11 +61,54 @@ window.__ModuleLoader__.load({
       error: 'var(--dsw-alias-state-error-primary, #cf222e)',
       success: 'var(--dsw-alias-state-success-primary, #1a7f37)',
     };
-    /** A button as DSH draws its outline buttons, in its theme. */
-    const buttonLook = (pending) => ({
-      padding: '3px 10px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field,
-      color: look.text, font: 'inherit', cursor: pending ? 'progress' : 'pointer',
+    /**
+     * DSH's own UI primitives (`Button`, `Input`, `StateDot`, …), which every
+     * client half of DSH draws with and which follow its theme. A DSH that does
+     * not serve them gets plain elements in its theme tokens instead.
+     */
+    const primitives = (() => {
+      try {
+        return require('@deepseek-ai/dsh-client-ui-primitives') ?? {};
+      } catch {
+        return {};
+      }
+    })();
+
+    /** A plain button in DSH's theme tokens, where its `Button` is missing. */
+    const buttonLook = (pending, disabled) => ({
+      padding: '3px 10px', borderRadius: 14, border: `1px solid ${look.border}`, background: look.field,
+      color: look.text, font: 'inherit', fontSize: 12, cursor: pending ? 'progress' : 'pointer', opacity: disabled ? 0.4 : 1,
     });
+
+    /**
+     * A button as DSH draws its own: small, `outline` by default (`primary`
+     * for the one action a form is for, `ghost` for a quiet one). `pending`
+     * marks it busy while its call runs.
+     */
+    function Button({ variant = 'outline', pending = false, style, children, ...rest }) {
+      const props = { type: 'button', 'aria-busy': pending ? 'true' : undefined, ...rest };
+      if (primitives.Button) {
+        return h(primitives.Button, { variant, size: 'sm', ...props, style: { cursor: pending ? 'progress' : undefined, ...style } }, children);
+      }
+      return h('button', { ...props, style: { ...buttonLook(pending, rest.disabled), ...style } }, children);
+    }
+
+    /** A one-line text field as DSH draws its own; `invalid` outlines it in the error colour. */
+    function TextField({ invalid = false, grow = false, style, ...rest }) {
+      const outer = { display: 'grid', flex: grow ? 1 : undefined, minWidth: 0, borderRadius: 8, outline: invalid ? `1px solid ${look.error}` : undefined, ...style };
+      if (primitives.Input) return h('span', { style: outer }, h(primitives.Input, { spellCheck: false, ...rest }));
+      return h('span', { style: outer }, h('input', {
+        spellCheck: false, ...rest,
+        style: { padding: '5px 8px', borderRadius: 8, border: `1px solid ${look.border}`, background: look.field, color: look.text, font: 'inherit' },
+      }));
+    }
+
+    /** A small coloured dot for a state (`done`, `error`, `warning`, `ongoing`), as DSH shows job and tool states. */
+    function Dot({ state }) {
+      if (primitives.StateDot) return h(primitives.StateDot, { state });
+      const colour = { done: look.success, error: look.error, warning: palette.VERIFIED_WITH_WARNINGS }[state] ?? look.secondary;
+      return h('span', { 'aria-hidden': 'true', style: { display: 'inline-block', width: 8, height: 8, borderRadius: 4, background: colour } });
+    }
 
     class Boundary extends React.Component {
       constructor(props) {
@@ -133,7 +176,7 @@ window.__ModuleLoader__.load({
       }, [rpc, conversation, report, role]);
       if (error) return h('div', { style: { fontSize: 11, color: look.secondary } }, `no ${role} image: ${error}`);
       if (!src) return null;
-      return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: '1px solid #d0d7de', borderRadius: 4 } });
+      return h('img', { src, alt: `dshkit ${role}`, 'data-dshkit': `image-${role}`, style: { width, border: `1px solid ${look.border}`, borderRadius: 4 } });
     }
 
     /** A verification still running: its latest stage, read from the host half. */
@@ -167,7 +210,7 @@ window.__ModuleLoader__.load({
           'dshkit: this verification carries no structured report (an older dshkit plugin ran it); its text is in the tool output');
       }
       const reasons = Array.isArray(card.reasons) ? card.reasons : [];
-      return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'done', style: { display: 'flex', gap: 12, padding: 6, border: '1px solid #d0d7de', borderRadius: 6, fontSize: 13 } },
+      return h('div', { 'data-dshkit': 'verification-card', 'data-state': 'done', style: { display: 'flex', gap: 12, padding: 6, border: `1px solid ${look.border}`, borderRadius: 6, fontSize: 13 } },
         h('div', { style: { flex: 1, minWidth: 0 } },
           h('div', null, h('strong', null, 'Verification '), h(Badge, { verdict: card.verdict })),
           card.downgrade ? h('div', { 'data-dshkit': 'downgrade' }, card.downgrade) : null,
@@ -289,10 +332,9 @@ window.__ModuleLoader__.load({
         }
       };
       const shownUrl = address ?? frame?.url ?? '';
-      const control = (endpoint, label, disabled, onClick) => h('button', {
-        type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        'aria-busy': busy === endpoint ? 'true' : undefined, title: label,
-        style: { ...buttonLook(busy === endpoint), opacity: disabled || busy !== undefined ? 0.5 : 1 },
+      const control = (endpoint, label, disabled, onClick) => h(Button, {
+        onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
+        pending: busy === endpoint, title: label, variant: endpoint === 'navigate' ? 'primary' : 'outline',
       }, busy === endpoint ? `${label}…` : label);
       return h('div', { ref: box, 'data-dshkit': 'live', 'data-visible': visible ? 'true' : 'false', style: { display: 'flex', flexDirection: 'column', gap: 6 } },
         h('form', {
@@ -301,15 +343,14 @@ window.__ModuleLoader__.load({
         },
           control('back', 'Back', !frame?.canGoBack, go('back')),
           control('forward', 'Forward', !frame?.canGoForward, go('forward')),
-          h('input', {
-            'aria-label': 'Address', 'data-dshkit': 'address', value: shownUrl, spellCheck: false,
+          h(TextField, {
+            'aria-label': 'Address', 'data-dshkit': 'address', value: shownUrl, grow: true,
             onChange: (e) => setAddress(e.target.value),
-            style: { flex: 1, minWidth: 120, padding: '3px 8px', borderRadius: 6, border: `1px solid ${look.border}`, background: look.field, color: look.text, font: 'inherit' },
           }),
           control('navigate', 'Go', shownUrl.trim() === '', go('navigate', { url: shownUrl }))),
         actionError ? h('div', { role: 'alert', 'data-dshkit': `error-${actionError.endpoint}`, style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
           h('span', null, `${ACTIONS[actionError.endpoint]} failed: ${actionError.message}`),
-          h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[actionError.endpoint]} error`, onClick: () => setActionError(undefined), style: buttonLook(false) }, 'Dismiss')) : null,
+          h(Button, { variant: 'ghost', 'aria-label': `Dismiss the ${ACTIONS[actionError.endpoint]} error`, onClick: () => setActionError(undefined) }, 'Dismiss')) : null,
         frameError ? h('div', { role: 'alert', 'data-dshkit': 'frame-error', style: { color: look.error } }, `Live frames stopped: ${frameError}`) : null,
         frame?.src ? h('img', {
           src: frame.src, alt: `Live preview of ${frame.url}`, 'data-dshkit': 'live-frame', 'data-seq': frame.seq, 'data-frame': frame.id,
@@ -355,22 +396,21 @@ window.__ModuleLoader__.load({
           onDone();
         }
       };
-      const control = (label, onClick, key) => h('button', {
-        key, type: 'button', onClick, disabled: busy !== undefined,
-        style: { ...buttonLook(busy !== undefined), opacity: busy !== undefined ? 0.5 : 1 },
+      const control = (label, onClick, key, variant) => h(Button, {
+        key, onClick, disabled: busy !== undefined, pending: busy !== undefined, variant,
       }, label);
       return h('div', { 'data-dshkit': 'start', style: { display: 'flex', flexDirection: 'column', gap: 4 } },
         asked
           ? h('div', { style: { display: 'flex', gap: 6, alignItems: 'baseline', flexWrap: 'wrap' } },
             h('span', { 'data-dshkit': 'start-plan' }, `${asked.server ? `Restart ${asked.server}` : 'Start'}: ${asked.plan}?`),
-            control(busy === 'start' ? 'Starting…' : asked.server ? 'Restart' : 'Start', start, 'go'),
+            control(busy === 'start' ? 'Starting…' : asked.server ? 'Restart' : 'Start', start, 'go', 'primary'),
             control('Cancel', () => setAsked(undefined), 'cancel'))
           : h('div', { style: { display: 'flex', gap: 6, flexWrap: 'wrap' } },
             control(busy === 'plan' ? 'Planning…' : 'Start app…', ask(undefined), 'start'),
             ...servers.map((server) => control(`Restart ${server.id}…`, ask(server.id), server.id))),
         error ? h('div', { role: 'alert', 'data-dshkit': 'error-start', style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
           h('span', null, `Start failed: ${error}`),
-          h('button', { type: 'button', 'aria-label': 'Dismiss the Start error', onClick: () => setError(undefined), style: buttonLook(false) }, 'Dismiss')) : null);
+          h(Button, { variant: 'ghost', 'aria-label': 'Dismiss the Start error', onClick: () => setError(undefined) }, 'Dismiss')) : null);
     }
 
     function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
@@ -434,9 +474,8 @@ window.__ModuleLoader__.load({
         : !localBrowser ? 'the app runs on the DSH host, not on this browser\'s machine: showing screenshots'
           : ownOrigin ? 'the app is served from DSH\'s own origin, which a sandboxed frame cannot hold apart: showing screenshots'
             : !state.frame?.allowed ? `the app does not allow framing (${state.frame?.reason ?? 'unknown'}): showing screenshots` : undefined;
-      const button = (endpoint, disabled, onClick = act(endpoint)) => h('button', {
-        type: 'button', onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
-        'aria-busy': busy === endpoint ? 'true' : undefined, style: { ...buttonLook(busy === endpoint), marginRight: 2, opacity: disabled || busy !== undefined ? 0.5 : 1 },
+      const button = (endpoint, disabled, onClick = act(endpoint)) => h(Button, {
+        onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`, pending: busy === endpoint,
       }, busy === endpoint ? `${ACTIONS[endpoint]}…` : ACTIONS[endpoint]);
       const url = latest?.url;
       return h('div', {
@@ -472,14 +511,14 @@ window.__ModuleLoader__.load({
           key: endpoint, role: 'alert', 'data-dshkit': `error-${endpoint}`,
           style: { color: palette.FAILED, display: 'flex', gap: 8, alignItems: 'baseline' },
         }, h('span', null, `${ACTIONS[endpoint] ?? endpoint} failed: ${message}`),
-        h('button', { type: 'button', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint), style: buttonLook(false) }, 'Dismiss'))),
+        h(Button, { variant: 'ghost', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint) }, 'Dismiss'))),
         frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: look.secondary } }, frameNote) : null,
         !framed && latest?.session ? h(LiveFrame, { key: latest.session, rpc, conversation, session: latest.session, onNavigated: refresh }) : null,
         framed ? h('iframe', {
           key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
           // The app runs its scripts and forms, and never navigates DSH's own tab.
           sandbox: FRAME_SANDBOX, referrerPolicy: 'no-referrer',
-          style: { width: '100%', minHeight: 360, border: '1px solid #d0d7de' },
+          style: { width: '100%', minHeight: 360, border: `1px solid ${look.border}` },
         }) : null,
         latest?.report ? h('div', { style: { display: 'flex', gap: 8, flexWrap: 'wrap' } },
           live?.hasImage ? h(Figure, { key: `n${live.at}`, rpc, conversation, report: latest.report, role: 'live', caption: `Now (reloaded ${clock(live.at)})`, width: framed ? 240 : 480 })
@@ -578,27 +617,20 @@ window.__ModuleLoader__.load({
         const defaultText = f.default === undefined || f.default === null ? 'none' : shownSetting(f, f.default);
         return h('label', { key: f.key, 'data-dshkit': `setting-${f.key}`, style: { display: 'flex', flexDirection: 'column', gap: 3 } },
           h('span', { style: { fontWeight: 500 } }, f.label),
-          h('input', {
+          h(TextField, {
             'aria-label': f.label,
             'aria-invalid': problem ? 'true' : 'false',
             'aria-describedby': hintId,
             value: typed[f.key] ?? '',
             placeholder: `default: ${defaultText}`,
             inputMode: f.min !== undefined ? 'numeric' : undefined,
+            invalid: Boolean(problem),
             onChange: (e) => {
               const value = e.target.value;
               setTyped((t) => ({ ...t, [f.key]: value }));
               setProblems((p) => ({ ...p, [f.key]: undefined }));
             },
-            style: {
-              maxWidth: f.key === 'evidenceRoot' || f.key === 'allowExternalHosts' ? 480 : 240,
-              padding: '5px 8px',
-              borderRadius: 6,
-              border: `1px solid ${problem ? look.error : look.border}`,
-              background: look.field,
-              color: look.text,
-              font: 'inherit',
-            },
+            style: { maxWidth: f.key === 'evidenceRoot' || f.key === 'allowExternalHosts' ? 480 : 240 },
           }),
           problem ? h('span', { role: 'alert', 'data-dshkit': 'setting-problem', style: { color: look.error, fontSize: 12 } }, `${f.label} ${problem}`) : null,
           h('small', { id: hintId, style: { color: look.secondary } },
@@ -609,9 +641,8 @@ window.__ModuleLoader__.load({
         h('strong', null, 'dshkit'),
         h('small', { style: { color: look.secondary } }, `Stored in ${path}. An empty field keeps the default.`),
         ...fields.map(input),
-        h('div', null, h('button', {
-          type: 'button', onClick: save, disabled: saving, 'data-dshkit': 'settings-save',
-          style: buttonLook(saving),
+        h('div', null, h(Button, {
+          variant: 'primary', onClick: save, disabled: saving, pending: saving, 'data-dshkit': 'settings-save',
         }, saving ? 'Saving…' : 'Save dshkit settings')),
         message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
     }
