@@ -74,7 +74,7 @@ window.__ModuleLoader__.load({
       }
     })();
 
-    /** A plain button in DSH's theme tokens, where its `Button` is missing. */
+    /** A plain button in DSH's theme tokens, where its `Button` is missing (and for a link drawn as a button). */
     const buttonLook = (pending, disabled) => ({
       padding: '3px 10px', borderRadius: 14, border: `1px solid ${look.border}`, background: look.field,
       color: look.text, font: 'inherit', fontSize: 12, cursor: pending ? 'progress' : 'pointer', opacity: disabled ? 0.4 : 1,
@@ -224,8 +224,27 @@ window.__ModuleLoader__.load({
     /** What each button of the Live Preview is called, for its pending state and its error. */
     const ACTIONS = {
       reload: 'Reload', verify: 'Verify', stop: 'Stop', copy: 'Copy URL',
-      navigate: 'Go', back: 'Back', forward: 'Forward',
+      navigate: 'Go', back: 'Back', forward: 'Forward', viewport: 'Viewport',
     };
+
+    /** A viewport's width in CSS pixels (undefined when it is not known). */
+    const cssWidthOf = (id) => {
+      const size = VIEWPORTS.find((p) => p.id === id)?.size;
+      return size ? Number(size.split('×')[0]) : undefined;
+    };
+
+    /** `Mobile 390×844 · ` for a frame's caption ('' when the viewport is not known). */
+    const viewportCaption = (id) => {
+      const v = VIEWPORTS.find((p) => p.id === id);
+      return v ? `${v.label} ${v.size} · ` : '';
+    };
+
+    /** The viewport switch's presets (the sidecar's: CSS pixels at their device scale). */
+    const VIEWPORTS = [
+      { id: 'desktop', label: 'Desktop', size: '1280×800' },
+      { id: 'tablet', label: 'Tablet', size: '820×1180' },
+      { id: 'mobile', label: 'Mobile', size: '390×844' },
+    ];
 
     /** A local clock time (`14:03:07`) for "Updated" and "Reloaded". */
     const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
@@ -277,7 +296,7 @@ window.__ModuleLoader__.load({
      * request at a time, an unchanged page not sent again), only while the view
      * is on screen. Its own errors stay until its next success or a dismissal.
      */
-    function LiveFrame({ rpc, conversation, session, onNavigated }) {
+    function LiveFrame({ rpc, conversation, session, viewport: opened, onNavigated }) {
       const box = React.useRef(null);
       const visible = useOnScreen(box);
       const [frame, setFrame] = React.useState(undefined);
@@ -301,7 +320,7 @@ window.__ModuleLoader__.load({
             setFrame((prev) => ({
               src: !f.unchanged && f.base64 ? `data:image/jpeg;base64,${f.base64}` : prev?.src,
               id: since, seq: f.seq, url: f.url, title: f.title, at: Date.now(),
-              width: f.width, height: f.height, canGoBack: f.canGoBack, canGoForward: f.canGoForward,
+              width: f.width, height: f.height, canGoBack: f.canGoBack, canGoForward: f.canGoForward, viewport: f.viewport,
             }));
             setFrameError(undefined);
           } catch (e) {
@@ -332,6 +351,7 @@ window.__ModuleLoader__.load({
         }
       };
       const shownUrl = address ?? frame?.url ?? '';
+      const viewportNow = frame?.viewport ?? opened;
       const control = (endpoint, label, disabled, onClick) => h(Button, {
         onClick, disabled: disabled || busy !== undefined, 'data-dshkit': `button-${endpoint}`,
         pending: busy === endpoint, title: label, variant: endpoint === 'navigate' ? 'primary' : 'outline',
@@ -348,17 +368,25 @@ window.__ModuleLoader__.load({
             onChange: (e) => setAddress(e.target.value),
           }),
           control('navigate', 'Go', shownUrl.trim() === '', go('navigate', { url: shownUrl }))),
+        h('div', { role: 'group', 'aria-label': 'Viewport', 'data-dshkit': 'viewports', style: { display: 'flex', gap: 4, alignItems: 'center' } },
+          ...VIEWPORTS.map((v) => h(Button, {
+            key: v.id, variant: viewportNow === v.id ? 'primary' : 'ghost', 'aria-pressed': viewportNow === v.id ? 'true' : 'false',
+            disabled: busy !== undefined, pending: busy === 'viewport' && viewportNow !== v.id, 'data-dshkit': `viewport-${v.id}`,
+            title: `Show the page as a ${v.label.toLowerCase()} (${v.size})`,
+            onClick: viewportNow === v.id ? undefined : go('viewport', { viewport: v.id }),
+          }, v.label))),
         actionError ? h('div', { role: 'alert', 'data-dshkit': `error-${actionError.endpoint}`, style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
           h('span', null, `${ACTIONS[actionError.endpoint]} failed: ${actionError.message}`),
           h(Button, { variant: 'ghost', 'aria-label': `Dismiss the ${ACTIONS[actionError.endpoint]} error`, onClick: () => setActionError(undefined) }, 'Dismiss')) : null,
         frameError ? h('div', { role: 'alert', 'data-dshkit': 'frame-error', style: { color: look.error } }, `Live frames stopped: ${frameError}`) : null,
         frame?.src ? h('img', {
           src: frame.src, alt: `Live preview of ${frame.url}`, 'data-dshkit': 'live-frame', 'data-seq': frame.seq, 'data-frame': frame.id,
-          style: { width: '100%', maxWidth: frame.width, border: `1px solid ${look.border}`, borderRadius: 4 },
+          // Shown at the page's own CSS width (a phone as narrow as a phone), at most the frame's.
+          style: { width: '100%', maxWidth: Math.min(frame.width ?? Infinity, cssWidthOf(viewportNow) ?? Infinity), border: `1px solid ${look.border}`, borderRadius: 4 },
         }) : null,
         h('div', { 'data-dshkit': 'live-caption', style: { fontSize: 11, color: look.secondary } },
           !visible ? 'Live frames paused while the view is hidden.'
-            : frame ? `Live · frame ${frame.seq} · ${clock(frame.at)} · ${frame.title || '(no title)'}`
+            : frame ? `Live · frame ${frame.seq} · ${clock(frame.at)} · ${viewportCaption(viewportNow)}${frame.title || '(no title)'}`
               : 'Live frames: waiting for the first…'));
     }
 
@@ -498,13 +526,17 @@ window.__ModuleLoader__.load({
           ...(state.starting ?? []).map((s, i) => h('div', { key: `starting-${i}`, 'data-dshkit': 'server-starting' },
             `Dev server starting: ${s.plan}${s.stage ? ` (${s.stage})` : ''}`)),
           state.servers.length === 0 && (state.starting ?? []).length === 0 ? 'Dev servers: none started in this conversation'
-            : state.servers.map((s) => h('div', { key: s.id }, `Server ${s.id}: ${s.state}${s.url ? ` at ${s.url}` : ''}`))),
+            : state.servers.map((s) => h(ServerRow, { key: s.id, rpc, conversation, server: s }))),
         h(StartControl, { rpc, conversation, servers: state.servers.filter((s) => s.owned !== false), onDone: refresh }),
         h('div', { style: { display: 'flex', flexWrap: 'wrap', alignItems: 'center', gap: 4 } },
           button('reload', !latest),
           button('verify', !latest),
           button('stop', state.servers.length === 0),
-          url && linkable(url) ? h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', 'data-dshkit': 'open', style: { marginRight: 6 } }, 'Open in browser') : null,
+          // A link (a person may also middle-click or copy it), drawn as DSH's outline buttons.
+          url && linkable(url) ? h('a', {
+            href: url, target: '_blank', rel: 'noopener noreferrer', 'data-dshkit': 'open', title: `Open ${url} in a new tab`,
+            style: { ...buttonLook(false, false), display: 'inline-flex', alignItems: 'center', height: 28, boxSizing: 'border-box', textDecoration: 'none' },
+          }, 'Open in browser') : null,
           url ? button('copy', false, copy(url)) : null,
           copied && !errors.copy ? h('span', { 'data-dshkit': 'copied', style: { fontSize: 11 } }, 'Copied') : null),
         ...Object.entries(errors).map(([endpoint, message]) => h('div', {
@@ -513,7 +545,7 @@ window.__ModuleLoader__.load({
         }, h('span', null, `${ACTIONS[endpoint] ?? endpoint} failed: ${message}`),
         h(Button, { variant: 'ghost', 'aria-label': `Dismiss the ${ACTIONS[endpoint] ?? endpoint} error`, onClick: () => succeeded(endpoint) }, 'Dismiss'))),
         frameNote ? h('div', { 'data-dshkit': 'frame-note', style: { color: look.secondary } }, frameNote) : null,
-        !framed && latest?.session ? h(LiveFrame, { key: latest.session, rpc, conversation, session: latest.session, onNavigated: refresh }) : null,
+        !framed && latest?.session ? h(LiveFrame, { key: latest.session, rpc, conversation, session: latest.session, viewport: latest.viewport, onNavigated: refresh }) : null,
         framed ? h('iframe', {
           key: frameKey, src: latest.url, title: 'dshkit live preview', 'data-dshkit': 'frame',
           // The app runs its scripts and forms, and never navigates DSH's own tab.
@@ -527,7 +559,112 @@ window.__ModuleLoader__.load({
           latest.hasDiff ? h(Figure, { key: `r${latest.report}`, rpc, conversation, report: latest.report, role: 'reference', caption: 'Reference', width: 240 }) : null,
           latest.hasDiff ? h(Figure, { key: `c${latest.report}`, rpc, conversation, report: latest.report, role: 'current', caption: 'Current', width: 240 }) : null,
           latest.hasDiff ? h(Figure, { key: `d${latest.report}`, rpc, conversation, report: latest.report, role: 'diff', caption: 'Diff', width: 240 }) : null) : null,
+        latest?.session ? h(Activity, { key: `a${latest.session}`, rpc, conversation, session: latest.session }) : null,
         h(SidecarLog, { sidecar: state.sidecar }));
+    }
+
+    /** A server's state as a dot: ready is done, starting is ongoing, failed an error, exited a warning. */
+    const dotOfServer = (state) => ({ ready: 'done', starting: 'ongoing', failed: 'error', exited: 'warning' }[state] ?? 'idle');
+
+    /** One dev server of the conversation: its state and URL, and its log's last lines on demand. */
+    function ServerRow({ rpc, conversation, server }) {
+      const [open, setOpen] = React.useState(false);
+      const [log, setLog] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      React.useEffect(() => {
+        if (!open) return undefined;
+        let live = true;
+        const read = () => rpc('logs', { conversation, server: server.id }).then(
+          (value) => { if (live) { setLog(value); setError(undefined); } },
+          (e) => { if (live) setError(e.message); },
+        );
+        read();
+        const timer = setInterval(read, REFRESH_MS);
+        return () => { live = false; clearInterval(timer); };
+      }, [open, rpc, conversation, server.id]);
+      return h('div', { 'data-dshkit': 'server', 'data-server': server.id },
+        h('div', { style: { display: 'flex', gap: 6, alignItems: 'center' } },
+          h(Dot, { state: dotOfServer(server.state) }),
+          h('span', null, `Server ${server.id}: ${server.state}`, server.url ? ' at ' : '', server.url ? h('code', null, server.url) : null),
+          h(Button, { variant: 'ghost', 'aria-expanded': open ? 'true' : 'false', 'data-dshkit': `log-${server.id}`, onClick: () => setOpen((o) => !o) }, open ? 'Hide log' : 'Log')),
+        open ? h('pre', { 'data-dshkit': 'server-log', style: { whiteSpace: 'pre-wrap', maxHeight: 200, overflow: 'auto', margin: '4px 0 0 14px', fontSize: 11, color: look.secondary } },
+          error ? `The log could not be read: ${error}`
+            : !log ? 'Reading…'
+              : `${log.dropped > 0 ? `(${log.dropped} earlier lines not kept)\n` : ''}${log.lines.length === 0 ? '(nothing printed yet)' : log.lines.join('\n')}`) : null);
+    }
+
+    /** `url:line` of a console entry, when it names one. */
+    const whereOf = (entry) => (entry.url ? `${entry.url}${entry.line ? `:${entry.line}` : ''}` : '');
+
+    /** A small table of rows, with how many more there were than it shows. */
+    function Rows({ name, caption, columns, rows, more, empty }) {
+      const cell = { padding: '2px 6px', borderTop: `1px solid ${look.border}`, verticalAlign: 'top', overflowWrap: 'anywhere' };
+      return h('div', { 'data-dshkit': name },
+        h('div', { style: { fontWeight: 600, fontSize: 12, margin: '6px 0 2px' } }, caption),
+        rows.length === 0 ? h('div', { style: { color: look.secondary, fontSize: 12 } }, empty)
+          : h('table', { style: { borderCollapse: 'collapse', width: '100%', fontSize: 12 } },
+            h('thead', null, h('tr', null, ...columns.map((c) => h('th', { key: c.label, style: { ...cell, borderTop: 'none', textAlign: 'left', color: look.secondary, fontWeight: 500, width: c.width } }, c.label)))),
+            h('tbody', null, ...rows.map((row, i) => h('tr', { key: i }, ...columns.map((c) => h('td', { key: c.label, style: cell }, c.of(row))))))),
+        more > 0 ? h('div', { style: { color: look.secondary, fontSize: 11 } }, `and ${more} earlier not shown`) : null);
+    }
+
+    /**
+     * What the conversation's preview session saw since its page loaded: its
+     * console and its failed and blocked requests, read when a person opens
+     * the list and refreshed while it is open and on screen.
+     */
+    function Activity({ rpc, conversation }) {
+      const box = React.useRef(null);
+      const onScreen = useOnScreen(box);
+      const [open, setOpen] = React.useState(false);
+      const visible = open && onScreen;
+      const [seen, setSeen] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      React.useEffect(() => {
+        if (!visible) return undefined;
+        let live = true;
+        const read = () => rpc('activity', { conversation }).then(
+          (value) => { if (live) { setSeen(value); setError(undefined); } },
+          (e) => { if (live) setError(e.message); },
+        );
+        read();
+        const timer = setInterval(read, REFRESH_MS);
+        return () => { live = false; clearInterval(timer); };
+      }, [visible, rpc, conversation]);
+      const levelColour = (level) => (level === 'error' ? look.error : level === 'warning' ? palette.VERIFIED_WITH_WARNINGS : look.text);
+      return h('section', { ref: box, 'data-dshkit': 'activity', 'aria-label': 'Console and network' },
+        h(Button, { variant: 'ghost', 'aria-expanded': open ? 'true' : 'false', onClick: () => setOpen((o) => !o), style: { fontWeight: 600, paddingLeft: 0 } },
+          `${open ? '▾' : '▸'} Console and network`),
+        !open ? null
+          : error ? h('div', { role: 'alert', 'data-dshkit': 'activity-error', style: { color: look.error } }, `Could not read them: ${error}`) : null,
+        !open ? null
+          : !seen ? (error ? null : h('div', { style: { color: look.secondary, fontSize: 12 } }, visible ? 'Reading…' : 'Shown when the view is on screen.'))
+          : h(React.Fragment, null,
+            h(Rows, {
+              name: 'console', caption: `Console (${seen.console.rows.length + seen.console.more}${seen.console.dropped ? `, ${seen.console.dropped} older dropped` : ''})`,
+              rows: seen.console.rows, more: seen.console.more, empty: 'Nothing logged since the page loaded.',
+              columns: [
+                { label: 'Level', width: 64, of: (e) => h('span', { style: { color: levelColour(e.level) } }, e.level) },
+                { label: 'Message', of: (e) => e.text },
+                { label: 'Where', width: '30%', of: (e) => h('code', null, whereOf(e)) },
+              ],
+            }),
+            h(Rows, {
+              name: 'failed-requests', caption: `Failed requests (${seen.failed.rows.length + seen.failed.more})`,
+              rows: seen.failed.rows, more: seen.failed.more, empty: 'No request failed or answered 400 or more.',
+              columns: [
+                { label: 'Status', width: 64, of: (r) => h('span', { style: { color: look.error } }, r.status ?? r.error ?? 'failed') },
+                { label: 'Request', of: (r) => h('code', null, `${r.method ?? 'GET'} ${r.url}`) },
+              ],
+            }),
+            h(Rows, {
+              name: 'blocked-requests', caption: `Blocked by the preview's network policy (${seen.blocked.rows.length + seen.blocked.more})`,
+              rows: seen.blocked.rows, more: seen.blocked.more, empty: 'Nothing was blocked.',
+              columns: [
+                { label: 'Rule', width: 120, of: (r) => r.error },
+                { label: 'Request', of: (r) => h('code', null, r.url) },
+              ],
+            })));
     }
 
     /** What dshkit itself reported: its sidecar's state and the tail of its log. */

@@ -615,6 +615,7 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
         height: page.height,
         canGoBack: page.canGoBack === true,
         canGoForward: page.canGoForward === true,
+        viewport: VIEWPORTS.includes(page.viewport) ? page.viewport : undefined,
         ...(image && !page.unchanged ? { base64: image.data } : {}),
       };
     },
@@ -628,6 +629,55 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
     },
     back(payload) {
       return browseAs(previewIn(payload), { operation: 'back' });
+    },
+    /** The viewport switch: the conversation's preview session is re-emulated as a desktop, tablet or phone. */
+    viewport(payload) {
+      const viewport = payload?.viewport;
+      if (!VIEWPORTS.includes(viewport)) throw new Error(`the viewport is one of ${VIEWPORTS.join(', ')}`);
+      return browseAs(previewIn(payload), { operation: 'viewport', viewport });
+    },
+    /**
+     * What the conversation's preview session saw since its page loaded: the
+     * console's entries and the failed and blocked requests, the newest
+     * `MAX_ACTIVITY_ROWS` of each, with how many more there were.
+     */
+    async activity(payload) {
+      const target = previewIn(payload);
+      const [console_, network] = await Promise.all([
+        sidecar.call('liveloop_browser', { operation: 'console', level: 'all', ...target }),
+        sidecar.call('liveloop_browser', { operation: 'network', ...target }),
+      ]);
+      for (const result of [console_, network]) {
+        if (result.isError) throw new Error(previewGone(result) ?? textOf(result));
+      }
+      const newest = (rows, keep) => {
+        const all = Array.isArray(rows) ? rows : [];
+        return { rows: all.slice(-MAX_ACTIVITY_ROWS).map(keep), more: Math.max(0, all.length - MAX_ACTIVITY_ROWS) };
+      };
+      const cut = (text) => (typeof text === 'string' ? text.slice(0, MAX_CARD_CHARS) : undefined);
+      const logged = console_.structuredContent ?? {};
+      const seen = network.structuredContent ?? {};
+      const request = (r) => ({ method: cut(r.method), url: cut(r.url), status: r.status, error: cut(r.error ?? r.rule ?? r.reason) });
+      return {
+        console: {
+          ...newest(logged.entries, (e) => ({ level: cut(e.level), text: cut(e.text), url: cut(e.url), line: e.line })),
+          dropped: Number.isInteger(logged.dropped) ? logged.dropped : 0,
+        },
+        failed: newest(seen.failed, request),
+        blocked: newest(seen.blocked, request),
+      };
+    },
+    /** The last lines a server of this conversation printed (the sidecar keeps a bounded tail). */
+    async logs(payload) {
+      const target = serverOf(payload);
+      if (!target.server) throw new Error('name one of this conversation\'s servers');
+      const result = await sidecar.call(RUNTIME_TOOL, { operation: 'logs', ...target, lines: LOG_LINES_SHOWN });
+      if (result.isError) throw new Error(textOf(result));
+      const lines = result.structuredContent?.lines;
+      return {
+        lines: (Array.isArray(lines) ? lines : []).map((line) => String(line?.text ?? line).slice(0, MAX_CARD_CHARS)),
+        dropped: result.structuredContent?.dropped ?? 0,
+      };
     },
     forward(payload) {
       return browseAs(previewIn(payload), { operation: 'forward' });
@@ -721,6 +771,10 @@ function previewGone(result) {
 
 /** Longest URL the URL bar sends (the sidecar's own limit). */
 const MAX_URL_CHARS = 2048;
+/** The viewports a preview session can be switched to (the sidecar's presets). */
+const VIEWPORTS = ['desktop', 'tablet', 'mobile'];
+/** Console entries, failed requests and blocked requests the Live Preview lists, each (the newest). */
+const MAX_ACTIVITY_ROWS = 50;
 
 /** Longest owner the sidecar takes. */
 const MAX_OWNER_CHARS = 64;

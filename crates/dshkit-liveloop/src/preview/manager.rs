@@ -258,7 +258,7 @@ impl PreviewManager {
             .filter(|s| {
                 s.owner == owner
                     && s.purpose == Purpose::Verify
-                    && s.viewport == viewport
+                    && s.viewport() == viewport
                     && s.origin() == origin.as_string()
                     && !s.busy()
             })
@@ -457,7 +457,7 @@ impl PreviewManager {
             .sessions
             .values()
             .filter(|s| s.owner == owner)
-            .map(|s| (s.id.clone(), s.origin(), s.viewport))
+            .map(|s| (s.id.clone(), s.origin(), s.viewport()))
             .collect();
         sessions.sort_by(|a, b| a.0.cmp(&b.0));
         sessions

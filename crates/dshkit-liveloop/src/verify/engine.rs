@@ -101,7 +101,7 @@ pub async fn verify(
         .deadline_ms
         .unwrap_or(DEFAULT_DEADLINE_MS)
         .min(MAX_DEADLINE_MS);
-    let mut report = Report::blank(&session.id, session.viewport, target.as_str(), context);
+    let mut report = Report::blank(&session.id, session.viewport(), target.as_str(), context);
     report.timings.quiet_window_ms = quiet;
     let mut observed = Observed {
         browser: true,

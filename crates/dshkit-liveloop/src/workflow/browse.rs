@@ -33,6 +33,8 @@ pub enum Operation {
     Reload,
     Back,
     Forward,
+    /// Switch the session to another device (`viewport`).
+    Viewport,
     Screenshot,
     Frame,
     Console,
@@ -155,7 +157,7 @@ pub async fn browse(
                 .open(owner, url, request.viewport.unwrap_or_default())
                 .await
                 .map_err(WorkflowError::Preview)?;
-            let headline = format!("opened preview {} ({:?})", session.id, session.viewport);
+            let headline = format!("opened preview {} ({:?})", session.id, session.viewport());
             // The load took it as it settled.
             session
                 .last_snapshot()
@@ -203,6 +205,14 @@ pub async fn browse(
             return Ok(console(&*session().await?, level));
         }
         Operation::Network => return Ok(network(&*session().await?)),
+        Operation::Viewport => {
+            let viewport = request.viewport.ok_or_else(|| {
+                WorkflowError::Target(
+                    "`viewport` (desktop, tablet or mobile) is required for operation Viewport".into(),
+                )
+            })?;
+            switch_viewport(&*session().await?, viewport, include_text).await
+        }
         operation => {
             let session = session().await?;
             let action = request.action()?;
@@ -228,6 +238,33 @@ pub async fn browse(
             Err(WorkflowError::Preview(error))
         }
     }
+}
+
+/// `viewport`: the session emulates another device from now on, once no
+/// verification runs in it; the result is the page as it lays itself out again
+/// (loaded again when the switch is between a desktop and a touch device).
+async fn switch_viewport(
+    session: &PreviewSession,
+    viewport: Viewport,
+    include_text: bool,
+) -> Result<Browsed, crate::preview::PreviewError> {
+    let _no_verification = session.between_verifications().await;
+    let (.., was_mobile) = session.viewport().metrics();
+    session.set_viewport(viewport).await?;
+    let (width, height, scale, mobile) = viewport.metrics();
+    let mut headline = format!("viewport {viewport:?} ({width}x{height} CSS px at {scale}x)").to_lowercase();
+    // A page lays out for a touch device (its viewport tag, its touch media
+    // features) when it loads: between a desktop and a phone or tablet, only
+    // a load shows what that device would (a page left as it was can keep the
+    // other device's layout).
+    let snapshot = if mobile == was_mobile {
+        session.snapshot().await?
+    } else {
+        headline.push_str("; the page was loaded again for the new device");
+        session.reset_observations();
+        session.interact(Action::Reload).await?
+    };
+    Ok(snapshot_of(session, &snapshot, &headline, include_text))
 }
 
 /// `snapshot {from | within}` and `find`: read the last snapshot (taken if there

@@ -50,7 +50,10 @@ impl Browsed {
     /// A result about a preview session: its JSON leads with the session's id,
     /// then `fields`.
     fn of(session: &PreviewSession, text: String, fields: Value) -> Self {
-        let mut result = Self::new(text, json!({ "session": session.id }));
+        let mut result = Self::new(
+            text,
+            json!({ "session": session.id, "viewport": session.viewport() }),
+        );
         if let Value::Object(fields) = fields {
             result.structured.extend(fields);
         }

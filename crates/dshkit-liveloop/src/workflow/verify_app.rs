@@ -207,11 +207,11 @@ async fn session_for(
         .await
         .map_err(WorkflowError::Preview)?;
     if let Some(viewport) = request.viewport
-        && viewport != session.viewport
+        && viewport != session.viewport()
     {
         return Err(WorkflowError::Target(format!(
-            "preview {id} was opened with the {:?} viewport, not {viewport:?}: verify with `server` or `appUrl` and this viewport (a new preview), or leave `viewport` out",
-            session.viewport
+            "preview {id} shows the {:?} viewport, not {viewport:?}: switch it first (`liveloop_browser` operation `viewport`), verify with `server` or `appUrl` and this viewport (a new preview), or leave `viewport` out",
+            session.viewport()
         )));
     }
     Ok(session)

@@ -157,7 +157,12 @@ impl WebUi {
                 Err(failure) => panic!("{failure}"),
             }
         }
-        panic!("{text:?} never appeared: {last}");
+        // What the page showed instead, for whoever reads the failure.
+        let shown = self.keep_screenshot("never-appeared");
+        panic!(
+            "{text:?} never appeared (the page as it was: {}): {last}",
+            shown.display()
+        );
     }
 
     /// Waits (bounded, generous) until a snapshot holds `needle`; returns it.
@@ -665,6 +670,11 @@ fn a_person_starts_the_workspaces_app_from_the_live_preview_after_reading_what_w
         .and_then(|rest| rest.split(':').next())
         .unwrap_or_else(|| panic!("no server listed: {text}"))
         .to_owned();
+    // Its log's last lines, as the server printed them.
+    ui.click("button", "Log");
+    ui.wait_for("Local:   http://127.0.0.1:");
+    ui.keep_screenshot("live-preview-server-log");
+    ui.click("button", "Hide log");
     ui.click("button", &format!("Restart {id}…"));
     ui.wait_for(&format!("Restart {id}: `npm run dev` in {}", app_dir.display()));
     ui.click("button", "Cancel");
@@ -879,6 +889,74 @@ fn the_live_preview_shows_live_frames_only_while_shown_and_its_url_bar_drives_th
     ui.click("button", "Go");
     ui.wait_for("Go failed:");
     ui.keep_screenshot("live-preview-url-bar");
+}
+
+/// An app that refuses framing, titles itself by the layout its CSS chose (wide
+/// above 600 CSS px, narrow below), logs an error, asks for a page that is not
+/// there and for an external host the preview's policy blocks.
+fn busy_app() -> LoopbackServer {
+    const PAGE: &str = "<!doctype html><meta name=viewport content=\"width=device-width\"><title>?</title>\
+        <h1>Layouts</h1><script>const narrow = matchMedia('(max-width: 600px)');\
+        const name = () => { document.title = narrow.matches ? 'Narrow layout' : 'Wide layout'; };\
+        name(); narrow.addEventListener('change', name);\
+        console.error('the app could not load its settings');\
+        fetch('/settings.json').catch(() => {}); fetch('http://example.com/track').catch(() => {});</script>";
+    let deny = [("x-frame-options", "DENY")];
+    LoopbackServer::start(
+        axum::Router::new().route(
+            "/",
+            axum::routing::get(move || async move { (deny, axum::response::Html(PAGE)) }),
+        ),
+        true,
+    )
+}
+
+/// Waits until the live frame's caption holds `expected` (it names the frame's
+/// viewport and the page's title).
+fn caption_shows(ui: &mut WebUi, expected: &str) {
+    wait_for(Duration::from_secs(90), || {
+        let (_, caption) = live_frame(ui);
+        if caption.contains(expected) {
+            Ok(())
+        } else {
+            Err(format!("the caption is {caption:?}"))
+        }
+    });
+}
+
+#[test]
+fn the_live_preview_switches_the_viewport_and_lists_what_the_pages_console_and_network_saw() {
+    let peers = Peers::get();
+    let (home, _dsh_home) = installed_home(&peers, "web");
+    let app = busy_app();
+    let root = format!("http://127.0.0.1:{}/", app.addr.port());
+    let model = FakeModel::start(
+        "liveloop_verify",
+        &serde_json::json!({"appUrl": root, "assertions": [{"kind": "text_present", "text": "Layouts"}]}),
+    );
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.send("Verify the app.");
+    // The page's console error and missing file fail it.
+    ui.wait_for("Verification FAILED");
+    ui.click_past_notice("tab", "Live Preview", "Live Preview");
+    ui.wait_for("does not allow framing (X-Frame-Options: DENY)");
+    caption_shows(&mut ui, "Desktop 1280×800 · Wide layout");
+
+    // What the page's console and network saw, each with its reason.
+    ui.click("button", "▸ Console and network");
+    ui.wait_for("the app could not load its settings");
+    ui.wait_for(&format!("GET {root}settings.json"));
+    ui.wait_for("http://example.com/track");
+    ui.wait_for("external_host");
+    ui.keep_screenshot("live-preview-activity");
+
+    // The switch re-lays the page out as a phone: the app's own media query
+    // answers, and its title (in the frame's caption) says so.
+    ui.click("button", "Mobile");
+    caption_shows(&mut ui, "Mobile 390×844 · Narrow layout");
+    ui.keep_screenshot("live-preview-mobile");
+    ui.click("button", "Desktop");
+    caption_shows(&mut ui, "Desktop 1280×800 · Wide layout");
 }
 
 /// The newest verification report of `home` (by its `verify-<ms>` name) as JSON.

@@ -437,7 +437,7 @@ fn browser_actions_wait_for_a_running_verification_of_their_preview() {
         other_viewport["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("was opened with the Desktop viewport, not Mobile"),
+            .contains("shows the Desktop viewport, not Mobile"),
         "{other_viewport}"
     );
 
@@ -1045,4 +1045,78 @@ fn a_frame_is_a_bounded_jpeg_of_the_page_now_sent_once_and_forward_undoes_back()
     let (small, _) = frame_of(&mut mcp, 11, &phone, None);
     let width = small["width"].as_u64().unwrap();
     assert!((300..=800).contains(&width), "{small}");
+}
+
+/// A page that says which layout its CSS chose: wide above 600 CSS px, narrow below
+/// (laid out at the device's width, as apps made for phones ask).
+const LAYOUTS: &str = "<!doctype html><meta name=viewport content=\"width=device-width\"><title>Layouts</title><style>.narrow{display:none}\
+@media (max-width:600px){.wide{display:none}.narrow{display:block}}</style>\
+<p class=wide>Wide layout</p><p class=narrow>Narrow layout</p>";
+
+#[test]
+fn a_viewport_switch_lays_the_page_out_again_and_a_verification_never_runs_on_a_switched_preview_of_another_viewport()
+ {
+    let server = FixtureServer::page(LAYOUTS);
+    let evidence = EnvDir::evidence_root();
+    let mut mcp = Session::initialized(&[], &[evidence.env()]);
+    let session = mcp.open_preview(1, &server.url("/"));
+    let text = |answer: &Value| structured(answer)["text"].to_string();
+
+    let snapshot = mcp.call(
+        2,
+        "liveloop_browser",
+        &json!({"operation": "snapshot", "session": session, "includeText": true}),
+    );
+    assert!(text(&snapshot).contains("Wide layout"), "{snapshot}");
+    assert!(!text(&snapshot).contains("Narrow layout"), "{snapshot}");
+
+    // Switched to a phone, the page lays itself out for it, and says so.
+    let phone = mcp.call(
+        3,
+        "liveloop_browser",
+        &json!({"operation": "viewport", "session": session, "viewport": "mobile", "includeText": true}),
+    );
+    assert_eq!(structured(&phone)["viewport"], "mobile", "{phone}");
+    assert!(text(&phone).contains("Narrow layout"), "{phone}");
+    assert!(!text(&phone).contains("Wide layout"), "{phone}");
+    let (frame, _) = frame_of(&mut mcp, 4, &session, None);
+    assert_eq!(frame["viewport"], "mobile", "{frame}");
+    assert!(
+        frame["height"].as_u64() > frame["width"].as_u64(),
+        "a phone's frame is portrait: {frame}"
+    );
+    let missing = mcp.call(
+        5,
+        "liveloop_browser",
+        &json!({"operation": "viewport", "session": session}),
+    );
+    assert_eq!(missing["result"]["isError"], true, "{missing}");
+
+    // A verification asked for the desktop never runs in a preview switched to a
+    // phone: its evidence is about the viewport it names.
+    let verify = |mcp: &mut Session, id: u64| {
+        let answer = mcp.call(
+            id,
+            "liveloop_verify",
+            &json!({"appUrl": server.url("/"), "assertions": [{"kind": "text_present", "text": "Wide layout"}]}),
+        );
+        structured(&answer).clone()
+    };
+    let first = verify(&mut mcp, 6);
+    assert_eq!(first["verdict"], "VERIFIED", "{first}");
+    assert_eq!(first["viewport"], "desktop", "{first}");
+    let verified_in = first["session"].as_str().unwrap().to_owned();
+    let switched = mcp.call(
+        7,
+        "liveloop_browser",
+        &json!({"operation": "viewport", "session": verified_in, "viewport": "mobile"}),
+    );
+    assert_eq!(structured(&switched)["viewport"], "mobile", "{switched}");
+    let again = verify(&mut mcp, 8);
+    assert_eq!(again["verdict"], "VERIFIED", "{again}");
+    assert_eq!(again["viewport"], "desktop", "{again}");
+    assert_ne!(
+        again["session"], verified_in,
+        "the switched preview is not the desktop's: {again}"
+    );
 }

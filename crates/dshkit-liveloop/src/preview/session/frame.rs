@@ -45,7 +45,7 @@ impl PreviewSession {
         self.touch();
         let metrics = self.page.call("Page.getLayoutMetrics", json!({})).await?;
         let visual = &metrics["cssVisualViewport"];
-        let (vw, vh, device_scale, _) = self.viewport.metrics();
+        let (vw, vh, device_scale, _) = self.viewport().metrics();
         let width = visual["clientWidth"].as_f64().unwrap_or(f64::from(vw)).max(1.0);
         let height = visual["clientHeight"].as_f64().unwrap_or(f64::from(vh)).max(1.0);
         // The image's pixels per CSS pixel: the device's, times the page's zoom

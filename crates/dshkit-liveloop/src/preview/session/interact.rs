@@ -378,7 +378,7 @@ impl PreviewSession {
                 let (x, y) = match target {
                     Some(target) => self.element_center(&self.resolve(&target)?).await?,
                     None => {
-                        let (width, height, _, _) = self.viewport.metrics();
+                        let (width, height, _, _) = self.viewport().metrics();
                         (f64::from(width) / 2.0, f64::from(height) / 2.0)
                     }
                 };

@@ -103,7 +103,10 @@ pub enum Purpose {
 pub struct PreviewSession {
     pub id: String,
     pub owner: String,
-    pub viewport: Viewport,
+    /// The device it emulates: chosen at open, switched by [`PreviewSession::set_viewport`].
+    viewport: Mutex<Viewport>,
+    /// Held to read by every capture and to write by a viewport switch (see `capture`).
+    emulating: tokio::sync::RwLock<()>,
     pub purpose: Purpose,
     pub(crate) context_id: String,
     policy: NetworkPolicy,
@@ -307,6 +310,10 @@ impl PreviewSession {
     /// captured: it is asked for the next rendered frame and captured again, at
     /// most [`MAX_CAPTURE_ATTEMPTS`] times.
     async fn capture(&self, params: &Value) -> Result<Value, PreviewError> {
+        // Chromium emulates a capture's clip and scale for its duration and then
+        // puts back the emulation it began under: a viewport switch meanwhile
+        // would be undone. Captures share the lock; a switch takes it alone.
+        let _no_switch = self.emulating.read().await;
         let mut attempt = 1;
         loop {
             match self.page.call("Page.captureScreenshot", params.clone()).await {
@@ -335,7 +342,7 @@ impl PreviewSession {
     }
 
     async fn screenshot_now(&self, full_page: bool) -> Result<Screenshot, PreviewError> {
-        let (vw, vh, _, _) = self.viewport.metrics();
+        let (vw, vh, _, _) = self.viewport().metrics();
         let (mut width, mut height, mut clipped) = (vw, vh, false);
         // Fast encoding: lossless all the same, the file a quarter larger, the capture
         // about 40 % shorter (a 1280x800 page here: 107 -> 67 ms).

@@ -130,6 +130,30 @@ fn emulation(viewport: Viewport) -> [(&'static str, Value); 2] {
 }
 
 impl PreviewSession {
+    /// The device this preview emulates now.
+    pub fn viewport(&self) -> Viewport {
+        *self.viewport.lock().expect("viewport lock")
+    }
+
+    /// Emulates `viewport` from now on: the page keeps its document and
+    /// lays itself out again at the new size. It waits for a running
+    /// interaction, and its caller for a running verification, so neither sees
+    /// the device change under it.
+    pub async fn set_viewport(&self, viewport: Viewport) -> Result<(), PreviewError> {
+        let _one_at_a_time = self.operation.lock().await;
+        // No capture is under way: its end would put the old device back.
+        let _alone = self.emulating.write().await;
+        self.touch();
+        futures::future::try_join_all(
+            emulation(viewport)
+                .into_iter()
+                .map(|(method, params)| self.page.call(method, params)),
+        )
+        .await?;
+        *self.viewport.lock().expect("viewport lock") = viewport;
+        Ok(())
+    }
+
     /// Creates the preview's context (behind its own policy proxy) and page, sets
     /// them up and opens `url` there. On failure the context is disposed.
     pub(crate) async fn open(
@@ -182,7 +206,8 @@ impl PreviewSession {
         let session = Self {
             id,
             owner,
-            viewport,
+            viewport: Mutex::new(viewport),
+            emulating: tokio::sync::RwLock::new(()),
             purpose,
             context_id,
             policy,
