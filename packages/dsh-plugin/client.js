@@ -517,7 +517,7 @@ window.__ModuleLoader__.load({
             pollError ? ` · could not refresh: ${pollError}` : '')),
         latest ? h('div', { 'data-dshkit': 'target' },
           h('div', null, 'Target: ', h('code', { 'data-dshkit': 'url', style: { userSelect: 'all' } }, url)),
-          h('div', null, `Viewport: ${latest.viewport ?? '?'} · console errors ${latest.consoleErrors ?? 0} · warnings ${latest.consoleWarnings ?? 0} · failed requests ${latest.failedRequests ?? 0}`),
+          h('div', null, `Verified as ${latest.viewport ?? "?"} · console errors ${latest.consoleErrors ?? 0} · warnings ${latest.consoleWarnings ?? 0} · failed requests ${latest.failedRequests ?? 0}`),
           h('div', null, 'Latest verdict: ', h(Badge, { verdict: latest.verdict }), latest.why ? ` ${latest.why}` : ''),
           live ? h('div', { 'data-dshkit': 'reloaded' }, `Reloaded ${clock(live.at)}: `, h('code', null, live.title || '(no title)'),
             live.url && live.url !== url ? ` at ${live.url}` : '', live.consoleErrors ? ` · ${live.consoleErrors} console error(s)` : '') : null)

@@ -15,6 +15,7 @@
 //! - [`loopback`]: the Host and Origin names an HTTP server on loopback answers
 //!   to (DNS rebinding); the same everywhere, here because the crates with such a
 //!   server share no other crate;
+//! - [`open`]: a file in the person's browser (`$BROWSER`, else the platform's opener);
 //! - [`pipe`]: how much of what dshkit wrote its peer has not been read yet;
 //! - [`signal`]: a person's request to stop (SIGINT/SIGTERM, Ctrl-C).
 //!
@@ -32,6 +33,7 @@ pub mod error;
 pub mod fs;
 pub mod local_socket;
 pub mod loopback;
+pub mod open;
 pub mod pipe;
 pub mod process;
 pub mod signal;

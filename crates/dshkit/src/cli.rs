@@ -53,7 +53,7 @@ pub(crate) enum Command {
     /// Write the index of past verification reports (newest first: verdict, URL,
     /// time, links) to <evidence root>/verify/index.html and print its path;
     /// --json prints the list.
-    Report,
+    Report(ReportArgs),
     /// Record and replay MCP servers with versioned JSONL cassettes (Echo).
     #[command(subcommand)]
     Echo(EchoCommand),
@@ -251,6 +251,13 @@ pub(crate) enum OnMissArg {
 pub(crate) enum TimingArg {
     None,
     Recorded,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// Then open the index in your browser ($BROWSER, else the system's opener).
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]

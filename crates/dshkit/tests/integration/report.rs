@@ -179,3 +179,39 @@ fn an_evidence_root_without_reports_gets_an_empty_index() {
         "{html}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn report_open_hands_the_index_to_the_persons_browser_and_says_when_it_could_not() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = Home::new();
+    // A browser command of the person's: it notes what it was asked to open.
+    let opened = home.join("opened.txt");
+    let browser = home.join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = crate::support::output(home.dshkit().env("BROWSER", &browser).args(["report", "--open"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let index = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.ends_with("index.html"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("no index path printed: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), index, "{stderr}");
+    assert!(stderr.contains(&format!("opened {index} with")), "{stderr}");
+
+    // A browser that fails is said, with what to do.
+    let failed = crate::support::output(home.dshkit().env("BROWSER", "false").args(["report", "--open"]));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("false {index} exited with")), "{stderr}");
+    assert!(stderr.contains("yourself"), "{stderr}");
+}
