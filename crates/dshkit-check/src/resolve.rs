@@ -91,7 +91,90 @@ pub fn resolve(
     if is_builtin(specifier) {
         return Ok(Resolved::Builtin(specifier.to_owned()));
     }
-    package(specifier, dir, loader, &shown_from.to_string()).map(|(resolved, _)| resolved)
+    package(specifier, dir, loader, &shown_from.to_string())
+}
+
+/// A bare specifier (a package, or the package itself by its own name) or a
+/// subpath import (`#name`), resolved by `oxc_resolver` as Node resolves it:
+/// the `node_modules` walk, `exports` and `imports` maps with Node's
+/// conditions and patterns, self-reference, `main` for a package without
+/// `exports`, symlinks followed. Its refusals are said as Node says them.
+fn package(specifier: &str, dir: &Path, loader: Loader, from: &str) -> Result<Resolved, Unresolved> {
+    let resolver = oxc_resolver::Resolver::new(oxc_resolver::ResolveOptions {
+        condition_names: loader.conditions().iter().map(|c| (*c).to_owned()).collect(),
+        extensions: vec![".js".into(), ".json".into(), ".node".into()],
+        main_fields: vec!["main".into()],
+        main_files: vec!["index".into()],
+        alias_fields: Vec::new(),
+        builtin_modules: false,
+        symlinks: true,
+        ..oxc_resolver::ResolveOptions::default()
+    });
+    let (name, _) = split_package(specifier);
+    match resolver.resolve(dir, specifier) {
+        Ok(resolution) => {
+            // An ES module's subpath into a package without `exports` is that
+            // exact file: Node's ESM loader guesses no extension there.
+            let (name, subpath) = split_package(specifier);
+            if loader == Loader::Import
+                && !specifier.starts_with('#')
+                && !subpath.is_empty()
+                && let Some(root) = package_dir(name, dir)
+                && read_manifest(&root).is_none_or(|m| m.get("exports").is_none_or(Value::is_null))
+            {
+                return esm_file(&root.join(subpath), from);
+            }
+            Ok(Resolved::File(real(resolution.path())))
+        }
+        Err(oxc_resolver::ResolveError::PackageImportNotDefined(specifier, package)) => Err(Unresolved {
+            id: "import.import_not_defined",
+            message: format!(
+                "Package import specifier \"{specifier}\" is not defined in package {} imported from {from} (ERR_PACKAGE_IMPORT_NOT_DEFINED)",
+                package.display()
+            ),
+        }),
+        Err(oxc_resolver::ResolveError::PackagePathNotExported {
+            subpath,
+            package_json_path,
+            ..
+        }) => Err(Unresolved {
+            id: "import.not_exported",
+            message: if subpath == "." {
+                format!(
+                    "No \"exports\" main defined in {} imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
+                    package_json_path.display()
+                )
+            } else {
+                format!(
+                    "Package subpath '{subpath}' is not defined by \"exports\" in {} imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
+                    package_json_path.display()
+                )
+            },
+        }),
+        Err(oxc_resolver::ResolveError::NotFound(_))
+            if package_dir(name, dir).is_none() && !specifier.starts_with('#') =>
+        {
+            Err(Unresolved {
+                id: "import.package_not_found",
+                message: format!("Cannot find package '{name}' imported from {from} (ERR_MODULE_NOT_FOUND)"),
+            })
+        }
+        Err(error) => Err(Unresolved {
+            id: if loader == Loader::Require {
+                "require.not_found"
+            } else {
+                "import.not_found"
+            },
+            message: match loader {
+                Loader::Require => {
+                    format!("Cannot find module '{specifier}' (required from {from}): {error}")
+                }
+                Loader::Import => format!(
+                    "Cannot find module '{specifier}' imported from {from}: {error} (ERR_MODULE_NOT_FOUND)"
+                ),
+            },
+        }),
+    }
 }
 
 /// An ES module's relative target: exactly that file; a directory is refused.
@@ -157,89 +240,6 @@ fn cjs_file_or_index(target: &Path) -> Option<PathBuf> {
         )
         .find(|c| c.is_file())
         .map(|c| real(&c))
-}
-
-/// A bare specifier: the package found walking up `node_modules` from `dir`,
-/// then its `exports` (or `main` for the package root).
-fn package(
-    specifier: &str,
-    dir: &Path,
-    loader: Loader,
-    from: &str,
-) -> Result<(Resolved, Option<EntryWarning>), Unresolved> {
-    let (name, subpath) = split_package(specifier);
-    let not_found = || Unresolved {
-        id: "import.package_not_found",
-        message: format!("Cannot find package '{name}' imported from {from} (ERR_MODULE_NOT_FOUND)"),
-    };
-    let root = package_dir(name, dir).ok_or_else(not_found)?;
-    let root = real(&root);
-    let manifest = read_manifest(&root);
-    if let Some(exports) = manifest
-        .as_ref()
-        .and_then(|m| m.get("exports"))
-        .filter(|e| !e.is_null())
-    {
-        let key = if subpath.is_empty() {
-            ".".to_owned()
-        } else {
-            format!("./{subpath}")
-        };
-        return match exports_target(exports, &key, loader) {
-            Some(target) => {
-                let file = root.join(target.trim_start_matches("./"));
-                if file.is_file() {
-                    Ok((Resolved::File(real(&file)), None))
-                } else {
-                    Err(Unresolved {
-                        id: "import.not_found",
-                        message: format!(
-                            "Cannot find module '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
-                            file.display()
-                        ),
-                    })
-                }
-            }
-            None => Err(Unresolved {
-                id: "import.not_exported",
-                message: if key == "." {
-                    format!(
-                        "No \"exports\" main defined in {}/package.json imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
-                        root.display()
-                    )
-                } else {
-                    format!(
-                        "Package subpath '{key}' is not defined by \"exports\" in {}/package.json imported from {from} (ERR_PACKAGE_PATH_NOT_EXPORTED)",
-                        root.display()
-                    )
-                },
-            }),
-        };
-    }
-    if subpath.is_empty() {
-        return legacy_main(&root, manifest.as_ref(), loader).map_or_else(
-            || {
-                Err(Unresolved {
-                    id: "import.not_found",
-                    message: format!(
-                        "Cannot find package '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
-                        root.display()
-                    ),
-                })
-            },
-            |(file, warning)| Ok((Resolved::File(file), warning)),
-        );
-    }
-    let target = root.join(subpath);
-    match loader {
-        Loader::Import => esm_file(&target, from).map(|r| (r, None)),
-        Loader::Require => cjs_path(&target)
-            .map(|f| (Resolved::File(f), None))
-            .ok_or_else(|| Unresolved {
-                id: "require.not_found",
-                message: format!("Cannot find module '{specifier}' (required from {from})"),
-            }),
-    }
 }
 
 /// Where Node finds the package `name` (`@scope/name` or `name`) imported from a

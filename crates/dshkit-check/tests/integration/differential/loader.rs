@@ -329,6 +329,68 @@ pub(super) fn cases() -> Vec<Case> {
                 "module.exports = { name: 'p', apply() { if (false) require('some-package-not-installed'); } };\n",
             )],
         ),
+        // Subpath imports (`#name`, the package's `imports` map) and a package
+        // importing itself by its own name (through its `exports`).
+        with(
+            esm(
+                "esm-subpath-imports",
+                &[
+                    (
+                        "index.js",
+                        "import { helper } from '#util';\nimport { deep } from '#lib/deep';\nimport { side } from '#side';\nexport const name = 'p';\nexport function apply() { helper(); deep(); side(); }\n",
+                    ),
+                    ("lib/util.js", "export function helper() {}\n"),
+                    ("lib/deep.js", "export function deep() {}\n"),
+                    ("lib/node.js", "export function side() {}\n"),
+                    ("lib/other.js", "export const nope = 1;\n"),
+                ],
+            ),
+            serde_json::json!({ "type": "module", "main": "index.js", "imports": {
+                "#util": "./lib/util.js",
+                "#lib/*": "./lib/*.js",
+                "#side": { "node": "./lib/node.js", "default": "./lib/other.js" }
+            } }),
+        ),
+        with(
+            esm(
+                "esm-subpath-import-not-defined",
+                &[
+                    (
+                        "index.js",
+                        "import { helper } from '#nope';\nexport const name = 'p';\nexport function apply() { helper(); }\n",
+                    ),
+                    ("lib/util.js", "export function helper() {}\n"),
+                ],
+            ),
+            serde_json::json!({ "type": "module", "main": "index.js", "imports": { "#util": "./lib/util.js" } }),
+        )
+        .says("Package import specifier \"#nope\" is not defined in package"),
+        with(
+            cjs(
+                "cjs-subpath-imports",
+                &[
+                    (
+                        "index.js",
+                        "const { helper } = require('#util');\nmodule.exports = { name: 'p', apply() { helper(); } };\n",
+                    ),
+                    ("lib/util.js", "exports.helper = function helper() {};\n"),
+                ],
+            ),
+            serde_json::json!({ "type": "commonjs", "main": "index.js", "imports": { "#util": { "require": "./lib/util.js" } } }),
+        ),
+        with(
+            esm(
+                "esm-self-reference",
+                &[
+                    (
+                        "index.js",
+                        "import { helper } from '@local/p/helpers';\nexport const name = 'p';\nexport function apply() { helper(); }\n",
+                    ),
+                    ("lib/h.js", "export function helper() {}\n"),
+                ],
+            ),
+            serde_json::json!({ "name": "@local/p", "type": "module", "exports": { ".": "./index.js", "./helpers": "./lib/h.js" } }),
+        ),
         // JSON.
         esm(
             "esm-json-with-attribute",
