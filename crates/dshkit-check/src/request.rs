@@ -2,7 +2,7 @@
 //! MCP tool's arguments), turned into [`CheckOptions`] with the environment's
 //! defaults; and the compact text of a [`Report`] both adapters print.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dshkit_env::{Environment, dsh, locate, vars};
@@ -42,6 +42,29 @@ pub struct CheckRequest {
 pub enum RequestError {
     #[error("no DSH home: pass dshHome or set DSH_HOME")]
     NoHome,
+    #[error("no DSH home at {}: name the home DSH uses (dshHome, --dsh-home; DSH's own DSH_HOME, by default ~/.dsh)", .0.display())]
+    HomeNotFound(PathBuf),
+    #[error("no profile {profile} in the DSH home {}: {}", home.display(), profiles_there(profiles))]
+    ProfileNotFound {
+        home: PathBuf,
+        profile: String,
+        /// The profiles the home has, sorted (at most [`MAX_PROFILES_NAMED`]).
+        profiles: Vec<String>,
+    },
+}
+
+/// Profiles a [`RequestError::ProfileNotFound`] names at most.
+const MAX_PROFILES_NAMED: usize = 20;
+
+fn profiles_there(profiles: &[String]) -> String {
+    if profiles.is_empty() {
+        "it has no profile yet (`dsh web --dump-default-config` makes the web profile)".to_owned()
+    } else {
+        format!(
+            "its profiles are {}; name one (profile, --profile)",
+            profiles.join(", ")
+        )
+    }
 }
 
 impl RequestError {
@@ -49,15 +72,42 @@ impl RequestError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::NoHome => "NO_DSH_HOME",
+            Self::HomeNotFound(_) => "DSH_HOME_NOT_FOUND",
+            Self::ProfileNotFound { .. } => "PROFILE_NOT_FOUND",
         }
     }
 
-    /// A request without a DSH home is refused: the caller names one.
+    /// A request without a DSH home, or naming a home or profile that is not
+    /// there, is refused once: the caller names the right one.
     pub fn class(&self) -> dshkit_os::error::ErrorClass {
-        match self {
-            Self::NoHome => dshkit_os::error::ErrorClass::Refused,
-        }
+        dshkit_os::error::ErrorClass::Refused
     }
+}
+
+/// The home and the profile a check reads must be there: a missing one is one
+/// refusal with what is there, not a failure of every check that reads it.
+fn present(home: &Path, profile: &str) -> Result<(), RequestError> {
+    if !home.is_dir() {
+        return Err(RequestError::HomeNotFound(home.to_path_buf()));
+    }
+    if home.join("profiles").join(profile).is_dir() {
+        return Ok(());
+    }
+    let mut profiles: Vec<String> = std::fs::read_dir(home.join("profiles"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name != "node_modules")
+        .collect();
+    profiles.sort();
+    profiles.truncate(MAX_PROFILES_NAMED);
+    Err(RequestError::ProfileNotFound {
+        home: home.to_path_buf(),
+        profile: profile.to_owned(),
+        profiles,
+    })
 }
 
 dshkit_os::classified!(RequestError);
@@ -70,13 +120,18 @@ impl CheckRequest {
             .dsh_home
             .or_else(|| dsh::home(env))
             .ok_or(RequestError::NoHome)?;
+        let profile = self.profile.unwrap_or_else(|| "web".into());
+        // A sweep reads no profile: it looks for leftover DSH processes only.
+        if !self.sweep {
+            present(&home, &profile)?;
+        }
         let launcher = match locate::dsh(env) {
             locate::Lookup::Found(found) => Some(found.path),
             _ => None,
         };
         let mut options = CheckOptions::new(
             home,
-            self.profile.unwrap_or_else(|| "web".into()),
+            profile,
             launcher,
             env.get(vars::PATH).cloned().unwrap_or_default(),
             env.home().unwrap_or_else(|| PathBuf::from("/")),

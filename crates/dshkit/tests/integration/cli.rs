@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 
 use dshkit_test::Peers;
 
-use crate::support::{Home, dsh_command, dshkit, output, stdout_json, web_home};
+use crate::support::{Home, Session, dsh_command, dshkit, output, stdout_json, web_home};
 
 #[test]
 fn the_version_names_the_workspace_version_and_the_commit_git_names() {
@@ -341,6 +341,44 @@ fn dshkit_check_reports_a_profile_and_explains_what_to_do() {
 
     let explain = home.run(["check", "--explain"]);
     assert!(String::from_utf8_lossy(&explain.stdout).starts_with("# plugin-fault-diagnosis"));
+}
+
+#[test]
+fn check_refuses_a_missing_home_or_profile_once_naming_what_is_there() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let refused = |dsh_home: &std::path::Path, profile: &str| {
+        let out = output(
+            home.dshkit()
+                .args(["check", "--profile", profile, "--dsh-home"])
+                .arg(dsh_home)
+                .env("PATH", peers.path_var()),
+        );
+        assert_eq!(out.status.code(), Some(3), "refused: {out:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "no report of checks that could not read it: {out:?}"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let gone = dsh_home.join("not-here");
+    let stderr = refused(&gone, "web");
+    assert_eq!(stderr.matches("no DSH home at").count(), 1, "{stderr}");
+    assert!(stderr.contains(&gone.display().to_string()), "{stderr}");
+
+    let stderr = refused(&dsh_home, "wbe");
+    assert_eq!(stderr.matches("no profile wbe").count(), 1, "{stderr}");
+    assert!(stderr.contains("its profiles are web;"), "{stderr}");
+
+    // Over MCP the same rule refuses the call with its code.
+    let mut mcp = Session::initialized(&[], &[]);
+    let answer = mcp.call(
+        1,
+        "plugin_check",
+        &serde_json::json!({"dshHome": dsh_home, "profile": "wbe"}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer.to_string().contains("no profile wbe"), "{answer}");
 }
 
 /// The same broken home the Windows suite checks under Wine: both faults at the
