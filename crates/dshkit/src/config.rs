@@ -65,6 +65,7 @@ pub(crate) fn resolve(flags: Flags, file: SettingsFile) -> Result<Resolved, Fail
         let class = error.class();
         Failure {
             code: exit::for_class(class),
+            name: Some(error.code()),
             error: BrokenSettings::new(error, &env).into(),
         }
     })

@@ -39,6 +39,8 @@ pub fn for_class(class: ErrorClass) -> u8 {
 pub struct Failure {
     pub code: u8,
     pub error: anyhow::Error,
+    /// The error's stable code (`PROFILE_NOT_FOUND`) when its type says one.
+    pub name: Option<&'static str>,
 }
 
 impl Failure {
@@ -47,6 +49,7 @@ impl Failure {
         Self {
             code: for_class(class),
             error: error.into(),
+            name: None,
         }
     }
 
@@ -68,7 +71,11 @@ where
     E: Classified + Send + Sync + 'static,
 {
     fn from(error: E) -> Self {
-        Self::of_class(error.class(), error)
+        let name = Some(error.code());
+        Self {
+            name,
+            ..Self::of_class(error.class(), error)
+        }
     }
 }
 

@@ -32,7 +32,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let out = output::Output::new(cli.json);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(err) => return report(&exit::Failure::runtime(err)),
+        Err(err) => return report(&exit::Failure::runtime(err), out),
     };
     let result = runtime.block_on(async move {
         match cli.command {
@@ -53,14 +53,62 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(code) => exit::code(code),
-        Err(failure) => report(&failure),
+        Err(failure) => report(&failure, out),
     }
 }
 
-fn report(failure: &exit::Failure) -> ExitCode {
+/// Version of the JSON every command writes (its result, or its error).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The one error path: the cause once on stderr, and under `--json` the error
+/// as an object on stdout, `{formatVersion, error: {code, message, exitCode,
+/// hint?, ...}}`, with the same exit code.
+fn report(failure: &exit::Failure, out: output::Output) -> ExitCode {
     tracing::debug!(error = ?failure.error, "command failed");
     output::stderr_line(&format!("dshkit: error: {:#}", failure.error));
+    if out.json {
+        out.json(&serde_json::json!({ "formatVersion": FORMAT_VERSION, "error": error_json(failure) }));
+    }
     exit::code(failure.code)
+}
+
+/// A failure as JSON: a LiveLoop refusal with its fields (candidates, the next
+/// action as `hint`), a settings refusal with each broken rule, else its code.
+fn error_json(failure: &exit::Failure) -> serde_json::Value {
+    let refusal = failure
+        .error
+        .downcast_ref::<dshkit_liveloop::workflow::render::Refusal>();
+    let mut error = match refusal {
+        Some(refusal) => {
+            let mut error = serde_json::to_value(refusal).unwrap_or_default();
+            if let Some(next) = &refusal.next_action {
+                error["hint"] = serde_json::json!(next);
+            }
+            error
+        }
+        None => serde_json::json!({
+            "code": failure
+                .name
+                .or_else(|| failure.error.downcast_ref::<dshkit_env::settings::SettingsError>().map(dshkit_env::settings::SettingsError::code))
+                .unwrap_or(if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" }),
+            "message": format!("{:#}", failure.error),
+        }),
+    };
+    let problems = failure
+        .error
+        .downcast_ref::<dshkit_env::settings::SettingsError>()
+        .map(dshkit_env::settings::SettingsError::problems)
+        .or_else(|| {
+            failure
+                .error
+                .downcast_ref::<config::BrokenSettings>()
+                .map(config::BrokenSettings::problems)
+        });
+    if let Some(problems) = problems {
+        error["problems"] = serde_json::json!(problems);
+    }
+    error["exitCode"] = serde_json::json!(failure.code);
+    error
 }
 
 /// Logs go to stderr only: stdout carries MCP frames or command results.

@@ -26,7 +26,7 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     };
     let mut options = request
         .options(&Environment::from_process())
-        .map_err(Failure::refused)?;
+        .map_err(Failure::from)?;
     if let Some(seconds) = args.stray_age_secs {
         options.stray_age = std::time::Duration::from_secs(seconds);
     }

@@ -31,31 +31,6 @@ fn failure(error: WorkflowError) -> Failure {
     }
 }
 
-/// Under `--json`, a failure still writes an object on stdout:
-/// `{"error": {"code", "message", "exitCode", "candidates"?}}`.
-pub(crate) fn json_on_failure(result: Result<u8, Failure>, out: Output) -> Result<u8, Failure> {
-    let Err(failure) = &result else { return result };
-    if !out.json {
-        return result;
-    }
-    let refusal = failure.error.downcast_ref::<render::Refusal>();
-    let settings = failure.error.downcast_ref::<crate::config::BrokenSettings>();
-    let mut error = match (refusal, settings) {
-        (Some(refusal), _) => serde_json::to_value(refusal).unwrap_or_default(),
-        (None, Some(settings)) => serde_json::json!({
-            "code": settings.code(),
-            "message": settings.to_string(),
-        }),
-        (None, None) => serde_json::json!({
-            "code": if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" },
-            "message": format!("{:#}", failure.error),
-        }),
-    };
-    error["exitCode"] = serde_json::json!(failure.code);
-    out.json(&serde_json::json!({ "error": error }));
-    result
-}
-
 /// The stages the CLI shows, on stderr.
 fn stages() -> Stages {
     Stages::new(|stage| {
@@ -110,15 +85,14 @@ pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failur
     let runtime = runtime_for(args.ready_timeout_secs);
     let served = serve(&runtime, args, out).await;
     runtime.shutdown().await;
-    let result = match served {
+    match served {
         Ok(Watched::Stopped) => {
             progress("stopped");
             Ok(exit::SUCCESS)
         }
         Ok(Watched::LeftReady(status)) => Err(Failure::runtime(anyhow!(render::left_ready_text(&status)))),
         Err(failure) => Err(failure),
-    };
-    json_on_failure(result, out)
+    }
 }
 
 async fn serve(runtime: &RuntimeManager, args: RunArgs, out: Output) -> Result<Watched, Failure> {
@@ -204,8 +178,7 @@ fn request_of(args: &VerifyArgs) -> Result<VerifyRequest, Failure> {
 }
 
 pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
-    let result = verify_target(args, out).await;
-    json_on_failure(result, out)
+    verify_target(args, out).await
 }
 
 async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {

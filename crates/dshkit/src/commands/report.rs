@@ -12,10 +12,6 @@ use crate::exit::{self, Failure};
 use crate::output::Output;
 
 pub(crate) fn run(args: &ReportArgs, out: Output) -> Result<u8, Failure> {
-    super::liveloop::json_on_failure(write_index(args, out), out)
-}
-
-fn write_index(args: &ReportArgs, out: Output) -> Result<u8, Failure> {
     let resolved = crate::config::resolve(Flags::default(), SettingsFile::Read)?;
     let root = resolved
         .evidence_root

@@ -13,24 +13,7 @@ use crate::output::Output;
 const APPLIES: &str = "a running `dshkit mcp` applies it at its next call; no restart is needed";
 
 pub(crate) fn run(args: SettingsArgs, out: Output) -> Result<u8, Failure> {
-    let result = show_or_change(args, out);
-    if let (Err(failure), true) = (&result, out.json) {
-        let problems = failure
-            .error
-            .downcast_ref::<SettingsError>()
-            .map_or(&[][..], SettingsError::problems);
-        let code = failure
-            .error
-            .downcast_ref::<SettingsError>()
-            .map(SettingsError::code);
-        out.json(&json!({"error": {
-            "code": code.unwrap_or("RUNTIME_ERROR"),
-            "message": failure.error.to_string(),
-            "problems": problems,
-            "exitCode": failure.code,
-        }}));
-    }
-    result
+    show_or_change(args, out)
 }
 
 fn show_or_change(args: SettingsArgs, out: Output) -> Result<u8, Failure> {

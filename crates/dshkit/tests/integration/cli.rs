@@ -370,6 +370,19 @@ fn check_refuses_a_missing_home_or_profile_once_naming_what_is_there() {
     assert_eq!(stderr.matches("no profile wbe").count(), 1, "{stderr}");
     assert!(stderr.contains("its profiles are web;"), "{stderr}");
 
+    // With --json the refusal is one object on stdout, with the same exit code.
+    let out = output(
+        home.dshkit()
+            .args(["--json", "check", "--profile", "wbe", "--dsh-home"])
+            .arg(&dsh_home)
+            .env("PATH", peers.path_var()),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let error = stdout_json(&out);
+    assert_eq!(error["formatVersion"], 1, "{error:#}");
+    assert_eq!(error["error"]["code"], "PROFILE_NOT_FOUND", "{error:#}");
+    assert_eq!(error["error"]["exitCode"], 3, "{error:#}");
+
     // Over MCP the same rule refuses the call with its code.
     let mut mcp = Session::initialized(&[], &[]);
     let answer = mcp.call(
@@ -379,6 +392,47 @@ fn check_refuses_a_missing_home_or_profile_once_naming_what_is_there() {
     );
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert!(answer.to_string().contains("no profile wbe"), "{answer}");
+}
+
+#[test]
+fn with_json_every_commands_failure_is_one_object_on_stdout_with_its_exit_code() {
+    let home = Home::new();
+    let missing = home.join("no-such-cassette.jsonl");
+    // A runtime failure and a refusal of commands with no error output of their own.
+    for args in [
+        vec![
+            "--json".to_owned(),
+            "echo".into(),
+            "lint".into(),
+            missing.display().to_string(),
+        ],
+        vec![
+            "--json".into(),
+            "settings".into(),
+            "set".into(),
+            "--fields".into(),
+            "{\"previewLimit\": \"0\"}".into(),
+        ],
+    ] {
+        let out = home.run(&args);
+        let error = stdout_json(&out);
+        assert_eq!(error["formatVersion"], 1, "{args:?}: {error:#}");
+        assert_eq!(
+            error["error"]["exitCode"].as_i64(),
+            out.status.code().map(i64::from),
+            "{args:?}: {error:#}"
+        );
+        assert!(
+            error["error"]["code"].as_str().is_some_and(|c| !c.is_empty()),
+            "{error:#}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.matches("dshkit: error:").count(),
+            1,
+            "the cause once: {stderr}"
+        );
+    }
 }
 
 /// The same broken home the Windows suite checks under Wine: both faults at the
