@@ -51,11 +51,41 @@ export const MAX_TRACED_LISTENERS = 64;
 const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unloading'];
 
 /**
+ * The collector, started so that its failure stays its own: a registry that
+ * cannot be written (or any other startup error) is reported on stderr and kept
+ * as `startupFailure()` for the view, and the rest of the plugin (LiveLoop,
+ * checks) goes on. `failOnStartupError` restores the hard failure. Returns
+ * whether the collector runs.
+ */
+export function startCollectorIsolated(ctx, options, { failOnStartupError = false } = {}) {
+  const report = (error) => {
+    lastStartupFailure = { dir: options.dir, message: error.message, at: Date.now() };
+    console.warn(`[dshkit] Cordis DevTools did not start (${error.message}); LiveLoop and the checks go on without it (set failOnStartupError to make this fatal)`);
+  };
+  try {
+    lastStartupFailure = null;
+    startCollector(ctx, { ...options, onStartupError: report });
+    return true;
+  } catch (error) {
+    if (failOnStartupError) throw error;
+    report(error);
+    return false;
+  }
+}
+
+/** Why the collector last failed to start in this process, or null. */
+export function startupFailure() {
+  return lastStartupFailure;
+}
+
+let lastStartupFailure = null;
+
+/**
  * Starts collecting for the Cordis runtime of `ctx`. `dir` is the private
  * directory for the socket and the registry (created 0700). Returns
  * `{socket, registry, dispose()}`; also disposed with `ctx`.
  */
-export function startCollector(ctx, { dir, label = 'dsh', experiments = false }) {
+export function startCollector(ctx, { dir, label = 'dsh', experiments = false, onStartupError }) {
   const root = ctx.root;
   // This collector's start: with the pid, it tells a collector started again in
   // the same process (DSH restarting in place) from the one before.
@@ -515,12 +545,24 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false })
     socket.on('close', gone);
     socket.on('error', gone);
   });
+  // A socket or registry file that cannot be made after the synchronous start
+  // ends this collector only (and is reported), never the host.
+  const failed = (error) => {
+    dispose();
+    onStartupError?.(error);
+  };
+  server.on('error', failed);
   server.listen(socketPath, () => {
     try { fs.chmodSync(socketPath, 0o600); } catch {}
     const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, startedAtMs: Math.round(Date.now() - process.uptime() * 1000) };
     const temp = `${registryPath}.tmp-${process.pid}`;
-    fs.writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
-    fs.renameSync(temp, registryPath);
+    try {
+      fs.writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });
+      fs.renameSync(temp, registryPath);
+    } catch (error) {
+      try { fs.unlinkSync(temp); } catch {}
+      failed(error);
+    }
   });
   server.unref();
 

@@ -112,12 +112,12 @@ export async function apply(ctx, config) {
   });
   if (config?.devtools === true) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
-    const { startCollector } = await import('./devtools.js');
+    const { startCollectorIsolated } = await import('./devtools.js');
     // The registry the binary resolved (`--devtools-dir`, else <DSH home>/dshkit-devtools,
     // with the same DSH_HOME the sidecar gets): the rule lives in the binary only.
     const dir = host.devtoolsDir;
-    startCollector(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true });
-    if (config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
+    const started = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true }, { failOnStartupError: config?.failOnStartupError === true });
+    if (started && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
   }
   const skills = host.skills.filter(served);
   ctx.inject(['skills'], (inner) => {

@@ -761,3 +761,37 @@ async fn a_collector_of_another_protocol_or_none_is_refused_with_both_versions()
         );
     }
 }
+
+/// `startCollectorIsolated` on a registry that is a plain file: off by default,
+/// the failure is kept for the view and reported, and the start returns false;
+/// with `failOnStartupError` it throws as before.
+#[test]
+fn a_failed_collector_start_is_isolated_unless_fail_on_startup_error() {
+    let peers = Peers::get();
+    let home = tempfile::tempdir().unwrap();
+    let registry = home.path().join("registry");
+    std::fs::write(&registry, "not a directory").unwrap();
+    let collector = workspace_root().join("packages/dsh-plugin/devtools.js");
+    let script = r"
+const [collector, dir] = process.argv.slice(1);
+const { startCollectorIsolated, startupFailure } = await import(collector);
+const started = startCollectorIsolated({}, { dir }, {});
+const failure = startupFailure()?.dir ?? null;
+let thrown = null;
+try { startCollectorIsolated({}, { dir }, { failOnStartupError: true }); } catch (error) { thrown = error.code; }
+console.log(JSON.stringify({ started, failure, thrown }));
+";
+    let output = std::process::Command::new(peers.node())
+        .args(["--input-type=module", "-e", script])
+        .arg(collector.as_os_str())
+        .arg(registry.as_os_str())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let got: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(got["started"], false, "{got}");
+    assert_eq!(got["failure"], registry.display().to_string(), "{got}");
+    assert_eq!(got["thrown"], "ENOTDIR", "{got}");
+    assert!(stderr.contains("Cordis DevTools did not start"), "{stderr}");
+}

@@ -743,3 +743,32 @@ fn a_collector_of_another_protocol_version_is_refused_with_both_versions_and_the
     assert_eq!(fact["status"], "fail", "{fact}");
     says_it_all(&fact.to_string());
 }
+
+/// A collector whose registry cannot be written (its directory is a plain file)
+/// no longer takes the plugin down: the turn's LiveLoop call is answered by the
+/// tool in that DSH, and the failure is reported on DSH's stderr.
+#[test]
+fn a_collector_that_cannot_write_its_registry_leaves_liveloop_working() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    install_with_devtools(&peers, home.path(), &dsh_home);
+    std::fs::write(dsh_home.join("dshkit-devtools"), "not a directory").unwrap();
+    let model = FakeModel::start("liveloop_detect", &json!({}));
+    let finished = headless_turn(home.path(), &model.url).join().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert!(stderr.contains("Cordis DevTools did not start"), "{stderr}");
+    let requests = model.turn_requests();
+    let answered = requests.iter().find_map(|r| {
+        r["messages"]
+            .as_array()?
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .map(|m| m["content"].to_string())
+    });
+    let answered = answered.unwrap_or_else(|| panic!("the tool call was never answered: {requests:?}"));
+    assert!(
+        answered.contains("app(s) in"),
+        "liveloop_detect answered: {answered}"
+    );
+}
