@@ -227,24 +227,20 @@ window.__ModuleLoader__.load({
       navigate: 'Go', back: 'Back', forward: 'Forward', viewport: 'Viewport',
     };
 
-    /** A viewport's width in CSS pixels (undefined when it is not known). */
-    const cssWidthOf = (id) => {
-      const size = VIEWPORTS.find((p) => p.id === id)?.size;
-      return size ? Number(size.split('×')[0]) : undefined;
-    };
-
-    /** `Mobile 390×844 · ` for a frame's caption ('' when the viewport is not known). */
-    const viewportCaption = (id) => {
-      const v = VIEWPORTS.find((p) => p.id === id);
-      return v ? `${v.label} ${v.size} · ` : '';
-    };
-
     /** The viewport switch's presets (the sidecar's: CSS pixels at their device scale). */
     const VIEWPORTS = [
-      { id: 'desktop', label: 'Desktop', size: '1280×800' },
-      { id: 'tablet', label: 'Tablet', size: '820×1180' },
-      { id: 'mobile', label: 'Mobile', size: '390×844' },
+      { id: 'desktop', label: 'Desktop', width: 1280, height: 800 },
+      { id: 'tablet', label: 'Tablet', width: 820, height: 1180 },
+      { id: 'mobile', label: 'Mobile', width: 390, height: 844 },
     ];
+    const viewportOf = (id) => VIEWPORTS.find((v) => v.id === id);
+    /** `1280×800`: a preset's size as people write it. */
+    const sizeOf = (v) => `${v.width}×${v.height}`;
+    /** `Mobile 390×844 · ` for a frame's caption ('' when the viewport is not known). */
+    const viewportCaption = (id) => {
+      const v = viewportOf(id);
+      return v ? `${v.label} ${sizeOf(v)} · ` : '';
+    };
 
     /** A local clock time (`14:03:07`) for "Updated" and "Reloaded". */
     const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false });
@@ -372,7 +368,7 @@ window.__ModuleLoader__.load({
           ...VIEWPORTS.map((v) => h(Button, {
             key: v.id, variant: viewportNow === v.id ? 'primary' : 'ghost', 'aria-pressed': viewportNow === v.id ? 'true' : 'false',
             disabled: busy !== undefined, pending: busy === 'viewport' && viewportNow !== v.id, 'data-dshkit': `viewport-${v.id}`,
-            title: `Show the page as a ${v.label.toLowerCase()} (${v.size})`,
+            title: `Show the page as a ${v.label.toLowerCase()} (${sizeOf(v)})`,
             onClick: viewportNow === v.id ? undefined : go('viewport', { viewport: v.id }),
           }, v.label))),
         actionError ? h('div', { role: 'alert', 'data-dshkit': `error-${actionError.endpoint}`, style: { color: look.error, display: 'flex', gap: 8, alignItems: 'baseline' } },
@@ -382,7 +378,7 @@ window.__ModuleLoader__.load({
         frame?.src ? h('img', {
           src: frame.src, alt: `Live preview of ${frame.url}`, 'data-dshkit': 'live-frame', 'data-seq': frame.seq, 'data-frame': frame.id,
           // Shown at the page's own CSS width (a phone as narrow as a phone), at most the frame's.
-          style: { width: '100%', maxWidth: Math.min(frame.width ?? Infinity, cssWidthOf(viewportNow) ?? Infinity), border: `1px solid ${look.border}`, borderRadius: 4 },
+          style: { width: '100%', maxWidth: Math.min(frame.width ?? Infinity, viewportOf(viewportNow)?.width ?? Infinity), border: `1px solid ${look.border}`, borderRadius: 4 },
         }) : null,
         h('div', { 'data-dshkit': 'live-caption', style: { fontSize: 11, color: look.secondary } },
           !visible ? 'Live frames paused while the view is hidden.'

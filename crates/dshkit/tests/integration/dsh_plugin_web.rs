@@ -825,21 +825,43 @@ fn ticking_app() -> LoopbackServer {
     )
 }
 
-#[test]
-fn the_live_preview_shows_live_frames_only_while_shown_and_its_url_bar_drives_the_preview() {
+/// What a running DSH web test holds: its home, its model and its `dsh web`.
+struct RunningDsh {
+    _web: ChildGuard,
+    _model: FakeModel,
+    _home: crate::support::Home,
+}
+
+/// A `dsh web` whose agent verified `root` (that `text` is present) and whose
+/// Live Preview is open once the card says `verdict`; the app refuses framing,
+/// so the view shows live frames.
+fn live_preview_after_a_verification(root: &str, text: &str, verdict: &str) -> (RunningDsh, WebUi) {
     let peers = Peers::get();
     let (home, _dsh_home) = installed_home(&peers, "web");
-    let app = ticking_app();
-    let root = format!("http://127.0.0.1:{}/", app.addr.port());
     let model = FakeModel::start(
         "liveloop_verify",
-        &serde_json::json!({"appUrl": root, "assertions": [{"kind": "text_present", "text": "tick"}]}),
+        &serde_json::json!({"appUrl": root, "assertions": [{"kind": "text_present", "text": text}]}),
     );
-    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    let (web, mut ui) = open_web_ui(&peers, home.path(), &model);
     ui.send("Verify the app.");
-    ui.wait_for("every criterion held");
+    ui.wait_for(verdict);
     ui.click_past_notice("tab", "Live Preview", "Live Preview");
     ui.wait_for("does not allow framing (X-Frame-Options: DENY)");
+    (
+        RunningDsh {
+            _web: web,
+            _model: model,
+            _home: home,
+        },
+        ui,
+    )
+}
+
+#[test]
+fn the_live_preview_shows_live_frames_only_while_shown_and_its_url_bar_drives_the_preview() {
+    let app = ticking_app();
+    let root = format!("http://127.0.0.1:{}/", app.addr.port());
+    let (_dsh, mut ui) = live_preview_after_a_verification(&root, "tick", "every criterion held");
 
     // Frames follow the page: its title, which the caption shows, moves on.
     let (first, caption) = live_frame(&mut ui);
@@ -926,20 +948,10 @@ fn caption_shows(ui: &mut WebUi, expected: &str) {
 
 #[test]
 fn the_live_preview_switches_the_viewport_and_lists_what_the_pages_console_and_network_saw() {
-    let peers = Peers::get();
-    let (home, _dsh_home) = installed_home(&peers, "web");
     let app = busy_app();
     let root = format!("http://127.0.0.1:{}/", app.addr.port());
-    let model = FakeModel::start(
-        "liveloop_verify",
-        &serde_json::json!({"appUrl": root, "assertions": [{"kind": "text_present", "text": "Layouts"}]}),
-    );
-    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
-    ui.send("Verify the app.");
     // The page's console error and missing file fail it.
-    ui.wait_for("Verification FAILED");
-    ui.click_past_notice("tab", "Live Preview", "Live Preview");
-    ui.wait_for("does not allow framing (X-Frame-Options: DENY)");
+    let (_dsh, mut ui) = live_preview_after_a_verification(&root, "Layouts", "Verification FAILED");
     caption_shows(&mut ui, "Desktop 1280×800 · Wide layout");
 
     // What the page's console and network saw, each with its reason.
