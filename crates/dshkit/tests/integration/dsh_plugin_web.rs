@@ -696,6 +696,9 @@ fn after_dsh_restarts_the_card_still_shows_its_screenshot_and_the_live_preview_i
     ui.wait_for_outline("img \"dshkit screenshot\"");
     let state = dsh_home.join("dshkit-plugin/live-preview.json");
     assert!(state.is_file(), "the plugin kept its views' state");
+    // DSH titles a conversation in a model call of its own after the turn; the
+    // title is how the conversation is found again, so it must be stored first.
+    ui.wait_for_outline("treeitem \"dshkit check");
     drop(ui);
     drop(web);
 
