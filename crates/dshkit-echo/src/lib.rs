@@ -16,6 +16,8 @@
 //! - `json_diff`: where two JSON values differ (paths, pointers);
 //! - `live_id`: a recorded response with the live id put in, its text kept;
 //! - `live_request`: a live request read from its text, its tree built on demand;
+//! - [`registry`]: Echo in DSH: the root and the cassette ids, checked (no
+//!   symlinked root, no path leaving it);
 //! - [`replay`]: what a replay answers a frame with, without a transport;
 //! - `passthrough`: the real server a replay passes a miss to;
 //! - [`recorder`]: what both recording proxies share, each message kept as its text;
@@ -51,6 +53,7 @@ mod passthrough;
 pub mod paths;
 pub mod recorder;
 pub mod redact;
+pub mod registry;
 pub mod replay;
 mod server_process;
 pub mod show;
