@@ -1,6 +1,6 @@
 // dshkit inside DSH: the client half (a classic script, no build step). It adds a
-// Live Preview tab to the conversation, a Verification Card for liveloop_verify
-// calls and a settings section. The views render the report's structure (the
+// Live Preview tab and an Echo tab to the conversation, a Verification Card for
+// liveloop_verify calls and a settings section. The views render the report's structure (the
 // card: the host half's presentation metadata of the call, taken from its
 // structuredContent; the Live Preview: the host half's `/dshkit` RPC channel),
 // never the text the binary prints. Each view names its conversation (the
@@ -437,27 +437,37 @@ window.__ModuleLoader__.load({
           h(Button, { variant: 'ghost', 'aria-label': 'Dismiss the Start error', onClick: () => setError(undefined) }, 'Dismiss')) : null);
     }
 
-    function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
+    /**
+     * A view's state from the host half's `endpoint`, asked again every
+     * REFRESH_MS while the view is shown. A failed refresh keeps the last state
+     * and says why (`pollError`) until one succeeds.
+     */
+    function usePolled(rpc, endpoint, conversation) {
       const [state, setState] = React.useState(undefined);
-      // The last refresh's failure: the view keeps showing what it last knew.
       const [pollError, setPollError] = React.useState(undefined);
+      const [updated, setUpdated] = React.useState({ at: undefined, count: 0 });
+      const refresh = React.useCallback(() => rpc(endpoint, { conversation }).then((value) => {
+        setState(value);
+        setPollError(undefined);
+        setUpdated((u) => ({ at: Date.now(), count: u.count + 1 }));
+      }, (e) => setPollError(e.message)), [rpc, endpoint, conversation]);
+      React.useEffect(() => {
+        refresh();
+        const timer = setInterval(refresh, REFRESH_MS);
+        return () => clearInterval(timer);
+      }, [refresh]);
+      return { state, pollError, updated, refresh };
+    }
+
+    function LivePreview({ dshkitRpc: rpc, sessionId: conversation }) {
+      // The last refresh's failure: the view keeps showing what it last knew.
+      const { state, pollError, updated, refresh } = usePolled(rpc, 'state', conversation);
       // One error per button; it stays until dismissed or that button succeeds
       // (a successful Verify answers them all). Refreshes never clear them.
       const [errors, setErrors] = React.useState({});
       const [busy, setBusy] = React.useState(undefined);
       const [copied, setCopied] = React.useState(undefined);
       const [frameKey, setFrameKey] = React.useState(0);
-      const [updated, setUpdated] = React.useState({ at: undefined, count: 0 });
-      const refresh = React.useCallback(() => rpc('state', { conversation }).then((s) => {
-        setState(s);
-        setPollError(undefined);
-        setUpdated((u) => ({ at: Date.now(), count: u.count + 1 }));
-      }, (e) => setPollError(e.message)), [rpc, conversation]);
-      React.useEffect(() => {
-        refresh();
-        const timer = setInterval(refresh, REFRESH_MS);
-        return () => clearInterval(timer);
-      }, [refresh]);
       const failed = (endpoint, message) => setErrors((all) => ({ ...all, [endpoint]: message }));
       const succeeded = (endpoint) => setErrors((all) => {
         if (endpoint === 'verify') return {};
@@ -780,6 +790,96 @@ window.__ModuleLoader__.load({
         message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
     }
 
+    /** How an Echo outcome reads, and its dot. */
+    const OUTCOMES = {
+      hit: { label: 'hit', dot: 'done' },
+      miss: { label: 'miss', dot: 'error' },
+      passthrough: { label: 'passthrough', dot: 'warning' },
+      recorded: { label: 'recorded', dot: 'ongoing' },
+      error: { label: 'not annotated', dot: 'error' },
+    };
+
+    /** A recorded interaction a call names, fetched when the person opens it. */
+    function Interaction({ rpc, conversation, id, ordinal, title }) {
+      const [shown, setShown] = React.useState(undefined);
+      const [error, setError] = React.useState(undefined);
+      const [open, setOpen] = React.useState(false);
+      const toggle = () => {
+        const opening = !open;
+        setOpen(opening);
+        if (opening && !shown) {
+          rpc('echo.interaction', { conversation, id, ordinal }).then((value) => { setShown(value); setError(undefined); }, (e) => setError(e.message));
+        }
+      };
+      const pre = (text) => h('pre', { style: { margin: 0, padding: 6, maxHeight: 240, overflow: 'auto', fontSize: 11, background: look.field, border: `1px solid ${look.border}`, borderRadius: 4, whiteSpace: 'pre-wrap' } }, text);
+      return h('div', { 'data-dshkit': 'echo-interaction' },
+        h(Button, { variant: 'ghost', onClick: toggle, 'aria-expanded': open ? 'true' : 'false' }, `${open ? '▾' : '▸'} ${title} #${ordinal}`),
+        !open ? null
+          : error ? h('div', { role: 'alert', style: { color: look.error, fontSize: 12 } }, error)
+            : !shown ? h('div', { style: { fontSize: 12, color: look.secondary } }, 'loading…')
+              : h('div', { style: { display: 'flex', flexDirection: 'column', gap: 4 } },
+                h('small', { style: { color: look.secondary } }, `Recorded request (redacted again)${shown.truncated ? ' · cut to its first 8 KiB' : ''}`),
+                pre(shown.request),
+                ...shown.responses.map((response, i) => h(React.Fragment, { key: i },
+                  h('small', { style: { color: look.secondary } }, shown.responses.length > 1 ? `Recorded response ${i + 1}` : 'Recorded response'),
+                  pre(response)))));
+    }
+
+    /** One call through Echo: server, tool, mode, outcome, ordinal; a miss's reason and differing paths. */
+    function EchoCall({ call, rpc, conversation }) {
+      const outcome = OUTCOMES[call.outcome] ?? { label: String(call.outcome), dot: 'warning' };
+      return h('li', { 'data-dshkit': 'echo-call', 'data-outcome': call.outcome, style: { display: 'flex', flexDirection: 'column', gap: 4, padding: '6px 0', borderTop: `1px solid ${look.border}` } },
+        h('div', { style: { display: 'flex', alignItems: 'center', gap: 6, flexWrap: 'wrap' } },
+          h(Dot, { state: outcome.dot }),
+          h('strong', null, outcome.label),
+          h('code', null, `${call.server}/${call.tool ?? '?'}`),
+          h('span', { style: { color: look.secondary, fontSize: 12 } },
+            [call.mode, call.id ? `cassette ${call.id}` : undefined, call.path, call.ordinal !== undefined ? `#${call.ordinal}` : undefined,
+              call.fingerprint ? `key ${call.fingerprint}` : undefined].filter(Boolean).join(' · '))),
+        call.error ? h('div', { role: 'alert', style: { color: look.error, fontSize: 12 } }, `Not annotated: ${call.error}`) : null,
+        call.miss ? h('div', { 'data-dshkit': 'echo-miss', style: { fontSize: 12 } },
+          h('div', null, call.miss.message),
+          call.miss.differingPaths?.length ? h('div', null, 'Differs at: ', ...call.miss.differingPaths.map((p, i) => h('code', { key: p, style: { marginRight: 6 } }, p))) : null,
+          call.miss.recordedTools?.length ? h('div', null, `Recorded tools: ${call.miss.recordedTools.join(', ')}`) : null) : null,
+        call.diff?.length ? h('div', { style: { fontSize: 12, color: look.secondary } }, `Matched with differences ignored at: ${call.diff.join(', ')}`) : null,
+        call.id && call.ordinal !== undefined ? h(Interaction, { rpc, conversation, id: call.id, ordinal: call.ordinal, title: 'Recorded call' }) : null,
+        call.id && call.miss?.nearestOrdinal !== undefined && call.miss?.nearestOrdinal !== null
+          ? h(Interaction, { rpc, conversation, id: call.id, ordinal: call.miss.nearestOrdinal, title: 'Nearest recorded call' }) : null);
+    }
+
+    /**
+     * The Echo tab: this conversation's MCP calls that went through Echo, as DSH
+     * stored them (each `tool/result`'s `meta.dshCassette`), with counts and a
+     * filter by server and outcome.
+     */
+    function EchoView({ dshkitRpc: rpc, sessionId: conversation }) {
+      const { state, pollError } = usePolled(rpc, 'echo.calls', conversation);
+      const [server, setServer] = React.useState('');
+      const [outcome, setOutcome] = React.useState('');
+      if (pollError && !state) return h('div', { 'data-dshkit': 'echo', role: 'alert', style: { padding: 12 } }, `dshkit Echo: ${pollError}`);
+      if (!state) return h('div', { 'data-dshkit': 'echo', style: { padding: 12 } }, 'dshkit Echo: loading…');
+      const servers = [...new Set(state.calls.map((c) => c.server))].sort();
+      const shown = state.calls.filter((c) => (!server || c.server === server) && (!outcome || c.outcome === outcome));
+      const counts = Object.entries(state.counts).filter(([, n]) => n > 0).map(([name, n]) => `${n} ${OUTCOMES[name]?.label ?? name}`);
+      const select = (label, value, onChange, options) => h('label', { style: { display: 'flex', gap: 4, alignItems: 'center', fontSize: 12 } }, label,
+        h('select', { value, onChange: (e) => onChange(e.target.value), 'aria-label': label, style: { font: 'inherit', color: look.text, background: look.field, border: `1px solid ${look.border}`, borderRadius: 6, padding: '2px 4px' } },
+          h('option', { value: '' }, 'all'), ...options.map((o) => h('option', { key: o, value: o }, o))));
+      return h('div', { 'data-dshkit': 'echo', style: { padding: 12, display: 'flex', flexDirection: 'column', gap: 8, height: '100%', overflow: 'auto', fontSize: 13, color: look.text } },
+        h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8 } },
+          h('strong', null, 'dshkit Echo'),
+          pollError ? h('span', { role: 'alert', style: { fontSize: 11, color: look.error } }, `could not refresh: ${pollError}`) : null),
+        state.total === 0
+          ? h('div', { 'data-dshkit': 'echo-empty' }, 'No call of this conversation went through Echo. Calls to the servers of the plugin\'s Echo registry (dshkit dsh install --echo FILE) show here with their cassette, hit or miss.')
+          : h(React.Fragment, null,
+            h('div', { 'data-dshkit': 'echo-counts' }, `${state.total} call(s) through Echo: ${counts.join(', ')}`,
+              state.truncated ? ` · showing the newest ${state.calls.length}` : ''),
+            h('div', { style: { display: 'flex', gap: 12 } },
+              select('Server', server, setServer, servers),
+              select('Outcome', outcome, setOutcome, Object.keys(OUTCOMES).filter((o) => state.counts[o] > 0))),
+            h('ul', { style: { listStyle: 'none', margin: 0, padding: 0 } },
+              ...shown.map((call) => h(EchoCall, { key: call.seq, call, rpc, conversation })))));
+    }
+
     const inject = ['slots', 'connection'];
 
     function apply(ctx) {
@@ -799,13 +899,12 @@ window.__ModuleLoader__.load({
           label: () => 'dshkit',
           inject: () => ({ dshkitRpc }),
         }, guarded(SettingsSection)));
-        ctx.slots.inject('conversation.view', () => ctx.slots.register({
-          name: 'conversation.view',
-          id: 'dshkit-live-preview',
-          order: 50,
-          label: () => 'Live Preview',
-          inject: () => ({ dshkitRpc }),
-        }, Preview));
+        // The conversation's tabs, beside DSH's Chat and Trajectory.
+        const tab = (id, order, label, View) => ctx.slots.inject('conversation.view', () => ctx.slots.register({
+          name: 'conversation.view', id, order, label: () => label, inject: () => ({ dshkitRpc }),
+        }, View));
+        tab('dshkit-live-preview', 50, 'Live Preview', Preview);
+        tab('dshkit-echo', 51, 'Echo', guarded(EchoView));
       } catch (error) {
         console.error('[dshkit] the client half could not register its views:', error);
       }

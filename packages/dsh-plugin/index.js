@@ -100,10 +100,18 @@ export async function apply(ctx, config) {
     if (!served(seams)) continue;
     ctx.tools.register(nativeTool(ctx, sidecar, tool, seams, verifications, stages));
   }
+  const dshkit = (args, input) => runOnce(ctx, [binary, ...args], env, input);
+  // Echo: calls to the servers the row's registry wraps carry `meta.dshCassette`.
+  const { observeEcho, echoCalls, echoInteraction } = await import('./echo.js');
+  const seam = (args, request) => echoSeam(dshkit, args, request);
+  observeEcho(ctx, config?.echo, async (request) => (await seam(['--json', 'echo', 'annotate'], request)).dshCassette ?? null);
+  const echo = {
+    calls: (conversation) => echoCalls(ctx.get('sessionQuery'), conversation),
+    interaction: (conversation, id, ordinal) => echoInteraction(ctx.get('sessionQuery'), config?.echo, seam, conversation, id, ordinal),
+  };
   // The browser half's channel (web profiles only): loopback callers only.
-  const dshkit = (args) => runOnce(ctx, [binary, ...args], env);
   ctx.inject(['connection'], (inner) => {
-    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit), { authority: 'loopback' });
+    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit, echo), { authority: 'loopback' });
   });
   ctx.inject(['systemPrompt'], (inner) => {
     for (const [index, guidance] of host.guidance.filter(served).entries()) {
@@ -179,11 +187,11 @@ function sidecarEnv(config) {
 }
 
 /** Runs one short dshkit command to its end; its output is bounded. */
-async function runOnce(ctx, argv, env) {
+async function runOnce(ctx, argv, env, input) {
   const handle = ctx.subprocess.spawn({
     argv,
     cwd: process.cwd(),
-    stdio: { stdin: 'ignore', stdout: { maxBytes: MAX_DESCRIBE_BYTES }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
+    stdio: { stdin: input === undefined ? 'ignore' : { data: input }, stdout: { maxBytes: MAX_DESCRIBE_BYTES }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
     graceMs: GRACE_MS,
     env,
   });
@@ -194,6 +202,19 @@ async function runOnce(ctx, argv, env) {
     stdout: handle.collected.stdout?.readFrom(0).text ?? '',
     stderr: handle.collected.stderr?.readFrom(0).text ?? '',
   };
+}
+
+/** `dshkit ARGS` with `request` as JSON on stdin (Echo's seams): its JSON answer, or its error. */
+async function echoSeam(dshkit, args, request) {
+  const run = await dshkit(args, JSON.stringify(request));
+  let answer;
+  try {
+    answer = JSON.parse(run.stdout);
+  } catch {
+    throw new Error(run.stderr.trim().split('\n').pop() || `dshkit ${args.join(' ')} exited ${run.exitCode}`);
+  }
+  if (run.exitCode !== 0) throw new Error(answer?.error?.message ?? `dshkit ${args.join(' ')} exited ${run.exitCode}`);
+  return answer;
 }
 
 /**
@@ -498,7 +519,7 @@ class RunningStages {
  * conversation they show (DSH's session id, the same as the conversation's
  * agent id on a tool call), and each answer is that conversation's only.
  */
-function uiHandler(sidecar, verifications, stages, dshkit) {
+function uiHandler(sidecar, verifications, stages, dshkit, echo) {
   const conversationIn = (payload) => {
     const id = payload?.conversation;
     if (typeof id !== 'string' || id === '') throw new Error('the request names no conversation');
@@ -732,6 +753,16 @@ function uiHandler(sidecar, verifications, stages, dshkit) {
       const ids = (result.structuredContent?.servers ?? []).map((s) => s?.id).filter((id) => typeof id === 'string');
       verifications.started(conversation, ids);
       return { servers: ids };
+    },
+    /** The Echo tab: this conversation's calls through Echo, from DSH's session log. */
+    'echo.calls'(payload) {
+      return echo.calls(conversationIn(payload));
+    },
+    /** One recorded interaction a call of this conversation names, redacted again. */
+    'echo.interaction'(payload) {
+      const { id, ordinal } = payload ?? {};
+      if (typeof id !== 'string' || !Number.isSafeInteger(ordinal)) throw new Error('name a cassette id and an ordinal');
+      return echo.interaction(conversationIn(payload), id, ordinal);
     },
     // Stop stops what this conversation started: another conversation's servers,
     // and servers dshkit adopted, keep running.

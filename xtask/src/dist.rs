@@ -42,6 +42,7 @@ const PLUGIN_FILES: &[&str] = &[
     "index.js",
     "client.js",
     "devtools.js",
+    "echo.js",
     "platform.js",
     "bin/dshkit.js",
 ];
@@ -421,6 +422,7 @@ fn main_package(platforms: &[&Platform], dir: &Path) -> anyhow::Result<()> {
             ".": "./index.js",
             "./client": "./client.js",
             "./devtools": "./devtools.js",
+            "./echo": "./echo.js",
             "./platform": "./platform.js",
             "./cordis.patch.yml": "./cordis.patch.yml",
             "./package.json": "./package.json",

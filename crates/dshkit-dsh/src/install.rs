@@ -48,6 +48,7 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
         "devtools.js",
         include_str!("../../../packages/dsh-plugin/devtools.js"),
     ),
+    ("echo.js", include_str!("../../../packages/dsh-plugin/echo.js")),
     (
         "client.js",
         include_str!("../../../packages/dsh-plugin/client.js"),
@@ -73,6 +74,8 @@ pub struct PluginRow {
     /// Where the plugin serves the DevTools endpoint: `None` for its default
     /// (127.0.0.1:43127), `Some("off")` for nowhere.
     pub devtools_endpoint: Option<String>,
+    /// The Echo registry (`{rootDir, cassettes}`), checked by the caller.
+    pub echo: Option<Value>,
 }
 
 impl ManagedRow for PluginRow {
@@ -100,6 +103,9 @@ impl ManagedRow for PluginRow {
             Some(address) => {
                 config.insert("devtoolsEndpoint".into(), Value::String(address.to_owned()));
             }
+        }
+        if let Some(echo) = &self.echo {
+            config.insert("echo".into(), echo.clone());
         }
         serde_json::json!({ "id": PLUGIN_ID, "name": PLUGIN_PACKAGE, "config": config })
     }
@@ -496,6 +502,7 @@ mod tests {
             devtools: false,
             devtools_experiments: false,
             devtools_endpoint: None,
+            echo: None,
         }
     }
 

@@ -35,6 +35,7 @@
 //! - [`workspace`]: a workspace's cassettes as an agent sees them, listed and
 //!   inspected, redacted again.
 
+pub mod annotation;
 pub mod cassette;
 pub mod contract;
 mod env_secrets;

@@ -23,6 +23,8 @@ pub enum Miss {
     ArgumentsDiffer {
         tool: String,
         paths: Vec<String>,
+        /// The ordinal of the recorded call of the tool nearest to the live one.
+        nearest: Option<u64>,
     },
     Exhausted {
         key: String,
@@ -58,7 +60,7 @@ impl Miss {
             Self::UnknownTool { tool, recorded } => {
                 format!("tool `{tool}` was never called while recording; recorded tools: {recorded:?}")
             }
-            Self::ArgumentsDiffer { tool, paths } => {
+            Self::ArgumentsDiffer { tool, paths, .. } => {
                 format!("`{tool}` was recorded, but with other arguments; they differ at {paths:?}")
             }
             Self::Exhausted { key, recorded } => {
@@ -75,7 +77,10 @@ impl Miss {
         let mut data = json!({ "echo": "miss", "reason": self.reason(), "message": self.message() });
         match self {
             Self::UnknownTool { recorded, .. } => data["recordedTools"] = json!(recorded),
-            Self::ArgumentsDiffer { paths, .. } => data["differingPaths"] = json!(paths),
+            Self::ArgumentsDiffer { paths, nearest, .. } => {
+                data["differingPaths"] = json!(paths);
+                data["nearestOrdinal"] = json!(nearest);
+            }
             _ => {}
         }
         data
@@ -372,14 +377,15 @@ impl Matcher {
             .take(MAX_NEAR_MISS_CANDIDATES)
             .filter_map(|(position, _)| self.load(position).ok())
             .map(|i| {
-                differing_paths(
+                let paths = differing_paths(
                     &i.request["params"].get("arguments").cloned().unwrap_or(json!({})),
                     &live,
-                )
+                );
+                (paths, i.ordinal)
             })
-            .min_by_key(Vec::len)
-            .unwrap_or_default();
-        Miss::ArgumentsDiffer { tool, paths: closest }
+            .min_by_key(|(paths, _)| paths.len());
+        let (paths, nearest) = closest.map_or((Vec::new(), None), |(paths, ordinal)| (paths, Some(ordinal)));
+        Miss::ArgumentsDiffer { tool, paths, nearest }
     }
 }
 
@@ -473,7 +479,8 @@ mod tests {
                 .unwrap_err(),
             Miss::ArgumentsDiffer {
                 tool: "echo".into(),
-                paths: vec!["message".into()]
+                paths: vec!["message".into()],
+                nearest: Some(4),
             }
         );
         let unknown = matcher
@@ -553,7 +560,8 @@ mod tests {
                 .unwrap_err(),
             Miss::ArgumentsDiffer {
                 tool: "echo".into(),
-                paths: vec!["message".into()]
+                paths: vec!["message".into()],
+                nearest: Some(5),
             }
         );
         assert_eq!(

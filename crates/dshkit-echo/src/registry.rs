@@ -5,7 +5,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// At most this many cassettes in one registry.
 pub const MAX_CASSETTES: usize = 256;
@@ -13,7 +13,7 @@ pub const MAX_CASSETTES: usize = 256;
 pub const MAX_ID_CHARS: usize = 64;
 
 /// How the `dshkit echo` wrapper runs a registered server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Record,
@@ -22,7 +22,7 @@ pub enum Mode {
 }
 
 /// One registered cassette, its path relative to the root.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
     pub id: String,
@@ -32,7 +32,7 @@ pub struct Entry {
 }
 
 /// The registry as configured (the plugin row's `echo` object).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RegistryConfig {
     pub root_dir: PathBuf,
@@ -122,6 +122,20 @@ impl Registry {
             root,
             entries: cassettes,
         })
+    }
+
+    /// Reads and checks a registry file (`{"rootDir", "cassettes": [...]}`), for
+    /// the plugin row's `echo` object; the error names the file and the rule.
+    pub fn read(path: &Path) -> Result<RegistryConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config: RegistryConfig = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is no Echo registry ({{\"rootDir\", \"cassettes\"}}): {e}",
+                path.display()
+            )
+        })?;
+        Self::check(config.clone()).map_err(|e| format!("{}: {e} [{}]", path.display(), e.rule()))?;
+        Ok(config)
     }
 
     /// The checked root.

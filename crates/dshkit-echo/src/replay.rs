@@ -422,6 +422,13 @@ fn tree_of<'r>(request: &'r LiveRequest<'_>) -> Result<&'r Value, Miss> {
     })
 }
 
+/// The fingerprint annotations give a request: the first 16 hex digits of the
+/// SHA-256 of its match key.
+pub(crate) fn fingerprint(request: &Value, matching: &MatchOptions) -> String {
+    let digest = hex::encode(Sha256::digest(key(request, matching).as_bytes()));
+    digest[..16].to_owned()
+}
+
 pub(crate) fn annotate(
     response: &mut Value,
     cassette: &str,
@@ -436,8 +443,7 @@ pub(crate) fn annotate(
     let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else {
         return;
     };
-    let key = key(live_request, matching);
-    let fingerprint = hex::encode(Sha256::digest(key.as_bytes()));
+    let fingerprint = fingerprint(live_request, matching);
     let diff = differing_paths(
         &interaction.request["params"]["arguments"],
         &live_request["params"]["arguments"],
@@ -448,7 +454,7 @@ pub(crate) fn annotate(
             "dshkit/echo".into(),
             json!({
                 "cassette": cassette, "mode": "replay", "ordinal": interaction.ordinal,
-                "outcome": outcome, "fingerprint": &fingerprint[..16], "diff": diff,
+                "outcome": outcome, "fingerprint": fingerprint, "diff": diff,
             }),
         );
     }

@@ -178,6 +178,15 @@ pub(crate) enum EchoCommand {
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).
     Inspect { cassette: PathBuf },
+    /// The DSH plugin's seam: what the registered cassette says about a call DSH
+    /// made (hit with its ordinal, or miss with why), as `{"dshCassette": …}`.
+    /// Reads `{"echo": {rootDir, cassettes}, "server", "calls": [{tool, arguments}]}`
+    /// from stdin, the server's calls in this DSH process, oldest first.
+    Annotate,
+    /// The DSH plugin's seam: one recorded interaction of a registered cassette,
+    /// redacted again, as `{"interaction": …}`. Reads `{"echo", "id", "ordinal"}`
+    /// from stdin.
+    Interaction,
     /// Write a new DSH overlay (plus a recovery manifest) whose MCP row runs the
     /// server through dshkit: dsh --profile P --patch OVERLAY. The profile itself is
     /// never edited.
@@ -557,6 +566,12 @@ pub(crate) struct InstallArgs {
     /// (`dshkit devtools serve`; default 127.0.0.1:43127), or `off`.
     #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
     pub(crate) devtools_endpoint: Option<String>,
+
+    /// An Echo registry (JSON: `{"rootDir": DIR, "cassettes": [{"id", "path",
+    /// "server", "mode"}]}`): DSH's calls to those servers carry `meta.dshCassette`
+    /// and show in the Echo tab. Refused, with its rule, when a path leaves the root.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) echo: Option<PathBuf>,
 }
 
 /// A loopback socket address, or `off`.

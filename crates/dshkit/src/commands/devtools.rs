@@ -43,6 +43,7 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
                 devtools: true,
                 devtools_experiments: experiments,
                 devtools_endpoint: endpoint,
+                echo: None,
             };
             return super::dsh::install(args, out).await;
         }

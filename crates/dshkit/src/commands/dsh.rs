@@ -111,6 +111,13 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
             devtools: args.devtools,
             devtools_experiments: args.devtools_experiments,
             devtools_endpoint: args.devtools_endpoint,
+            echo: match &args.echo {
+                Some(file) => Some(serde_json::json!(
+                    dshkit_echo::registry::Registry::read(file)
+                        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?
+                )),
+                None => None,
+            },
         },
         home,
         profile: args.profile,

@@ -166,6 +166,17 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
+        EchoCommand::Annotate => {
+            let note = dshkit_echo::annotation::annotate(stdin_request()?).map_err(annotate_failure)?;
+            out.json(&serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "dshCassette": note}));
+            Ok(exit::SUCCESS)
+        }
+        EchoCommand::Interaction => {
+            let shown =
+                dshkit_echo::annotation::recorded_interaction(stdin_request()?).map_err(annotate_failure)?;
+            out.json(&serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "interaction": shown}));
+            Ok(exit::SUCCESS)
+        }
         EchoCommand::DshOverlay(args) => overlay_command(args, out),
     }
 }
@@ -414,6 +425,23 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     } else {
         exit::SUCCESS
     })
+}
+
+/// Largest request of the DSH plugin's seams read from stdin (the history is bounded too).
+const MAX_ANNOTATE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The JSON request of the DSH plugin's seams, read from stdin.
+fn stdin_request<T: serde::de::DeserializeOwned>() -> Result<T, Failure> {
+    use std::io::Read as _;
+    serde_json::from_reader(std::io::stdin().lock().take(MAX_ANNOTATE_BYTES))
+        .map_err(|e| Failure::refused(anyhow!("stdin holds no such request: {e}")))
+}
+
+fn annotate_failure(error: dshkit_echo::annotation::AnnotateError) -> Failure {
+    match error {
+        dshkit_echo::annotation::AnnotateError::Cassette { .. } => Failure::runtime(error),
+        _ => Failure::refused(error),
+    }
 }
 
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {

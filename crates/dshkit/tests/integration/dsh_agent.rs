@@ -4,7 +4,7 @@
 
 use dshkit_test::{FakeModel, Peers};
 
-use crate::support::{dsh_turn, everything_launcher, headless_home, output, tool_answer};
+use crate::support::{dsh_turn, echo_overlay, everything_launcher, headless_home, output, tool_answer};
 
 #[test]
 fn a_dsh_agent_turn_calls_dshkit_doctor_through_dsh_mcp_client() {
@@ -65,31 +65,8 @@ fn a_dsh_agent_turn_calls_a_replayed_server_through_an_echo_overlay() {
     let launcher = everything_launcher(home.path(), &peers);
     let cassette = home.path().join("everything.jsonl");
     let overlay = |mode: &str| {
-        let path = home.path().join(format!("{mode}.patch.yml"));
-        let mut command = home.dshkit();
-        command
-            .args([
-                "echo",
-                "dsh-overlay",
-                "--profile",
-                "headless",
-                "--server",
-                "everything",
-                "--mode",
-                mode,
-            ])
-            .arg("--cassette")
-            .arg(&cassette)
-            .arg("--dsh-home")
-            .arg(&dsh_home)
-            .arg("-o")
-            .arg(&path);
-        if mode == "record" {
-            command.arg("--").arg(&launcher);
-        }
-        let out = output(&mut command);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        path
+        let server = (mode == "record").then_some(launcher.as_path());
+        echo_overlay(&home, &dsh_home, &cassette, mode, server)
     };
     let arguments = serde_json::json!({"message": "hello from the cassette"});
     let task = "Echo a greeting with the everything server's echo tool.";

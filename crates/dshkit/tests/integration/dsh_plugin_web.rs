@@ -1,6 +1,7 @@
 //! The native DSH plugin's browser half in a real `dsh web`, driven as a person
-//! would: the Verification Card, the Live Preview, the approval card, the
-//! settings section, and a broken client half that leaves DSH's UI working.
+//! would: the Verification Card, the Live Preview, the Echo tab, the approval
+//! card, the settings section, and a broken client half that leaves DSH's UI
+//! working.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,8 +11,9 @@ use dshkit_test::{
 };
 
 use crate::support::{
-    ConversationModels, PAGE, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit, installed_home,
-    model_verifying, output, processes_of, serve_html, serve_page,
+    ConversationModels, PAGE, RECORDED_GREETING, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit,
+    echo_overlay, install_with_echo, installed_home, model_verifying, output, processes_of,
+    recorded_everything, serve_html, serve_page, web_home,
 };
 
 /// Where the screenshots a person would look at are kept: `target/test-artifacts/dsh-plugin/`.
@@ -1176,4 +1178,81 @@ fn the_verification_card_and_the_live_preview_show_the_structured_report_whateve
     ui.click("tab", "Live Preview");
     ui.wait_for("Latest verdict: VERIFIED every criterion held and the evidence is complete");
     ui.keep_screenshot("live-preview-reworded");
+}
+
+#[test]
+fn the_echo_tab_lists_the_conversations_replayed_calls_with_hit_miss_and_the_nearest_recorded_call() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let (root, registry) = recorded_everything(&peers, &home, &dsh_home);
+    install_with_echo(&home, &dsh_home, "web", &registry);
+    // `dsh web` takes no `--patch`: the replay row joins the web profile's own patch.
+    let replay = echo_overlay(&home, &dsh_home, &root.join("everything.jsonl"), "replay", None);
+    let profile_patch = dsh_home.join("profiles/web/cordis.patch.yml");
+    let mut patch = std::fs::read_to_string(&profile_patch).unwrap();
+    patch.push('\n');
+    patch.push_str(&std::fs::read_to_string(&replay).unwrap());
+    std::fs::write(&profile_patch, patch).unwrap();
+    // The secret rides in a call that misses: the tab shows no argument DSH
+    // stored, only the recorded call nearest to it, redacted again.
+    let model = FakeModel::sequence(
+        &[
+            (
+                "mcp__everything__echo",
+                serde_json::json!({"message": RECORDED_GREETING}),
+            ),
+            (
+                "mcp__everything__echo",
+                serde_json::json!({"message": "a greeting never recorded"}),
+            ),
+        ],
+        false,
+    );
+    let (_web, url) = dsh_web_at(&peers, home.path(), &model.url);
+    let mut ui = WebUi::open(&url);
+    ui.send("Echo two greetings.");
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+    ui.click_past_notice("tab", "Echo", "combobox \"Outcome\"");
+    ui.wait_for("2 call(s) through Echo: 1 hit, 1 miss");
+    ui.wait_for("was recorded, but with other arguments");
+    let text = ui.page_text();
+    assert!(text.contains("everything/echo"), "{text}");
+    assert!(text.contains("Differs at: message"), "{text}");
+    // The hit names the recorded call that answered; the miss the one nearest to it.
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    let ordinal = outline
+        .split("button \"▸ Recorded call #")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the hit names no recorded call: {outline}"))
+        .to_owned();
+    assert!(
+        outline.contains(&format!("button \"▸ Nearest recorded call #{ordinal}\"")),
+        "{outline}"
+    );
+    ui.click("button", &format!("▸ Nearest recorded call #{ordinal}"));
+    ui.wait_for("Recorded request (redacted again)");
+    let text = ui.page_text();
+    assert!(
+        text.contains(&format!("\"message\": \"{RECORDED_GREETING}\"")),
+        "the nearest recorded call's request is shown: {text}"
+    );
+    ui.keep_screenshot("echo-tab");
+    // Only the misses: the hit and its recorded call leave the list.
+    ui.op(
+        serde_json::json!({"operation": "select", "role": "combobox", "name": "Outcome", "option": "miss"}),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the outcome filter left the hit listed",
+        || {
+            !ui.op(serde_json::json!({"operation": "snapshot"}))
+                .contains("Recorded call #")
+        },
+    );
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    assert!(
+        outline.contains(&format!("Nearest recorded call #{ordinal}")),
+        "the miss stays: {outline}"
+    );
 }

@@ -11,6 +11,7 @@ mod dsh_plugin;
 mod dsh_plugin_web;
 mod echo;
 mod echo_corpus;
+mod echo_dsh;
 mod echo_tls;
 mod liveloop_app;
 mod liveloop_tool;

@@ -4,6 +4,7 @@
 
 mod command;
 mod dsh;
+mod echo;
 mod home;
 mod models;
 mod servers;
@@ -14,6 +15,9 @@ pub(crate) use dsh::{
     PAGE, assert_no_process_left, dsh_command, dsh_turn, dsh_turn_in, dsh_web, dsh_web_at, headless_home,
     install, installed_home, model_verifying, processes_of, profile_home, serve_html, serve_page,
     the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
+};
+pub(crate) use echo::{
+    RECORDED_GREETING, echo_overlay, install_with_echo, recorded_everything, stored_tool_results,
 };
 pub(crate) use home::{EnvDir, Home, describe, walk_files};
 pub(crate) use models::ConversationModels;

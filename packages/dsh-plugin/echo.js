@@ -1,0 +1,139 @@
+/**
+ * Echo in DSH, the host half. DSH keeps its own MCP client; a server Echo wraps
+ * (a row of the plugin's `echo` registry: cassette id, path under `rootDir`,
+ * server, mode) is reached through `dshkit echo`. Each call DSH makes to such a
+ * server gains `meta.dshCassette` on its ordinary `tool/result`: the cassette by
+ * id, the mode, hit / miss / passthrough / recorded, the recorded ordinal, the
+ * request's fingerprint, and for a miss why and where the arguments differ.
+ * DSH persists that event in its session; nothing else is written, so the
+ * session stays the one sensitive source of truth. The Echo tab reads it back.
+ *
+ * What a call's annotation says is computed by the binary (`dshkit echo
+ * annotate`) from the cassette and this process's earlier calls to the
+ * server, beside the replay and never from its state.
+ */
+
+/** The binary matches at most this many earlier calls of a server (its `MAX_HISTORY`), plus the call itself. */
+const MAX_HISTORY = 256 + 1;
+/** Most annotated calls the Echo tab lists for one conversation (the newest). */
+export const MAX_ECHO_ROWS = 200;
+/** The error text the replay answers a miss with (the binary's `echo: no recorded answer`). */
+const ENGINE_MISS = 'echo: no recorded answer';
+/** Marks a tool output this plugin composed already. */
+const COMPOSED = Symbol('dshkit echo presentationMeta');
+
+function isRecord(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The text of a result's content blocks. */
+function textOf(result) {
+  return (result?.content ?? []).filter((b) => b?.type === 'text').map((b) => b.text).join('\n');
+}
+
+/**
+ * Observes the calls to registered servers. `annotate(request)` runs the
+ * binary and gives `dshCassette` (or null for a server with no cassette).
+ * Returns the registry's servers, or undefined when the row configures none.
+ */
+export function observeEcho(ctx, echo, annotate) {
+  const servers = (Array.isArray(echo?.cassettes) ? echo.cassettes : [])
+    .map((entry) => entry?.server)
+    .filter((server) => typeof server === 'string' && server !== '');
+  if (servers.length === 0) return undefined;
+  // Longest first, so `mcp__a_b__t` is server `a_b` when both `a` and `a_b` are registered.
+  servers.sort((a, b) => b.length - a.length);
+  const histories = new Map();
+  const notes = new WeakMap();
+  ctx.on('tools/execute', async (exec, next) => {
+    const server = servers.find((name) => exec.name.startsWith(`mcp__${name}__`));
+    if (server === undefined) return next();
+    const history = histories.get(server) ?? [];
+    histories.set(server, history);
+    history.push({ tool: exec.name.slice(`mcp__${server}__`.length), arguments: exec.arguments ?? {} });
+    if (history.length > MAX_HISTORY) history.splice(0, history.length - MAX_HISTORY);
+    let note;
+    try {
+      note = await annotate({ echo, server, calls: history });
+    } catch (error) {
+      // A registry the binary refuses is shown where the calls are, with its rule.
+      note = { server, error: error.message };
+    }
+    if (!note) return next();
+    if (isRecord(exec.arguments)) {
+      composePresentation(ctx, exec.name, notes);
+      notes.set(exec.arguments, note);
+    }
+    const result = await next();
+    if (!result.isError) return result;
+    // A failed call keeps the meta its wrapper gives it; the engine's own miss
+    // outranks what was computed beside it.
+    const missed = textOf(result).includes(ENGINE_MISS);
+    const said = missed && note.outcome === 'hit' ? { ...note, outcome: 'miss', miss: { reason: 'engine', message: textOf(result) } } : note;
+    return { ...result, meta: { ...(isRecord(result.meta) ? result.meta : {}), dshCassette: said } };
+  });
+  return servers;
+}
+
+/**
+ * A successful result's meta is its tool's own projection
+ * (`output.presentationMeta(args, value)`, which DSH calls for each top-level
+ * call): DSH gives a wrapper no other way to add meta to it. The MCP tool's
+ * output is composed once, keeping any projection it declares, so its result
+ * gains the annotation computed for exactly those arguments.
+ */
+function composePresentation(ctx, name, notes) {
+  const tool = ctx.tools?.get(name);
+  if (!tool || !isRecord(tool.output) || tool.output[COMPOSED]) return;
+  const own = tool.output.presentationMeta;
+  try {
+    tool.output = {
+      ...tool.output,
+      [COMPOSED]: true,
+      presentationMeta(args, value) {
+        const base = own === undefined ? undefined : own.call(tool.output, args, value);
+        const note = isRecord(args) ? notes.get(args) : undefined;
+        if (note === undefined) return base;
+        return { ...(isRecord(base) ? base : {}), dshCassette: note };
+      },
+    };
+  } catch (error) {
+    ctx.logger?.warn?.(`dshkit echo: ${name}'s results cannot carry their annotation: ${error.message}`);
+  }
+}
+
+/**
+ * The Echo tab's rows for one conversation, read from DSH's own session log:
+ * each `tool/result` carrying `meta.dshCassette`, newest last, at most
+ * MAX_ECHO_ROWS, with the counts of each outcome.
+ */
+export async function echoCalls(sessionQuery, conversation) {
+  if (!sessionQuery) throw new Error('this DSH has no session query service: the Echo tab cannot read the conversation');
+  const snapshot = await sessionQuery.readSession(conversation);
+  const calls = [];
+  const counts = { hit: 0, miss: 0, passthrough: 0, recorded: 0, error: 0 };
+  for (const event of snapshot?.events ?? []) {
+    const note = event?.type === 'tool/result' ? event.data?.meta?.dshCassette : undefined;
+    if (!isRecord(note)) continue;
+    const outcome = typeof note.error === 'string' ? 'error' : note.outcome;
+    if (Object.hasOwn(counts, outcome)) counts[outcome] += 1;
+    calls.push({ seq: event.seq, time: event.time, isError: event.data?.message?.content?.[0]?.isError === true, ...note, outcome });
+  }
+  const shown = calls.slice(-MAX_ECHO_ROWS);
+  return { calls: shown, counts, total: calls.length, truncated: shown.length < calls.length };
+}
+
+/**
+ * One recorded interaction the conversation's calls name (a hit's ordinal, or
+ * a miss's nearest recorded call), redacted again by the binary. The view
+ * asks by cassette id and ordinal; anything its conversation never referenced
+ * is refused, so no path and no other conversation's call is reachable.
+ */
+export async function echoInteraction(sessionQuery, echo, run, conversation, id, ordinal) {
+  const { calls } = await echoCalls(sessionQuery, conversation);
+  const named = calls.some((call) => call.id === id && (call.ordinal === ordinal || call.miss?.nearestOrdinal === ordinal));
+  if (!named) throw new Error(`no call of this conversation names interaction #${ordinal} of cassette ${id}`);
+  const answer = await run(['--json', 'echo', 'interaction'], { echo, id, ordinal });
+  if (!answer.interaction) throw new Error(`cassette ${id} holds no interaction #${ordinal} any more`);
+  return answer.interaction;
+}
