@@ -104,6 +104,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
         Some(result) => result?,
         None => println!("\n2. on one CPU: not measured (no CPU affinity on this system)"),
     }
+    dsh_annotation(&dshkit, &work, &cassette)?;
     redaction_throughput(&dshkit, Some(&cassette), &work)?;
     large_cassette(&dshkit, &work)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -111,6 +112,82 @@ pub(crate) fn run() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(versus_mcp_recorder(&dshkit, &peers, &work, &cassette))?;
     let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Echo in DSH pays one `dshkit echo annotate` process per call to a registered
+/// server: its cost with a 10-call history, beside a whole replay session of the
+/// same 10 calls (spawn, handshake, answers) and the process floor, in turns.
+fn dsh_annotation(
+    dshkit: &std::path::Path,
+    work: &std::path::Path,
+    cassette: &std::path::Path,
+) -> anyhow::Result<()> {
+    const RUNS: usize = 30;
+    let root = work.canonicalize()?;
+    let name = cassette
+        .file_name()
+        .context("a cassette file name")?
+        .to_string_lossy();
+    let calls: Vec<Value> = std::fs::read_to_string(cassette)?
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["request"]["method"] == "tools/call")
+        .map(|record| record["request"].clone())
+        .take(10)
+        .collect();
+    let request = json!({
+        "echo": {"rootDir": root, "cassettes": [{"id": "everything", "path": name, "server": "everything", "mode": "replay"}]},
+        "server": "everything",
+        "calls": calls.iter().map(|c| json!({"tool": c["params"]["name"], "arguments": c["params"]["arguments"]})).collect::<Vec<_>>(),
+    })
+    .to_string();
+    let mut session = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    );
+    for call in &calls {
+        session.push_str(&format!("{call}\n"));
+    }
+    let timed = |args: &[&str], input: &str| -> anyhow::Result<(Duration, Vec<u8>)> {
+        let began = Instant::now();
+        let mut child = Command::new(dshkit)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        child.stdin.take().context("stdin")?.write_all(input.as_bytes())?;
+        let out = child.wait_with_output()?;
+        anyhow::ensure!(out.status.success(), "dshkit {args:?} failed");
+        Ok((began.elapsed(), out.stdout))
+    };
+    let cassette_arg = cassette.to_string_lossy();
+    let (mut annotate, mut replay, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let (took, out) = timed(&["--json", "echo", "annotate"], &request)?;
+        let answer: Value = serde_json::from_slice(&out)?;
+        anyhow::ensure!(
+            answer["dshCassette"]["outcome"] == "hit",
+            "the annotation is no hit: {answer}"
+        );
+        annotate.push(took);
+        replay.push(timed(&["echo", "replay", &cassette_arg], &session)?.0);
+        floor.push(timed(&["--version"], "")?.0);
+    }
+    let (annotate, replay, floor) = (
+        percentile(&mut annotate, 0.5),
+        percentile(&mut replay, 0.5),
+        percentile(&mut floor, 0.5),
+    );
+    println!(
+        "\nEcho in DSH: `dshkit echo annotate` (10-call history, process start included) takes {} at p50 per annotated call; a whole replay session of the same 10 calls {} ({:.2}x); the process floor (`dshkit --version`) {}",
+        micros(annotate),
+        micros(replay),
+        annotate.as_secs_f64() / replay.as_secs_f64(),
+        micros(floor)
+    );
     Ok(())
 }
 

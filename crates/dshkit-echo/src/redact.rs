@@ -16,6 +16,7 @@
 //! [`crate::opaque`]), so redacting twice gives what redacting once gave.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;
@@ -44,12 +45,21 @@ const MAX_PASSES: usize = 4;
 
 /// A pattern rule: its stable id, the keywords one of which the text must contain
 /// (none: always run) and the regex. The secret is capture group 1 when the regex
-/// has one, else the whole match.
+/// has one, else the whole match. A built-in regex is compiled the first time
+/// its keywords are met (most texts meet few), once for every clone.
 #[derive(Clone)]
 struct Rule {
     id: String,
     keywords: &'static [&'static str],
-    regex: Regex,
+    pattern: &'static str,
+    regex: Arc<OnceLock<Regex>>,
+}
+
+impl Rule {
+    fn regex(&self) -> &Regex {
+        self.regex
+            .get_or_init(|| Regex::new(self.pattern).expect("built-in patterns compile"))
+    }
 }
 
 /// The redactor. Cloning is cheap (compiled regexes are shared).
@@ -181,14 +191,16 @@ impl Redactor {
             .map(|(id, keywords, pattern)| Rule {
                 id: (*id).to_owned(),
                 keywords,
-                regex: Regex::new(pattern).expect("built-in patterns compile"),
+                pattern,
+                regex: Arc::default(),
             })
             .collect();
         for (i, pattern) in custom.iter().enumerate() {
             rules.push(Rule {
                 id: format!("custom-{}", i + 1),
                 keywords: &[],
-                regex: Regex::new(pattern)?,
+                pattern: "",
+                regex: Arc::new(OnceLock::from(Regex::new(pattern)?)),
             });
         }
         let (mut any_case, mut any_case_rules): (Vec<&'static str>, Vec<u128>) = (Vec::new(), Vec::new());
@@ -509,12 +521,12 @@ impl Redactor {
     /// Adds `part` to `out` with each secret `rule` finds in it replaced by its
     /// placeholder; false (and nothing added) when it finds none.
     fn apply_rule(rule: &Rule, part: &str, out: &mut Parts) -> bool {
-        if !rule.regex.is_match(part) {
+        if !rule.regex().is_match(part) {
             return false;
         }
         let mut changed = false;
         let mut last = 0;
-        for caps in rule.regex.captures_iter(part) {
+        for caps in rule.regex().captures_iter(part) {
             let whole = caps.get(0).expect("group 0");
             let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
             let value = secret.as_str();
@@ -589,7 +601,7 @@ impl Redactor {
             }
             for index in self.rules_in(self.candidates(stretch)) {
                 let rule = &self.rules[index];
-                for caps in rule.regex.captures_iter(stretch) {
+                for caps in rule.regex().captures_iter(stretch) {
                     let whole = caps.get(0).expect("group 0");
                     let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
                     let value = secret.as_str();
@@ -782,6 +794,23 @@ impl<'de> serde::Deserialize<'de> for MemberName<'de> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_built_in_pattern_compiles_though_each_is_compiled_only_when_needed() {
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        for rule in &redactor.rules {
+            assert!(
+                rule.regex.get().is_none(),
+                "{} compiled before any text met it",
+                rule.id
+            );
+            let _ = rule.regex();
+        }
+        assert!(
+            Redactor::new(&[], &["(unclosed".into()]).is_err(),
+            "a bad custom pattern is refused at once"
+        );
+    }
 
     /// One secret of every supported shape.
     pub(crate) const CORPUS: &[(&str, &str)] = &[

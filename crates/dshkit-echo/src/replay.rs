@@ -169,6 +169,12 @@ impl Replayer {
             Err(miss) => miss,
         };
         let id = request.id();
+        // A miss is annotated as a hit is (its fingerprint), in the error's data.
+        let fingerprint = request
+            .tree()
+            .ok()
+            .filter(|tree| options.annotate && tree["method"] == "tools/call")
+            .map(|tree| fingerprint(tree, &options.matching));
         if matches!(options.on_miss, OnMiss::Passthrough(_))
             && let Ok(tree) = request.into_tree()
         {
@@ -176,7 +182,14 @@ impl Replayer {
             return Reply::PassThrough(tree);
         }
         self.summary.misses += 1;
-        Reply::Send(miss_message(&id, &miss))
+        let mut message = miss_message(&id, &miss);
+        if let Some(fingerprint) = fingerprint {
+            message["error"]["data"]["dshkit/echo"] = json!({
+                "cassette": self.cassette_id, "mode": "replay", "outcome": "miss",
+                "fingerprint": fingerprint, "reason": miss.reason(),
+            });
+        }
+        Reply::Send(serde_json::to_vec(&message).expect("JSON serializes"))
     }
 
     /// The ordinal of the next interaction appended to the cassette.
@@ -207,13 +220,11 @@ pub(crate) fn parse_error() -> Vec<u8> {
     serde_json::to_vec(&error).expect("JSON serializes")
 }
 
-/// The JSON-RPC error a miss of the request with `id` is answered with (one
-/// message, without a newline).
-fn miss_message(id: &Value, miss: &Miss) -> Vec<u8> {
-    let error = json!({"jsonrpc": "2.0", "id": id, "error": {
+/// The JSON-RPC error a miss of the request with `id` is answered with.
+fn miss_message(id: &Value, miss: &Miss) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", miss.message()), "data": miss.data()
-    }});
-    serde_json::to_vec(&error).expect("JSON serializes")
+    }})
 }
 
 /// What replaying `interaction` for the live request `message` (id `id`) sends:

@@ -17,10 +17,6 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::error::{EchoError, Unreachable, UnreachableCause};
 
-/// The variable that names a PEM file of CAs to trust, as OpenSSL, curl and
-/// Node read it.
-pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
-
 /// Longest wait for the TCP connection to the live server.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

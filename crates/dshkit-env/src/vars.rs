@@ -14,6 +14,9 @@ pub const DSHKIT_EVIDENCE_ROOT: &str = "DSHKIT_EVIDENCE_ROOT";
 pub const DSHKIT_MCP_TOKEN: &str = "DSHKIT_MCP_TOKEN";
 /// `tracing` filter for logs on stderr, e.g. `dshkit=debug`.
 pub const DSHKIT_LOG: &str = "DSHKIT_LOG";
+/// A PEM file of CAs to trust for an `https://` upstream, as OpenSSL, curl and
+/// Node read it.
+pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
 /// Disables colour in human output when set to any value.
 pub const NO_COLOR: &str = "NO_COLOR";
 /// Base of per-user state (evidence), per the XDG base directory spec.

@@ -482,6 +482,12 @@ fn misses_explain_themselves_and_passthrough_appends_live_answers() {
     assert_eq!(replies[1]["error"]["code"], -32_001);
     assert_eq!(replies[1]["error"]["data"]["reason"], "arguments_differ");
     assert_eq!(replies[1]["error"]["data"]["differingPaths"], json!(["message"]));
+    // A miss is annotated as a hit is, in the error's data.
+    let note = &replies[1]["error"]["data"]["dshkit/echo"];
+    assert_eq!(note["outcome"], "miss", "{note}");
+    assert_eq!(note["mode"], "replay");
+    assert_eq!(note["reason"], "arguments_differ");
+    assert_eq!(note["fingerprint"].as_str().map(str::len), Some(16), "{note}");
     assert_eq!(replies[2]["error"]["data"]["reason"], "unknown_tool");
     assert_eq!(replies[2]["error"]["data"]["recordedTools"], json!(["echo"]));
     assert_eq!(replies[3]["error"]["code"], -32_700, "garbage gets a parse error");
