@@ -255,6 +255,22 @@ pub fn lint_text(path: &Path, findings: &[Finding]) -> String {
     })
 }
 
+/// `echo redact --scan`: the secrets left in the cassette at `path`. It is read
+/// as a cassette first, so a file that is none is refused as `lint`, `replay`
+/// and `redact` refuse it, never called clean.
+pub fn scan(path: &Path, redactor: &Redactor) -> Result<Vec<redact::Finding>, CassetteError> {
+    let mut records = Records::open(path)?;
+    for record in records.by_ref() {
+        record?;
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| CassetteError::Io {
+        path: path.to_owned(),
+        action: crate::error::Action::Read,
+        source,
+    })?;
+    Ok(redactor.scan(&text))
+}
+
 /// The text of a secret scan of the file at `path`.
 pub fn scan_text(path: &Path, found: &[redact::Finding]) -> String {
     if found.is_empty() {

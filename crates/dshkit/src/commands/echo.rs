@@ -451,10 +451,7 @@ fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
 
 fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> Result<u8, Failure> {
     if scan {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))
-            .map_err(Failure::refused)?;
-        let found = redactor.scan(&text);
+        let found = show::scan(path, redactor).map_err(Failure::from)?;
         if out.json {
             out.json(&found);
         } else {
