@@ -770,7 +770,12 @@ fn broken_cassettes_are_refused_or_recovered_with_a_clear_message() {
     // A scan for secrets refuses it too: it is never called clean.
     for broken in [&garbage, &future] {
         let out = home.run(["echo", "redact", "--scan", broken.to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(!String::from_utf8_lossy(&out.stdout).contains("no secrets found"));
     }
 }

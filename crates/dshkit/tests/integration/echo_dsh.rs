@@ -110,3 +110,35 @@ fn an_echo_registry_whose_cassette_leaves_its_root_is_refused_with_the_rule_and_
         "nothing installed"
     );
 }
+
+#[test]
+fn a_root_swapped_for_a_symlink_after_install_is_refused_at_the_call_and_the_call_goes_on() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let (root, registry) = recorded_everything(&peers, &home, &dsh_home);
+    install_with_echo(&home, &dsh_home, "headless", &registry);
+    // The registry is checked at every call, not only when installed.
+    let moved = root.with_file_name("echo-moved");
+    std::fs::rename(&root, &moved).unwrap();
+    dshkit_os::fs::symlink(&moved, &root).unwrap();
+    let replay = echo_overlay(&home, &dsh_home, &root.join("everything.jsonl"), "replay", None);
+    let before = stored_tool_results(&dsh_home).len();
+    let model = FakeModel::sequence(
+        &[("mcp__everything__echo", json!({"message": RECORDED_GREETING}))],
+        false,
+    );
+    dsh_turn(&peers, home.path(), Some(&replay), &model, "Echo a greeting.");
+    let stored = stored_tool_results(&dsh_home);
+    let call = &stored[before..][0]["data"];
+    assert!(
+        call.to_string().contains(&format!("Echo: {RECORDED_GREETING}")),
+        "the call itself was answered: {call:#}"
+    );
+    let note = &call["meta"]["dshCassette"];
+    assert_eq!(note["server"], "everything", "{note:#}");
+    let error = note["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error said: {note:#}"));
+    assert!(error.contains("[echo.root.no-symlink]"), "{error}");
+    assert!(note.get("outcome").is_none(), "no outcome is claimed: {note:#}");
+}
