@@ -74,6 +74,9 @@ pub struct PluginRow {
     /// Where the plugin serves the DevTools endpoint: `None` for its default
     /// (127.0.0.1:43127), `Some("off")` for nowhere.
     pub devtools_endpoint: Option<String>,
+    /// A collector that cannot start fails the plugin instead of being
+    /// reported and left off (`failOnStartupError`).
+    pub fail_on_startup_error: bool,
     /// The Echo registry (`{rootDir, cassettes}`), checked by the caller.
     pub echo: Option<Value>,
 }
@@ -103,6 +106,9 @@ impl ManagedRow for PluginRow {
             Some(address) => {
                 config.insert("devtoolsEndpoint".into(), Value::String(address.to_owned()));
             }
+        }
+        if self.fail_on_startup_error {
+            config.insert("failOnStartupError".into(), Value::Bool(true));
         }
         if let Some(echo) = &self.echo {
             config.insert("echo".into(), echo.clone());
@@ -502,6 +508,7 @@ mod tests {
             devtools: false,
             devtools_experiments: false,
             devtools_endpoint: None,
+            fail_on_startup_error: false,
             echo: None,
         }
     }

@@ -98,9 +98,35 @@ pub struct DshCassette {
     pub history_truncated: bool,
 }
 
+/// Largest request of the DSH plugin's seams read from their input.
+pub const MAX_SEAM_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The two seams the DSH plugin asks the binary through (a JSON request on
+/// stdin, a JSON answer on stdout).
+#[derive(Debug, Clone, Copy)]
+pub enum Seam {
+    /// `echo annotate`: an [`AnnotateRequest`], answered `{"dshCassette": …}`.
+    Annotate,
+    /// `echo interaction`: an [`InteractionRequest`], answered `{"interaction": …}`.
+    Interaction,
+}
+
+/// Reads `seam`'s request from `input` (at most [`MAX_SEAM_BYTES`]) and answers it.
+pub fn answer_seam(seam: Seam, input: impl std::io::Read) -> Result<Value, AnnotateError> {
+    let mut reader = serde_json::Deserializer::from_reader(input.take(MAX_SEAM_BYTES));
+    Ok(match seam {
+        Seam::Annotate => json!({"dshCassette": annotate(Deserialize::deserialize(&mut reader)?)?}),
+        Seam::Interaction => {
+            json!({"interaction": recorded_interaction(Deserialize::deserialize(&mut reader)?)?})
+        }
+    })
+}
+
 /// Why no annotation could be made.
 #[derive(Debug, thiserror::Error)]
 pub enum AnnotateError {
+    #[error("the request is not one this seam reads: {0}")]
+    Request(#[from] serde_json::Error),
     #[error("{0} [{rule}]", rule = .0.rule())]
     Registry(#[from] RegistryError),
     #[error("no call to annotate")]
@@ -113,6 +139,17 @@ pub enum AnnotateError {
         #[source]
         source: CassetteError,
     },
+}
+
+impl AnnotateError {
+    /// A cassette that cannot be read as its own error says; the rest is
+    /// refused input.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        match self {
+            Self::Cassette { source, .. } => source.class(),
+            _ => dshkit_os::error::ErrorClass::Refused,
+        }
+    }
 }
 
 /// The annotation of the request's last call, or `None` when no cassette is

@@ -537,6 +537,10 @@ pub(crate) enum DshCommand {
 }
 
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line switches, each its own flag"
+)]
 pub(crate) struct InstallArgs {
     /// The profile to install into.
     #[arg(long, default_value = "web")]
@@ -566,6 +570,11 @@ pub(crate) struct InstallArgs {
     /// (`dshkit devtools serve`; default 127.0.0.1:43127), or `off`.
     #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
     pub(crate) devtools_endpoint: Option<String>,
+
+    /// With the collector: one that cannot start fails the plugin, and so the
+    /// boot proof, instead of being reported and left off.
+    #[arg(long)]
+    pub(crate) fail_on_startup_error: bool,
 
     /// An Echo registry (JSON: `{"rootDir": DIR, "cassettes": [{"id", "path",
     /// "server", "mode"}]}`): DSH's calls to those servers carry `meta.dshCassette`
@@ -796,6 +805,9 @@ pub(crate) enum DevtoolsCommand {
         /// Skip the boot proof.
         #[arg(long)]
         no_boot_check: bool,
+        /// A collector that cannot start fails the plugin (and the boot proof).
+        #[arg(long)]
+        fail_on_startup_error: bool,
     },
     /// Check the DevTools set-up: the private directory and its modes, the live
     /// targets (each attached once), the endpoint and its token. Exits 1 when

@@ -35,6 +35,7 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             experiments,
             endpoint,
             no_boot_check,
+            fail_on_startup_error,
         } => {
             let args = crate::cli::InstallArgs {
                 profile,
@@ -43,6 +44,7 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
                 devtools: true,
                 devtools_experiments: experiments,
                 devtools_endpoint: endpoint,
+                fail_on_startup_error,
                 echo: None,
             };
             return super::dsh::install(args, out).await;

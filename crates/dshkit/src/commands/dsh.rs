@@ -111,13 +111,14 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
             devtools: args.devtools,
             devtools_experiments: args.devtools_experiments,
             devtools_endpoint: args.devtools_endpoint,
-            echo: match &args.echo {
-                Some(file) => Some(serde_json::json!(
-                    dshkit_echo::registry::Registry::read(file)
-                        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?
-                )),
-                None => None,
-            },
+            fail_on_startup_error: args.fail_on_startup_error,
+            echo: (args
+                .echo
+                .as_deref()
+                .map(dshkit_echo::registry::Registry::read)
+                .transpose())
+            .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?
+            .map(|registry| serde_json::json!(registry)),
         },
         home,
         profile: args.profile,

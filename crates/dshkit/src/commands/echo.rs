@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_dsh::overlay::{self, OverlayMode, OverlayRequest};
+use dshkit_echo::annotation;
 use dshkit_echo::key::MatchOptions;
 use dshkit_echo::recorder::{RecordOptions, RecordSummary};
 use dshkit_echo::redact::Redactor;
@@ -166,17 +167,8 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
         EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
-        EchoCommand::Annotate => {
-            let note = dshkit_echo::annotation::annotate(stdin_request()?).map_err(annotate_failure)?;
-            out.json(&serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "dshCassette": note}));
-            Ok(exit::SUCCESS)
-        }
-        EchoCommand::Interaction => {
-            let shown =
-                dshkit_echo::annotation::recorded_interaction(stdin_request()?).map_err(annotate_failure)?;
-            out.json(&serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "interaction": shown}));
-            Ok(exit::SUCCESS)
-        }
+        EchoCommand::Annotate => seam(annotation::Seam::Annotate, out),
+        EchoCommand::Interaction => seam(annotation::Seam::Interaction, out),
         EchoCommand::DshOverlay(args) => overlay_command(args, out),
     }
 }
@@ -427,21 +419,14 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     })
 }
 
-/// Largest request of the DSH plugin's seams read from stdin (the history is bounded too).
-const MAX_ANNOTATE_BYTES: u64 = 4 * 1024 * 1024;
-
-/// The JSON request of the DSH plugin's seams, read from stdin.
-fn stdin_request<T: serde::de::DeserializeOwned>() -> Result<T, Failure> {
-    use std::io::Read as _;
-    serde_json::from_reader(std::io::stdin().lock().take(MAX_ANNOTATE_BYTES))
-        .map_err(|e| Failure::refused(anyhow!("stdin holds no such request: {e}")))
-}
-
-fn annotate_failure(error: dshkit_echo::annotation::AnnotateError) -> Failure {
-    match error {
-        dshkit_echo::annotation::AnnotateError::Cassette { .. } => Failure::runtime(error),
-        _ => Failure::refused(error),
-    }
+/// A seam of the DSH plugin: its request on stdin, its answer (with the
+/// format version) on stdout.
+fn seam(seam: annotation::Seam, out: Output) -> Result<u8, Failure> {
+    let mut answer = annotation::answer_seam(seam, std::io::stdin().lock())
+        .map_err(|e| Failure::of_class(e.class(), e))?;
+    answer["formatVersion"] = crate::FORMAT_VERSION.into();
+    out.json(&answer);
+    Ok(exit::SUCCESS)
 }
 
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {

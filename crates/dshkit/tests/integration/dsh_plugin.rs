@@ -571,3 +571,33 @@ fn the_binary_describes_the_host_seams_guidance_and_skills_the_plugin_interprets
     host["stateDir"] = "(HOME)/.dsh/dshkit-plugin".into();
     insta::assert_json_snapshot!(host);
 }
+
+#[test]
+fn a_collector_that_cannot_start_fails_the_install_only_when_told_to() {
+    let peers = Peers::get();
+    let (home, dsh_home) = profile_home(&peers, "headless");
+    // The collector's registry directory cannot be made: a file holds its name.
+    std::fs::create_dir_all(&dsh_home).unwrap();
+    std::fs::write(dsh_home.join("dshkit-devtools"), "not a directory").unwrap();
+    let patch = dsh_home.join("profiles/headless/cordis.patch.yml");
+    let before = std::fs::read(&patch).ok();
+
+    let strict = install(
+        home.path(),
+        &dsh_home,
+        "headless",
+        &["--json", "--devtools", "--fail-on-startup-error"],
+    );
+    let report = stdout_json(&strict);
+    assert_eq!(strict.status.code(), Some(1), "{report}");
+    assert_eq!(report["installed"], false, "the boot proof failed: {report}");
+    assert_eq!(std::fs::read(&patch).ok(), before, "rolled back");
+
+    // By default the failure is reported, and LiveLoop and the checks go on.
+    let lenient = install(home.path(), &dsh_home, "headless", &["--json", "--devtools"]);
+    let report = stdout_json(&lenient);
+    assert_eq!(lenient.status.code(), Some(0), "{report}");
+    assert_eq!(report["installed"], true, "{report}");
+    let row = std::fs::read_to_string(&patch).unwrap();
+    assert!(!row.contains("failOnStartupError"), "{row}");
+}
