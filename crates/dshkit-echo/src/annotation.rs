@@ -163,7 +163,7 @@ pub fn annotate(request: AnnotateRequest) -> Result<Option<DshCassette>, Annotat
     else {
         return Ok(None);
     };
-    let (_, path) = registry.resolve(&entry.id).expect("the entry is registered");
+    let path = registry.root().join(&entry.path);
     let history_truncated = request.calls.len() > MAX_HISTORY;
     let calls = &request.calls[request.calls.len().saturating_sub(MAX_HISTORY)..];
     let (last, earlier) = calls.split_last().ok_or(AnnotateError::NoCall)?;

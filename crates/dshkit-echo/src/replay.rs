@@ -170,10 +170,11 @@ impl Replayer {
         };
         let id = request.id();
         // A miss is annotated as a hit is (its fingerprint), in the error's data.
-        let fingerprint = request
-            .tree()
-            .ok()
-            .filter(|tree| options.annotate && tree["method"] == "tools/call")
+        let fingerprint = options
+            .annotate
+            .then(|| request.tree().ok())
+            .flatten()
+            .filter(|tree| tree["method"] == "tools/call")
             .map(|tree| fingerprint(tree, &options.matching));
         if matches!(options.on_miss, OnMiss::Passthrough(_))
             && let Ok(tree) = request.into_tree()

@@ -7,7 +7,7 @@ use dshkit_test::{FakeModel, Peers};
 use serde_json::json;
 
 use crate::support::{
-    RECORDED_GREETING, dsh_turn, echo_overlay, headless_home, install, install_with_echo,
+    RECORDED_GREETING, dsh_turn, echo_overlay, echo_registry, headless_home, install, install_with_echo,
     recorded_everything, stored_tool_results,
 };
 
@@ -82,14 +82,7 @@ fn an_echo_registry_whose_cassette_leaves_its_root_is_refused_with_the_rule_and_
     let (home, dsh_home) = headless_home(&peers);
     let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
     std::fs::create_dir(&root).unwrap();
-    let registry = home.path().join("echo-registry.json");
-    let entry =
-        json!({"id": "everything", "path": "../elsewhere.jsonl", "server": "everything", "mode": "replay"});
-    std::fs::write(
-        &registry,
-        json!({"rootDir": root, "cassettes": [entry]}).to_string(),
-    )
-    .unwrap();
+    let registry = echo_registry(&home, &root, "../elsewhere.jsonl");
     let patch = dsh_home.join("profiles/headless/cordis.patch.yml");
     let before = std::fs::read(&patch).ok();
     let refused = install(

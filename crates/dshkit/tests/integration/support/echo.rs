@@ -74,15 +74,21 @@ pub(crate) fn recorded_everything(peers: &Peers, home: &Home, dsh_home: &Path) -
     dsh_turn(peers, home.path(), Some(&record), &model, "Echo a greeting.");
     assert!(cassette.is_file(), "DSH's MCP client was recorded");
     std::fs::remove_file(&launcher).unwrap();
+    let registry = echo_registry(home, &root, "everything.jsonl");
+    (root, registry)
+}
+
+/// A registry file in `home` naming the cassette at `path` under `root` for
+/// server `everything` in replay mode (checked only when installed).
+pub(crate) fn echo_registry(home: &Home, root: &Path, path: &str) -> PathBuf {
     let registry = home.path().join("echo-registry.json");
-    let entry =
-        json!({"id": "everything", "path": "everything.jsonl", "server": "everything", "mode": "replay"});
+    let entry = json!({"id": "everything", "path": path, "server": "everything", "mode": "replay"});
     std::fs::write(
         &registry,
         json!({"rootDir": root, "cassettes": [entry]}).to_string(),
     )
     .unwrap();
-    (root, registry)
+    registry
 }
 
 /// Every `tool/result` event DSH's session store holds under `dsh_home`
