@@ -137,3 +137,79 @@ export async function echoInteraction(sessionQuery, echo, run, conversation, id,
   if (!answer.interaction) throw new Error(`cassette ${id} holds no interaction #${ordinal} any more`);
   return answer.interaction;
 }
+
+/** The Cordis service DSH's rows for Echo's HTTP servers wait for (`inject: [dshkitEcho]`). */
+export const ECHO_SERVICE = 'dshkitEcho';
+/** Longest the HTTP proxies get to listen. */
+const PROXIES_START_MS = 15_000;
+/** Longest line the proxies' seam answers with. */
+const MAX_PROXIES_LINE = 64 * 1024;
+
+/**
+ * Echo's HTTP servers (registry entries with `http`): one `dshkit echo
+ * dsh-proxies` process runs a loopback proxy for each. It reads the registry
+ * from its stdin, which stays open: its end (DSH gone, even killed outright)
+ * stops the proxies, as does the plugin's dispose. Once every proxy listens,
+ * `ECHO_SERVICE` is provided, so DSH's row for such a server (pointed at the
+ * proxy's URL, `inject: [dshkitEcho]`) connects only then, and never to a port
+ * its proxy does not hold. A proxy that cannot start (its port taken, the real
+ * server unreachable) fails the plugin with the reason: the rows that wait
+ * would stop DSH's boot anyway, and this way DSH's message says why. Returns
+ * `{proxies}`; undefined when no entry is HTTP.
+ */
+export async function startProxies(ctx, spawn, echo) {
+  const entries = Array.isArray(echo?.cassettes) ? echo.cassettes : [];
+  if (!entries.some((entry) => isRecord(entry?.http))) return undefined;
+  const handle = spawn(['--json', 'echo', 'dsh-proxies']);
+  let disposed = false;
+  ctx.effect(() => () => {
+    disposed = true;
+    handle.terminate();
+  }, 'dshkit echo proxies');
+  let answer;
+  try {
+    handle.stdin.write(`${JSON.stringify({ echo })}\n`);
+    answer = await firstLine(handle);
+    if (!Array.isArray(answer?.proxies)) throw new Error(answer?.error?.message ?? 'the proxies answered no list');
+  } catch (error) {
+    handle.terminate();
+    throw new Error(`dshkit echo: the HTTP proxies are not running, so DSH's rows that wait for them (inject: [${ECHO_SERVICE}]) cannot start: ${error.message}`);
+  }
+  ctx.provide(ECHO_SERVICE, { proxies: answer.proxies });
+  handle.done.then((outcome) => {
+    if (!disposed) ctx.logger?.error?.(`dshkit echo: the HTTP proxies exited (${outcome.exitCode ?? outcome.signal})`);
+  });
+  return { proxies: answer.proxies };
+}
+
+/** The seam's one JSON line, or why there is none (its error, its exit, or no answer in time). */
+function firstLine(handle) {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`no answer within ${PROXIES_START_MS} ms`)), PROXIES_START_MS);
+    handle.stdout.setEncoding('utf8');
+    handle.stdout.on('data', (chunk) => {
+      if (text.length > MAX_PROXIES_LINE) return;
+      text += chunk;
+      const end = text.indexOf('\n');
+      if (end < 0) return;
+      try {
+        const answer = JSON.parse(text.slice(0, end));
+        clearTimeout(timer);
+        resolve(answer);
+      } catch {
+        // A pretty-printed error object spans lines: it is read whole at the exit.
+      }
+    });
+    handle.done.then((outcome) => {
+      clearTimeout(timer);
+      let said;
+      try {
+        said = JSON.parse(text)?.error?.message;
+      } catch {
+        said = handle.collected.stderr?.readFrom(0).text.trim().split('\n').pop();
+      }
+      reject(new Error(said || `it exited (${outcome.exitCode ?? outcome.signal})`));
+    }, reject);
+  });
+}

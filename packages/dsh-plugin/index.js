@@ -102,9 +102,17 @@ export async function apply(ctx, config) {
   }
   const dshkit = (args, input) => runOnce(ctx, [binary, ...args], env, input);
   // Echo: calls to the servers the row's registry wraps carry `meta.dshCassette`.
-  const { observeEcho, echoCalls, echoInteraction } = await import('./echo.js');
+  const { observeEcho, echoCalls, echoInteraction, startProxies } = await import('./echo.js');
   const seam = (args, request) => echoSeam(dshkit, args, request);
   observeEcho(ctx, config?.echo, async (request) => (await seam(['--json', 'echo', 'annotate'], request)).dshCassette ?? null);
+  // Echo's HTTP servers: their proxies listen before DSH's rows for them connect.
+  await startProxies(ctx, (args) => ctx.subprocess.spawn({
+    argv: [binary, ...args],
+    cwd: process.cwd(),
+    stdio: { stdin: 'pipe', stdout: 'pipe', stderr: { maxBytes: STDERR_TAIL_BYTES } },
+    graceMs: GRACE_MS,
+    env,
+  }), config?.echo);
   const echo = {
     calls: (conversation) => echoCalls(ctx.get('sessionQuery'), conversation),
     interaction: (conversation, id, ordinal) => echoInteraction(ctx.get('sessionQuery'), config?.echo, seam, conversation, id, ordinal),

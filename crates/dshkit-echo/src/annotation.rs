@@ -334,6 +334,7 @@ mod tests {
                     path: "c.jsonl".into(),
                     server: "everything".into(),
                     mode,
+                    http: None,
                 }],
             },
             server: "everything".into(),

@@ -351,7 +351,7 @@ pub async fn bind_recorder(
     (
         std::net::SocketAddr,
         RecordingProxy,
-        impl std::future::Future<Output = std::io::Result<()>>,
+        impl std::future::Future<Output = std::io::Result<()>> + use<>,
     ),
     EchoError,
 > {

@@ -38,6 +38,7 @@
 pub mod annotation;
 pub mod cassette;
 pub mod contract;
+pub mod dsh_proxy;
 mod env_secrets;
 pub mod error;
 mod frame;

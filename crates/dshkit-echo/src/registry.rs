@@ -29,6 +29,30 @@ pub struct Entry {
     pub path: PathBuf,
     pub server: String,
     pub mode: Mode,
+    /// A Streamable HTTP server: reached through a loopback proxy the DSH
+    /// plugin runs. Absent for a stdio server (its DSH row runs `dshkit echo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpProxy>,
+}
+
+/// The loopback proxy of an HTTP server: DSH's row for the server points at
+/// `http://127.0.0.1:PORT/mcp`, and the proxy answers from the cassette or asks
+/// the real server at `upstream`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpProxy {
+    /// The loopback port the proxy listens on (fixed, so DSH's row can name it).
+    pub port: u16,
+    /// The real server's URL (`http://…` or `https://…`); record needs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+}
+
+impl HttpProxy {
+    /// The URL DSH's row for the server names.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
 }
 
 /// The registry as configured (the plugin row's `echo` object).
@@ -66,6 +90,12 @@ pub enum RegistryError {
     PathSymlinked { id: String, path: PathBuf },
     #[error("{0} cassettes registered, more than {MAX_CASSETTES}")]
     TooMany(usize),
+    #[error("cassette {0:?}: http.port must be a port from 1 to 65535 (DSH's row names it)")]
+    HttpPortZero(String),
+    #[error("cassettes {0:?} and {1:?} both proxy on port {2}")]
+    HttpPortTaken(String, String, u16),
+    #[error("cassette {id:?}: {why}")]
+    HttpUpstream { id: String, why: &'static str },
 }
 
 impl RegistryError {
@@ -80,6 +110,9 @@ impl RegistryError {
             Self::PathEscapesRoot { .. } => "echo.path.inside-root",
             Self::PathSymlinked { .. } => "echo.path.no-symlink",
             Self::TooMany(_) => "echo.registry.limit",
+            Self::HttpPortZero(_) => "echo.http.port",
+            Self::HttpPortTaken(..) => "echo.http.port-unique",
+            Self::HttpUpstream { .. } => "echo.http.upstream",
         }
     }
 }
@@ -117,6 +150,7 @@ impl Registry {
                 return Err(RegistryError::DuplicateId(entry.id.clone()));
             }
             check_path(&root, entry)?;
+            check_http(entry, &cassettes)?;
         }
         Ok(Self {
             root,
@@ -160,6 +194,39 @@ fn valid_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+/// An HTTP entry proxies on a port of its own, and record names the real server.
+fn check_http(entry: &Entry, all: &[Entry]) -> Result<(), RegistryError> {
+    let Some(http) = &entry.http else {
+        return Ok(());
+    };
+    if http.port == 0 {
+        return Err(RegistryError::HttpPortZero(entry.id.clone()));
+    }
+    if let Some(other) = all
+        .iter()
+        .find(|other| other.id != entry.id && other.http.as_ref().is_some_and(|o| o.port == http.port))
+    {
+        return Err(RegistryError::HttpPortTaken(
+            entry.id.clone(),
+            other.id.clone(),
+            http.port,
+        ));
+    }
+    let why = match (&http.upstream, entry.mode) {
+        (None, Mode::Record | Mode::Passthrough) => {
+            "record and passthrough need http.upstream, the real server's URL"
+        }
+        (Some(url), _) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            "http.upstream must be an http:// or https:// URL"
+        }
+        _ => return Ok(()),
+    };
+    Err(RegistryError::HttpUpstream {
+        id: entry.id.clone(),
+        why,
+    })
 }
 
 fn check_path(root: &Path, entry: &Entry) -> Result<(), RegistryError> {
@@ -256,5 +323,53 @@ mod tests {
         assert_eq!(rule(json!(many)), "echo.registry.limit");
         let relative = Registry::check(config(Path::new("rel"), &json!([]))).unwrap_err();
         assert_eq!(relative.rule(), "echo.root.absolute");
+    }
+
+    #[test]
+    fn an_http_entry_proxies_on_a_port_of_its_own_and_record_names_the_real_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let http = |id: &str, mode: &str, http: serde_json::Value| json!({"id": id, "path": format!("{id}.jsonl"), "server": id, "mode": mode, "http": http});
+        let rule = |cassettes| Registry::check(config(&root, &cassettes)).unwrap_err().rule();
+        let upstream = "https://mcp.example/mcp";
+        let ok = Registry::check(config(
+            &root,
+            &json!([
+                http("a", "replay", json!({"port": 41001})),
+                http("b", "record", json!({"port": 41002, "upstream": upstream})),
+            ]),
+        ))
+        .unwrap();
+        assert_eq!(
+            ok.entries()[0].http.as_ref().unwrap().url(),
+            "http://127.0.0.1:41001/mcp"
+        );
+        assert_eq!(
+            rule(json!([http("a", "replay", json!({"port": 0}))])),
+            "echo.http.port"
+        );
+        assert_eq!(
+            rule(json!([
+                http("a", "replay", json!({"port": 41001})),
+                http("b", "replay", json!({"port": 41001}))
+            ])),
+            "echo.http.port-unique"
+        );
+        assert_eq!(
+            rule(json!([http("a", "record", json!({"port": 41001}))])),
+            "echo.http.upstream"
+        );
+        assert_eq!(
+            rule(json!([http(
+                "a",
+                "replay",
+                json!({"port": 41001, "upstream": "ftp://x"})
+            )])),
+            "echo.http.upstream"
+        );
+        let unknown = serde_json::from_value::<RegistryConfig>(
+            json!({"rootDir": root, "cassettes": [http("a", "replay", json!({"port": 1, "host": "0.0.0.0"}))]}),
+        );
+        assert!(unknown.is_err(), "an unknown http key is refused, not ignored");
     }
 }

@@ -187,6 +187,10 @@ pub(crate) enum EchoCommand {
     /// redacted again, as `{"interaction": …}`. Reads `{"echo", "id", "ordinal"}`
     /// from stdin.
     Interaction,
+    /// The DSH plugin's seam: the loopback proxies of the registry's HTTP servers.
+    /// Reads `{"echo": {rootDir, cassettes}}` as stdin's first line, prints
+    /// `{"proxies": [{id, server, mode, url}]}` once all listen, serves until stdin ends.
+    DshProxies,
     /// Write a new DSH overlay (plus a recovery manifest) whose MCP row runs the
     /// server through dshkit: dsh --profile P --patch OVERLAY. The profile itself is
     /// never edited.

@@ -42,6 +42,26 @@ impl Output {
         self.write(&text);
     }
 
+    /// A finished report: the JSON object with `--json`, else the text; exit 1
+    /// when it found a problem, else 0.
+    pub(crate) fn report(
+        self,
+        value: &impl serde::Serialize,
+        text: impl FnOnce() -> String,
+        problem: bool,
+    ) -> u8 {
+        if self.json {
+            self.json(value);
+        } else {
+            self.write(&text());
+        }
+        if problem {
+            crate::exit::PROBLEM_FOUND
+        } else {
+            crate::exit::SUCCESS
+        }
+    }
+
     /// `text` in an ANSI colour when colour is on.
     pub(crate) fn paint(self, text: &str, color: Color) -> String {
         if self.color {

@@ -33,14 +33,5 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     // Each check as it starts, on stderr: a live boot and page smoke take a while.
     options.progress = dshkit_check::Progress::new(crate::output::progress);
     let report = dshkit_check::run(options).await;
-    if out.json {
-        out.json(&report);
-    } else {
-        out.write(&compact_text(&report));
-    }
-    Ok(if report.ok {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEM_FOUND
-    })
+    Ok(out.report(&report, || compact_text(&report), !report.ok))
 }

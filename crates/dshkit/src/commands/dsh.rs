@@ -126,16 +126,11 @@ pub(crate) async fn install(args: InstallArgs, out: Output) -> Result<u8, Failur
     };
     let installed =
         dshkit_install::install(&request, &Environment::from_process(), crate::output::progress).await?;
-    if out.json {
-        out.json(&installed.to_json());
-    } else {
-        out.write(&installed.text(&request));
-    }
-    Ok(if installed.installed() {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEM_FOUND
-    })
+    Ok(out.report(
+        &installed.to_json(),
+        || installed.text(&request),
+        !installed.installed(),
+    ))
 }
 
 fn uninstall(args: &UninstallArgs, out: Output) -> Result<u8, Failure> {

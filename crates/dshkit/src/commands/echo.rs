@@ -170,6 +170,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         EchoCommand::Annotate => seam(annotation::Seam::Annotate, out),
         EchoCommand::Interaction => seam(annotation::Seam::Interaction, out),
         EchoCommand::DshOverlay(args) => overlay_command(args, out),
+        EchoCommand::DshProxies => dsh_proxies(out).await,
     }
 }
 
@@ -360,16 +361,7 @@ async fn verify_command(
             });
         }
     };
-    if out.json {
-        out.json(&verified);
-    } else {
-        out.write(&verified.text());
-    }
-    Ok(if verified.drift == 0 {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEM_FOUND
-    })
+    Ok(out.report(&verified, || verified.text(), verified.drift != 0))
 }
 
 fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u8, Failure> {
@@ -393,30 +385,16 @@ fn snapshot_command(path: &Path, output: Option<&Path>, out: Output) -> Result<u
 
 fn diff_command(old: &Path, new: &Path, out: Output) -> Result<u8, Failure> {
     let diff = show::ContractDiff::read(old, new).map_err(Failure::from)?;
-    if out.json {
-        out.json(&diff.to_json());
-    } else {
-        out.write(&diff.text());
-    }
-    Ok(if diff.has_risk() {
-        exit::PROBLEM_FOUND
-    } else {
-        exit::SUCCESS
-    })
+    Ok(out.report(&diff.to_json(), || diff.text(), diff.has_risk()))
 }
 
 fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
     let findings = show::lint(path).map_err(Failure::from)?;
-    if out.json {
-        out.json(&findings);
-    } else {
-        out.write(&show::lint_text(path, &findings));
-    }
-    Ok(if findings.iter().any(|f| f.level == "error") {
-        exit::PROBLEM_FOUND
-    } else {
-        exit::SUCCESS
-    })
+    Ok(out.report(
+        &findings,
+        || show::lint_text(path, &findings),
+        findings.iter().any(|f| f.level == "error"),
+    ))
 }
 
 /// A seam of the DSH plugin: its request on stdin, its answer (with the
@@ -429,6 +407,29 @@ fn seam(seam: annotation::Seam, out: Output) -> Result<u8, Failure> {
     Ok(exit::SUCCESS)
 }
 
+/// The DSH plugin's HTTP proxies, until stdin ends or a signal arrives.
+async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
+    let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(std::path::PathBuf::from);
+    let stop = dshkit_os::signal::stop_requested()
+        .context("installing the SIGINT/SIGTERM handlers")
+        .map_err(Failure::runtime)?;
+    let ready = |proxies: &[dshkit_echo::dsh_proxy::Started]| {
+        let line = serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "proxies": proxies});
+        out.write(&format!("{line}\n")); // one line: the plugin waits for it
+    };
+    let stop = async {
+        let _signal = stop.await;
+    };
+    let recorded =
+        dshkit_echo::dsh_proxy::serve_seam(tokio::io::stdin(), ssl_cert_file.as_deref(), ready, stop)
+            .await
+            .map_err(|e| Failure::of_class(e.class(), e))?;
+    for (id, summary) in recorded {
+        note(&format!("{id}: {}", show::recorded_note(&summary)));
+    }
+    Ok(exit::SUCCESS)
+}
+
 fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
     show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(Failure::from)?;
     Ok(exit::SUCCESS)
@@ -437,16 +438,7 @@ fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
 fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> Result<u8, Failure> {
     if scan {
         let found = show::scan(path, redactor).map_err(Failure::from)?;
-        if out.json {
-            out.json(&found);
-        } else {
-            out.write(&show::scan_text(path, &found));
-        }
-        return Ok(if found.is_empty() {
-            exit::SUCCESS
-        } else {
-            exit::PROBLEM_FOUND
-        });
+        return Ok(out.report(&found, || show::scan_text(path, &found), !found.is_empty()));
     }
     // Record by record, in memory bounded by the longest line; the file is
     // replaced whole (atomically) once every record is written.

@@ -47,16 +47,11 @@ pub(crate) fn detect_command(args: &DetectArgs, out: Output) -> Result<u8, Failu
         max_listed: None,
     })
     .map_err(failure)?;
-    if out.json {
-        out.json(&detected.detection);
-    } else {
-        out.write(&render::detection_text(&detected.detection));
-    }
-    Ok(if detected.found_one() {
-        exit::SUCCESS
-    } else {
-        exit::PROBLEM_FOUND
-    })
+    Ok(out.report(
+        &detected.detection,
+        || render::detection_text(&detected.detection),
+        !detected.found_one(),
+    ))
 }
 
 /// How much longer than the server's own deadline the CLI waits for it, so

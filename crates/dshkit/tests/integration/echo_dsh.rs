@@ -7,8 +7,8 @@ use dshkit_test::{FakeModel, Peers};
 use serde_json::json;
 
 use crate::support::{
-    RECORDED_GREETING, dsh_turn, echo_overlay, echo_registry, headless_home, install, install_with_echo,
-    recorded_everything, stored_tool_results,
+    Home, RECORDED_GREETING, dsh_run_in, dsh_turn, echo_overlay, echo_registry, everything_http, free_port,
+    headless_home, install, install_with_echo, recorded_everything, stored_tool_results,
 };
 
 #[test]
@@ -134,4 +134,201 @@ fn a_root_swapped_for_a_symlink_after_install_is_refused_at_the_call_and_the_cal
         .unwrap_or_else(|| panic!("no error said: {note:#}"));
     assert!(error.contains("[echo.root.no-symlink]"), "{error}");
     assert!(note.get("outcome").is_none(), "no outcome is claimed: {note:#}");
+}
+
+/// A registry with one HTTP server, `web`, proxied on `port` in `mode`.
+fn http_registry(
+    home: &Home,
+    root: &std::path::Path,
+    mode: &str,
+    port: u16,
+    upstream: &str,
+) -> std::path::PathBuf {
+    let registry = home.path().join("echo-http-registry.json");
+    let http = json!({"port": port, "upstream": upstream});
+    let entry = json!({"id": "web", "path": "web.jsonl", "server": "web", "mode": mode, "http": http});
+    std::fs::write(
+        &registry,
+        json!({"rootDir": root, "cassettes": [entry]}).to_string(),
+    )
+    .unwrap();
+    registry
+}
+
+/// DSH's own row for server `web`, pointed at the proxy and waiting for it, as
+/// docs/echo.md tells a person to write it.
+fn web_row(home: &Home, port: u16) -> std::path::PathBuf {
+    let row = home.path().join("web-row.patch.yml");
+    let yaml = format!(
+        "- insert:\n    - id: mcp-web\n      name: '@deepseek-ai/dsh-mcp-client'\n      inject: [dshkitEcho]\n      config: {{ serverName: web, transport: streamable-http, url: 'http://127.0.0.1:{port}/mcp', failOnStartupError: true }}\n"
+    );
+    std::fs::write(&row, yaml).unwrap();
+    row
+}
+
+/// Nothing accepts on `port` once DSH is gone (the proxies end with the plugin).
+fn assert_closed(port: u16) {
+    dshkit_test::wait_until(
+        std::time::Duration::from_secs(15),
+        &format!("something still listens on the proxy's port {port} after DSH stopped"),
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+    );
+}
+
+#[test]
+fn an_http_server_is_recorded_then_replayed_through_the_plugins_own_proxy_which_ends_with_dsh() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
+    std::fs::create_dir(&root).unwrap();
+    let (server, upstream) = everything_http(&peers);
+    let port = free_port();
+    let row = web_row(&home, port);
+    let hello = json!({"message": RECORDED_GREETING});
+
+    // Record: DSH's client reaches the real HTTP server through the plugin's proxy.
+    install_with_echo(
+        &home,
+        &dsh_home,
+        "headless",
+        &http_registry(&home, &root, "record", port, &upstream),
+    );
+    let model = FakeModel::sequence(&[("mcp__web__echo", hello.clone())], false);
+    dsh_turn(&peers, home.path(), Some(&row), &model, "Echo a greeting.");
+    let recorded = &stored_tool_results(&dsh_home)[0]["data"];
+    assert!(
+        recorded
+            .to_string()
+            .contains(&format!("Echo: {RECORDED_GREETING}")),
+        "the real server answered: {recorded:#}"
+    );
+    assert_eq!(
+        recorded["meta"]["dshCassette"]["outcome"], "recorded",
+        "{recorded:#}"
+    );
+    let cassette = std::fs::read_to_string(root.join("web.jsonl")).expect("the proxy wrote the cassette");
+    assert!(cassette.contains(RECORDED_GREETING), "{cassette}");
+    assert!(
+        cassette.contains("\"transport\":\"http\""),
+        "recorded over HTTP: {cassette}"
+    );
+    assert_closed(port);
+
+    // Replay with the real server gone: the cassette answers through the proxy.
+    drop(server);
+    assert!(
+        std::net::TcpStream::connect(upstream.trim_start_matches("http://").trim_end_matches("/mcp"))
+            .is_err()
+    );
+    install_with_echo(
+        &home,
+        &dsh_home,
+        "headless",
+        &http_registry(&home, &root, "replay", port, &upstream),
+    );
+    let model = FakeModel::sequence(&[("mcp__web__echo", hello)], false);
+    dsh_turn(&peers, home.path(), Some(&row), &model, "Echo a greeting.");
+    let replayed = &stored_tool_results(&dsh_home)[1]["data"];
+    assert!(
+        replayed
+            .to_string()
+            .contains(&format!("Echo: {RECORDED_GREETING}")),
+        "the cassette answered: {replayed:#}"
+    );
+    let note = &replayed["meta"]["dshCassette"];
+    assert_eq!(note["outcome"], "hit", "{replayed:#}");
+    assert_eq!(note["mode"], "replay");
+    assert_eq!(note["path"], "web.jsonl");
+    assert_closed(port);
+}
+
+#[test]
+fn a_proxy_port_held_by_another_program_stops_dsh_with_the_reason_and_no_call_reaches_that_program() {
+    let peers = Peers::get();
+    let (home, dsh_home) = headless_home(&peers);
+    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
+    std::fs::create_dir(&root).unwrap();
+    let (_server, upstream) = everything_http(&peers);
+    // Another program holds the port DSH's row names.
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    squatter.set_nonblocking(true).unwrap();
+    let port = squatter.local_addr().unwrap().port();
+    install_with_echo(
+        &home,
+        &dsh_home,
+        "headless",
+        &http_registry(&home, &root, "record", port, &upstream),
+    );
+    let model = FakeModel::sequence(&[("mcp__web__echo", json!({"message": "hi"}))], false);
+    let (status, stdout, stderr) = dsh_run_in(
+        &peers,
+        home.path(),
+        None,
+        Some(&web_row(&home, port)),
+        &model,
+        "Echo a greeting.",
+    );
+    assert!(
+        !status.success(),
+        "DSH did not start its row without the proxy\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("the HTTP proxies are not running")
+            && stderr.contains(&format!(
+                "cassette \"web\": port {port} is taken by another program"
+            )),
+        "DSH's message says which proxy and why: {stderr}"
+    );
+    assert!(
+        matches!(squatter.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "no connection ever reached the program on the port"
+    );
+    assert!(!root.join("web.jsonl").exists(), "nothing recorded");
+}
+
+#[test]
+fn the_proxies_end_and_finish_their_recording_when_their_stdin_ends_as_when_dsh_is_killed() {
+    use std::io::{BufRead as _, Write as _};
+    let peers = Peers::get();
+    let home = Home::new();
+    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
+    std::fs::create_dir(&root).unwrap();
+    let (_server, upstream) = everything_http(&peers);
+    let port = free_port();
+    let registry = std::fs::read_to_string(http_registry(&home, &root, "record", port, &upstream)).unwrap();
+    let mut proxies = dshkit_test::spawn_guarded(
+        home.dshkit()
+            .args(["--json", "echo", "dsh-proxies"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped()),
+    );
+    let mut stdin = proxies.child.stdin.take().unwrap();
+    writeln!(stdin, "{{\"echo\": {registry}}}").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(proxies.child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        ready["proxies"],
+        json!([{"id": "web", "server": "web", "mode": "record", "url": format!("http://127.0.0.1:{port}/mcp")}]),
+        "{line}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "it listens once it said so"
+    );
+    // DSH gone, even killed outright: the pipe's end is all the proxies see.
+    drop(stdin);
+    let status = dshkit_test::wait_for(std::time::Duration::from_secs(30), || {
+        proxies
+            .child
+            .try_wait()
+            .unwrap()
+            .ok_or_else(|| "the proxies did not end".to_owned())
+    });
+    assert!(status.success(), "{status:?}");
+    assert_closed(port);
+    let cassette = std::fs::read_to_string(root.join("web.jsonl")).expect("the recording was finished");
+    assert!(cassette.starts_with("{\"type\":\"header\""), "{cassette}");
 }

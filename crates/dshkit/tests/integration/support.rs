@@ -12,9 +12,9 @@ mod session;
 
 pub(crate) use command::{copy_hello_app, dshkit, dshkit_command, free_port, isolate, output, stdout_json};
 pub(crate) use dsh::{
-    PAGE, assert_no_process_left, dsh_command, dsh_turn, dsh_turn_in, dsh_web, dsh_web_at, headless_home,
-    install, installed_home, model_verifying, processes_of, profile_home, serve_html, serve_page,
-    the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
+    PAGE, assert_no_process_left, dsh_command, dsh_run_in, dsh_turn, dsh_turn_in, dsh_web, dsh_web_at,
+    headless_home, install, installed_home, model_verifying, processes_of, profile_home, serve_html,
+    serve_page, the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
 };
 pub(crate) use echo::{
     RECORDED_GREETING, echo_overlay, echo_registry, install_with_echo, recorded_everything,

@@ -108,6 +108,23 @@ pub(crate) fn dsh_turn_in(
     model: &FakeModel,
     task: &str,
 ) -> String {
+    let (status, stdout, stderr) = dsh_run_in(peers, home, cwd, patch, model, task);
+    assert!(
+        status.success(),
+        "dsh exited with {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+/// [`dsh_turn_in`] that may fail: its exit status, stdout and stderr.
+pub(crate) fn dsh_run_in(
+    peers: &Peers,
+    home: &Path,
+    cwd: Option<&Path>,
+    patch: Option<&Path>,
+    model: &FakeModel,
+    task: &str,
+) -> (std::process::ExitStatus, String, String) {
     let mut command = dsh_command(peers, home);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
@@ -141,11 +158,7 @@ pub(crate) fn dsh_turn_in(
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    assert!(
-        status.success(),
-        "dsh exited with {status:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
+    (status, stdout, stderr)
 }
 
 /// `dsh web` on a free port for `home`, with the fake model; returns it and its URL.
