@@ -558,6 +558,7 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
             notifications: vec![],
             notification_lead_us: vec![],
             server_requests: vec![],
+            server_requests_after: vec![],
             status: None,
             ms: 1,
             origin: "recorded".into(),

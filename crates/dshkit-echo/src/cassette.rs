@@ -1,7 +1,11 @@
-//! The cassette format, version 2: JSON Lines, one record per line, a header first.
-//! Version 2 adds the header's `paths`: the roots (the working directory, the
-//! home) whose paths the records hold as tokens (see [`crate::paths`]). A
-//! version 1 cassette reads as one with no roots.
+//! The cassette format, version 3: JSON Lines, one record per line, a header first.
+//! Version 2 added the header's `paths`: the roots (the working directory, the
+//! home) whose paths the records hold as tokens (see [`crate::paths`]); a
+//! version 1 cassette reads as one with no roots. Version 3 replays what an
+//! interaction's server requests asked (`serverRequestsAfter` places them among
+//! its notifications); a version 2 cassette reads as one whose server requests
+//! came after its notifications. A reader older than version 3 refuses it
+//! rather than replay it without them.
 //! Read leniently where a crash can leave damage (a cut last line) and strictly
 //! where a reader cannot know the meaning (a future format version); the header
 //! is checked in one place ([`Header::from_line`]) for every reader. How
@@ -16,7 +20,7 @@ use crate::error::{Action, CassetteError};
 use crate::redact::Redactor;
 
 /// The format this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Longest line read (64 MiB); a longer one is damage, not data.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -147,9 +151,15 @@ pub struct Interaction {
     /// (bounded), as the server did. Absent in cassettes recorded before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notification_lead_us: Vec<u64>,
-    /// Requests the server made while answering (sampling, elicitation, roots).
+    /// Requests the server made while answering (sampling, elicitation, roots,
+    /// ping) and the client's answers, in arrival order: each `{"request": …}`
+    /// or `{"response": …}`. Replay sends the requests and checks the answers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_requests: Vec<Value>,
+    /// For each entry of `server_requests`, how many of `notifications` arrived
+    /// before it (version 3). Absent: every notification came first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_requests_after: Vec<u64>,
     /// HTTP status when it was not 200.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
@@ -487,6 +497,7 @@ pub(crate) mod test_records {
             notifications: vec![],
             notification_lead_us: vec![],
             server_requests: vec![],
+            server_requests_after: vec![],
             status: None,
             ms: 0,
             origin: "recorded".into(),
@@ -524,6 +535,7 @@ pub(crate) mod test_records {
             notifications: vec![],
             notification_lead_us: vec![],
             server_requests: vec![],
+            server_requests_after: vec![],
             status: None,
             ms: 1,
             origin: "recorded".into(),
@@ -555,11 +567,11 @@ mod tests {
     #[test]
     fn future_versions_are_refused_unknown_records_skipped_and_damage_in_the_middle_is_an_error() {
         let path = Path::new("t.jsonl");
-        let future = br#"{"type":"header","formatVersion":3}
+        let future = br#"{"type":"header","formatVersion":4}
 "#;
         assert!(matches!(
             parse(path, future),
-            Err(CassetteError::FutureVersion { found: 3, .. })
+            Err(CassetteError::FutureVersion { found: 4, .. })
         ));
         let mut header = serde_json::to_string(&Header::new("stdio")).unwrap();
         header.push('\n');

@@ -1,10 +1,13 @@
 //! Echo over Streamable HTTP, a transport only. Replay: a loopback MCP endpoint
 //! that answers as [`crate::replay`] decides. A request with recorded
 //! notifications is answered as an SSE stream (the notifications, then the
-//! response); one without as plain JSON. The 2025 era gets an `Mcp-Session-Id`
+//! response); one without as plain JSON. A request whose recording holds server
+//! requests is answered as an SSE stream that asks them, and the client's
+//! answers (POSTs of their own) reach it by their ids. The 2025 era gets an `Mcp-Session-Id`
 //! from `initialize`. Recording: a loopback reverse proxy that streams every
 //! answer back as it arrives and hands it to the [`crate::recorder`] on the way.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
@@ -14,12 +17,14 @@ use axum::routing::post;
 use dshkit_os::loopback::LoopbackNames;
 use futures::StreamExt;
 use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::EchoError;
 use crate::live_request::{LiveRequest, Read};
 use crate::passthrough::Live;
 use crate::recorder::{RecordOptions, RecordSummary, Recorder};
-use crate::replay::{MISS_CODE, ReplayOptions, Replayer, Reply, parse_error};
+use crate::replay::{Event, MISS_CODE, Outgoing, ReplayOptions, Replayer, Reply, parse_error};
+use crate::server_request::{ANSWER_TIMEOUT, answer_key};
 use crate::upstream::{Client, SendError, Upstream};
 
 /// Largest request body accepted (bytes).
@@ -34,7 +39,13 @@ struct Replay {
     era: String,
     /// The Host and Origin values served.
     names: LoopbackNames,
+    /// Hits waiting for the client's answer to a server request, by the key of
+    /// its id ([`crate::server_request::Awaited::key`]).
+    waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
 }
+
+/// Most events of one answer's SSE stream that wait for the client to read them.
+pub const SSE_QUEUE_EVENTS: usize = 64;
 
 /// Binds `127.0.0.1:port` (0: any free port) for the cassette; returns the bound
 /// address and the server future.
@@ -68,6 +79,7 @@ pub async fn bind(
         session: hex::encode(session),
         era,
         names: LoopbackNames::new(address.port(), [], []),
+        waiting: Mutex::new(HashMap::new()),
     });
     let app = axum::Router::new()
         .route("/mcp", post(handle).get(no_stream).delete(end_session))
@@ -157,7 +169,11 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
     }
     let request = match LiveRequest::read(&body, &state.options.redactor) {
         Read::Request(request) => request,
-        Read::NoReply => return status(StatusCode::ACCEPTED, ""), // a notification or an answer
+        Read::NoReply => {
+            // A notification, or an answer: a hit may wait for it.
+            deliver_answers(&state, &body);
+            return status(StatusCode::ACCEPTED, "");
+        }
         Read::NotJson => {
             let mut response = json_text_response(parse_error());
             *response.status_mut() = StatusCode::BAD_REQUEST;
@@ -179,6 +195,9 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         Reply::Send(message) => return json_text_response(message),
         Reply::Nothing => return status(StatusCode::ACCEPTED, ""),
     };
+    if !hit.server_requests.is_empty() {
+        return conversation(&state, hit, opens_session);
+    }
     if let Some(wait) = hit.delay {
         tokio::time::sleep(wait).await;
     }
@@ -218,6 +237,115 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         );
     }
     response
+}
+
+/// Hands each answer in `body` (one message or a batch) to the hit waiting for it.
+fn deliver_answers(state: &Replay, body: &[u8]) {
+    let Ok(message) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
+    let messages = match message {
+        Value::Array(batch) => batch,
+        one => vec![one],
+    };
+    for message in messages {
+        let waiter = answer_key(&message).and_then(|key| state.waiting.lock().expect("lock").remove(&key));
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(message);
+        }
+    }
+}
+
+/// A hit that asks the client: an SSE stream of its notifications and server
+/// requests in recorded order, each answer (a POST of its own, routed here by
+/// its id) waited for (at most [`ANSWER_TIMEOUT`]) and checked, then its
+/// responses; or, when an answer differs or none comes, the miss that says so.
+fn conversation(state: &Arc<Replay>, hit: Outgoing, opens_session: bool) -> Response<Body> {
+    let (events, mut queue) = mpsc::channel::<String>(SSE_QUEUE_EVENTS);
+    let session = state.session.parse().expect("hex is a valid header");
+    let state = Arc::clone(state);
+    tokio::spawn(async move {
+        // Each answer is waited for before its request goes out: it may come at once.
+        let mut answers = HashMap::new();
+        for event in hit.events() {
+            if let Event::Await(awaited) = event {
+                let (waiter, answer) = oneshot::channel();
+                state.waiting.lock().expect("lock").insert(awaited.key(), waiter);
+                answers.insert(awaited.key(), answer);
+            }
+        }
+        let keys: Vec<String> = answers.keys().cloned().collect();
+        // A send fails once the client has gone: the stream ends there.
+        let _ = converse(&state, &hit, answers, &events).await;
+        let mut waiting = state.waiting.lock().expect("lock");
+        for key in keys {
+            waiting.remove(&key);
+        }
+    });
+    let stream = futures::stream::poll_fn(move |context| {
+        queue
+            .poll_recv(context)
+            .map(|event| event.map(Ok::<_, std::convert::Infallible>))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    if opens_session {
+        response.headers_mut().insert("mcp-session-id", session);
+    }
+    response
+}
+
+/// Sends `hit`'s events, waits for each answer, then the responses (or the
+/// miss of a failed server request), into `events`; `Err` once the client is
+/// gone.
+async fn converse(
+    state: &Replay,
+    hit: &Outgoing,
+    mut answers: HashMap<String, oneshot::Receiver<Value>>,
+    events: &mpsc::Sender<String>,
+) -> Result<(), ()> {
+    let send = |text: String| async move { events.send(text).await.map_err(drop) };
+    if let Some(wait) = hit.delay {
+        tokio::time::sleep(wait).await;
+    }
+    for event in hit.events() {
+        match event {
+            Event::Notification(notification, gap) => {
+                send(sse_event(notification)).await?;
+                if !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+            }
+            Event::Ask(request) => send(sse_event(request)).await?,
+            Event::Await(awaited) => {
+                let answer = answers
+                    .remove(&awaited.key())
+                    .expect("each awaited answer has its waiter");
+                let checked = match tokio::time::timeout(ANSWER_TIMEOUT, answer).await {
+                    Ok(Ok(answer)) => awaited.check(answer, &state.options.redactor),
+                    _ => Err(awaited.unanswered(&format!(
+                        "no answer within {} s, ANSWER_TIMEOUT",
+                        ANSWER_TIMEOUT.as_secs()
+                    ))),
+                };
+                if let Err(failure) = checked {
+                    state.replayer.lock().expect("lock").server_request_failed();
+                    let miss = hit.failed(&failure);
+                    return send(sse_text(std::str::from_utf8(&miss).expect("JSON text is UTF-8"))).await;
+                }
+            }
+        }
+    }
+    for response in &hit.responses {
+        send(sse_text(
+            std::str::from_utf8(response).expect("JSON text is UTF-8"),
+        ))
+        .await?;
+    }
+    Ok(())
 }
 
 /// A miss with `--on-miss passthrough`: the real server (started on the first

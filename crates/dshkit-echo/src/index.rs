@@ -35,7 +35,8 @@ struct Location {
 /// Where a plain interaction's one response is in its line: a hit sends the
 /// response's text with the live id put in (see [`crate::live_id`]), without
 /// reading the rest of the line. Plain is what replay would otherwise read to
-/// the same bytes: one response; no notifications; a valid `ms`.
+/// the same bytes: one response; no notifications; no server requests (a hit
+/// that has them asks the client first); a valid `ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AnswerSpan {
     /// Offset of the response from the line's start.
@@ -57,7 +58,10 @@ impl AnswerSpan {
             })
             && head
                 .notification_lead_us
-                .is_none_or(|leads| serde_json::from_str::<Vec<u64>>(leads.get()).is_ok());
+                .is_none_or(|leads| serde_json::from_str::<Vec<u64>>(leads.get()).is_ok())
+            && head.server_requests.is_none_or(|requests| {
+                serde_json::from_str::<Vec<IgnoredAny>>(requests.get()).is_ok_and(|r| r.is_empty())
+            });
         let Some(OneResponse(Some(response))) = head.responses.as_ref().filter(|_| plain) else {
             return Self::NONE;
         };
@@ -157,6 +161,8 @@ pub struct CassetteIndex {
     pub handshake: Option<Value>,
     /// The highest recorded ordinal.
     pub max_ordinal: u64,
+    /// Whether an interaction holds server requests (a hit may ask the client).
+    pub asks_client: bool,
 }
 
 /// The part of a line the index reads; the rest is checked as JSON and skipped.
@@ -176,8 +182,23 @@ struct Head<'a> {
     notifications: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present", rename = "notificationLeadUs")]
     notification_lead_us: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present", rename = "serverRequests")]
+    server_requests: Option<&'a RawValue>,
     #[serde(default, borrow)]
     ms: Option<&'a RawValue>,
+}
+
+impl Head<'_> {
+    /// Whether the line holds server requests (anything but an empty list).
+    fn asks_client(&self) -> bool {
+        self.server_requests.is_some_and(|requests| {
+            !requests
+                .get()
+                .trim_start_matches('[')
+                .trim_start()
+                .starts_with(']')
+        })
+    }
 }
 
 /// Reads a member that is there as `Some`, `null` included.
@@ -269,6 +290,7 @@ impl CassetteIndex {
             tools: Vec::new(),
             handshake: None,
             max_ordinal: 0,
+            asks_client: false,
         };
         let (mut method_ids, mut tool_ids) = (HashMap::new(), HashMap::new());
         let mut lines_before = 0u32;
@@ -309,6 +331,7 @@ impl CassetteIndex {
                 index.handshake = chunk.handshake;
             }
             index.max_ordinal = index.max_ordinal.max(chunk.max_ordinal);
+            index.asks_client |= chunk.asks_client;
             lines_before += chunk.lines;
         }
         Ok(index)
@@ -429,6 +452,7 @@ struct Chunk {
     forgiven: Vec<(u32, String)>,
     handshake: Option<Value>,
     max_ordinal: u64,
+    asks_client: bool,
     /// Lines read (blank ones too).
     lines: u32,
 }
@@ -471,6 +495,7 @@ impl Chunk {
             forgiven: Vec::new(),
             handshake: None,
             max_ordinal: 0,
+            asks_client: false,
             lines: 0,
         };
         let (mut method_ids, mut tool_ids) = (HashMap::new(), HashMap::new());
@@ -539,6 +564,7 @@ impl Chunk {
                 let handshake: Value = serde_json::from_str(request.get()).map_err(|e| bad(e.to_string()))?;
                 chunk.handshake.get_or_insert(handshake);
             }
+            chunk.asks_client |= head.asks_client();
             chunk.locations.push(Location {
                 offset: line_start,
                 len: u32::try_from(line.len()).unwrap_or(u32::MAX),
@@ -633,6 +659,12 @@ mod tests {
             answered(9, plain, r#","ms":-1"#),
             answered(10, plain, r#","notifications":null,"ms":0"#),
             answered(11, plain, r#","notificationLeadUs":"x","ms":0"#),
+            answered(
+                12,
+                plain,
+                r#","serverRequests":[{"request":{"id":0,"method":"ping"}}],"ms":0"#,
+            ),
+            answered(13, plain, r#","serverRequests":[],"ms":0"#),
         ];
         let (_dir, path) = write(&lines, true);
         let options = MatchOptions::default();
@@ -651,7 +683,9 @@ mod tests {
             assert_eq!(answers[0].as_deref(), Some(response));
             assert_eq!(answers[1].as_deref(), Some(response));
             assert_eq!(answers[2].as_deref(), Some(r#"{"id":1,"id":2}"#));
-            assert_eq!(answers[3..], [None, None, None, None, None, None, None, None]);
+            assert_eq!(answers[3..11], [None, None, None, None, None, None, None, None]);
+            assert_eq!(answers[11], None, "a hit with a server request asks it first");
+            assert_eq!(answers[12].as_deref(), Some(response));
         }
     }
 

@@ -19,6 +19,8 @@
 //! - [`registry`]: Echo in DSH: the root and the cassette ids, checked (no
 //!   symlinked root, no path leaving it);
 //! - [`replay`]: what a replay answers a frame with, without a transport;
+//! - [`server_request`]: the server requests a hit replays, and the client's
+//!   answers checked against the recorded ones;
 //! - `passthrough`: the real server a replay passes a miss to;
 //! - [`recorder`]: what both recording proxies share, each message kept as its text;
 //! - `frame`, `server_process`: a stdio frame, and a server Echo starts;
@@ -58,6 +60,7 @@ pub mod redact;
 pub mod registry;
 pub mod replay;
 mod server_process;
+pub mod server_request;
 pub mod show;
 pub mod stdio;
 pub mod upstream;

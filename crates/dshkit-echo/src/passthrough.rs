@@ -108,6 +108,7 @@ impl Live {
                     notification_lead_us: leads_us(&notified_at, Instant::now()),
                     notifications,
                     server_requests: Vec::new(),
+                    server_requests_after: Vec::new(),
                     status: None,
                     ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                     origin: "live".into(),

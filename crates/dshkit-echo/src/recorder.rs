@@ -196,6 +196,17 @@ struct Pending {
     notified_at: Vec<Instant>,
     /// Requests the server made under it and the client's answers, in order.
     server_requests: Vec<Exchange>,
+    /// For each of `server_requests`, how many notifications came before it.
+    server_requests_after: Vec<u64>,
+}
+
+impl Pending {
+    /// Keeps `exchange` in its place among the notifications.
+    fn exchange(&mut self, exchange: Exchange) {
+        self.server_requests.push(exchange);
+        self.server_requests_after
+            .push(u64::try_from(self.notifications.len()).unwrap_or(u64::MAX));
+    }
 }
 
 /// A message of a server-initiated request made while a client request waited.
@@ -264,6 +275,8 @@ struct WrittenInteraction {
     notification_lead_us: Vec<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     server_requests: Vec<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    server_requests_after: Vec<u64>,
     ms: u64,
     origin: &'static str,
 }
@@ -438,6 +451,7 @@ impl Recorder {
                     notifications: Vec::new(),
                     notified_at: Vec::new(),
                     server_requests: Vec::new(),
+                    server_requests_after: Vec::new(),
                 };
                 if let Some(displaced) = self.pending.insert(id, pending) {
                     self.unanswered(displaced); // its id was used again
@@ -457,7 +471,7 @@ impl Recorder {
                 // The client's answer to a server-initiated request.
                 let under_request = self.server_requests.remove(&id).flatten();
                 match under_request.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(Exchange::Response(message.text)),
+                    Some(pending) => pending.exchange(Exchange::Response(message.text)),
                     None => self.write(Written::Message {
                         from: "client",
                         message: message.text,
@@ -535,6 +549,7 @@ impl Recorder {
                     notification_lead_us: leads_us(&pending.notified_at, at),
                     notifications: pending.notifications,
                     server_requests: pending.server_requests.iter().map(Exchange::recorded).collect(),
+                    server_requests_after: pending.server_requests_after,
                     ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
                         .unwrap_or(u64::MAX),
                     origin: "recorded",
@@ -551,7 +566,7 @@ impl Recorder {
                 }
                 self.server_requests.insert(id, owner.clone());
                 match owner.and_then(|k| self.pending.get_mut(&k)) {
-                    Some(pending) => pending.server_requests.push(Exchange::Request(message.text)),
+                    Some(pending) => pending.exchange(Exchange::Request(message.text)),
                     None => self.write(Written::Message {
                         from: "server",
                         message: message.text,
@@ -682,7 +697,7 @@ mod tests {
         recorder.finish().unwrap();
         let loaded = crate::cassette::read(&cassette).unwrap();
         assert_eq!(loaded.cassette.header.paths, ["cwd", "home"]);
-        assert_eq!(loaded.cassette.header.format_version, 2);
+        assert_eq!(loaded.cassette.header.format_version, 3);
         let interaction = &loaded.cassette.into_interactions()[0];
         assert_eq!(
             interaction.request["params"]["arguments"]["path"],
@@ -800,12 +815,14 @@ mod tests {
         let sampling = r#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#;
         let sampled = r#"{"jsonrpc":"2.0","id":"s1","result":{"content":{"type":"text","text":"hi"}}}"#;
         let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        let logged = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"asking"}}"#;
         let tree = |text: &str| serde_json::from_str::<Value>(text).unwrap();
         for answered in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let (mut recorder, cassette) = recorder_in(&dir);
             let now = Instant::now();
             recorder.on_client_at(parse(call), now);
+            recorder.on_server_at(parse(logged), now);
             recorder.on_server_at(parse(sampling), now);
             recorder.on_client_at(parse(sampled), now);
             if answered {
@@ -824,6 +841,11 @@ mod tests {
                         json!({"response": tree(sampled)})
                     ]
                 );
+                assert_eq!(
+                    interaction.server_requests_after,
+                    [1, 1],
+                    "both came after the one notification"
+                );
             } else {
                 let messages: Vec<(String, Value)> = records
                     .into_iter()
@@ -832,8 +854,13 @@ mod tests {
                         _ => None,
                     })
                     .collect();
-                let expected = [("client", call), ("server", sampling), ("client", sampled)]
-                    .map(|(from, text)| (from.to_owned(), tree(text)));
+                let expected = [
+                    ("client", call),
+                    ("server", logged),
+                    ("server", sampling),
+                    ("client", sampled),
+                ]
+                .map(|(from, text)| (from.to_owned(), tree(text)));
                 assert_eq!(messages, expected);
             }
         }

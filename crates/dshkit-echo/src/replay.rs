@@ -3,7 +3,8 @@
 //! read from its text (`LiveRequest`), keyed and matched ([`Matcher`]); a hit
 //! becomes what to send, in order (notifications with the live progress token,
 //! the pauses between them, the responses with the live id, this machine's
-//! paths where the cassette holds tokens); a miss becomes the JSON-RPC error
+//! paths where the cassette holds tokens, the server requests to ask the
+//! client first); a miss becomes the JSON-RPC error
 //! that explains it, or, with `--on-miss passthrough`, the request to pass to
 //! the real server (numbered after the cassette's interactions).
 
@@ -25,6 +26,7 @@ use crate::live_request::{LiveRequest, Read};
 use crate::matcher::{Matcher, Miss};
 use crate::paths::PathRoots;
 use crate::redact::Redactor;
+use crate::server_request::{Failure, Placed, Step, steps};
 
 /// Longest recorded gap reproduced between a replayed notification and the
 /// message after it.
@@ -105,6 +107,10 @@ pub(crate) struct Replayer {
     last_ordinal: u64,
     /// The protocol era the cassette was recorded in (`2025`, `2026`).
     era: String,
+    /// The number of the last server request replayed (its id is made of it).
+    server_requests_sent: u64,
+    /// Whether an interaction of the cassette holds server requests.
+    asks_client: bool,
 }
 
 /// What the client is sent for one frame.
@@ -139,6 +145,8 @@ impl Replayer {
             handshake: index.handshake.clone(),
             last_ordinal: index.max_ordinal,
             era: index.header.era.clone(),
+            server_requests_sent: 0,
+            asks_client: index.asks_client,
             matcher: Matcher::indexed(index, options.matching.clone()),
         })
     }
@@ -161,7 +169,13 @@ impl Replayer {
     /// What to send for the live `request`: the recorded answer, or why there
     /// is none, or (with passthrough) the request to pass on.
     pub(crate) fn answer(&mut self, request: LiveRequest<'_>, options: &ReplayOptions) -> Reply {
-        let miss = match outgoing(&mut self.matcher, &request, options, &self.cassette_id) {
+        let miss = match outgoing(
+            &mut self.matcher,
+            &request,
+            options,
+            &self.cassette_id,
+            &mut self.server_requests_sent,
+        ) {
             Ok(outgoing) => {
                 self.summary.hits += 1;
                 return Reply::Hit(outgoing);
@@ -207,6 +221,18 @@ impl Replayer {
     /// The protocol era the cassette was recorded in (`2025`, `2026`).
     pub(crate) fn era(&self) -> &str {
         &self.era
+    }
+
+    /// Whether a hit may ask the client something (the cassette holds server
+    /// requests): a transport that cannot wait for an answer must not serve it.
+    pub(crate) fn asks_client(&self) -> bool {
+        self.asks_client
+    }
+
+    /// Counts a hit whose server request failed (see [`Outgoing::failed`]) as a miss.
+    pub(crate) fn server_request_failed(&mut self) {
+        self.summary.hits = self.summary.hits.saturating_sub(1);
+        self.summary.misses += 1;
     }
 
     pub(crate) fn into_summary(self) -> ReplaySummary {
@@ -321,6 +347,10 @@ struct Recorded<'a> {
     notifications: Vec<Value>,
     #[serde(default)]
     notification_lead_us: Vec<u64>,
+    #[serde(default)]
+    server_requests: Vec<Value>,
+    #[serde(default)]
+    server_requests_after: Vec<u64>,
     ms: u64,
 }
 
@@ -333,6 +363,69 @@ pub(crate) struct Outgoing {
     pub(crate) gaps: Vec<Duration>,
     /// Each response: one JSON line, without its newline.
     pub(crate) responses: Vec<Vec<u8>>,
+    /// The server requests asked before the responses, each after so many of
+    /// the notifications, and the answers waited for.
+    pub(crate) server_requests: Vec<Placed>,
+    /// The live request's id (what a failed server request's miss answers);
+    /// `null` for a hit without server requests.
+    pub(crate) call_id: Value,
+}
+
+/// The event of a placed server request.
+fn event(placed: &Placed) -> Event<'_> {
+    match &placed.step {
+        Step::Ask(request) => Event::Ask(request),
+        Step::Await(awaited) => Event::Await(awaited),
+    }
+}
+
+/// One thing a hit sends or waits for before its responses, in order.
+pub(crate) enum Event<'a> {
+    /// A notification, and the pause after it.
+    Notification(&'a Value, Duration),
+    /// A server request to send.
+    Ask(&'a Value),
+    /// The client's answer to wait for.
+    Await(&'a crate::server_request::Awaited),
+}
+
+impl Outgoing {
+    /// A hit of `responses` alone.
+    fn plain(responses: Vec<Vec<u8>>) -> Self {
+        Self {
+            delay: None,
+            notifications: Vec::new(),
+            gaps: Vec::new(),
+            responses,
+            server_requests: Vec::new(),
+            call_id: Value::Null,
+        }
+    }
+
+    /// The notifications and server requests, in the order they were recorded.
+    pub(crate) fn events(&self) -> Vec<Event<'_>> {
+        let mut steps = self.server_requests.iter().peekable();
+        let mut events = Vec::with_capacity(self.notifications.len() + self.server_requests.len());
+        for (index, notification) in self.notifications.iter().enumerate() {
+            while let Some(placed) = steps.next_if(|placed| placed.after <= index) {
+                events.push(event(placed));
+            }
+            let gap = self.gaps.get(index).copied().unwrap_or_default();
+            events.push(Event::Notification(notification, gap));
+        }
+        events.extend(steps.map(event));
+        events
+    }
+
+    /// The message that answers the call instead of its responses when one of
+    /// its server requests went wrong (one JSON line, without its newline).
+    pub(crate) fn failed(&self, failure: &Failure) -> Vec<u8> {
+        let message = json!({"jsonrpc": "2.0", "id": self.call_id, "error": {
+            "code": MISS_CODE, "message": format!("echo: no recorded answer: {}", failure.message()),
+            "data": failure.data(),
+        }});
+        serde_json::to_vec(&message).expect("JSON serializes")
+    }
 }
 
 /// What replay (over stdio or HTTP) sends for the live `request`: the recorded
@@ -344,6 +437,7 @@ fn outgoing(
     request: &LiveRequest<'_>,
     options: &ReplayOptions,
     cassette_id: &str,
+    server_requests_sent: &mut u64,
 ) -> Result<Outgoing, Miss> {
     // Most requests are keyed from their text; the rest, and every miss (which
     // `position_of` leaves as it was), go through the tree.
@@ -363,12 +457,7 @@ fn outgoing(
         && let Some(place) = id_place(response)
     {
         let response = splice(response, &place, &request.id_json());
-        return Ok(Outgoing {
-            delay: None,
-            notifications: Vec::new(),
-            gaps: Vec::new(),
-            responses: vec![expand_paths(paths, response)],
-        });
+        return Ok(Outgoing::plain(vec![expand_paths(paths, response)]));
     }
     if options.annotate {
         let interaction: Interaction = matcher.parse(position, &mut line)?;
@@ -382,7 +471,20 @@ fn outgoing(
         for message in notifications.iter_mut().chain(&mut responses) {
             paths.expand_value(message);
         }
+        let server_requests = steps(
+            interaction.server_requests,
+            &interaction.server_requests_after,
+            notifications.len(),
+            server_requests_sent,
+            paths,
+        );
         return Ok(Outgoing {
+            call_id: if server_requests.is_empty() {
+                Value::Null
+            } else {
+                request.id()
+            },
+            server_requests,
             delay: recorded_delay(interaction.ms, options.timing),
             gaps: notification_gaps(
                 &interaction.notification_lead_us,
@@ -406,7 +508,24 @@ fn outgoing(
         paths.expand_value(notification);
     }
     let id = request.id_json();
+    let server_requests = if reply.server_requests.is_empty() {
+        Vec::new()
+    } else {
+        steps(
+            reply.server_requests,
+            &reply.server_requests_after,
+            notifications.len(),
+            server_requests_sent,
+            paths,
+        )
+    };
     Ok(Outgoing {
+        call_id: if server_requests.is_empty() {
+            Value::Null
+        } else {
+            request.id()
+        },
+        server_requests,
         delay: recorded_delay(reply.ms, options.timing),
         gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
         notifications,

@@ -11,7 +11,8 @@ use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use crate::error::EchoError;
 use crate::frame::{json_line, read_frame};
 use crate::passthrough::Live;
-use crate::replay::{Outgoing, ReplayOptions, ReplaySummary, Replayer, Reply};
+use crate::replay::{Event, Outgoing, ReplayOptions, ReplaySummary, Replayer, Reply};
+use crate::server_request::{ANSWER_TIMEOUT, Awaited, MAX_HELD_BYTES, answer_key};
 
 /// Longest wait for the client to read the last notification before the response.
 pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -28,19 +29,50 @@ pub enum Peer {
 /// Answers MCP requests from `client_in` on `client_out` out of the cassette;
 /// `peer` says whether `client_out` is this process's stdout (see `answer`).
 pub async fn replay(
-    mut client_in: impl AsyncBufRead + Unpin,
-    mut client_out: impl AsyncWrite + Unpin,
+    client_in: impl AsyncBufRead + Unpin,
+    client_out: impl AsyncWrite + Unpin,
     mut options: ReplayOptions,
     peer: Peer,
 ) -> Result<ReplaySummary, EchoError> {
-    let mut replayer = Replayer::open(&mut options)?;
+    let replayer = Replayer::open(&mut options)?;
+    replay_opened(replayer, client_in, client_out, &options, peer).await
+}
+
+/// [`replay`] with the cassette opened. Frames the client sends while a hit
+/// waits for its answer to a server request are held and read after it.
+async fn replay_opened(
+    mut replayer: Replayer,
+    mut client_in: impl AsyncBufRead + Unpin,
+    mut client_out: impl AsyncWrite + Unpin,
+    options: &ReplayOptions,
+    peer: Peer,
+) -> Result<ReplaySummary, EchoError> {
     let mut live: Option<Live> = None;
     let mut frame = Vec::new();
-    while read_frame(&mut client_in, &mut frame, "the client's stdin").await? {
-        match replayer.step(&frame, &options) {
+    let mut held = Held::default();
+    loop {
+        if let Some(next) = held.frames.pop_front() {
+            held.bytes -= next.len();
+            frame = next;
+        } else if !read_frame(&mut client_in, &mut frame, "the client's stdin").await? {
+            break;
+        }
+        match replayer.step(&frame, options) {
             Reply::Nothing => {}
             Reply::Send(message) => write_message(&mut client_out, message).await?,
-            Reply::Hit(outgoing) => answer(&mut client_out, outgoing, peer).await?,
+            Reply::Hit(outgoing) if outgoing.server_requests.is_empty() => {
+                answer(&mut client_out, outgoing, peer).await?;
+            }
+            Reply::Hit(outgoing) => {
+                let asked = Asked {
+                    client_in: &mut client_in,
+                    held: &mut held,
+                    redactor: &options.redactor,
+                };
+                if !converse(&mut client_out, outgoing, peer, asked).await? {
+                    replayer.server_request_failed();
+                }
+            }
             Reply::PassThrough(request) => {
                 if live.is_none() {
                     live = Some(
@@ -50,7 +82,7 @@ pub async fn replay(
                 let server = live.as_mut().expect("just started");
                 let ordinal = replayer.next_ordinal();
                 server
-                    .pass_through(&request, ordinal, &mut client_out, &options)
+                    .pass_through(&request, ordinal, &mut client_out, options)
                     .await?;
             }
         }
@@ -61,18 +93,32 @@ pub async fn replay(
     Ok(replayer.into_summary())
 }
 
+/// Frames read while a server request waited for its answer, to be read after
+/// it (at most [`MAX_HELD_BYTES`]).
+#[derive(Default)]
+struct Held {
+    frames: std::collections::VecDeque<Vec<u8>>,
+    bytes: usize,
+}
+
+/// What a hit that asks the client reads its answers from.
+struct Asked<'a, R> {
+    client_in: &'a mut R,
+    held: &'a mut Held,
+    redactor: &'a crate::redact::Redactor,
+}
+
 /// [`replay`] without passthrough, over blocking streams: a frame is read,
 /// answered and written with no event loop between, and `runtime` only runs
 /// the answers that wait (recorded timing, notifications before a response).
 #[cfg(unix)]
 fn replay_blocking(
+    mut replayer: Replayer,
     input: super::blocking_client::Blocking,
     mut output: super::blocking_client::Blocking,
-    options: &mut ReplayOptions,
+    options: &ReplayOptions,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<ReplaySummary, EchoError> {
-    let mut replayer = Replayer::open(options)?;
-    let options = &*options;
     let mut input = std::io::BufReader::new(input);
     let mut frame = Vec::new();
     let write = |output: &mut super::blocking_client::Blocking, line: &[u8]| {
@@ -91,7 +137,13 @@ fn replay_blocking(
                     write(&mut output, &response)?;
                 }
             }
-            Reply::Hit(outgoing) => runtime.block_on(answer(&mut output, outgoing, Peer::Stdout))?,
+            Reply::Hit(outgoing) => {
+                debug_assert!(
+                    outgoing.server_requests.is_empty(),
+                    "chosen for a cassette without them"
+                );
+                runtime.block_on(answer(&mut output, outgoing, Peer::Stdout))?;
+            }
             Reply::PassThrough(_) => unreachable!("replay_stdio never blocks with passthrough"),
         }
     }
@@ -112,23 +164,29 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let mut options = options;
+    let replayer = Replayer::open(&mut options)?;
+    // A hit that asks the client waits for its answer with a deadline, which
+    // a blocking read has not.
     #[cfg(unix)]
     if !matches!(options.on_miss, crate::replay::OnMiss::Passthrough(_))
+        && !replayer.asks_client()
         && let Some((input, output)) = super::blocking_client::of_this_process()
     {
-        return replay_on_thread(input, output, options).await;
+        return replay_on_thread(replayer, input, output, options).await;
     }
     let (client_in, client_out) = streams();
-    replay(client_in, client_out, options, Peer::Stdout).await
+    replay_opened(replayer, client_in, client_out, &options, Peer::Stdout).await
 }
 
 /// [`replay`] over blocking streams, on a thread with a runtime of its own (for
 /// the recorded delays).
 #[cfg(unix)]
 async fn replay_on_thread(
+    opened: Replayer,
     input: super::blocking_client::Blocking,
     output: super::blocking_client::Blocking,
-    mut options: ReplayOptions,
+    options: ReplayOptions,
 ) -> Result<ReplaySummary, EchoError> {
     let (done, replayed) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
@@ -138,7 +196,7 @@ async fn replay_on_thread(
                 .enable_time()
                 .build()
                 .map_err(EchoError::io("the replay thread's runtime"))
-                .and_then(|runtime| replay_blocking(input, output, &mut options, &runtime));
+                .and_then(|runtime| replay_blocking(opened, input, output, &options, &runtime));
             let _ = done.send(result);
         })
         .map_err(EchoError::io("the replay thread"))?;
@@ -179,6 +237,90 @@ async fn answer(
         write_line(client_out, &response).await?;
     }
     Ok(())
+}
+
+/// Plays back one hit that asks the client: its notifications and server
+/// requests in recorded order, each answer waited for (at most
+/// [`ANSWER_TIMEOUT`]) and checked against the recorded one, then its
+/// responses. An answer that differs, or none, ends the call with the miss
+/// that says so instead (false). Other frames read meanwhile are held.
+async fn converse<R: AsyncBufRead + Unpin>(
+    client_out: &mut (impl AsyncWrite + Unpin),
+    outgoing: Outgoing,
+    peer: Peer,
+    asked: Asked<'_, R>,
+) -> Result<bool, EchoError> {
+    if let Some(wait) = outgoing.delay {
+        tokio::time::sleep(wait).await;
+    }
+    let mut unread = false;
+    for event in outgoing.events() {
+        match event {
+            Event::Notification(notification, gap) => {
+                write_line(client_out, &json_line(notification)).await?;
+                unread = true;
+                if !gap.is_zero() {
+                    tokio::time::sleep(gap).await;
+                }
+            }
+            Event::Ask(request) => write_line(client_out, &json_line(request)).await?,
+            Event::Await(awaited) => {
+                let answered = match wait_for(awaited, asked.client_in, asked.held, ANSWER_TIMEOUT).await? {
+                    Ok(answer) => awaited.check(answer, asked.redactor),
+                    Err(why) => Err(awaited.unanswered(&why)),
+                };
+                if let Err(failure) = answered {
+                    write_message(client_out, outgoing.failed(&failure)).await?;
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    if unread {
+        until_read(peer).await;
+    }
+    for mut response in outgoing.responses {
+        response.push(b'\n');
+        write_line(client_out, &response).await?;
+    }
+    Ok(true)
+}
+
+/// Reads frames until the client's answer to `awaited`: the answer, or why
+/// none came (`timeout` passed, the input ended, too much else held).
+async fn wait_for(
+    awaited: &Awaited,
+    client_in: &mut (impl AsyncBufRead + Unpin),
+    held: &mut Held,
+    timeout: Duration,
+) -> Result<Result<serde_json::Value, String>, EchoError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let key = awaited.key();
+    loop {
+        let mut frame = Vec::new();
+        let read = tokio::time::timeout_at(deadline, read_frame(client_in, &mut frame, "the client's stdin"));
+        let Ok(read) = read.await else {
+            return Ok(Err(format!(
+                "no answer within {} ms, ANSWER_TIMEOUT",
+                timeout.as_millis()
+            )));
+        };
+        if !read? {
+            return Ok(Err("the client's input ended".into()));
+        }
+        if let Ok(message) = serde_json::from_slice::<serde_json::Value>(&frame)
+            && answer_key(&message).as_ref() == Some(&key)
+        {
+            return Ok(Ok(message));
+        }
+        if held.bytes + frame.len() > MAX_HELD_BYTES {
+            return Ok(Err(format!(
+                "it sent more than {MAX_HELD_BYTES} bytes of other messages first, MAX_HELD_BYTES"
+            )));
+        }
+        held.bytes += frame.len();
+        held.frames.push_back(frame);
+    }
 }
 
 /// Waits until the peer has read everything written to it, or
@@ -438,5 +580,107 @@ mod tests {
             copied.lines().last().unwrap().contains(r#""error""#),
             "an answer hit once is used up: {copied}"
         );
+    }
+
+    /// A call whose server asked the client for a sampling between two
+    /// notifications, recorded with the client's answer `"a"`.
+    fn sampling_interaction() -> Value {
+        let progress =
+            |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": n}});
+        json!({"type": "interaction", "ordinal": 1,
+            "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "sample", "arguments": {}}},
+            "responses": [{"jsonrpc": "2.0", "id": 1, "result": {"sampled": "a"}}],
+            "notifications": [progress(1), progress(2)],
+            "serverRequests": [
+                {"request": {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": {"maxTokens": 5}}},
+                {"response": {"jsonrpc": "2.0", "id": 0, "result": {"content": {"type": "text", "text": "a"}}}}
+            ],
+            "serverRequestsAfter": [1, 1],
+            "ms": 0})
+    }
+
+    const CALL: &str =
+        r#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"sample","arguments":{}}}"#;
+
+    #[tokio::test]
+    async fn a_server_request_is_asked_in_its_recorded_place_and_a_request_sent_meanwhile_waits() {
+        let ping = r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#;
+        let answer =
+            r#"{"jsonrpc":"2.0","id":"dshkit-echo-1","result":{"content":{"type":"text","text":"a"}}}"#;
+        let header = crate::cassette::Header::new("stdio");
+        for annotate in [false, true] {
+            let requests = [CALL, ping, answer];
+            let out = replayed_under(&header, annotate, vec![sampling_interaction()], &requests).await;
+            let kinds: Vec<String> = out
+                .iter()
+                .map(|m| format!("{} {}", m["method"].as_str().unwrap_or("-"), m["id"]))
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    "notifications/message null",
+                    "sampling/createMessage \"dshkit-echo-1\"",
+                    "notifications/message null",
+                    "- \"c\"",
+                    "- \"p\"",
+                ],
+                "annotated: {annotate}: {out:?}"
+            );
+            assert_eq!(out[3]["result"]["sampled"], "a");
+            assert_eq!(
+                out[4]["error"]["data"]["reason"], "not_recorded",
+                "the ping, read after the call"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_differs_or_never_comes_ends_the_call_with_a_miss_that_says_so() {
+        let other =
+            r#"{"jsonrpc":"2.0","id":"dshkit-echo-1","result":{"content":{"type":"text","text":"b"}}}"#;
+        let out = replayed(vec![sampling_interaction()], &[CALL, other]).await;
+        assert_eq!(out.len(), 3, "{out:?}");
+        let error = &out[2]["error"];
+        assert_eq!(out[2]["id"], "c");
+        assert_eq!(error["code"], crate::replay::MISS_CODE);
+        assert_eq!(error["data"]["reason"], "server_request_answer_differs");
+        assert_eq!(error["data"]["differingPaths"], json!(["result.content.text"]));
+        // The input ends before the answer.
+        let out = replayed(vec![sampling_interaction()], &[CALL]).await;
+        assert_eq!(out[2]["error"]["data"]["reason"], "server_request_unanswered");
+        assert!(
+            out[2]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("input ended"),
+            "{out:?}"
+        );
+        // A client that keeps its input open and never answers: bounded.
+        let mut next = 0;
+        let placed = crate::server_request::steps(
+            sampling_interaction()["serverRequests"]
+                .as_array()
+                .unwrap()
+                .clone(),
+            &[],
+            0,
+            &mut next,
+            &crate::paths::PathRoots::none(),
+        );
+        let crate::server_request::Step::Await(awaited) = &placed[1].step else {
+            panic!("{placed:?}")
+        };
+        let (_open, quiet) = tokio::io::duplex(64);
+        let mut quiet = tokio::io::BufReader::new(quiet);
+        let why = wait_for(
+            awaited,
+            &mut quiet,
+            &mut Held::default(),
+            Duration::from_millis(20),
+        )
+        .await
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(why, "no answer within 20 ms, ANSWER_TIMEOUT");
     }
 }
