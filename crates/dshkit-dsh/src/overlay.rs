@@ -21,6 +21,20 @@ pub enum OverlayMode {
 }
 
 impl OverlayMode {
+    /// What reaches the real server in this mode, said wherever the mode is
+    /// chosen: the boundary past which calls have side effects.
+    pub fn side_effects(self) -> Option<&'static str> {
+        match self {
+            Self::Replay => None,
+            Self::Passthrough => Some(
+                "side effects: a call the cassette does not answer goes to the real server, and what it does (writes, sends, spends) happens; each such call is annotated `passthrough`",
+            ),
+            Self::Record => {
+                Some("side effects: every call goes to the real server, and what it does happens")
+            }
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Self::Record => "record",
@@ -95,10 +109,15 @@ pub struct Overlay {
 }
 
 impl Overlay {
-    /// The text the CLI prints.
+    /// The text the CLI prints; passthrough and record say that calls reach
+    /// the real server, whose side effects then happen.
     pub fn text(&self) -> String {
+        let warning = self
+            .mode
+            .side_effects()
+            .map_or_else(String::new, |what| format!("{what}\n"));
         format!(
-            "wrote {} ({} {}) and {}\nrun: dsh --profile {} --patch {}\n",
+            "wrote {} ({} {}) and {}\n{warning}run: dsh --profile {} --patch {}\n",
             self.overlay.display(),
             self.mode.name(),
             self.server,
@@ -159,6 +178,7 @@ pub fn write(request: &OverlayRequest) -> Result<Overlay, OverlayError> {
         "profilePatchSha256": digest(&profile_patch),
         "server": server,
         "mode": mode_name,
+        "sideEffects": request.mode.side_effects(),
         "cassette": cassette,
         "row": row.to_value(),
         "undo": format!("delete {} and this manifest; run dsh without --patch", overlay.display()),

@@ -1330,6 +1330,63 @@ fn overlay_replay_rows_annotate_hits_and_misses_unless_told_not_to() {
     assert!(!overlay(&["--no-annotate"]).contains("--annotate"), "opt-out");
 }
 
+#[test]
+fn an_overlay_that_reaches_the_real_server_says_so_where_the_mode_is_chosen() {
+    let dir = Home::new();
+    let cassette = dir.path().join("c.jsonl");
+    std::fs::write(&cassette, "").unwrap();
+    let overlay = |mode: &str| {
+        let path = dir.path().join(format!("{mode}.yml"));
+        let mut args = vec![
+            "echo",
+            "dsh-overlay",
+            "--server",
+            "tools",
+            "--mode",
+            mode,
+            "--cassette",
+        ];
+        args.extend([
+            cassette.to_str().unwrap(),
+            "--dsh-home",
+            dir.path().to_str().unwrap(),
+            "-o",
+        ]);
+        args.push(path.to_str().unwrap());
+        if mode != "replay" {
+            args.extend(["--", "/bin/true"]);
+        }
+        let out = dir.run(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let manifest = std::fs::read_to_string(path.with_extension("manifest.json")).unwrap();
+        let manifest: Value = serde_json::from_str(&manifest).unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), manifest)
+    };
+    let (said, manifest) = overlay("passthrough");
+    assert!(
+        said.contains("side effects: a call the cassette does not answer goes to the real server"),
+        "{said}"
+    );
+    assert!(
+        manifest["sideEffects"]
+            .as_str()
+            .is_some_and(|s| s.contains("real server")),
+        "{manifest:#}"
+    );
+    let (said, manifest) = overlay("record");
+    assert!(
+        said.contains("side effects: every call goes to the real server"),
+        "{said}"
+    );
+    assert!(manifest["sideEffects"].is_string(), "{manifest:#}");
+    let (said, manifest) = overlay("replay");
+    assert!(
+        !said.contains("side effects"),
+        "a replay reaches no server: {said}"
+    );
+    assert!(manifest["sideEffects"].is_null(), "{manifest:#}");
+}
+
 /// A cassette (header of `like`) whose interactions and raw lines carry `lines` in
 /// clear text, as a cassette written before redaction existed would.
 fn clear_cassette(like: &Path, lines: &[String], to: &Path) {
