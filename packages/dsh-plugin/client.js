@@ -787,7 +787,70 @@ window.__ModuleLoader__.load({
         h('div', null, h(Button, {
           variant: 'primary', onClick: save, disabled: saving, pending: saving, 'data-dshkit': 'settings-save',
         }, saving ? 'Saving…' : 'Save dshkit settings')),
-        message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
+        message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null,
+        h(EchoModes, { rpc }));
+    }
+
+    /**
+     * Echo's servers and their modes. An HTTP server's mode switches here (its
+     * proxy restarts); one that reaches the real server only after the person
+     * confirmed what it does. A stdio server's mode is its DSH row's.
+     */
+    function EchoModes({ rpc }) {
+      const [state, setState] = React.useState(undefined);
+      const [confirm, setConfirm] = React.useState(undefined);
+      const [pending, setPending] = React.useState(undefined);
+      const [message, setMessage] = React.useState(undefined);
+      // A confirmation or an outcome below the fold is brought into view.
+      const said = React.useRef(null);
+      React.useEffect(() => {
+        said.current?.scrollIntoView?.({ block: 'nearest' });
+      }, [confirm, message]);
+      React.useEffect(() => {
+        rpc('echo.settings').then(setState, (e) => setMessage({ ok: false, text: `Echo's servers could not be read: ${e.message}` }));
+      }, [rpc]);
+      if (!state?.servers?.length) return message ? h('div', { role: 'alert', style: { color: look.error } }, message.text) : null;
+      const ask = async (server, mode, confirmed) => {
+        setPending(server.id);
+        setConfirm(undefined);
+        try {
+          const answer = await rpc('echo.mode', { id: server.id, mode, confirmed });
+          setState(answer);
+          if (answer.confirm) {
+            setConfirm(answer.confirm);
+            setMessage(undefined);
+          } else {
+            const moved = (answer.changed ?? []).map((c) => `${c.server}: ${c.from} → ${c.to}`);
+            setMessage({ ok: true, text: moved.length ? `Switched ${moved.join('; ')}. Its proxy restarted; DSH reconnects to it.` : 'Nothing changed.' });
+          }
+        } catch (e) {
+          setMessage({ ok: false, text: `Not switched: ${e.message}` });
+        } finally {
+          setPending(undefined);
+        }
+      };
+      const row = (server) => h('div', { key: server.id, 'data-dshkit': `echo-mode-${server.id}`, style: { display: 'flex', flexDirection: 'column', gap: 3 } },
+        h('div', { style: { display: 'flex', alignItems: 'center', gap: 8, flexWrap: 'wrap' } },
+          h('strong', null, server.server),
+          h('span', { style: { color: look.secondary, fontSize: 12 } }, [`cassette ${server.id}`, server.transport === 'http' ? `HTTP proxy ${server.url ?? ''}` : 'stdio'].join(' · ')),
+          server.transport === 'http'
+            ? h('select', {
+              'aria-label': `Echo mode of ${server.server}`, value: server.mode, disabled: pending !== undefined,
+              onChange: (e) => ask(server, e.target.value, false),
+              style: { font: 'inherit', color: look.text, background: look.field, border: `1px solid ${look.border}`, borderRadius: 6, padding: '2px 4px' },
+            }, ...state.modes.map((mode) => h('option', { key: mode, value: mode }, mode)))
+            : h('span', { style: { fontSize: 12 } }, `${server.mode}, set by its DSH row (dshkit echo dsh-overlay --mode)`),
+          pending === server.id ? h('span', { role: 'status', style: { fontSize: 12, color: look.secondary } }, 'restarting its proxy…') : null),
+        server.sideEffects ? h('small', { 'data-dshkit': 'echo-side-effects', style: { color: look.error } }, `${server.mode}: ${server.sideEffects}${server.upstream ? ` (${server.upstream})` : ''}.`) : null);
+      return h('div', { 'data-dshkit': 'echo-modes', style: { display: 'flex', flexDirection: 'column', gap: 8, borderTop: `1px solid ${look.border}`, paddingTop: 12 } },
+        h('strong', null, 'Echo'),
+        ...state.servers.map(row),
+        confirm ? h('div', { ref: said, role: 'alertdialog', 'aria-label': `Switch ${confirm.server} to ${confirm.mode}?`, 'data-dshkit': 'echo-confirm', style: { display: 'flex', flexDirection: 'column', gap: 6, padding: 8, border: `1px solid ${look.error}`, borderRadius: 6 } },
+          h('span', null, `Switch ${confirm.server} to ${confirm.mode}? In ${confirm.mode}, ${confirm.sideEffects}.`),
+          h('div', { style: { display: 'flex', gap: 8 } },
+            h(Button, { variant: 'primary', onClick: () => ask(state.servers.find((s) => s.id === confirm.id), confirm.mode, true) }, `Switch to ${confirm.mode}`),
+            h(Button, { variant: 'ghost', onClick: () => setConfirm(undefined) }, 'Cancel'))) : null,
+        message ? h('div', { ref: said, role: message.ok ? 'status' : 'alert', 'data-dshkit': 'echo-mode-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null);
     }
 
     /** How an Echo outcome reads, and its dot. */
@@ -868,6 +931,8 @@ window.__ModuleLoader__.load({
         h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8 } },
           h('strong', null, 'dshkit Echo'),
           pollError ? h('span', { role: 'alert', style: { fontSize: 11, color: look.error } }, `could not refresh: ${pollError}`) : null),
+        ...(state.servers ?? []).filter((s) => s.sideEffects).map((s) => h('div', { key: s.id, 'data-dshkit': 'echo-live', style: { color: look.error, fontSize: 12 } },
+          `${s.server} is in ${s.mode} mode: ${s.sideEffects}.`)),
         state.total === 0
           ? h('div', { 'data-dshkit': 'echo-empty' }, 'No call of this conversation went through Echo. Calls to the servers of the plugin\'s Echo registry (dshkit dsh install --echo FILE) show here with their cassette, hit or miss.')
           : h(React.Fragment, null,

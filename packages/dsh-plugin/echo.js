@@ -13,6 +13,9 @@
  * server, beside the replay and never from its state.
  */
 
+const fs = process.getBuiltinModule('node:fs');
+const path = process.getBuiltinModule('node:path');
+
 /** The binary matches at most this many earlier calls of a server (its `MAX_HISTORY`), plus the call itself. */
 const MAX_HISTORY = 256 + 1;
 /** Most annotated calls the Echo tab lists for one conversation (the newest). */
@@ -33,10 +36,11 @@ function textOf(result) {
 
 /**
  * Observes the calls to registered servers. `annotate(request)` runs the
- * binary and gives `dshCassette` (or null for a server with no cassette).
+ * binary and gives `dshCassette` (or null for a server with no cassette);
+ * `running()` is the registry as it runs (modes a person switched included).
  * Returns the registry's servers, or undefined when the row configures none.
  */
-export function observeEcho(ctx, echo, annotate) {
+export function observeEcho(ctx, echo, annotate, running = () => echo) {
   const servers = (Array.isArray(echo?.cassettes) ? echo.cassettes : [])
     .map((entry) => entry?.server)
     .filter((server) => typeof server === 'string' && server !== '');
@@ -54,7 +58,7 @@ export function observeEcho(ctx, echo, annotate) {
     if (history.length > MAX_HISTORY) history.splice(0, history.length - MAX_HISTORY);
     let note;
     try {
-      note = await annotate({ echo, server, calls: history });
+      note = await annotate({ echo: running(), server, calls: history });
     } catch (error) {
       // A registry the binary refuses is shown where the calls are, with its rule.
       note = { server, error: error.message };
@@ -144,6 +148,14 @@ export const ECHO_SERVICE = 'dshkitEcho';
 const PROXIES_START_MS = 15_000;
 /** Longest line the proxies' seam answers with. */
 const MAX_PROXIES_LINE = 64 * 1024;
+/** The file under the binary's state directory keeping the modes a person switched to. */
+export const MODES_FILE = 'echo-modes.json';
+/** Its shape's version: another one is not read. */
+const MODES_VERSION = 1;
+/** Largest modes file read (one short entry per cassette, at most 256). */
+const MAX_MODES_BYTES = 64 * 1024;
+/** The modes a registry entry can have. */
+const MODES = ['replay', 'record', 'passthrough'];
 
 /**
  * Echo's HTTP servers (registry entries with `http`): one `dshkit echo
@@ -154,32 +166,161 @@ const MAX_PROXIES_LINE = 64 * 1024;
  * proxy's URL, `inject: [dshkitEcho]`) connects only then, and never to a port
  * its proxy does not hold. A proxy that cannot start (its port taken, the real
  * server unreachable) fails the plugin with the reason: the rows that wait
- * would stop DSH's boot anyway, and this way DSH's message says why. Returns
- * `{proxies}`; undefined when no entry is HTTP.
+ * would stop DSH's boot anyway, and this way DSH's message says why.
+ *
+ * A person can switch an HTTP server's mode in dshkit's settings: the proxies
+ * restart in the new mode (DSH's client reconnects), and the choice is kept
+ * in MODES_FILE. A mode that reaches the real server is switched to only once
+ * the person confirmed what it does (the binary's `sideEffects` text).
  */
-export async function startProxies(ctx, spawn, echo) {
-  const entries = Array.isArray(echo?.cassettes) ? echo.cassettes : [];
-  if (!entries.some((entry) => isRecord(entry?.http))) return undefined;
-  const handle = spawn(['--json', 'echo', 'dsh-proxies']);
-  let disposed = false;
-  ctx.effect(() => () => {
-    disposed = true;
-    handle.terminate();
-  }, 'dshkit echo proxies');
-  let answer;
-  try {
-    handle.stdin.write(`${JSON.stringify({ echo })}\n`);
-    answer = await firstLine(handle);
-    if (!Array.isArray(answer?.proxies)) throw new Error(answer?.error?.message ?? 'the proxies answered no list');
-  } catch (error) {
-    handle.terminate();
-    throw new Error(`dshkit echo: the HTTP proxies are not running, so DSH's rows that wait for them (inject: [${ECHO_SERVICE}]) cannot start: ${error.message}`);
+export class EchoProxies {
+  constructor(ctx, spawn, echo, stateDir) {
+    this.ctx = ctx;
+    this.spawn = spawn;
+    this.echo = echo;
+    this.modesFile = stateDir ? path.join(stateDir, MODES_FILE) : undefined;
+    this.modes = readModes(this.modesFile);
+    this.handle = undefined;
+    this.started = [];
+    this.sideEffects = {};
+    this.queue = Promise.resolve();
+    this.disposed = false;
   }
-  ctx.provide(ECHO_SERVICE, { proxies: answer.proxies });
-  handle.done.then((outcome) => {
-    if (!disposed) ctx.logger?.error?.(`dshkit echo: the HTTP proxies exited (${outcome.exitCode ?? outcome.signal})`);
-  });
-  return { proxies: answer.proxies };
+
+  /** The registry's entries. */
+  entries() {
+    return Array.isArray(this.echo?.cassettes) ? this.echo.cassettes.filter(isRecord) : [];
+  }
+
+  /** The registry as it runs: an HTTP entry in the mode a person switched it to. */
+  effective() {
+    const cassettes = this.entries().map((entry) => (isRecord(entry.http) && MODES.includes(this.modes[entry.id]) ? { ...entry, mode: this.modes[entry.id] } : entry));
+    return { ...this.echo, cassettes };
+  }
+
+  /** Starts the proxies (none when no entry is HTTP) and provides ECHO_SERVICE once they listen. */
+  async start() {
+    if (!this.entries().some((entry) => isRecord(entry.http))) return;
+    this.ctx.effect(() => () => {
+      this.disposed = true;
+      this.handle?.terminate();
+    }, 'dshkit echo proxies');
+    try {
+      await this.launch();
+    } catch (error) {
+      throw new Error(`dshkit echo: the HTTP proxies are not running, so DSH's rows that wait for them (inject: [${ECHO_SERVICE}]) cannot start: ${error.message}`);
+    }
+    this.ctx.provide(ECHO_SERVICE, { proxies: this.started });
+  }
+
+  async launch() {
+    const handle = this.spawn(['--json', 'echo', 'dsh-proxies']);
+    this.handle = handle;
+    try {
+      handle.stdin.write(`${JSON.stringify({ echo: this.effective() })}\n`);
+      const answer = await firstLine(handle);
+      if (!Array.isArray(answer?.proxies)) throw new Error(answer?.error?.message ?? 'the proxies answered no list');
+      this.started = answer.proxies;
+      this.sideEffects = isRecord(answer.sideEffects) ? answer.sideEffects : {};
+    } catch (error) {
+      handle.terminate();
+      this.handle = undefined;
+      throw error;
+    }
+    handle.done.then((outcome) => {
+      if (!this.disposed && this.handle === handle) this.ctx.logger?.error?.(`dshkit echo: the HTTP proxies exited (${outcome.exitCode ?? outcome.signal})`);
+    });
+  }
+
+  async halt() {
+    const handle = this.handle;
+    this.handle = undefined;
+    if (!handle) return;
+    handle.terminate();
+    await handle.done.catch(() => undefined);
+  }
+
+  /** Each registered server with its mode as it runs, for the settings and the Echo tab. */
+  servers() {
+    const running = new Map(this.started.map((p) => [p.id, p]));
+    return this.effective().cassettes.map((entry) => ({
+      id: entry.id,
+      server: entry.server,
+      mode: entry.mode,
+      transport: isRecord(entry.http) ? 'http' : 'stdio',
+      url: running.get(entry.id)?.url,
+      upstream: isRecord(entry.http) ? entry.http.upstream : undefined,
+      sideEffects: this.sideEffects[entry.mode],
+    }));
+  }
+
+  /** What the settings show: the servers, and what each mode that reaches a real server does. */
+  describe() {
+    return { servers: this.servers(), sideEffects: this.sideEffects, modes: MODES };
+  }
+
+  /**
+   * Switches HTTP cassette `id` to `mode`. A mode that reaches the real server
+   * needs `confirmed`; without it the answer is what to confirm. The proxies
+   * restart; if the new mode cannot start, the old one is restored and the
+   * error says why. One switch at a time.
+   */
+  switchMode(id, mode, confirmed) {
+    const run = this.queue.then(() => this.switchNow(id, mode, confirmed));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async switchNow(id, mode, confirmed) {
+    const entry = this.entries().find((e) => e.id === id);
+    if (!entry) throw new Error(`no cassette ${JSON.stringify(id)} is registered`);
+    if (!MODES.includes(mode)) throw new Error(`mode ${JSON.stringify(mode)} is none of ${MODES.join(', ')}`);
+    if (!isRecord(entry.http)) {
+      throw new Error(`${entry.server} runs over stdio through its own DSH row, which sets its mode: write its overlay again (dshkit echo dsh-overlay --server ${entry.server} --mode ${mode})`);
+    }
+    const from = this.effective().cassettes.find((e) => e.id === id).mode;
+    if (from === mode) return { ...this.describe(), changed: [] };
+    const sideEffects = this.sideEffects[mode];
+    if (sideEffects && confirmed !== true) return { ...this.describe(), confirm: { id, server: entry.server, mode, sideEffects } };
+    const previous = this.modes;
+    this.modes = { ...previous, [id]: mode };
+    await this.halt();
+    try {
+      await this.launch();
+    } catch (error) {
+      this.modes = previous;
+      let restored = '';
+      try {
+        await this.launch();
+      } catch (again) {
+        restored = ` (and ${from} could not start again: ${again.message})`;
+      }
+      throw new Error(`${entry.server} stays ${from}${restored}: ${error.message}`);
+    }
+    writeModes(this.modesFile, this.modes);
+    return { ...this.describe(), changed: [{ id, server: entry.server, from, to: mode }] };
+  }
+}
+
+/** The modes kept across restarts, by cassette id ({} when none, unreadable, or of another version). */
+function readModes(file) {
+  if (!file) return {};
+  try {
+    if (fs.statSync(file).size > MAX_MODES_BYTES) return {};
+    const kept = JSON.parse(fs.readFileSync(file, 'utf8'));
+    return kept?.version === MODES_VERSION && isRecord(kept.modes) ? kept.modes : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Keeps the modes, atomically (a whole new file renamed over the old one). */
+function writeModes(file, modes) {
+  if (!file) return;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, JSON.stringify({ version: MODES_VERSION, modes }), { mode: 0o600 });
+  fs.renameSync(temporary, file);
 }
 
 /** The seam's one JSON line, or why there is none (its error, its exit, or no answer in time). */

@@ -102,20 +102,23 @@ export async function apply(ctx, config) {
   }
   const dshkit = (args, input) => runOnce(ctx, [binary, ...args], env, input);
   // Echo: calls to the servers the row's registry wraps carry `meta.dshCassette`.
-  const { observeEcho, echoCalls, echoInteraction, startProxies } = await import('./echo.js');
+  const { observeEcho, echoCalls, echoInteraction, EchoProxies } = await import('./echo.js');
   const seam = (args, request) => echoSeam(dshkit, args, request);
-  observeEcho(ctx, config?.echo, async (request) => (await seam(['--json', 'echo', 'annotate'], request)).dshCassette ?? null);
   // Echo's HTTP servers: their proxies listen before DSH's rows for them connect.
-  await startProxies(ctx, (args) => ctx.subprocess.spawn({
+  const proxies = new EchoProxies(ctx, (args) => ctx.subprocess.spawn({
     argv: [binary, ...args],
     cwd: process.cwd(),
     stdio: { stdin: 'pipe', stdout: 'pipe', stderr: { maxBytes: STDERR_TAIL_BYTES } },
     graceMs: GRACE_MS,
     env,
-  }), config?.echo);
+  }), config?.echo, host.stateDir);
+  observeEcho(ctx, config?.echo, async (request) => (await seam(['--json', 'echo', 'annotate'], request)).dshCassette ?? null, () => proxies.effective());
+  await proxies.start();
   const echo = {
-    calls: (conversation) => echoCalls(ctx.get('sessionQuery'), conversation),
+    calls: async (conversation) => ({ ...(await echoCalls(ctx.get('sessionQuery'), conversation)), servers: proxies.servers() }),
     interaction: (conversation, id, ordinal) => echoInteraction(ctx.get('sessionQuery'), config?.echo, seam, conversation, id, ordinal),
+    settings: () => proxies.describe(),
+    switchMode: (id, mode, confirmed) => proxies.switchMode(id, mode, confirmed),
   };
   // The browser half's channel (web profiles only): loopback callers only.
   ctx.inject(['connection'], (inner) => {
@@ -771,6 +774,16 @@ function uiHandler(sidecar, verifications, stages, dshkit, echo) {
       const { id, ordinal } = payload ?? {};
       if (typeof id !== 'string' || !Number.isSafeInteger(ordinal)) throw new Error('name a cassette id and an ordinal');
       return echo.interaction(conversationIn(payload), id, ordinal);
+    },
+    /** The Echo servers and their modes as they run, for the settings. */
+    'echo.settings'() {
+      return echo.settings();
+    },
+    /** Switches an HTTP server's mode; one that reaches the real server only once confirmed. */
+    'echo.mode'(payload) {
+      const { id, mode, confirmed } = payload ?? {};
+      if (typeof id !== 'string' || typeof mode !== 'string') throw new Error('name a cassette id and a mode');
+      return echo.switchMode(id, mode, confirmed === true);
     },
     // Stop stops what this conversation started: another conversation's servers,
     // and servers dshkit adopted, keep running.

@@ -21,26 +21,23 @@ pub enum OverlayMode {
 }
 
 impl OverlayMode {
-    /// What reaches the real server in this mode, said wherever the mode is
-    /// chosen: the boundary past which calls have side effects.
-    pub fn side_effects(self) -> Option<&'static str> {
+    /// The same mode in Echo's registry.
+    pub fn echo_mode(self) -> dshkit_echo::registry::Mode {
+        use dshkit_echo::registry::Mode;
         match self {
-            Self::Replay => None,
-            Self::Passthrough => Some(
-                "side effects: a call the cassette does not answer goes to the real server, and what it does (writes, sends, spends) happens; each such call is annotated `passthrough`",
-            ),
-            Self::Record => {
-                Some("side effects: every call goes to the real server, and what it does happens")
-            }
+            Self::Record => Mode::Record,
+            Self::Replay => Mode::Replay,
+            Self::Passthrough => Mode::Passthrough,
         }
     }
 
+    /// What reaches the real server in this mode ([`dshkit_echo::registry::Mode::side_effects`]).
+    pub fn side_effects(self) -> Option<&'static str> {
+        self.echo_mode().side_effects()
+    }
+
     fn name(self) -> &'static str {
-        match self {
-            Self::Record => "record",
-            Self::Replay => "replay",
-            Self::Passthrough => "passthrough",
-        }
+        self.echo_mode().name()
     }
 }
 
@@ -115,7 +112,7 @@ impl Overlay {
         let warning = self
             .mode
             .side_effects()
-            .map_or_else(String::new, |what| format!("{what}\n"));
+            .map_or_else(String::new, |what| format!("side effects: {what}\n"));
         format!(
             "wrote {} ({} {}) and {}\n{warning}run: dsh --profile {} --patch {}\n",
             self.overlay.display(),

@@ -66,7 +66,7 @@ pub enum ProxyError {
     )]
     PortTaken { id: String, port: u16 },
     #[error(
-        "cassette {id:?} records over HTTP into {path}, which exists: a recording never overwrites one; set the entry's mode to replay, or move the cassette away to record it anew"
+        "cassette {id:?} records over HTTP into {path}, which exists: a recording never overwrites one; replay it, or move the cassette away to record anew"
     )]
     RecordedAlready { id: String, path: String },
     #[error("cassette {id:?}: passthrough over HTTP is not offered; use record (a new cassette) or replay")]
@@ -197,6 +197,16 @@ impl Proxies {
             })
             .collect()
     }
+}
+
+/// The seam's answer once every proxy listens: the proxies, and what each mode
+/// that reaches a real server does, for the person who chooses one.
+pub fn ready_answer(started: &[Started]) -> serde_json::Value {
+    let side_effects: serde_json::Map<String, serde_json::Value> = Mode::ALL
+        .iter()
+        .filter_map(|mode| Some((mode.name().to_owned(), mode.side_effects()?.into())))
+        .collect();
+    serde_json::json!({"proxies": started, "sideEffects": side_effects})
 }
 
 /// The seam: reads the registry line from `input`, binds every proxy, hands

@@ -21,6 +21,34 @@ pub enum Mode {
     Passthrough,
 }
 
+impl Mode {
+    /// Every mode, in the order people are offered them.
+    pub const ALL: [Self; 3] = [Self::Replay, Self::Record, Self::Passthrough];
+
+    /// What reaches the real server in this mode, said wherever the mode is
+    /// chosen: the boundary past which calls have side effects.
+    pub fn side_effects(self) -> Option<&'static str> {
+        match self {
+            Self::Replay => None,
+            Self::Passthrough => Some(
+                "a call the cassette does not answer goes to the real server, and what it does (writes, sends, spends) happens; each such call is annotated `passthrough`",
+            ),
+            Self::Record => {
+                Some("every call goes to the real server, and what it does (writes, sends, spends) happens")
+            }
+        }
+    }
+
+    /// The mode's name in the registry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Record => "record",
+            Self::Replay => "replay",
+            Self::Passthrough => "passthrough",
+        }
+    }
+}
+
 /// One registered cassette, its path relative to the root.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -414,7 +414,8 @@ async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
         .context("installing the SIGINT/SIGTERM handlers")
         .map_err(Failure::runtime)?;
     let ready = |proxies: &[dshkit_echo::dsh_proxy::Started]| {
-        let line = serde_json::json!({"formatVersion": crate::FORMAT_VERSION, "proxies": proxies});
+        let mut line = dshkit_echo::dsh_proxy::ready_answer(proxies);
+        line["formatVersion"] = crate::FORMAT_VERSION.into();
         out.write(&format!("{line}\n")); // one line: the plugin waits for it
     };
     let stop = async {

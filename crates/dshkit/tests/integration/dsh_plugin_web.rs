@@ -12,9 +12,32 @@ use dshkit_test::{
 
 use crate::support::{
     ConversationModels, PAGE, RECORDED_GREETING, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit,
-    echo_overlay, install_with_echo, installed_home, model_verifying, output, processes_of,
-    recorded_everything, serve_html, serve_page, web_home,
+    echo_overlay, everything_http, free_port, install_with_echo, installed_home, model_verifying, output,
+    processes_of, recorded_everything, serve_html, serve_page, walk_files, web_home,
 };
+
+/// Opens DSH's settings at dshkit's section (its fields shown).
+fn open_dshkit_settings(ui: &mut WebUi) {
+    ui.click_past_notice("button", "Settings", "dialog \"Settings\"");
+    // The plugin's section joins the settings once the UI has its plugins'
+    // settings, which may come after the dialog opens: it is waited for.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let nav = loop {
+        let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
+        if let Some(role) = ["button", "tab", "link", "menuitem"]
+            .into_iter()
+            .find(|role| settings.contains(&format!("{role} \"dshkit\"")))
+        {
+            break role;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dshkit section in the settings: {settings}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    ui.click_until(nav, "dshkit", "Quiet window");
+}
 
 /// Where the screenshots a person would look at are kept: `target/test-artifacts/dsh-plugin/`.
 fn artifacts() -> PathBuf {
@@ -1002,25 +1025,7 @@ fn a_settings_change_is_refused_with_its_rule_or_applies_to_the_next_verificatio
         "the default quiet window: {before:#}"
     );
 
-    ui.click_past_notice("button", "Settings", "dialog \"Settings\"");
-    // The plugin's section joins the settings once the UI has its plugins'
-    // settings, which may come after the dialog opens: it is waited for.
-    let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    let nav = loop {
-        let settings = ui.op(serde_json::json!({"operation": "snapshot"}));
-        if let Some(role) = ["button", "tab", "link", "menuitem"]
-            .into_iter()
-            .find(|role| settings.contains(&format!("{role} \"dshkit\"")))
-        {
-            break role;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no dshkit section in the settings: {settings}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    };
-    ui.click_until(nav, "dshkit", "Quiet window");
+    open_dshkit_settings(&mut ui);
     // Each field shows its rule and its default.
     ui.wait_for("A whole number from 0 to 5000 ms; default 100 ms.");
     ui.wait_for("A whole number from 1 to 16 previews; default 4 previews.");
@@ -1255,4 +1260,84 @@ fn the_echo_tab_lists_the_conversations_replayed_calls_with_hit_miss_and_the_nea
         outline.contains(&format!("Nearest recorded call #{ordinal}")),
         "the miss stays: {outline}"
     );
+}
+
+#[test]
+fn a_person_switches_an_http_servers_echo_mode_in_the_settings_and_confirms_before_it_reaches_the_real_server()
+ {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
+    std::fs::create_dir(&root).unwrap();
+    let (_server, upstream) = everything_http(&peers);
+    let port = free_port();
+    let registry = home.path().join("echo-registry.json");
+    let entry = serde_json::json!({"id": "web", "path": "web.jsonl", "server": "web", "mode": "record",
+        "http": {"port": port, "upstream": upstream}});
+    std::fs::write(
+        &registry,
+        serde_json::json!({"rootDir": root, "cassettes": [entry]}).to_string(),
+    )
+    .unwrap();
+    install_with_echo(&home, &dsh_home, "web", &registry);
+    // DSH's own row for the server, in the web profile's patch, waits for the proxy.
+    let profile_patch = dsh_home.join("profiles/web/cordis.patch.yml");
+    let mut patch = std::fs::read_to_string(&profile_patch).unwrap();
+    patch.push_str(&format!(
+        "\n- insert:\n    - id: mcp-web\n      name: '@deepseek-ai/dsh-mcp-client'\n      inject: [dshkitEcho]\n      config: {{ serverName: web, transport: streamable-http, url: 'http://127.0.0.1:{port}/mcp' }}\n"
+    ));
+    std::fs::write(&profile_patch, patch).unwrap();
+    let model = FakeModel::sequence(
+        &[("mcp__web__echo", serde_json::json!({"message": "never recorded"}))],
+        false,
+    );
+    let (_web, url) = dsh_web_at(&peers, home.path(), &model.url);
+    let mut ui = WebUi::open(&url);
+    open_dshkit_settings(&mut ui);
+    // Recording reaches the real server, and the section says so.
+    ui.wait_for(
+        "record: every call goes to the real server, and what it does (writes, sends, spends) happens",
+    );
+
+    // To replay: nothing reaches a server, so no confirmation is asked.
+    let mode = |ui: &mut WebUi, option: &str| {
+        ui.op(serde_json::json!({"operation": "select", "role": "combobox", "name": "Echo mode of web", "option": option}));
+    };
+    mode(&mut ui, "replay");
+    ui.wait_for("Switched web: record → replay. Its proxy restarted; DSH reconnects to it.");
+    let kept = walk_files(home.path())
+        .into_iter()
+        .find(|file| file.ends_with("echo-modes.json"))
+        .expect("the switch is kept");
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(kept).unwrap()).unwrap();
+    assert_eq!(
+        kept,
+        serde_json::json!({"version": 1, "modes": {"web": "replay"}})
+    );
+
+    // Back to record: asked first, and Cancel changes nothing.
+    mode(&mut ui, "record");
+    ui.wait_for("Switch web to record? In record, every call goes to the real server");
+    ui.keep_screenshot("echo-mode-confirm");
+    ui.click("button", "Cancel");
+    wait_until(
+        Duration::from_secs(30),
+        "the confirmation stayed after Cancel",
+        || !ui.page_text().contains("Switch web to record?"),
+    );
+    // Confirmed, it is refused for a reason the person can act on, and replay stays.
+    mode(&mut ui, "record");
+    ui.click_past_notice("button", "Switch to record", "alert");
+    ui.wait_for("web stays replay: cassette \"web\" records over HTTP into web.jsonl, which exists");
+    ui.keep_screenshot("echo-modes");
+
+    // The switch is what runs: a call now misses the cassette instead of reaching the server.
+    ui.op(serde_json::json!({"operation": "press", "key": "Escape"}));
+    ui.send("Echo a greeting.");
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+    ui.click_past_notice("tab", "Echo", "combobox \"Outcome\"");
+    ui.wait_for("1 call(s) through Echo: 1 miss");
+    let text = ui.page_text();
+    assert!(text.contains("replay · cassette web"), "{text}");
+    assert!(!text.contains("is in record mode"), "{text}");
 }
