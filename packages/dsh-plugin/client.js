@@ -945,6 +945,119 @@ window.__ModuleLoader__.load({
               ...shown.map((call) => h(EchoCall, { key: call.seq, call, rpc, conversation })))));
     }
 
+    /** Fibers in tree order (parents first), each with its depth; cycles and orphans end at the root. */
+    function fiberTree(fibers) {
+      const children = new Map();
+      const known = new Set(fibers.map((f) => f.id));
+      for (const fiber of fibers) {
+        const parent = known.has(fiber.parent) && fiber.parent !== fiber.id ? fiber.parent : null;
+        if (!children.has(parent)) children.set(parent, []);
+        children.get(parent).push(fiber);
+      }
+      const ordered = [];
+      const seen = new Set();
+      const visit = (parent, depth) => {
+        for (const fiber of children.get(parent) ?? []) {
+          if (seen.has(fiber.id)) continue;
+          seen.add(fiber.id);
+          ordered.push({ fiber, depth });
+          visit(fiber.id, depth + 1);
+        }
+      };
+      visit(null, 0);
+      for (const fiber of fibers) if (!seen.has(fiber.id)) ordered.push({ fiber, depth: 0 });
+      // Leaf siblings alike (name, state, effects) in a row read as one line with a count.
+      const rows = [];
+      for (const row of ordered) {
+        const before = rows[rows.length - 1];
+        const leaf = !children.has(row.fiber.id);
+        if (leaf && before?.leaf && before.depth === row.depth && before.fiber.name === row.fiber.name
+          && before.fiber.state === row.fiber.state && before.fiber.effects === row.fiber.effects) {
+          before.count += 1;
+        } else {
+          rows.push({ ...row, leaf, count: 1 });
+        }
+      }
+      return rows;
+    }
+
+    const FIBER_DOTS = { active: 'done', failed: 'error', loading: 'ongoing', pending: 'warning', unloading: 'warning', disposed: undefined };
+
+    /**
+     * Cordis DevTools for the person at DSH's screen, read from this DSH's own
+     * collector over the plugin's loopback channel (no MCP session): the runtime,
+     * its fibers and events, the experiment with its owner and time left, a
+     * person's finite profile, and the emergency stop, which always ends the
+     * running experiment whoever owns it.
+     */
+    function DevToolsView({ dshkitRpc: rpc }) {
+      const { state, pollError, refresh } = usePolled(rpc, 'devtools.state', undefined);
+      const [event, setEvent] = React.useState('');
+      const [seconds, setSeconds] = React.useState('10');
+      const [busy, setBusy] = React.useState(undefined);
+      const [message, setMessage] = React.useState(undefined);
+      const box = { padding: 12, display: 'flex', flexDirection: 'column', gap: 10, height: '100%', overflow: 'auto', fontSize: 13, color: look.text };
+      if (!state) return h('div', { 'data-dshkit': 'devtools', role: pollError ? 'alert' : undefined, style: box }, pollError ? `Cordis DevTools: ${pollError}` : 'Cordis DevTools: loading…');
+      if (!state.enabled) return h('div', { 'data-dshkit': 'devtools', style: box }, 'Cordis DevTools is not installed in this DSH: dshkit dsh install --devtools.');
+      if (state.failure) return h('div', { 'data-dshkit': 'devtools', role: 'alert', style: { ...box, color: look.error } }, `Cordis DevTools did not start: ${state.failure.message}`);
+      const act = async (name, endpoint, payload, said) => {
+        setBusy(name);
+        try {
+          setMessage({ ok: true, text: said(await rpc(endpoint, payload)) });
+          refresh();
+        } catch (e) {
+          setMessage({ ok: false, text: e.message });
+        } finally {
+          setBusy(undefined);
+        }
+      };
+      const ownerOf = (x) => (x.human ?? x.owner === 'human' ? 'you (a person)' : `an agent (${x.owner})`);
+      const { running, last } = state;
+      const chosen = event || state.events[0]?.name || '';
+      const section = (title, ...body) => h('section', { style: { display: 'flex', flexDirection: 'column', gap: 4 } }, h('strong', null, title), ...body);
+      return h('div', { 'data-dshkit': 'devtools', style: box },
+        h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8, flexWrap: 'wrap' } },
+          h('strong', null, 'Cordis DevTools'),
+          h('span', { style: { color: look.secondary, fontSize: 12 } },
+            `${state.target.label} · pid ${state.target.pid} · Node ${state.target.node} · since ${new Date(state.target.epoch).toLocaleTimeString()} · ${state.cores} agent core(s) attached`),
+          pollError ? h('span', { role: 'alert', style: { fontSize: 11, color: look.error } }, `could not refresh: ${pollError}`) : null),
+        section('Experiment',
+          h('div', { 'data-dshkit': 'devtools-experiment', style: { display: 'flex', alignItems: 'center', gap: 8, flexWrap: 'wrap' } },
+            h(Dot, { state: running ? 'ongoing' : 'done' }),
+            running
+              ? `Profiling ${running.event}, owned by ${ownerOf(running)}: ${Math.ceil(running.leftMs / 1000)} s left, ${running.dispatches} dispatch(es) traced.`
+              : last ? `Nothing runs. The last, on ${last.event} by ${ownerOf(last)}, ended: ${last.reason} (dispatch restored: ${last.restored}).` : 'Nothing runs.',
+            h(Button, {
+              variant: 'outline', style: { color: look.error, borderColor: look.error }, onClick: () => act('stop', 'devtools.stop', {}, (a) => (a.stopped ? `Emergency stop: ${a.last.event} ended; DSH's dispatch restored (${a.last.restored}).` : 'Nothing was running.')),
+              pending: busy === 'stop', disabled: busy === 'stop', 'data-dshkit': 'devtools-emergency-stop',
+            }, 'Emergency stop')),
+          state.experiments
+            ? h('div', { style: { display: 'flex', alignItems: 'center', gap: 8, flexWrap: 'wrap' } },
+              h('label', { style: { display: 'flex', gap: 4, alignItems: 'center', fontSize: 12 } }, 'Event',
+                h('select', { value: chosen, onChange: (e) => setEvent(e.target.value), 'aria-label': 'Event to profile', style: { font: 'inherit', color: look.text, background: look.field, border: `1px solid ${look.border}`, borderRadius: 6, padding: '2px 4px' } },
+                  ...state.events.map((e) => h('option', { key: e.name, value: e.name }, `${e.name} (${e.listeners})`)))),
+              h('label', { style: { display: 'flex', gap: 4, alignItems: 'center', fontSize: 12 } }, 'Seconds',
+                h('input', {
+                  type: 'number', min: 1, max: state.maxLeaseMs / 1000, 'aria-label': 'Seconds to profile', value: seconds, onChange: (e) => setSeconds(e.target.value),
+                  style: { width: 56, font: 'inherit', color: look.text, background: look.field, border: `1px solid ${look.border}`, borderRadius: 6, padding: '2px 4px' },
+                })),
+              h(Button, {
+                onClick: () => act('profile', 'devtools.profile', { event: chosen, seconds: Number(seconds) }, (x) => `Profiling ${x.event} for ${Math.round((x.expiresAt - x.startedAt) / 1000)} s as a person: an agent can neither take it over nor stop it.`),
+                disabled: busy !== undefined || running !== null || !chosen, pending: busy === 'profile',
+              }, 'Profile'))
+            : h('small', { style: { color: look.secondary } }, 'Experiments are off in this DSH: dshkit dsh install --devtools-experiments.'),
+          message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'devtools-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null),
+        section(`Fibers (${state.fibersTotal}${state.fibers.length < state.fibersTotal ? `, the first ${state.fibers.length} shown` : ''})`,
+          h('ul', { 'data-dshkit': 'devtools-fibers', style: { listStyle: 'none', margin: 0, padding: 0, fontSize: 12 } },
+            ...fiberTree(state.fibers).map(({ fiber, depth, count }) => h('li', { key: fiber.id, style: { display: 'flex', alignItems: 'center', gap: 6, paddingLeft: Math.min(depth, 12) * 14 } },
+              h(Dot, { state: FIBER_DOTS[fiber.state] }),
+              h('code', null, `${fiber.name || '(anonymous)'}${count > 1 ? ` ×${count}` : ''}`),
+              h('span', { style: { color: look.secondary } }, `${fiber.state} · ${fiber.effects} effect(s)`))))),
+        section(`Events (${state.eventsTotal}${state.events.length < state.eventsTotal ? `, the ${state.events.length} most listened shown` : ''})`,
+          h('ul', { 'data-dshkit': 'devtools-events', style: { listStyle: 'none', margin: 0, padding: 0, fontSize: 12 } },
+            ...state.events.map((e) => h('li', { key: e.name }, h('code', null, e.name), ` · ${e.listeners} listener(s)`)))));
+    }
+
     const inject = ['slots', 'connection'];
 
     function apply(ctx) {
@@ -970,6 +1083,10 @@ window.__ModuleLoader__.load({
         }, View));
         tab('dshkit-live-preview', 50, 'Live Preview', Preview);
         tab('dshkit-echo', 51, 'Echo', guarded(EchoView));
+        // DevTools only where the plugin was installed with it.
+        dshkitRpc('devtools.state').then((devtools) => {
+          if (devtools?.enabled) tab('dshkit-devtools', 52, 'DevTools', guarded(DevToolsView));
+        }, (error) => console.warn('[dshkit] could not ask whether DevTools runs:', error));
       } catch (error) {
         console.error('[dshkit] the client half could not register its views:', error);
       }

@@ -48,6 +48,12 @@ export const MAX_TRACES = 200;
 /** Listeners traced per dispatch. */
 export const MAX_TRACED_LISTENERS = 64;
 
+/** What the DevTools view shows at most: fibers, and events (the most listened first). */
+export const MAX_VIEW_FIBERS = 300;
+export const MAX_VIEW_EVENTS = 50;
+/** The owner of an experiment a person starts from the view (an agent's is its core's `dshkit-PID/SESSION`). */
+export const HUMAN_OWNER = 'human';
+
 const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unloading'];
 
 /**
@@ -55,7 +61,7 @@ const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unlo
  * cannot be written (or any other startup error) is reported on stderr and kept
  * as `startupFailure()` for the view, and the rest of the plugin (LiveLoop,
  * checks) goes on. `failOnStartupError` restores the hard failure. Returns
- * whether the collector runs.
+ * the collector, or null when it does not run.
  */
 export function startCollectorIsolated(ctx, options, { failOnStartupError = false } = {}) {
   const report = (error) => {
@@ -64,12 +70,11 @@ export function startCollectorIsolated(ctx, options, { failOnStartupError = fals
   };
   try {
     lastStartupFailure = null;
-    startCollector(ctx, { ...options, onStartupError: report });
-    return true;
+    return startCollector(ctx, { ...options, onStartupError: report });
   } catch (error) {
     if (failOnStartupError) throw error;
     report(error);
-    return false;
+    return null;
   }
 }
 
@@ -469,7 +474,9 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
         // By exact lease, or the emergency stop (a person), which always wins.
         const x = current;
         if (!x) return { stopped: false, last: describeExperiment(last) };
-        if (!request.emergency && request.lease !== x.lease) throw new Error(`lease ${request.lease} is not the running one`);
+        if (!request.emergency && request.lease !== x.lease) {
+          throw new Error(`lease ${request.lease} is not the running one: ${x.lease} is owned by ${x.owner}, and only its owner or a person's emergency stop ends it`);
+        }
         stopExperiment(x, request.emergency ? 'emergency-stop' : (request.reason === 'owner-gone' ? 'owner-gone' : 'stopped'));
         return { stopped: true, last: describeExperiment(last) };
       }
@@ -584,7 +591,40 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   };
   // Disposed with the plugin that started it (a plain runtime's root has no owner).
   if (ctx.fiber?.runtime) ctx.effect(() => dispose, 'dshkit devtools collector');
+  // What the person at DSH's screen sees (the DevTools view, over the plugin's
+  // loopback channel): this runtime, bounded, and the experiment with its owner.
+  const view = () => {
+    const shape = topology();
+    const events = shape.events
+      .map((e) => ({ name: e.name, listeners: e.listeners.length }))
+      .sort((a, b) => b.listeners - a.listeners || a.name.localeCompare(b.name));
+    const status = experimentStatus();
+    return {
+      target: { pid: process.pid, label, epoch, node: process.version },
+      fibers: shape.fibers.slice(0, MAX_VIEW_FIBERS).map(({ id, name, state, parent, effects }) => ({ id, name, state, parent, effects })),
+      fibersTotal: shape.fibersTotal,
+      events: events.slice(0, MAX_VIEW_EVENTS),
+      eventsTotal: shape.eventsTotal,
+      cores: clients.size,
+      experiments: status.enabled,
+      maxLeaseMs: status.maxLeaseMs,
+      running: status.running && { ...status.running, human: status.running.owner === HUMAN_OWNER, leftMs: Math.max(0, status.running.expiresAt - now()) },
+      last: status.last,
+      at: now(),
+    };
+  };
   // `observer()`: the collector's dispatch wrapper while one is installed (for tests
   // that check what is restored).
-  return { socket: socketPath, registry: registryPath, dispose, experimentStatus, observer: () => observer?.wrapper ?? null };
+  return {
+    socket: socketPath,
+    registry: registryPath,
+    dispose,
+    experimentStatus,
+    view,
+    // A person's experiment: the same lease rules as an agent's, owned by HUMAN_OWNER.
+    startHuman: ({ event, ttlMs }) => startExperiment({ event, ttlMs, owner: HUMAN_OWNER }),
+    // The emergency stop: ends whatever runs, whoever owns it; cores see the fact.
+    emergencyStop: () => answer({ op: 'experiment-stop', emergency: true }),
+    observer: () => observer?.wrapper ?? null,
+  };
 }

@@ -120,9 +120,11 @@ export async function apply(ctx, config) {
     settings: () => proxies.describe(),
     switchMode: (id, mode, confirmed) => proxies.switchMode(id, mode, confirmed),
   };
+  // The DevTools view's state: the collector, once started below (with `devtools: true`).
+  const devtools = { enabled: config?.devtools === true, collector: null, failure: () => null };
   // The browser half's channel (web profiles only): loopback callers only.
   ctx.inject(['connection'], (inner) => {
-    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit, echo), { authority: 'loopback' });
+    inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit, echo, devtools), { authority: 'loopback' });
   });
   ctx.inject(['systemPrompt'], (inner) => {
     for (const [index, guidance] of host.guidance.filter(served).entries()) {
@@ -131,12 +133,13 @@ export async function apply(ctx, config) {
   });
   if (config?.devtools === true) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
-    const { startCollectorIsolated } = await import('./devtools.js');
+    const { startCollectorIsolated, startupFailure } = await import('./devtools.js');
     // The registry the binary resolved (`--devtools-dir`, else <DSH home>/dshkit-devtools,
     // with the same DSH_HOME the sidecar gets): the rule lives in the binary only.
     const dir = host.devtoolsDir;
-    const started = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true }, { failOnStartupError: config?.failOnStartupError === true });
-    if (started && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
+    devtools.collector = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true }, { failOnStartupError: config?.failOnStartupError === true });
+    devtools.failure = startupFailure;
+    if (devtools.collector && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
   }
   const skills = host.skills.filter(served);
   ctx.inject(['skills'], (inner) => {
@@ -530,7 +533,7 @@ class RunningStages {
  * conversation they show (DSH's session id, the same as the conversation's
  * agent id on a tool call), and each answer is that conversation's only.
  */
-function uiHandler(sidecar, verifications, stages, dshkit, echo) {
+function uiHandler(sidecar, verifications, stages, dshkit, echo, devtools) {
   const conversationIn = (payload) => {
     const id = payload?.conversation;
     if (typeof id !== 'string' || id === '') throw new Error('the request names no conversation');
@@ -774,6 +777,26 @@ function uiHandler(sidecar, verifications, stages, dshkit, echo) {
       const { id, ordinal } = payload ?? {};
       if (typeof id !== 'string' || !Number.isSafeInteger(ordinal)) throw new Error('name a cassette id and an ordinal');
       return echo.interaction(conversationIn(payload), id, ordinal);
+    },
+    /** The DevTools view: this DSH's runtime from the collector, and its experiment. */
+    'devtools.state'() {
+      if (!devtools.enabled) return { enabled: false };
+      if (!devtools.collector) return { enabled: true, failure: devtools.failure() ?? { message: 'the collector is not running' } };
+      return { enabled: true, ...devtools.collector.view() };
+    },
+    /** A person's finite profile of one event (owner: human); an agent cannot take it over or stop it. */
+    'devtools.profile'(payload) {
+      const { event, seconds } = payload ?? {};
+      if (!devtools.collector) throw new Error('Cordis DevTools is not running in this DSH');
+      if (!Number.isSafeInteger(seconds) || seconds < 1 || seconds * 1000 > devtools.collector.view().maxLeaseMs) {
+        throw new Error(`a profile lasts a whole number of seconds from 1 to ${devtools.collector.view().maxLeaseMs / 1000}`);
+      }
+      return devtools.collector.startHuman({ event, ttlMs: seconds * 1000 });
+    },
+    /** The emergency stop: ends the running experiment whoever owns it. */
+    'devtools.stop'() {
+      if (!devtools.collector) throw new Error('Cordis DevTools is not running in this DSH');
+      return devtools.collector.emergencyStop();
     },
     /** The Echo servers and their modes as they run, for the settings. */
     'echo.settings'() {

@@ -1341,3 +1341,138 @@ fn a_person_switches_an_http_servers_echo_mode_in_the_settings_and_confirms_befo
     assert!(text.contains("replay · cassette web"), "{text}");
     assert!(!text.contains("is in record mode"), "{text}");
 }
+
+/// The structured content of a successful tool call.
+fn tool_result(response: &serde_json::Value) -> &serde_json::Value {
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    &response["result"]["structuredContent"]
+}
+
+/// `dsh web` with DevTools (collector, experiments) after one turn, its UI on the
+/// conversation's DevTools tab; returns the home, DSH, the UI and the registry.
+fn devtools_tab(peers: &Peers) -> (crate::support::Home, ChildGuard, WebUi, PathBuf) {
+    let (home, dsh_home) = web_home(peers);
+    let installed = output(
+        crate::support::dshkit_command(home.path())
+            .env("PATH", peers.path_var())
+            .args([
+                "devtools",
+                "setup",
+                "--profile",
+                "web",
+                "--no-boot-check",
+                "--experiments",
+            ])
+            .args(["--endpoint", "127.0.0.1:0", "--dsh-home"])
+            .arg(&dsh_home),
+    );
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let model = FakeModel::sequence(&[("liveloop_detect", serde_json::json!({}))], false);
+    let (web, mut ui) = open_web_ui(peers, home.path(), &model);
+    ui.send("Look at the workspace.");
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+    ui.click_past_notice("tab", "DevTools", "button \"Emergency stop\"");
+    (home, web, ui, dsh_home.join("dshkit-devtools"))
+}
+
+/// An agent's core over MCP (`dshkit mcp --tools devtools`) attached to the one
+/// DSH in `registry`: the MCP session and its debug session.
+fn agent_core(registry: &std::path::Path) -> (Session, String) {
+    let mut agent = Session::initialized(
+        &[
+            "--tools",
+            "devtools",
+            "--devtools-dir",
+            &registry.display().to_string(),
+        ],
+        &[],
+    );
+    let target = wait_for(Duration::from_mins(1), || {
+        let listed = agent.call(1, "cordis_list_debug_targets", &serde_json::json!({}));
+        tool_result(&listed)["targets"][0]
+            .as_object()
+            .cloned()
+            .ok_or_else(|| format!("no target: {listed}"))
+    });
+    let attached = agent.call(
+        2,
+        "cordis_attach_debug_session",
+        &serde_json::json!({"target": target["id"]}),
+    );
+    let session = tool_result(&attached)["session"].as_str().unwrap().to_owned();
+    (agent, session)
+}
+
+#[test]
+fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agents_experiment() {
+    let peers = Peers::get();
+    let (_home, _web, mut ui, registry) = devtools_tab(&peers);
+    // The running DSH as its own collector sees it: its fibers and events.
+    ui.wait_for("agent core(s) attached");
+    for shown in [
+        "Fibers (",
+        "active · ",
+        "Events (",
+        "listener(s)",
+        "tools/execute",
+    ] {
+        ui.wait_for(shown);
+    }
+
+    // An agent starts an experiment over MCP; the person's emergency stop ends it.
+    let (mut agent, session) = agent_core(&registry);
+    let started = agent.call(
+        3,
+        "cordis_start_waterfall_experiment",
+        &serde_json::json!({"session": session, "event": "tools/execute", "ttlMs": 60_000, "confirm": true}),
+    );
+    let lease = tool_result(&started)["lease"].as_str().unwrap().to_owned();
+    ui.wait_for("Profiling tools/execute, owned by an agent (dshkit-");
+    ui.click("button", "Emergency stop");
+    ui.wait_for("Emergency stop: tools/execute ended; DSH's dispatch restored (identical).");
+    let status = agent.call(
+        4,
+        "cordis_waterfall_experiment_status",
+        &serde_json::json!({"session": session}),
+    );
+    let status = tool_result(&status);
+    assert!(
+        status["running"].is_null(),
+        "the agent's next call sees it stopped: {status}"
+    );
+    assert_eq!(status["last"]["lease"], lease.as_str(), "{status}");
+    assert_eq!(status["last"]["reason"], "emergency-stop", "{status}");
+
+    // A person's own profile: the agent can neither take over nor stop it.
+    ui.op(serde_json::json!({"operation": "fill", "role": "spinbutton", "name": "Seconds to profile", "text": "30"}));
+    ui.click("button", "Profile");
+    ui.wait_for("as a person: an agent can neither take it over nor stop it");
+    ui.wait_for("owned by you (a person)");
+    ui.keep_screenshot("devtools-tab");
+    let refused = agent.call(
+        5,
+        "cordis_start_waterfall_experiment",
+        &serde_json::json!({"session": session, "event": "tools/execute", "ttlMs": 5000, "confirm": true}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("owner human"),
+        "the refusal names the owner: {refused}"
+    );
+    let status = agent.call(
+        6,
+        "cordis_waterfall_experiment_status",
+        &serde_json::json!({"session": session}),
+    );
+    assert_eq!(
+        tool_result(&status)["running"]["owner"],
+        "human",
+        "the person's runs on: {status}"
+    );
+    ui.click("button", "Emergency stop");
+    ui.wait_for("Nothing runs. The last, on");
+}
