@@ -110,6 +110,8 @@ impl Live {
                     server_requests: Vec::new(),
                     server_requests_after: Vec::new(),
                     status: None,
+                    content_type: None,
+                    body: None,
                     ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                     origin: "live".into(),
                 };
