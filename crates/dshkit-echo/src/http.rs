@@ -446,33 +446,7 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
 ];
 
-/// Splits a growing SSE text into events and returns the JSON messages of the
-/// complete ones.
-#[derive(Debug, Default)]
-pub struct SseParser {
-    pending: String,
-}
-
-impl SseParser {
-    /// Adds `chunk` and returns the JSON messages of the events it completed.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
-        self.pending
-            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
-        let mut messages = Vec::new();
-        while let Some(end) = self.pending.find("\n\n") {
-            let event: String = self.pending.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
-                messages.push(message);
-            }
-        }
-        messages
-    }
-}
+pub use crate::upstream::SseParser;
 
 struct Proxy {
     client: Client,

@@ -416,13 +416,18 @@ impl HttpAnswer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        let message = json!({"jsonrpc": "2.0", "id": id, "error": {
-            "code": HTTP_ERROR_CODE,
-            "message": format!("echo: the recorded server answered HTTP {} without a JSON-RPC answer", self.status),
-            "data": {"echo": "http_status", "status": self.status, "body": body},
-        }});
-        serde_json::to_vec(&message).expect("JSON serializes")
+        serde_json::to_vec(&http_status_error(id, self.status, &body)).expect("JSON serializes")
     }
+}
+
+/// The JSON-RPC error that answers the request with `id` where the server
+/// answered HTTP `status` with `body`, no JSON-RPC answer.
+pub(crate) fn http_status_error(id: &Value, status: u16, body: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": HTTP_ERROR_CODE,
+        "message": format!("echo: the server answered HTTP {status} without a JSON-RPC answer"),
+        "data": {"echo": "http_status", "status": status, "body": body},
+    }})
 }
 
 /// The event of a placed server request.

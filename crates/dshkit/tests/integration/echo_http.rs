@@ -1,7 +1,8 @@
 //! Echo in front of an HTTP upstream, the real server-everything in its
 //! Streamable HTTP mode: an answer that is not a 200 (a 400 for a session the
 //! server does not know) is recorded with its status, content type and body,
-//! and replayed with them.
+//! and replayed with them; an HTTP replay passes its misses to the server over
+//! HTTP and appends its answers.
 
 use std::path::Path;
 use std::time::Duration;
@@ -133,4 +134,107 @@ fn an_http_upstreams_400_is_recorded_and_replayed_with_its_status_content_type_a
     );
     assert_eq!(replayed[2].status, 200);
     assert!(replayed[2].body.contains("\"tools\""), "{:?}", replayed[2]);
+}
+
+/// A `tools/call` of server-everything's `echo` tool.
+fn echo_call(id: u64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"message": message}}})
+}
+
+/// The JSON-RPC message of `answer` (JSON, or the last event of an SSE stream).
+fn message(answer: &Answer) -> Value {
+    let text = answer
+        .body
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&answer.body);
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+#[test]
+fn an_http_replay_passes_a_miss_to_the_real_server_over_http_and_appends_its_answer() {
+    let peers = Peers::get();
+    let dir = Home::new();
+    let (mut server, server_url) = everything_http(&peers);
+    let cassette = dir.path().join("passthrough.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "dshkit-echo-test", "version": "1"}}});
+    let (mut proxy, url) = echo_http(
+        dir.path(),
+        ["echo", "record", "--http", &server_url, "-o", cassette_arg],
+    );
+    let session = post(&url, None, &initialize).session.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(&url, Some(&session), &initialized);
+    let one = message(&post(&url, Some(&session), &echo_call(2, "one")));
+    assert_eq!(one["result"]["content"][0]["text"], "Echo: one", "{one}");
+    assert!(
+        proxy
+            .interrupt(Duration::from_secs(10))
+            .is_some_and(|s| s.success())
+    );
+    assert_eq!(interactions(&cassette).len(), 2);
+
+    let (mut replay, url) = echo_http(
+        dir.path(),
+        [
+            "echo",
+            "replay",
+            cassette_arg,
+            "--http",
+            "--on-miss",
+            "passthrough",
+            "--annotate",
+            "--",
+            &server_url,
+        ],
+    );
+    let session = post(&url, None, &initialize).session.unwrap();
+    let hit = message(&post(&url, Some(&session), &echo_call(2, "one")));
+    assert_eq!(hit["result"]["_meta"]["dshkit/echo"]["outcome"], "hit", "{hit}");
+    let missed = message(&post(&url, Some(&session), &echo_call(3, "two")));
+    assert_eq!(missed["id"], 3, "{missed}");
+    assert_eq!(missed["result"]["content"][0]["text"], "Echo: two", "{missed}");
+    assert_eq!(
+        missed["result"]["_meta"]["dshkit/echo"]["outcome"], "passthrough",
+        "{missed}"
+    );
+    // A miss whose answer streams progress: each event is passed on, then kept.
+    let slow = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 0.2, "steps": 2},
+        "_meta": {"progressToken": "p-4"}}});
+    let streamed = post(&url, Some(&session), &slow);
+    let events: Vec<Value> = streamed
+        .body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    assert_eq!(
+        events.len(),
+        3,
+        "two progress events, then the answer: {streamed:?}"
+    );
+    assert_eq!(events[0]["params"]["progressToken"], "p-4");
+    assert_eq!(events[2]["id"], 4);
+    assert!(replay.interrupt(Duration::from_secs(10)).is_some());
+    let _ = server.terminate(Duration::from_secs(5));
+    let appended = interactions(&cassette);
+    let [.., two, slow] = &appended[..] else {
+        panic!("{appended:?}")
+    };
+    assert_eq!(two["origin"], "live", "{two}");
+    assert_eq!(two["ordinal"], 3, "numbered after the recorded ones");
+    assert_eq!(two["responses"][0]["result"]["content"][0]["text"], "Echo: two");
+    assert_eq!(slow["notifications"].as_array().map(Vec::len), Some(2), "{slow}");
+
+    // The server gone, what passed through is a hit.
+    let (_replay, url) = echo_http(dir.path(), ["echo", "replay", cassette_arg, "--http"]);
+    let session = post(&url, None, &initialize).session.unwrap();
+    let again = message(&post(&url, Some(&session), &echo_call(9, "two")));
+    assert_eq!(again["result"]["content"][0]["text"], "Echo: two", "{again}");
 }
