@@ -560,6 +560,8 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
             server_requests: vec![],
             server_requests_after: vec![],
             status: None,
+            content_type: None,
+            body: None,
             ms: 1,
             origin: "recorded".into(),
         });

@@ -3,9 +3,11 @@
 //! home) whose paths the records hold as tokens (see [`crate::paths`]); a
 //! version 1 cassette reads as one with no roots. Version 3 replays what an
 //! interaction's server requests asked (`serverRequestsAfter` places them among
-//! its notifications); a version 2 cassette reads as one whose server requests
-//! came after its notifications. A reader older than version 3 refuses it
-//! rather than replay it without them.
+//! its notifications) and an HTTP answer's status other than 200 (`status`,
+//! with `contentType` and the `body` that answered instead of a JSON-RPC
+//! response); a version 2 cassette reads as one whose server requests came
+//! after its notifications. A reader older than version 3 refuses it rather
+//! than replay it without them.
 //! Read leniently where a crash can leave damage (a cut last line) and strictly
 //! where a reader cannot know the meaning (a future format version); the header
 //! is checked in one place ([`Header::from_line`]) for every reader. How
@@ -160,9 +162,17 @@ pub struct Interaction {
     /// before it (version 3). Absent: every notification came first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_requests_after: Vec<u64>,
-    /// HTTP status when it was not 200.
+    /// HTTP status when it was not 200 (an HTTP upstream's answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The answer's `Content-Type`, kept with a `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// The answer's body as text (redacted) when it is no JSON-RPC answer to
+    /// the request (a 404 page, an error without the request's id); then
+    /// `responses` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
     /// Milliseconds from the request to its response.
     pub ms: u64,
     /// `recorded`, or `live` for a passthrough appended during replay.
@@ -204,6 +214,13 @@ impl Record {
                     .chain(i.server_requests.iter_mut())
                 {
                     changed |= redactor.value(value);
+                }
+                if let Some(body) = &mut i.body
+                    && let std::borrow::Cow::Owned(redacted) = redactor.redact(body)
+                    && redacted != *body
+                {
+                    *body = redacted;
+                    changed = true;
                 }
                 changed
             }
@@ -499,6 +516,8 @@ pub(crate) mod test_records {
             server_requests: vec![],
             server_requests_after: vec![],
             status: None,
+            content_type: None,
+            body: None,
             ms: 0,
             origin: "recorded".into(),
         }
@@ -537,6 +556,8 @@ pub(crate) mod test_records {
             server_requests: vec![],
             server_requests_after: vec![],
             status: None,
+            content_type: None,
+            body: None,
             ms: 1,
             origin: "recorded".into(),
         })

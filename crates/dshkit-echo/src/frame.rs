@@ -57,3 +57,16 @@ pub(crate) fn json_line(message: &serde_json::Value) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// Writes `message` to `out` as one line and flushes it (the client's stdout,
+/// or what a passthrough collects for an HTTP answer).
+pub(crate) async fn write_message(
+    out: &mut (impl tokio::io::AsyncWrite + Unpin),
+    message: &serde_json::Value,
+) -> Result<(), EchoError> {
+    use tokio::io::AsyncWriteExt as _;
+    out.write_all(&json_line(message))
+        .await
+        .map_err(EchoError::io("the client's stdout"))?;
+    out.flush().await.map_err(EchoError::io("the client's stdout"))
+}

@@ -23,7 +23,7 @@ use crate::error::EchoError;
 use crate::live_request::{LiveRequest, Read};
 use crate::passthrough::Live;
 use crate::recorder::{RecordOptions, RecordSummary, Recorder};
-use crate::replay::{Event, MISS_CODE, Outgoing, ReplayOptions, Replayer, Reply, parse_error};
+use crate::replay::{Event, HttpAnswer, MISS_CODE, Outgoing, ReplayOptions, Replayer, Reply, parse_error};
 use crate::server_request::{ANSWER_TIMEOUT, answer_key};
 use crate::upstream::{Client, SendError, Upstream};
 
@@ -189,12 +189,15 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
         .lock()
         .expect("lock")
         .answer(request, &state.options);
-    let hit = match reply {
+    let mut hit = match reply {
         Reply::Hit(hit) => hit,
         Reply::PassThrough(request) => return passthrough(&state, &request).await,
         Reply::Send(message) => return json_text_response(message),
         Reply::Nothing => return status(StatusCode::ACCEPTED, ""),
     };
+    if let Some(http) = hit.http.take() {
+        return recorded_status(hit, http).await;
+    }
     if !hit.server_requests.is_empty() {
         return conversation(&state, hit, opens_session);
     }
@@ -235,6 +238,28 @@ async fn handle(State(state): State<Arc<Replay>>, headers: HeaderMap, body: Byte
             "mcp-session-id",
             state.session.parse().expect("hex is a valid header"),
         );
+    }
+    response
+}
+
+/// A hit recorded with an HTTP status other than 200: that status, the
+/// recorded content type, and the recorded body (or the response, with the
+/// live id). No session is opened by it.
+async fn recorded_status(hit: Outgoing, http: HttpAnswer) -> Response<Body> {
+    if let Some(wait) = hit.delay {
+        tokio::time::sleep(wait).await;
+    }
+    let (body, content_type) = match http.body {
+        Some(body) => (body, http.content_type),
+        None => (
+            hit.responses.into_iter().next().unwrap_or_default(),
+            http.content_type.or_else(|| Some("application/json".into())),
+        ),
+    };
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(http.status).unwrap_or(StatusCode::BAD_GATEWAY);
+    if let Some(value) = content_type.and_then(|value| HeaderValue::from_str(&value).ok()) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
     }
     response
 }
@@ -421,33 +446,7 @@ const HOP_BY_HOP: &[&str] = &[
     "trailer",
 ];
 
-/// Splits a growing SSE text into events and returns the JSON messages of the
-/// complete ones.
-#[derive(Debug, Default)]
-pub struct SseParser {
-    pending: String,
-}
-
-impl SseParser {
-    /// Adds `chunk` and returns the JSON messages of the events it completed.
-    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
-        self.pending
-            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
-        let mut messages = Vec::new();
-        while let Some(end) = self.pending.find("\n\n") {
-            let event: String = self.pending.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
-                messages.push(message);
-            }
-        }
-        messages
-    }
-}
+pub use crate::upstream::SseParser;
 
 struct Proxy {
     client: Client,
@@ -515,9 +514,10 @@ async fn forward(
     if let Some(refused) = refused(&headers, &proxy.names) {
         return refused;
     }
-    if let Ok(message) = serde_json::from_slice::<Value>(&body) {
+    let sent = serde_json::from_slice::<Value>(&body).ok();
+    if let Some(message) = &sent {
         let mut recorder = proxy.recorder.lock().expect("lock");
-        match &message {
+        match message {
             Value::Array(batch) => batch.iter().for_each(|m| recorder.on_client(m)),
             one => recorder.on_client(one),
         }
@@ -538,6 +538,11 @@ async fn forward(
         }
     };
     let (head, body) = upstream.into_parts();
+    if !head.status.is_success()
+        && let Some(request) = sent.filter(|sent| sent.get("method").is_some())
+    {
+        return failed_answer(&proxy, &request, head, body).await;
+    }
     let is_sse = head
         .headers
         .get(header::CONTENT_TYPE)
@@ -576,6 +581,52 @@ async fn forward(
         frame
     });
     response.body(Body::new(chunks)).unwrap_or_else(|_| {
+        status(
+            StatusCode::BAD_GATEWAY,
+            "the recorded server's answer could not be passed on",
+        )
+    })
+}
+
+/// An upstream's answer to the client's `request` that is not a success (a
+/// 404, a 400 for an unknown session): read whole (at most
+/// [`MAX_BODY_BYTES`]), recorded with its status, content type and body, and
+/// passed on as it came.
+async fn failed_answer(
+    proxy: &Proxy,
+    request: &Value,
+    head: axum::http::response::Parts,
+    body: hyper::body::Incoming,
+) -> Response<Body> {
+    let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
+    let bytes = match http_body_util::BodyExt::collect(limited).await {
+        Ok(collected) => collected.to_bytes(),
+        Err(why) => {
+            return status(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "the recorded server's answer could not be read (at most {MAX_BODY_BYTES} bytes): {why}"
+                ),
+            );
+        }
+    };
+    let content_type = head
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    proxy
+        .recorder
+        .lock()
+        .expect("lock")
+        .on_http_answer(request, head.status.as_u16(), content_type, &bytes);
+    let mut response = Response::builder().status(head.status.as_u16());
+    for (name, value) in &head.headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            response = response.header(name, value);
+        }
+    }
+    response.body(Body::from(bytes)).unwrap_or_else(|_| {
         status(
             StatusCode::BAD_GATEWAY,
             "the recorded server's answer could not be passed on",

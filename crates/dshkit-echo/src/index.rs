@@ -36,7 +36,7 @@ struct Location {
 /// response's text with the live id put in (see [`crate::live_id`]), without
 /// reading the rest of the line. Plain is what replay would otherwise read to
 /// the same bytes: one response; no notifications; no server requests (a hit
-/// that has them asks the client first); a valid `ms`.
+/// that has them asks the client first); no HTTP status; a valid `ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AnswerSpan {
     /// Offset of the response from the line's start.
@@ -59,6 +59,7 @@ impl AnswerSpan {
             && head
                 .notification_lead_us
                 .is_none_or(|leads| serde_json::from_str::<Vec<u64>>(leads.get()).is_ok())
+            && head.status.is_none_or(|status| status.get() == "null")
             && head.server_requests.is_none_or(|requests| {
                 serde_json::from_str::<Vec<IgnoredAny>>(requests.get()).is_ok_and(|r| r.is_empty())
             });
@@ -184,6 +185,8 @@ struct Head<'a> {
     notification_lead_us: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present", rename = "serverRequests")]
     server_requests: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    status: Option<&'a RawValue>,
     #[serde(default, borrow)]
     ms: Option<&'a RawValue>,
 }
@@ -665,6 +668,11 @@ mod tests {
                 r#","serverRequests":[{"request":{"id":0,"method":"ping"}}],"ms":0"#,
             ),
             answered(13, plain, r#","serverRequests":[],"ms":0"#),
+            answered(
+                14,
+                plain,
+                r#","status":400,"contentType":"application/json","ms":0"#,
+            ),
         ];
         let (_dir, path) = write(&lines, true);
         let options = MatchOptions::default();
@@ -686,6 +694,7 @@ mod tests {
             assert_eq!(answers[3..11], [None, None, None, None, None, None, None, None]);
             assert_eq!(answers[11], None, "a hit with a server request asks it first");
             assert_eq!(answers[12].as_deref(), Some(response));
+            assert_eq!(answers[13], None, "a hit with a status answers with it");
         }
     }
 

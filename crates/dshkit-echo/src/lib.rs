@@ -21,7 +21,8 @@
 //! - [`replay`]: what a replay answers a frame with, without a transport;
 //! - [`server_request`]: the server requests a hit replays, and the client's
 //!   answers checked against the recorded ones;
-//! - `passthrough`: the real server a replay passes a miss to;
+//! - `passthrough`: the real server a replay passes a miss to (its stdio, or
+//!   `passthrough_http`: a Streamable HTTP server);
 //! - [`recorder`]: what both recording proxies share, each message kept as its text;
 //! - `frame`, `server_process`: a stdio frame, and a server Echo starts;
 //! - [`stdio`]: the recording proxy and the replaying server over stdio;
@@ -54,6 +55,7 @@ mod live_request;
 pub mod matcher;
 mod opaque;
 mod passthrough;
+pub mod passthrough_http;
 pub mod paths;
 pub mod recorder;
 pub mod redact;

@@ -114,7 +114,7 @@ impl Linter {
                         ),
                     ));
                 }
-                if i.responses.is_empty() {
+                if i.responses.is_empty() && i.body.is_none() {
                     self.push(error(
                         "no-response",
                         format!("interaction {} has no response", i.ordinal),
@@ -249,7 +249,9 @@ pub fn entry(record: &Record) -> Entry {
         Record::Interaction(i) => {
             let method = i.request["method"].as_str().unwrap_or("?").to_owned();
             let response = i.responses.first().cloned().unwrap_or(Value::Null);
-            let is_error = response.get("error").is_some() || response["result"]["isError"] == json!(true);
+            let is_error = response.get("error").is_some()
+                || response["result"]["isError"] == json!(true)
+                || i.status.is_some_and(|status| !(200..300).contains(&status));
             let summary = match method.as_str() {
                 "tools/call" => format!(
                     "{} {}",

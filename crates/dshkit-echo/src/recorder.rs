@@ -249,7 +249,7 @@ pub(crate) fn leads_us(arrivals: &[Instant], end: Instant) -> Vec<u64> {
 /// A cassette record as the recorder writes it: the messages as text. It
 /// serializes as [`crate::cassette::Record`] does.
 enum Written {
-    Interaction(WrittenInteraction),
+    Interaction(Box<WrittenInteraction>),
     Message {
         from: &'static str,
         message: Box<RawValue>,
@@ -277,8 +277,23 @@ struct WrittenInteraction {
     server_requests: Vec<Box<RawValue>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     server_requests_after: Vec<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<String>,
     ms: u64,
     origin: &'static str,
+}
+
+/// What an HTTP answer held besides its JSON-RPC responses: its status when
+/// it was not a success, its content type, and a body that was no answer.
+#[derive(Default)]
+struct HttpAnswer {
+    status: Option<u16>,
+    content_type: Option<String>,
+    body: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -540,22 +555,7 @@ impl Recorder {
                 if self.appender.is_none() {
                     self.learn_header(&pending.request.value(), &message.value());
                 }
-                self.ordinal += 1;
-                let interaction = WrittenInteraction {
-                    kind: "interaction",
-                    ordinal: self.ordinal,
-                    request: pending.request.text,
-                    responses: vec![message.text],
-                    notification_lead_us: leads_us(&pending.notified_at, at),
-                    notifications: pending.notifications,
-                    server_requests: pending.server_requests.iter().map(Exchange::recorded).collect(),
-                    server_requests_after: pending.server_requests_after,
-                    ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis())
-                        .unwrap_or(u64::MAX),
-                    origin: "recorded",
-                };
-                self.open();
-                self.write(Written::Interaction(interaction));
+                self.complete(pending, vec![message.text], HttpAnswer::default(), at);
             }
             (true, Some(id)) => {
                 let owner = self.owner_of(&message);
@@ -584,6 +584,69 @@ impl Recorder {
                 }),
             },
         }
+    }
+
+    /// Writes the interaction of `pending`, answered with `responses` (and,
+    /// over HTTP, what else the answer held) at `at`.
+    fn complete(&mut self, pending: Pending, responses: Vec<Box<RawValue>>, http: HttpAnswer, at: Instant) {
+        self.ordinal += 1;
+        let interaction = WrittenInteraction {
+            kind: "interaction",
+            ordinal: self.ordinal,
+            request: pending.request.text,
+            responses,
+            notification_lead_us: leads_us(&pending.notified_at, at),
+            notifications: pending.notifications,
+            server_requests: pending.server_requests.iter().map(Exchange::recorded).collect(),
+            server_requests_after: pending.server_requests_after,
+            status: http.status,
+            content_type: http.content_type,
+            body: http.body,
+            ms: u64::try_from(at.saturating_duration_since(pending.started).as_millis()).unwrap_or(u64::MAX),
+            origin: "recorded",
+        };
+        self.open();
+        self.write(Written::Interaction(Box::new(interaction)));
+    }
+
+    /// An HTTP upstream answered the client's `request` with `status` (not a
+    /// success), `content_type` and `body`: the request's interaction is
+    /// written with them. A body that is the JSON-RPC answer to the request is
+    /// its response; any other is kept as text, redacted. A request that
+    /// waits for nothing (a notification, one already answered) records the
+    /// body as the server's message.
+    pub(crate) fn on_http_answer(
+        &mut self,
+        request: &Value,
+        status: u16,
+        content_type: Option<String>,
+        body: &[u8],
+    ) {
+        let redactor = &self.options.redactor;
+        let answer = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|answer| Message::from_value(answer, redactor));
+        let id = request.get("id").map(Value::to_string);
+        let pending = id.as_ref().and_then(|id| self.pending.remove(id));
+        let Some(pending) = pending else {
+            if let Some(answer) = answer {
+                self.on_server_at(answer, Instant::now());
+            }
+            return;
+        };
+        let mut http = HttpAnswer {
+            status: Some(status),
+            content_type,
+            body: None,
+        };
+        let responses = match answer {
+            Some(answer) if !answer.has_method && answer.id == id => vec![answer.text],
+            _ => {
+                http.body = Some(redactor.redact(&String::from_utf8_lossy(body)).into_owned());
+                Vec::new()
+            }
+        };
+        self.complete(pending, responses, http, Instant::now());
     }
 
     fn learn_header(&mut self, request: &Value, response: &Value) {
@@ -891,5 +954,46 @@ mod tests {
         assert_eq!(interaction.notifications.len(), 1);
         assert_eq!(interaction.notification_lead_us, [20_000]);
         assert_eq!(interaction.ms, 20);
+    }
+
+    #[test]
+    fn an_http_answer_that_is_no_success_is_kept_with_its_status_and_a_body_that_is_no_answer_as_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut recorder, cassette) = recorder_in(&dir);
+        let request = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4));
+        for id in [1, 2] {
+            recorder.on_client(&request(id));
+        }
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32_000, "message": "no session"}});
+        recorder.on_http_answer(
+            &request(1),
+            404,
+            Some("application/json".into()),
+            answer.to_string().as_bytes(),
+        );
+        let page = format!("<h1>Bad gateway</h1> token {token}");
+        recorder.on_http_answer(&request(2), 502, Some("text/html".into()), page.as_bytes());
+        recorder.finish().unwrap();
+        let interactions = crate::cassette::read(&cassette)
+            .unwrap()
+            .cassette
+            .into_interactions();
+        assert_eq!(interactions.len(), 2);
+        assert_eq!(interactions[0].status, Some(404));
+        assert_eq!(
+            interactions[0].responses,
+            [answer],
+            "the JSON-RPC answer to its request"
+        );
+        assert_eq!(interactions[0].body, None);
+        assert_eq!(interactions[1].status, Some(502));
+        assert_eq!(interactions[1].content_type.as_deref(), Some("text/html"));
+        assert!(interactions[1].responses.is_empty());
+        let body = interactions[1].body.as_deref().unwrap();
+        assert!(
+            body.starts_with("<h1>Bad gateway</h1> token [REDACTED:") && !body.contains(&token),
+            "{body}"
+        );
     }
 }

@@ -33,6 +33,9 @@ use crate::server_request::{Failure, Placed, Step, steps};
 pub const MAX_NOTIFICATION_GAP: Duration = Duration::from_millis(250);
 /// JSON-RPC error code of a replay miss.
 pub const MISS_CODE: i64 = -32_001;
+/// JSON-RPC error code of a recorded HTTP answer replayed where no HTTP status
+/// can be (stdio) when its body was no JSON-RPC answer.
+pub const HTTP_ERROR_CODE: i64 = -32_002;
 
 /// How recorded timing is reproduced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -351,6 +354,12 @@ struct Recorded<'a> {
     server_requests: Vec<Value>,
     #[serde(default)]
     server_requests_after: Vec<u64>,
+    #[serde(default)]
+    status: Option<u16>,
+    #[serde(default)]
+    content_type: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
     ms: u64,
 }
 
@@ -369,6 +378,56 @@ pub(crate) struct Outgoing {
     /// The live request's id (what a failed server request's miss answers);
     /// `null` for a hit without server requests.
     pub(crate) call_id: Value,
+    /// The recorded HTTP status other than 200, and what came with it.
+    pub(crate) http: Option<HttpAnswer>,
+}
+
+/// A recorded HTTP answer that was not a plain 200: an HTTP replay answers
+/// with its status, its content type, and its body or response.
+pub(crate) struct HttpAnswer {
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<String>,
+    /// The body that answered instead of a JSON-RPC response, as recorded
+    /// (this machine's paths in place of tokens).
+    pub(crate) body: Option<Vec<u8>>,
+}
+
+impl HttpAnswer {
+    /// The answer of `status`, `content_type` and `body` (recorded), if
+    /// there is a status.
+    fn of(
+        status: Option<u16>,
+        content_type: Option<String>,
+        body: Option<String>,
+        paths: &PathRoots,
+    ) -> Option<Self> {
+        Some(Self {
+            status: status?,
+            content_type,
+            body: body.map(|body| paths.expand(&body).into_owned().into_bytes()),
+        })
+    }
+
+    /// What a transport without statuses (stdio) answers the call with when
+    /// the body was no JSON-RPC answer: an error naming the status.
+    fn as_error(&self, id: &Value) -> Vec<u8> {
+        let body = self
+            .body
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        serde_json::to_vec(&http_status_error(id, self.status, &body)).expect("JSON serializes")
+    }
+}
+
+/// The JSON-RPC error that answers the request with `id` where the server
+/// answered HTTP `status` with `body`, no JSON-RPC answer.
+pub(crate) fn http_status_error(id: &Value, status: u16, body: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": HTTP_ERROR_CODE,
+        "message": format!("echo: the server answered HTTP {status} without a JSON-RPC answer"),
+        "data": {"echo": "http_status", "status": status, "body": body},
+    }})
 }
 
 /// The event of a placed server request.
@@ -399,7 +458,33 @@ impl Outgoing {
             responses,
             server_requests: Vec::new(),
             call_id: Value::Null,
+            http: None,
         }
+    }
+
+    /// This hit with the recorded server requests, `exchanges` (with their
+    /// places), numbered on from `sent`, and the recorded HTTP answer `http`
+    /// (a body that was no JSON-RPC answer becomes the error stdio sends).
+    fn with_recorded(
+        mut self,
+        exchanges: (Vec<Value>, &[u64]),
+        http: Option<HttpAnswer>,
+        request: &LiveRequest<'_>,
+        paths: &PathRoots,
+        sent: &mut u64,
+    ) -> Self {
+        let (exchanges, after) = exchanges;
+        if !exchanges.is_empty() {
+            self.server_requests = steps(exchanges, after, self.notifications.len(), sent, paths);
+            self.call_id = request.id();
+        }
+        if let Some(http) = &http
+            && self.responses.is_empty()
+        {
+            self.responses.push(http.as_error(&request.id()));
+        }
+        self.http = http;
+        self
     }
 
     /// The notifications and server requests, in the order they were recorded.
@@ -471,20 +556,13 @@ fn outgoing(
         for message in notifications.iter_mut().chain(&mut responses) {
             paths.expand_value(message);
         }
-        let server_requests = steps(
-            interaction.server_requests,
-            &interaction.server_requests_after,
-            notifications.len(),
-            server_requests_sent,
+        let http = HttpAnswer::of(
+            interaction.status,
+            interaction.content_type,
+            interaction.body,
             paths,
         );
-        return Ok(Outgoing {
-            call_id: if server_requests.is_empty() {
-                Value::Null
-            } else {
-                request.id()
-            },
-            server_requests,
+        let outgoing = Outgoing {
             delay: recorded_delay(interaction.ms, options.timing),
             gaps: notification_gaps(
                 &interaction.notification_lead_us,
@@ -496,7 +574,13 @@ fn outgoing(
                 .iter()
                 .map(|r| serde_json::to_vec(r).expect("JSON serializes"))
                 .collect(),
-        });
+            ..Outgoing::plain(Vec::new())
+        };
+        let exchanges = (
+            interaction.server_requests,
+            &interaction.server_requests_after[..],
+        );
+        return Ok(outgoing.with_recorded(exchanges, http, request, paths, server_requests_sent));
     }
     let reply: Recorded<'_> = matcher.parse(position, &mut line)?;
     let mut notifications = if reply.notifications.is_empty() {
@@ -508,24 +592,7 @@ fn outgoing(
         paths.expand_value(notification);
     }
     let id = request.id_json();
-    let server_requests = if reply.server_requests.is_empty() {
-        Vec::new()
-    } else {
-        steps(
-            reply.server_requests,
-            &reply.server_requests_after,
-            notifications.len(),
-            server_requests_sent,
-            paths,
-        )
-    };
-    Ok(Outgoing {
-        call_id: if server_requests.is_empty() {
-            Value::Null
-        } else {
-            request.id()
-        },
-        server_requests,
+    let outgoing = Outgoing {
         delay: recorded_delay(reply.ms, options.timing),
         gaps: notification_gaps(&reply.notification_lead_us, notifications.len(), options.timing),
         notifications,
@@ -534,7 +601,11 @@ fn outgoing(
             .iter()
             .map(|r| expand_paths(paths, with_live_id(r.get(), &id)))
             .collect(),
-    })
+        ..Outgoing::plain(Vec::new())
+    };
+    let http = HttpAnswer::of(reply.status, reply.content_type, reply.body, paths);
+    let exchanges = (reply.server_requests, &reply.server_requests_after[..]);
+    Ok(outgoing.with_recorded(exchanges, http, request, paths, server_requests_sent))
 }
 
 /// A recorded response's text with this machine's paths where the cassette

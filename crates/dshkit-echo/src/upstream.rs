@@ -15,6 +15,8 @@ use http_body_util::Full;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use serde_json::Value;
+
 use crate::error::{EchoError, Unreachable, UnreachableCause};
 
 /// Longest wait for the TCP connection to the live server.
@@ -145,6 +147,15 @@ impl Upstream {
     }
 }
 
+/// Whether `text` is an `http://` or `https://` URL (any case), as a real
+/// server's command line of one word may be instead of a command.
+pub fn is_url(text: &str) -> bool {
+    ["http://", "https://"].iter().any(|scheme| {
+        text.get(..scheme.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+    })
+}
+
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// The response of a live server; its body is read or streamed as it comes.
@@ -208,6 +219,34 @@ impl Client {
             Ok(Err(SendError::Unreachable(unreachable))) => Err(unreachable.into()),
             Ok(Ok(_) | Err(SendError::Failed(_))) | Err(_) => Ok(()),
         }
+    }
+}
+
+/// Splits a growing SSE text into events and returns the JSON messages of the
+/// complete ones.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    pending: String,
+}
+
+impl SseParser {
+    /// Adds `chunk` and returns the JSON messages of the events it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<Value> {
+        self.pending
+            .push_str(&String::from_utf8_lossy(chunk).replace("\r\n", "\n"));
+        let mut messages = Vec::new();
+        while let Some(end) = self.pending.find("\n\n") {
+            let event: String = self.pending.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n")) {
+                messages.push(message);
+            }
+        }
+        messages
     }
 }
 
@@ -382,6 +421,14 @@ mod tests {
         assert_eq!(cause_of(&dns), UnreachableCause::Dns);
         let other = Wrapper("client error (Connect)", Box::new(std::io::Error::other("x")));
         assert_eq!(cause_of(&other), UnreachableCause::Other);
+    }
+
+    #[test]
+    fn a_url_is_told_from_a_command_by_its_scheme() {
+        assert!(is_url("https://example.test/mcp") && is_url("HTTP://127.0.0.1:9/mcp"));
+        for command in ["npx", "./http-server", "http:/x", "ftp://x", ""] {
+            assert!(!is_url(command), "{command}");
+        }
     }
 
     #[test]

@@ -99,7 +99,8 @@ pub(crate) enum EchoCommand {
     Replay {
         cassette: PathBuf,
         /// error: a JSON-RPC error explaining the near miss; passthrough: ask the
-        /// real server (after --) and append its answer.
+        /// real server (after --: its command line, or the http:// or https:// URL
+        /// of a Streamable HTTP server) and append its answer.
         #[arg(long, value_enum, default_value = "error")]
         on_miss: OnMissArg,
         /// none: answer at once; recorded: wait the recorded time (scaled, at most 10 s).
@@ -124,7 +125,8 @@ pub(crate) enum EchoCommand {
         http: Option<u16>,
         #[command(flatten)]
         redaction: RedactionArgs,
-        /// The real server, for --on-miss passthrough.
+        /// The real server, for --on-miss passthrough: its command line, or a
+        /// Streamable HTTP server's URL (TLS trusts the system's CAs and SSL_CERT_FILE's).
         #[arg(last = true, value_name = "ARGV")]
         argv: Vec<String>,
     },

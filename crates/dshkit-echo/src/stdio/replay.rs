@@ -683,4 +683,22 @@ mod tests {
         .unwrap_err();
         assert_eq!(why, "no answer within 20 ms, ANSWER_TIMEOUT");
     }
+
+    #[tokio::test]
+    async fn a_recorded_http_status_without_a_json_rpc_answer_is_an_error_naming_it_over_stdio() {
+        let interaction = json!({"type": "interaction", "ordinal": 1,
+            "request": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            "responses": [], "status": 404, "contentType": "text/plain", "body": "Cannot POST /mcp",
+            "ms": 0});
+        let out = replayed(
+            vec![interaction],
+            &[r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#],
+        )
+        .await;
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0]["id"], 9);
+        assert_eq!(out[0]["error"]["code"], crate::replay::HTTP_ERROR_CODE);
+        assert_eq!(out[0]["error"]["data"]["status"], 404);
+        assert_eq!(out[0]["error"]["data"]["body"], "Cannot POST /mcp");
+    }
 }

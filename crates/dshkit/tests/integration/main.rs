@@ -12,6 +12,7 @@ mod dsh_plugin_web;
 mod echo;
 mod echo_corpus;
 mod echo_dsh;
+mod echo_http;
 mod echo_server_requests;
 mod echo_tls;
 mod liveloop_app;
