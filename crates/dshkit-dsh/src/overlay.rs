@@ -12,7 +12,7 @@ use crate::row::{McpRow, Transport};
 /// How the overlay's row runs the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OverlayMode {
-    /// The real server through the recorder (new episodes appended).
+    /// The real server through the recorder, into a new cassette.
     Record,
     /// The cassette only; the row holds no server command.
     Replay,
@@ -72,6 +72,11 @@ pub enum OverlayError {
     NeedsServer(OverlayMode),
     #[error("{} does not exist: record it first (mode record)", .0.display())]
     NoCassette(PathBuf),
+    #[error(
+        "{} exists, and record never answers from or overwrites a cassette: use --mode passthrough to append what it does not answer, or move it away to record anew",
+        .0.display()
+    )]
+    RecordedAlready(PathBuf),
     #[error("no DSH home: pass --dsh-home or set DSH_HOME or HOME")]
     NoHome,
     #[error(transparent)]
@@ -139,8 +144,13 @@ pub fn write(request: &OverlayRequest) -> Result<Overlay, OverlayError> {
     if request.mode != OverlayMode::Replay && request.argv.is_empty() {
         return Err(OverlayError::NeedsServer(request.mode));
     }
-    if request.mode == OverlayMode::Replay && !request.cassette.is_file() {
+    if request.mode != OverlayMode::Record && !request.cassette.is_file() {
         return Err(OverlayError::NoCassette(request.cassette.clone()));
+    }
+    // Record means every call reaches the real server: it starts a new cassette
+    // and never answers from (or overwrites) one that exists.
+    if request.mode == OverlayMode::Record && request.cassette.exists() {
+        return Err(OverlayError::RecordedAlready(request.cassette.clone()));
     }
     let home = request.home.as_deref().ok_or(OverlayError::NoHome)?;
     let cassette = std::path::absolute(&request.cassette).map_err(OverlayError::Cassette)?;
@@ -215,7 +225,7 @@ fn row(request: &OverlayRequest, cassette: &Path) -> McpRow {
             "-o".into(),
             cassette_text,
             "--mode".into(),
-            "new-episodes".into(),
+            "once".into(),
             "--".into(),
         ],
         OverlayMode::Replay => vec!["echo".into(), "replay".into(), cassette_text],

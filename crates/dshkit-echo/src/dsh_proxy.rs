@@ -66,11 +66,9 @@ pub enum ProxyError {
     )]
     PortTaken { id: String, port: u16 },
     #[error(
-        "cassette {id:?} records over HTTP into {path}, which exists: a recording never overwrites one; replay it, or move the cassette away to record anew"
+        "cassette {id:?} records over HTTP into {path}, which exists: a recording never overwrites one; replay it, use passthrough to append what it does not answer, or move it away to record anew"
     )]
     RecordedAlready { id: String, path: String },
-    #[error("cassette {id:?}: passthrough over HTTP is not offered; use record (a new cassette) or replay")]
-    PassthroughUnsupported { id: String },
 }
 
 impl ProxyError {
@@ -122,11 +120,17 @@ impl Proxies {
                 });
             }
             let address = match entry.mode {
-                Mode::Replay => {
+                Mode::Replay | Mode::Passthrough => {
+                    // Passthrough: a miss goes to the real server and is appended,
+                    // annotated `passthrough`; replay answers it with an error.
+                    let on_miss = match (entry.mode, &http.upstream) {
+                        (Mode::Passthrough, Some(upstream)) => OnMiss::Passthrough(vec![upstream.clone()]),
+                        _ => OnMiss::Error,
+                    };
                     let options = ReplayOptions {
                         cassette: path,
                         timing: Timing::None,
-                        on_miss: OnMiss::Error,
+                        on_miss,
                         annotate: true,
                         matching: crate::key::MatchOptions::default(),
                         redactor: builtin_redactor(),
@@ -148,7 +152,6 @@ impl Proxies {
                     proxies.recorders.push((entry.id.clone(), recorder));
                     address
                 }
-                Mode::Passthrough => return Err(ProxyError::PassthroughUnsupported { id: entry.id.clone() }),
             };
             proxies.started.push(Started {
                 id: entry.id.clone(),

@@ -1335,7 +1335,8 @@ fn an_overlay_that_reaches_the_real_server_says_so_where_the_mode_is_chosen() {
     let dir = Home::new();
     let cassette = dir.path().join("c.jsonl");
     std::fs::write(&cassette, "").unwrap();
-    let overlay = |mode: &str| {
+    let fresh = dir.path().join("new.jsonl");
+    let write = |mode: &str, into: &Path| {
         let path = dir.path().join(format!("{mode}.yml"));
         let mut args = vec![
             "echo",
@@ -1347,7 +1348,7 @@ fn an_overlay_that_reaches_the_real_server_says_so_where_the_mode_is_chosen() {
             "--cassette",
         ];
         args.extend([
-            cassette.to_str().unwrap(),
+            into.to_str().unwrap(),
             "--dsh-home",
             dir.path().to_str().unwrap(),
             "-o",
@@ -1356,13 +1357,15 @@ fn an_overlay_that_reaches_the_real_server_says_so_where_the_mode_is_chosen() {
         if mode != "replay" {
             args.extend(["--", "/bin/true"]);
         }
-        let out = dir.run(&args);
+        (dir.run(&args), path.with_extension("manifest.json"))
+    };
+    let overlay = |mode: &str, into: &Path| {
+        let (out, manifest) = write(mode, into);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let manifest = std::fs::read_to_string(path.with_extension("manifest.json")).unwrap();
-        let manifest: Value = serde_json::from_str(&manifest).unwrap();
+        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
         (String::from_utf8_lossy(&out.stdout).into_owned(), manifest)
     };
-    let (said, manifest) = overlay("passthrough");
+    let (said, manifest) = overlay("passthrough", &cassette);
     assert!(
         said.contains("side effects: a call the cassette does not answer goes to the real server"),
         "{said}"
@@ -1373,18 +1376,26 @@ fn an_overlay_that_reaches_the_real_server_says_so_where_the_mode_is_chosen() {
             .is_some_and(|s| s.contains("real server")),
         "{manifest:#}"
     );
-    let (said, manifest) = overlay("record");
+    let (said, manifest) = overlay("record", &fresh);
     assert!(
         said.contains("side effects: every call goes to the real server"),
         "{said}"
     );
     assert!(manifest["sideEffects"].is_string(), "{manifest:#}");
-    let (said, manifest) = overlay("replay");
+    let (said, manifest) = overlay("replay", &cassette);
     assert!(
         !said.contains("side effects"),
         "a replay reaches no server: {said}"
     );
     assert!(manifest["sideEffects"].is_null(), "{manifest:#}");
+    // Record starts a new cassette: over one that exists it is refused, naming passthrough.
+    let (out, _) = write("record", &cassette);
+    assert_eq!(out.status.code(), Some(3), "refused input");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("record never answers from or overwrites a cassette: use --mode passthrough"),
+        "{stderr}"
+    );
 }
 
 /// A cassette (header of `like`) whose interactions and raw lines carry `lines` in

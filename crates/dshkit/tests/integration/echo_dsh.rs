@@ -214,7 +214,42 @@ fn an_http_server_is_recorded_then_replayed_through_the_plugins_own_proxy_which_
     );
     assert_closed(port);
 
-    // Replay with the real server gone: the cassette answers through the proxy.
+    // Passthrough: the recorded call is answered from the cassette, a new one by
+    // the real server, appended.
+    install_with_echo(
+        &home,
+        &dsh_home,
+        "headless",
+        &http_registry(&home, &root, "passthrough", port, &upstream),
+    );
+    let other = json!({"message": "a greeting the server answers"});
+    let model = FakeModel::sequence(
+        &[
+            ("mcp__web__echo", hello.clone()),
+            ("mcp__web__echo", other.clone()),
+        ],
+        false,
+    );
+    dsh_turn(&peers, home.path(), Some(&row), &model, "Echo two greetings.");
+    let stored = stored_tool_results(&dsh_home);
+    let (hit, passed) = (&stored[1]["data"], &stored[2]["data"]);
+    assert_eq!(hit["meta"]["dshCassette"]["outcome"], "hit", "{hit:#}");
+    assert_eq!(
+        passed["meta"]["dshCassette"]["outcome"], "passthrough",
+        "{passed:#}"
+    );
+    assert!(
+        passed.to_string().contains("Echo: a greeting the server answers"),
+        "the real server answered: {passed:#}"
+    );
+    let cassette = std::fs::read_to_string(root.join("web.jsonl")).unwrap();
+    assert!(
+        cassette.contains("a greeting the server answers"),
+        "appended: {cassette}"
+    );
+    assert_closed(port);
+
+    // Replay with the real server gone: the cassette answers both through the proxy.
     drop(server);
     assert!(
         std::net::TcpStream::connect(upstream.trim_start_matches("http://").trim_end_matches("/mcp"))
@@ -226,9 +261,18 @@ fn an_http_server_is_recorded_then_replayed_through_the_plugins_own_proxy_which_
         "headless",
         &http_registry(&home, &root, "replay", port, &upstream),
     );
-    let model = FakeModel::sequence(&[("mcp__web__echo", hello)], false);
-    dsh_turn(&peers, home.path(), Some(&row), &model, "Echo a greeting.");
-    let replayed = &stored_tool_results(&dsh_home)[1]["data"];
+    let model = FakeModel::sequence(&[("mcp__web__echo", other), ("mcp__web__echo", hello)], false);
+    dsh_turn(&peers, home.path(), Some(&row), &model, "Echo two greetings.");
+    let stored = stored_tool_results(&dsh_home);
+    let appended = &stored[3]["data"];
+    assert_eq!(appended["meta"]["dshCassette"]["outcome"], "hit", "{appended:#}");
+    assert!(
+        appended
+            .to_string()
+            .contains("Echo: a greeting the server answers"),
+        "{appended:#}"
+    );
+    let replayed = &stored[4]["data"];
     assert!(
         replayed
             .to_string()
