@@ -113,6 +113,10 @@ pub(crate) struct Replayer {
     /// The number of the last server request replayed (its id is made of it).
     server_requests_sent: u64,
     /// Whether an interaction of the cassette holds server requests.
+    #[cfg_attr(
+        not(unix),
+        expect(dead_code, reason = "only the Unix stdio fast path reads it")
+    )]
     asks_client: bool,
 }
 
@@ -228,6 +232,8 @@ impl Replayer {
 
     /// Whether a hit may ask the client something (the cassette holds server
     /// requests): a transport that cannot wait for an answer must not serve it.
+    /// Only the Unix stdio fast path (a blocking read) asks.
+    #[cfg(unix)]
     pub(crate) fn asks_client(&self) -> bool {
         self.asks_client
     }

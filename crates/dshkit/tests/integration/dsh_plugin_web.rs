@@ -12,8 +12,9 @@ use dshkit_test::{
 
 use crate::support::{
     ConversationModels, PAGE, RECORDED_GREETING, Session, copy_hello_app, dsh_web, dsh_web_at, dshkit,
-    echo_overlay, everything_http, free_port, install_with_echo, installed_home, model_verifying, output,
-    processes_of, recorded_everything, serve_html, serve_page, walk_files, web_home,
+    echo_overlay, echo_root, everything_http, free_port, http_registry, install_with_echo, installed_home,
+    model_verifying, output, processes_of, recorded_everything, serve_html, serve_page, walk_files, web_home,
+    web_row,
 };
 
 /// Opens DSH's settings at dshkit's section (its fields shown).
@@ -1267,25 +1268,20 @@ fn a_person_switches_an_http_servers_echo_mode_in_the_settings_and_confirms_befo
  {
     let peers = Peers::get();
     let (home, dsh_home) = web_home(&peers);
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(&home);
     let (_server, upstream) = everything_http(&peers);
     let port = free_port();
-    let registry = home.path().join("echo-registry.json");
-    let entry = serde_json::json!({"id": "web", "path": "web.jsonl", "server": "web", "mode": "record",
-        "http": {"port": port, "upstream": upstream}});
-    std::fs::write(
-        &registry,
-        serde_json::json!({"rootDir": root, "cassettes": [entry]}).to_string(),
-    )
-    .unwrap();
-    install_with_echo(&home, &dsh_home, "web", &registry);
+    install_with_echo(
+        &home,
+        &dsh_home,
+        "web",
+        &http_registry(&home, &root, "record", port, &upstream),
+    );
     // DSH's own row for the server, in the web profile's patch, waits for the proxy.
     let profile_patch = dsh_home.join("profiles/web/cordis.patch.yml");
     let mut patch = std::fs::read_to_string(&profile_patch).unwrap();
-    patch.push_str(&format!(
-        "\n- insert:\n    - id: mcp-web\n      name: '@deepseek-ai/dsh-mcp-client'\n      inject: [dshkitEcho]\n      config: {{ serverName: web, transport: streamable-http, url: 'http://127.0.0.1:{port}/mcp' }}\n"
-    ));
+    patch.push('\n');
+    patch.push_str(&std::fs::read_to_string(web_row(&home, port)).unwrap());
     std::fs::write(&profile_patch, patch).unwrap();
     let model = FakeModel::sequence(
         &[("mcp__web__echo", serde_json::json!({"message": "never recorded"}))],

@@ -7,8 +7,9 @@ use dshkit_test::{FakeModel, Peers};
 use serde_json::json;
 
 use crate::support::{
-    Home, RECORDED_GREETING, dsh_run_in, dsh_turn, echo_overlay, echo_registry, everything_http, free_port,
-    headless_home, install, install_with_echo, recorded_everything, stored_tool_results,
+    Home, RECORDED_GREETING, dsh_run_in, dsh_turn, echo_overlay, echo_registry, echo_root, everything_http,
+    free_port, headless_home, http_registry, install, install_with_echo, recorded_everything,
+    stored_tool_results, web_row,
 };
 
 #[test]
@@ -80,8 +81,7 @@ fn dsh_keeps_each_replayed_calls_cassette_outcome_on_its_tool_result() {
 fn an_echo_registry_whose_cassette_leaves_its_root_is_refused_with_the_rule_and_nothing_installed() {
     let peers = Peers::get();
     let (home, dsh_home) = headless_home(&peers);
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(&home);
     let registry = echo_registry(&home, &root, "../elsewhere.jsonl");
     let patch = dsh_home.join("profiles/headless/cordis.patch.yml");
     let before = std::fs::read(&patch).ok();
@@ -136,36 +136,6 @@ fn a_root_swapped_for_a_symlink_after_install_is_refused_at_the_call_and_the_cal
     assert!(note.get("outcome").is_none(), "no outcome is claimed: {note:#}");
 }
 
-/// A registry with one HTTP server, `web`, proxied on `port` in `mode`.
-fn http_registry(
-    home: &Home,
-    root: &std::path::Path,
-    mode: &str,
-    port: u16,
-    upstream: &str,
-) -> std::path::PathBuf {
-    let registry = home.path().join("echo-http-registry.json");
-    let http = json!({"port": port, "upstream": upstream});
-    let entry = json!({"id": "web", "path": "web.jsonl", "server": "web", "mode": mode, "http": http});
-    std::fs::write(
-        &registry,
-        json!({"rootDir": root, "cassettes": [entry]}).to_string(),
-    )
-    .unwrap();
-    registry
-}
-
-/// DSH's own row for server `web`, pointed at the proxy and waiting for it, as
-/// docs/echo.md tells a person to write it.
-fn web_row(home: &Home, port: u16) -> std::path::PathBuf {
-    let row = home.path().join("web-row.patch.yml");
-    let yaml = format!(
-        "- insert:\n    - id: mcp-web\n      name: '@deepseek-ai/dsh-mcp-client'\n      inject: [dshkitEcho]\n      config: {{ serverName: web, transport: streamable-http, url: 'http://127.0.0.1:{port}/mcp', failOnStartupError: true }}\n"
-    );
-    std::fs::write(&row, yaml).unwrap();
-    row
-}
-
 /// Nothing accepts on `port` once DSH is gone (the proxies end with the plugin).
 fn assert_closed(port: u16) {
     dshkit_test::wait_until(
@@ -179,8 +149,7 @@ fn assert_closed(port: u16) {
 fn an_http_server_is_recorded_then_replayed_through_the_plugins_own_proxy_which_ends_with_dsh() {
     let peers = Peers::get();
     let (home, dsh_home) = headless_home(&peers);
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(&home);
     let (server, upstream) = everything_http(&peers);
     let port = free_port();
     let row = web_row(&home, port);
@@ -290,8 +259,7 @@ fn an_http_server_is_recorded_then_replayed_through_the_plugins_own_proxy_which_
 fn a_proxy_port_held_by_another_program_stops_dsh_with_the_reason_and_no_call_reaches_that_program() {
     let peers = Peers::get();
     let (home, dsh_home) = headless_home(&peers);
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(&home);
     let (_server, upstream) = everything_http(&peers);
     // Another program holds the port DSH's row names.
     let squatter = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
@@ -335,8 +303,7 @@ fn the_proxies_end_and_finish_their_recording_when_their_stdin_ends_as_when_dsh_
     use std::io::{BufRead as _, Write as _};
     let peers = Peers::get();
     let home = Home::new();
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(&home);
     let (_server, upstream) = everything_http(&peers);
     let port = free_port();
     let registry = std::fs::read_to_string(http_registry(&home, &root, "record", port, &upstream)).unwrap();

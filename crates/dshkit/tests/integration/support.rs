@@ -17,8 +17,8 @@ pub(crate) use dsh::{
     serve_page, the_model_gets_the_binarys_guidance_and_skills, tool_answer, verify_arguments, web_home,
 };
 pub(crate) use echo::{
-    RECORDED_GREETING, echo_overlay, echo_registry, install_with_echo, recorded_everything,
-    stored_tool_results,
+    RECORDED_GREETING, echo_overlay, echo_registry, echo_root, http_registry, install_with_echo,
+    recorded_everything, stored_tool_results, web_row,
 };
 pub(crate) use home::{EnvDir, Home, describe, walk_files};
 pub(crate) use models::ConversationModels;

@@ -51,6 +51,37 @@ pub(crate) fn echo_overlay(
     path
 }
 
+/// A new Echo root in `home` (its `echo` directory, reached through no symlink).
+pub(crate) fn echo_root(home: &Home) -> PathBuf {
+    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
+    std::fs::create_dir(&root).unwrap();
+    root
+}
+
+/// A registry with one HTTP server, `web`, proxied on `port` in `mode`.
+pub(crate) fn http_registry(home: &Home, root: &Path, mode: &str, port: u16, upstream: &str) -> PathBuf {
+    let registry = home.path().join("echo-http-registry.json");
+    let http = json!({"port": port, "upstream": upstream});
+    let entry = json!({"id": "web", "path": "web.jsonl", "server": "web", "mode": mode, "http": http});
+    std::fs::write(
+        &registry,
+        json!({"rootDir": root, "cassettes": [entry]}).to_string(),
+    )
+    .unwrap();
+    registry
+}
+
+/// DSH's own row for server `web`, pointed at the proxy and waiting for it, as
+/// docs/echo.md tells a person to write it.
+pub(crate) fn web_row(home: &Home, port: u16) -> PathBuf {
+    let row = home.path().join("web-row.patch.yml");
+    let yaml = format!(
+        "- insert:\n    - id: mcp-web\n      name: '@deepseek-ai/dsh-mcp-client'\n      inject: [dshkitEcho]\n      config: {{ serverName: web, transport: streamable-http, url: 'http://127.0.0.1:{port}/mcp', failOnStartupError: true }}\n"
+    );
+    std::fs::write(&row, yaml).unwrap();
+    row
+}
+
 /// An Echo root in `home` whose `everything.jsonl` holds one call of
 /// server-everything's `echo` tool ([`RECORDED_GREETING`]), recorded through
 /// DSH's own MCP client in a headless turn; the real server's launcher is gone
@@ -62,8 +93,7 @@ pub(crate) fn recorded_everything(peers: &Peers, home: &Home, dsh_home: &Path) -
             output(dsh_command(peers, home.path()).args(["--profile", "headless", "--dump-default-config"]));
         assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
     }
-    let root = dshkit_os::fs::canonicalize(home.path()).unwrap().join("echo");
-    std::fs::create_dir(&root).unwrap();
+    let root = echo_root(home);
     let cassette = root.join("everything.jsonl");
     let launcher = everything_launcher(home.path(), peers);
     let record = echo_overlay(home, dsh_home, &cassette, "record", Some(&launcher));
