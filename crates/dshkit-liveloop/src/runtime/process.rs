@@ -31,6 +31,9 @@ pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> st
         .split_first()
         .ok_or_else(|| std::io::Error::other("an empty argv"))?;
     let mut command = Command::new(program);
+    // The host's environment less `DSH_*` and credential-shaped names, as DSH
+    // gives its own children; what dshkit sets follows.
+    dshkit_env::inherit::inherit(command.as_std_mut());
     command
         .args(rest)
         .current_dir(dir)

@@ -8,6 +8,7 @@
 
 #[path = "../shared/broken_home.rs"]
 mod broken_home;
+mod stock;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
