@@ -57,7 +57,7 @@ const MAX_SHIM_BYTES: u64 = 16 * 1024;
 
 /// The script an npm `.cmd` shim runs: its last `"%dp0%\…"` path (the first
 /// names a `node.exe` beside the shim, when there is one).
-fn shim_target(launcher: &Path) -> Option<PathBuf> {
+pub(crate) fn shim_target(launcher: &Path) -> Option<PathBuf> {
     use std::io::Read as _;
     let is_shim = launcher
         .extension()

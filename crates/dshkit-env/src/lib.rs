@@ -10,6 +10,8 @@
 //! - [`resolve`]: flags over environment over the settings file over defaults,
 //!   the one resolver every entry point uses.
 //!
+//! - [`launch`]: the package-manager adapter (npm, pnpm, Yarn on Windows: `node
+//!   <cli.js>`).
 //! - [`dirs`]: the user's home, config, state and cache directories by each
 //!   platform's rule; [`inherit`]: the environment a child of dshkit inherits.
 //!
@@ -23,6 +25,7 @@ pub mod doctor;
 pub mod dsh;
 mod env;
 pub mod inherit;
+pub mod launch;
 pub mod locate;
 pub mod resolve;
 pub mod settings;

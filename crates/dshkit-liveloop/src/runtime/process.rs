@@ -26,7 +26,11 @@ pub(crate) struct Spawned {
 
 /// Starts `argv` in `dir` in a new process group that follows its tree, stdout
 /// and stderr piped.
-pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> std::io::Result<Spawned> {
+pub(crate) fn spawn(
+    argv: &[std::ffi::OsString],
+    dir: &Path,
+    env: &[(String, String)],
+) -> std::io::Result<Spawned> {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::other("an empty argv"))?;

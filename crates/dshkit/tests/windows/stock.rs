@@ -37,11 +37,11 @@ impl Stock {
     /// `command` with only this environment: Windows Node's folder first on `Path`.
     pub(crate) fn apply<'c>(&self, command: &'c mut Command, path: &[&Path]) -> &'c mut Command {
         let root = PathBuf::from(std::env::var_os("SystemRoot").expect("Wine sets SystemRoot"));
-        let node_dir = node().parent().unwrap().to_owned();
+        let node_dir = dshkit_os::fs::canonicalize(node().parent().unwrap()).unwrap();
         let dirs = [node_dir.as_path()]
             .into_iter()
             .chain(path.iter().copied())
-            .map(Path::to_owned)
+            .map(|p| dshkit_os::fs::canonicalize(p).unwrap())
             .chain([root.join("system32"), root.clone()]);
         let temp = self.local.join("Temp");
         std::fs::create_dir_all(&temp).unwrap();
