@@ -49,7 +49,10 @@ impl Dsh {
     /// ([`dshkit_env::inherit`]: the host's, less `DSH_*` and credential-shaped
     /// names), then `PATH`, `HOME` and DSH's own variables set for this run.
     pub(crate) fn command(&self) -> Command {
-        let mut command = Command::new(&self.launcher);
+        // On Windows a `dsh.cmd` shim or DSH's script runs as `node <script>`.
+        let argv = dshkit_env::dsh::launch_command(&self.launcher, &self.path);
+        let mut command = Command::new(&argv[0]);
+        command.args(&argv[1..]);
         dshkit_env::inherit::inherit(&mut command)
             .env("PATH", &self.path)
             .env("HOME", &self.user_home)
