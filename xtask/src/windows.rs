@@ -64,7 +64,15 @@ pub(crate) fn test() -> anyhow::Result<()> {
     // The platform layer, the library crates' unit tests that touch files,
     // paths, processes and pipes, and the binary's own Windows suite.
     let suites: [&[&str]; 3] = [
-        &["-p", "dshkit-os"],
+        &[
+            "-p",
+            "dshkit-os",
+            "--",
+            // Wine 8.0 answers FSCTL_SET_REPARSE_POINT with ERROR_NOT_SUPPORTED:
+            // a junction cannot be made there (docs/platforms.md).
+            "--skip",
+            "link::tests::a_directory_link_reads_through_and_its_removal_leaves_the_target",
+        ],
         &[
             "-p",
             "dshkit-check",
