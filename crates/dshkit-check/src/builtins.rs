@@ -119,7 +119,8 @@ pub fn node_in(path: &std::ffi::OsStr) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// `$XDG_CACHE_HOME/dshkit/node-builtins/<digest of the binary's path, size and mtime>.json`.
+/// `node-builtins/<digest of the binary's path, size and mtime>.json` in dshkit's
+/// cache directory (`$XDG_CACHE_HOME/dshkit` on Linux, `%LOCALAPPDATA%\dshkit` on Windows).
 fn cache_file(node: &Path) -> Option<PathBuf> {
     let real = dshkit_os::fs::canonicalize(node).ok()?;
     let meta = std::fs::metadata(&real).ok()?;
@@ -132,10 +133,8 @@ fn cache_file(node: &Path) -> Option<PathBuf> {
     let identity = format!("{}\n{}\n{modified}", real.display(), meta.len());
     let digest = hex::encode(&sha2::Sha256::digest(identity.as_bytes())[..12]);
     let env = dshkit_env::Environment::from_process();
-    let base = env
-        .path_var(dshkit_env::vars::XDG_CACHE_HOME)
-        .or_else(|| env.home().map(|h| h.join(".cache")))?;
-    Some(base.join("dshkit/node-builtins").join(format!("{digest}.json")))
+    let base = env.dshkit_dir(dshkit_env::Dir::Cache)?;
+    Some(base.join("node-builtins").join(format!("{digest}.json")))
 }
 
 /// Writes the cache atomically; a failure only costs a spawn next time.

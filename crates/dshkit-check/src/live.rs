@@ -45,10 +45,15 @@ pub struct Dsh {
 }
 
 impl Dsh {
+    /// The launcher with the environment a child of dshkit inherits
+    /// ([`dshkit_env::inherit`]: the host's, less `DSH_*` and credential-shaped
+    /// names), then `PATH`, `HOME` and DSH's own variables set for this run.
     pub(crate) fn command(&self) -> Command {
-        let mut command = Command::new(&self.launcher);
-        command
-            .env_clear()
+        // On Windows a `dsh.cmd` shim or DSH's script runs as `node <script>`.
+        let argv = dshkit_env::dsh::launch_command(&self.launcher, &self.path);
+        let mut command = Command::new(&argv[0]);
+        command.args(&argv[1..]);
+        dshkit_env::inherit::inherit(&mut command)
             .env("PATH", &self.path)
             .env("HOME", &self.user_home)
             .env("DSH_HOME", &self.home)

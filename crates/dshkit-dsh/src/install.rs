@@ -270,8 +270,10 @@ pub fn uninstall(profile_dir: &Path) -> Result<UninstallReport, InstallError> {
 pub fn remove_files(profile_dir: &Path) -> Result<Vec<PathBuf>, InstallError> {
     let mut removed = Vec::new();
     let link = link_path(profile_dir);
-    if std::fs::read_link(&link).is_ok_and(|target| target == link_target()) {
-        std::fs::remove_file(&link).map_err(|source| InstallError::Io {
+    if is_our_link(&link, profile_dir) == Some(true) {
+        // A symbolic link or (on Windows) a junction: the link goes, never
+        // what it points at.
+        dshkit_os::link::remove_dir_link(&link).map_err(|source| InstallError::Io {
             action: "remove",
             path: link.clone(),
             source,
@@ -407,14 +409,36 @@ fn link_target() -> PathBuf {
     Path::new("../../plugins").join(PLUGIN_ID)
 }
 
-/// `node_modules/@local/dshkit -> ../../plugins/dshkit`, the way DSH links local plugins.
+/// Whether `link` is a link to this profile's plugin directory: the relative
+/// symbolic link dshkit writes on Unix, or a junction (absolute) on Windows.
+/// `None` when it is no link.
+fn is_our_link(link: &Path, profile_dir: &Path) -> Option<bool> {
+    let target = dshkit_os::link::read_dir_link(link).ok()?;
+    if target == link_target() {
+        return Some(true);
+    }
+    let plugin = profile_dir.join("plugins").join(PLUGIN_ID);
+    let resolved = link.parent()?.join(target);
+    Some(
+        match (
+            dshkit_os::fs::canonicalize(&resolved),
+            dshkit_os::fs::canonicalize(&plugin),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => resolved == plugin,
+        },
+    )
+}
+
+/// `node_modules/@local/dshkit -> ../../plugins/dshkit`, the way DSH links local
+/// plugins: a symbolic link on Unix, a junction on Windows (no rights needed).
 fn link_plugin(profile_dir: &Path) -> Result<PathBuf, InstallError> {
     let link = link_path(profile_dir);
-    match std::fs::read_link(&link) {
-        Ok(target) if target == link_target() => return Ok(link),
-        Ok(_) => return Err(InstallError::ForeignLink { path: link }),
-        Err(_) if link.symlink_metadata().is_ok() => return Err(InstallError::ForeignLink { path: link }),
-        Err(_) => {}
+    match is_our_link(&link, profile_dir) {
+        Some(true) => return Ok(link),
+        Some(false) => return Err(InstallError::ForeignLink { path: link }),
+        None if link.symlink_metadata().is_ok() => return Err(InstallError::ForeignLink { path: link }),
+        None => {}
     }
     let parent = link.parent().expect("the link has a parent");
     std::fs::create_dir_all(parent).map_err(|source| InstallError::Io {
@@ -422,7 +446,7 @@ fn link_plugin(profile_dir: &Path) -> Result<PathBuf, InstallError> {
         path: parent.to_owned(),
         source,
     })?;
-    dshkit_os::fs::symlink(link_target(), &link).map_err(|source| InstallError::Io {
+    dshkit_os::link::dir_link(&link_target(), &link).map_err(|source| InstallError::Io {
         action: "link",
         path: link.clone(),
         source,

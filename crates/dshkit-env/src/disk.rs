@@ -2,25 +2,25 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::dirs::Dir;
 use crate::env::Environment;
 use crate::vars;
 
 /// Below this much free space the evidence root is reported as a warning (1 GiB).
 pub const DEFAULT_MIN_FREE_BYTES: u64 = 1024 * 1024 * 1024;
 
-/// The evidence root: `DSHKIT_EVIDENCE_ROOT`, else `$XDG_STATE_HOME/dshkit/evidence`,
-/// else `~/.local/state/dshkit/evidence`.
+/// The evidence root: `DSHKIT_EVIDENCE_ROOT`, else [`default_evidence_root`].
 pub fn evidence_root(env: &Environment) -> Option<PathBuf> {
     env.path_var(vars::DSHKIT_EVIDENCE_ROOT)
         .or_else(|| default_evidence_root(env))
 }
 
 /// The evidence root when neither `DSHKIT_EVIDENCE_ROOT` nor the settings name
-/// one: `$XDG_STATE_HOME/dshkit/evidence`, else `~/.local/state/dshkit/evidence`.
+/// one: `evidence` in dshkit's state directory ([`crate::dirs`]: on Linux
+/// `$XDG_STATE_HOME/dshkit/evidence`, else `~/.local/state/dshkit/evidence`; on
+/// Windows `%LOCALAPPDATA%\\dshkit\\evidence`).
 pub fn default_evidence_root(env: &Environment) -> Option<PathBuf> {
-    env.path_var(vars::XDG_STATE_HOME)
-        .or_else(|| env.home().map(|h| h.join(".local/state")))
-        .map(|state| state.join("dshkit/evidence"))
+    env.dshkit_dir(Dir::State).map(|state| state.join("evidence"))
 }
 
 /// Space on the filesystem holding `path` (or its nearest existing ancestor).
@@ -74,15 +74,21 @@ mod tests {
 
     #[test]
     fn evidence_root_follows_the_documented_order() {
-        let env = Environment::from_pairs([
-            (vars::DSHKIT_EVIDENCE_ROOT, "/e"),
-            (vars::XDG_STATE_HOME, "/s"),
-            (vars::HOME, "/h"),
-        ]);
+        let env = Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [
+                (vars::DSHKIT_EVIDENCE_ROOT, "/e"),
+                (vars::XDG_STATE_HOME, "/s"),
+                (vars::HOME, "/h"),
+            ],
+        );
         assert_eq!(evidence_root(&env), Some(PathBuf::from("/e")));
-        let env = Environment::from_pairs([(vars::XDG_STATE_HOME, "/s"), (vars::HOME, "/h")]);
+        let env = Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [(vars::XDG_STATE_HOME, "/s"), (vars::HOME, "/h")],
+        );
         assert_eq!(evidence_root(&env), Some(PathBuf::from("/s/dshkit/evidence")));
-        let env = Environment::from_pairs([(vars::HOME, "/h")]);
+        let env = Environment::from_pairs_on(crate::Platform::Linux, [(vars::HOME, "/h")]);
         assert_eq!(
             evidence_root(&env),
             Some(PathBuf::from("/h/.local/state/dshkit/evidence"))

@@ -319,7 +319,7 @@ fn evidence_facts(env: &Environment) -> Vec<Fact> {
             Fact::new(
                 "evidence_root",
                 Status::Missing,
-                "no evidence root: HOME is not set",
+                "no evidence root: no home (HOME, or USERPROFILE on Windows) and no state directory (XDG_STATE_HOME on Linux, LOCALAPPDATA on Windows)",
             )
             .fix(fix),
         ];
@@ -338,6 +338,9 @@ fn evidence_facts(env: &Environment) -> Vec<Fact> {
         .fix(fix),
     };
     writable.path = Some(root.clone());
+    if let Some(settings) = crate::settings::path(env) {
+        writable.details.push(format!("settings: {}", settings.display()));
+    }
     let mut space = match disk::space(&root) {
         Ok(space) if space.available_bytes < disk::DEFAULT_MIN_FREE_BYTES => Fact::new(
             "disk",
@@ -411,7 +414,7 @@ mod tests {
         }
         assert_eq!(report.fact("dsh_home").unwrap().status, Status::Warn);
         assert_eq!(report.fact("evidence_root").unwrap().status, Status::Ok);
-        assert!(dir.path().join(".local/state/dshkit/evidence").is_dir());
+        assert!(disk::default_evidence_root(&env).unwrap().is_dir());
     }
 
     #[tokio::test]

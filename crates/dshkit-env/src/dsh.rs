@@ -57,7 +57,7 @@ const MAX_SHIM_BYTES: u64 = 16 * 1024;
 
 /// The script an npm `.cmd` shim runs: its last `"%dp0%\…"` path (the first
 /// names a `node.exe` beside the shim, when there is one).
-fn shim_target(launcher: &Path) -> Option<PathBuf> {
+pub(crate) fn shim_target(launcher: &Path) -> Option<PathBuf> {
     use std::io::Read as _;
     let is_shim = launcher
         .extension()
@@ -75,6 +75,47 @@ fn shim_target(launcher: &Path) -> Option<PathBuf> {
     let end = start + text[start..].find('"')?;
     let relative: PathBuf = text[start..end].split('\\').collect();
     Some(launcher.parent()?.join(relative))
+}
+
+/// The file extensions of a script Node runs as the launcher.
+const SCRIPT_EXTENSIONS: [&str; 3] = ["js", "mjs", "cjs"];
+
+/// The argv that starts the `dsh` launcher, `path` the `PATH` DSH gets. A
+/// program (npm's link on Unix, a native binary) runs as it is. On Windows an
+/// npm `dsh.cmd` shim, or DSH's script itself (`…\@deepseek-ai\dsh\lib\bin.js`),
+/// runs as `node <script>`, never through `cmd.exe`: Node is the `node.exe`
+/// beside the shim, as the shim chooses, else `node.exe` on `path`. The script
+/// is the one [`launcher_script`] names, so the audit's identity rule knows
+/// the instance.
+pub fn launch_command(launcher: &Path, path: &std::ffi::OsStr) -> Vec<std::ffi::OsString> {
+    launch_command_on(crate::Platform::CURRENT, launcher, path)
+}
+
+fn launch_command_on(
+    platform: crate::Platform,
+    launcher: &Path,
+    path: &std::ffi::OsStr,
+) -> Vec<std::ffi::OsString> {
+    let is_script = launcher
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_EXTENSIONS.iter().any(|s| s.eq_ignore_ascii_case(e)));
+    let script = match shim_target(launcher) {
+        Some(script) if platform == crate::Platform::Windows => script,
+        _ if platform == crate::Platform::Windows && is_script => launcher.to_owned(),
+        _ => return vec![launcher.into()],
+    };
+    let beside = launcher.parent().map(|d| d.join("node.exe"));
+    let node = beside
+        .filter(|n| n.is_file())
+        .or_else(|| {
+            std::env::split_paths(path)
+                .map(|d| d.join("node.exe"))
+                .find(|n| n.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from("node.exe"));
+    let script = std::path::absolute(&script).unwrap_or(script);
+    vec![node.into(), script.into()]
 }
 
 /// DSH's package root and version, found from its launcher: the script it runs
@@ -139,6 +180,32 @@ mod tests {
 
     /// What npm's cmd-shim writes for a package's bin on Windows.
     const NPM_CMD_SHIM: &str = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /b\r\n:start\r\nSETLOCAL\r\nCALL :find_dp0\r\n\r\nIF EXIST \"%dp0%\\node.exe\" (\r\n  SET \"_prog=%dp0%\\node.exe\"\r\n) ELSE (\r\n  SET \"_prog=node\"\r\n  SET PATHEXT=%PATHEXT:;.JS;=;%\r\n)\r\n\r\nendLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & \"%_prog%\"  \"%dp0%\\..\\@deepseek-ai\\dsh\\dist\\bin.js\" %*\r\n";
+
+    #[test]
+    fn a_windows_shim_or_script_runs_through_node_and_a_program_as_it_is() {
+        let (dir, package) = installed_package();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::write(bin.join("dsh.cmd"), NPM_CMD_SHIM).unwrap();
+        let node = bin.join("node.exe");
+        std::fs::write(&node, "").unwrap();
+        let windows = crate::Platform::Windows;
+        let real = |p: &std::ffi::OsString| dshkit_os::fs::canonicalize(Path::new(p)).unwrap();
+        let argv = launch_command_on(windows, &bin.join("dsh.cmd"), "".as_ref());
+        assert_eq!(
+            argv.iter().map(real).collect::<Vec<_>>(),
+            [
+                real(&node.into_os_string()),
+                real(&package.join("dist/bin.js").into_os_string())
+            ],
+            "node.exe beside the shim runs the script the shim names"
+        );
+        let bin_js = package.join("dist/bin.js");
+        let argv = launch_command_on(windows, &bin_js, "".as_ref());
+        assert_eq!(Path::new(&argv[1]), bin_js, "DSH's script, run by node");
+        // Off Windows a launcher is a program.
+        let argv = launch_command_on(crate::Platform::Linux, &bin.join("dsh.cmd"), "".as_ref());
+        assert_eq!(argv, [bin.join("dsh.cmd").into_os_string()]);
+    }
 
     #[test]
     fn the_package_is_found_through_an_npm_cmd_shim() {

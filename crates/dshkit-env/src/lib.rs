@@ -10,13 +10,22 @@
 //! - [`resolve`]: flags over environment over the settings file over defaults,
 //!   the one resolver every entry point uses.
 //!
-//! Every variable read is named in [`vars`].
+//! - [`launch`]: the package-manager adapter (npm, pnpm, Yarn on Windows: `node
+//!   <cli.js>`).
+//! - [`dirs`]: the user's home, config, state and cache directories by each
+//!   platform's rule; [`inherit`]: the environment a child of dshkit inherits.
+//!
+//! Every variable read is named in [`vars`]; on Windows names match without
+//! regard to case.
 
 mod command;
+pub mod dirs;
 pub mod disk;
 pub mod doctor;
 pub mod dsh;
 mod env;
+pub mod inherit;
+pub mod launch;
 pub mod locate;
 pub mod resolve;
 pub mod settings;
@@ -26,4 +35,5 @@ pub mod vars;
 pub use command::{
     DEFAULT_PROBE_OUTPUT_BYTES, DEFAULT_PROBE_TIMEOUT, ProbeError, parse_version, probe_output,
 };
-pub use env::{Environment, is_executable};
+pub use dirs::Dir;
+pub use env::{Environment, Platform, is_executable};

@@ -145,10 +145,13 @@ mod tests {
     use super::*;
 
     fn env_with_config(dir: &std::path::Path) -> Environment {
-        Environment::from_pairs([
-            (vars::XDG_CONFIG_HOME, dir.to_str().unwrap()),
-            (vars::DSH_HOME, "/srv/dsh"),
-        ])
+        Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [
+                (vars::XDG_CONFIG_HOME, dir.to_str().unwrap()),
+                (vars::DSH_HOME, "/srv/dsh"),
+            ],
+        )
     }
 
     #[test]
@@ -235,14 +238,16 @@ mod tests {
             evidence_root: Some("/srv/kept".into()),
             ..Settings::default()
         };
-        let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
+        let env = Environment::from_pairs_on(crate::Platform::Linux, [(vars::HOME, "/home/u")]);
         let from_file = combine(&env, Flags::default(), stored.clone());
         assert_eq!(from_file.evidence_root, Some(PathBuf::from("/srv/kept")));
-        let env =
-            Environment::from_pairs([(vars::HOME, "/home/u"), (vars::DSHKIT_EVIDENCE_ROOT, "/srv/var")]);
+        let env = Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [(vars::HOME, "/home/u"), (vars::DSHKIT_EVIDENCE_ROOT, "/srv/var")],
+        );
         let from_var = combine(&env, Flags::default(), stored);
         assert_eq!(from_var.evidence_root, Some(PathBuf::from("/srv/var")));
-        let env = Environment::from_pairs([(vars::HOME, "/home/u")]);
+        let env = Environment::from_pairs_on(crate::Platform::Linux, [(vars::HOME, "/home/u")]);
         let default = combine(&env, Flags::default(), Settings::default());
         assert_eq!(
             default.evidence_root,

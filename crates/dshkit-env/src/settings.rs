@@ -1,5 +1,6 @@
-//! dshkit's own settings file (`$XDG_CONFIG_HOME/dshkit/settings.json`, else
-//! `~/.config/dshkit/settings.json`): the defaults a person chooses for previews,
+//! dshkit's own settings file (`settings.json` in dshkit's config directory,
+//! [`crate::dirs`]: on Linux `$XDG_CONFIG_HOME/dshkit/settings.json`, else
+//! `~/.config/dshkit/settings.json`; on Windows `%APPDATA%\dshkit\settings.json`): the defaults a person chooses for previews,
 //! verification and evidence. [`crate::resolve`] merges it with the flags (which
 //! win over it) for every entry point;
 //! the DSH plugin's settings section edits it through `dshkit settings set
@@ -12,7 +13,7 @@ use dshkit_os::error::ErrorClass;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{Environment, vars};
+use crate::Environment;
 
 /// Largest settings file read (a hand-kept file is tiny).
 pub const MAX_SETTINGS_BYTES: u64 = 64 * 1024;
@@ -251,7 +252,9 @@ pub enum SettingsError {
     Invalid(Vec<Problem>),
     #[error("{path} is larger than {MAX_SETTINGS_BYTES} bytes")]
     TooLarge { path: PathBuf },
-    #[error("no settings file location: set HOME (USERPROFILE on Windows) or XDG_CONFIG_HOME")]
+    #[error(
+        "no settings file location: set HOME (USERPROFILE or APPDATA on Windows, XDG_CONFIG_HOME on Linux)"
+    )]
     NoLocation,
     #[error("failed to {action} {path}")]
     Io {
@@ -413,9 +416,8 @@ fn host_problem(host: &str) -> Option<&'static str> {
 
 /// Where the settings file lives.
 pub fn path(env: &Environment) -> Option<PathBuf> {
-    env.path_var(vars::XDG_CONFIG_HOME)
-        .or_else(|| env.home().map(|h| h.join(".config")))
-        .map(|base| base.join("dshkit/settings.json"))
+    env.dshkit_dir(crate::dirs::Dir::Config)
+        .map(|dir| dir.join("settings.json"))
 }
 
 /// The settings at `path`; a missing file is the defaults.

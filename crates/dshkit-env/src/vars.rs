@@ -29,3 +29,7 @@ pub const HOME: &str = "HOME";
 /// The user's home on Windows, where `HOME` is rarely set.
 pub const USERPROFILE: &str = "USERPROFILE";
 pub const PATH: &str = "PATH";
+/// The roaming application data folder on Windows (settings, the MCP token).
+pub const APPDATA: &str = "APPDATA";
+/// The local application data folder on Windows (evidence, caches).
+pub const LOCALAPPDATA: &str = "LOCALAPPDATA";

@@ -31,6 +31,7 @@
 pub mod browsers;
 pub mod error;
 pub mod fs;
+pub mod link;
 pub mod local_socket;
 pub mod loopback;
 pub mod open;

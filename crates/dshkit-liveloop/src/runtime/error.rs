@@ -41,6 +41,10 @@ pub enum RuntimeError {
     NotReady(Box<StartFailure>),
     #[error("server `{0}` was stopped before it was ready")]
     StoppedBeforeReady(String),
+    /// The package manager cannot be started: not found, or an install layout
+    /// the adapter does not know ([`dshkit_env::launch`]).
+    #[error("{0}")]
+    Launch(#[from] dshkit_env::launch::LaunchError),
 }
 
 impl RuntimeError {
@@ -58,6 +62,7 @@ impl RuntimeError {
             Self::TooMany(_) => "TOO_MANY_SERVERS",
             Self::NotReady(failure) if failure.app_is_broken() => "EXITED_BEFORE_READY",
             Self::NotReady(_) | Self::StoppedBeforeReady(_) => "NOT_READY",
+            Self::Launch(e) => e.code(),
         }
     }
 
@@ -74,6 +79,7 @@ impl RuntimeError {
             | Self::EmptyProfile
             | Self::NoDirectory { .. }
             | Self::TooMany(_) => ErrorClass::Refused,
+            Self::Launch(e) => e.class(),
             Self::NoAnswer { .. } | Self::Spawn { .. } | Self::NotReady(_) | Self::StoppedBeforeReady(_) => {
                 ErrorClass::Runtime
             }
@@ -165,6 +171,13 @@ mod tests {
                 RuntimeError::StoppedBeforeReady("s1".into()),
                 "NOT_READY",
                 Runtime,
+            ),
+            (
+                RuntimeError::Launch(dshkit_env::launch::LaunchError::NotFound {
+                    manager: "pnpm".into(),
+                }),
+                "PACKAGE_MANAGER_NOT_FOUND",
+                Refused,
             ),
         ]);
     }

@@ -145,7 +145,11 @@ impl RuntimeManager {
             *server.site.lock().expect("lock") = Some(site);
             server
         } else {
-            let mut spawned = process::spawn(&argv, &spec.dir, &env).map_err(|e| RuntimeError::Spawn {
+            // npm, pnpm and Yarn through the package-manager adapter: on
+            // Windows `node <cli.js>`, never a `.cmd` shim through a shell.
+            let command =
+                dshkit_env::launch::command(&argv, &spec.dir, &dshkit_env::Environment::from_process())?;
+            let mut spawned = process::spawn(&command, &spec.dir, &env).map_err(|e| RuntimeError::Spawn {
                 argv: argv.join(" "),
                 dir: spec.dir.clone(),
                 error: e.to_string(),

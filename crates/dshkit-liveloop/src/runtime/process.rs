@@ -26,11 +26,18 @@ pub(crate) struct Spawned {
 
 /// Starts `argv` in `dir` in a new process group that follows its tree, stdout
 /// and stderr piped.
-pub(crate) fn spawn(argv: &[String], dir: &Path, env: &[(String, String)]) -> std::io::Result<Spawned> {
+pub(crate) fn spawn(
+    argv: &[std::ffi::OsString],
+    dir: &Path,
+    env: &[(String, String)],
+) -> std::io::Result<Spawned> {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::other("an empty argv"))?;
     let mut command = Command::new(program);
+    // The host's environment less `DSH_*` and credential-shaped names, as DSH
+    // gives its own children; what dshkit sets follows.
+    dshkit_env::inherit::inherit(command.as_std_mut());
     command
         .args(rest)
         .current_dir(dir)

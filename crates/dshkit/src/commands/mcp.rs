@@ -21,12 +21,11 @@ const INSTRUCTIONS: &str = "dshkit gives coding agents ground truth about the so
 Call dshkit_doctor first when a dshkit tool reports a missing prerequisite: it names the exact fix. \
 Tool results are bounded; a `truncated: true` field means part of a result was cut.";
 
-/// The token file used when none is given: `$XDG_CONFIG_HOME/dshkit/mcp-token`,
-/// else `~/.config/dshkit/mcp-token`.
+/// The token file used when none is given: `mcp-token` in dshkit's config
+/// directory (`$XDG_CONFIG_HOME/dshkit/mcp-token` on Linux, `%APPDATA%\dshkit` on Windows).
 pub(crate) fn default_token_file(env: &Environment) -> Option<PathBuf> {
-    env.path_var(vars::XDG_CONFIG_HOME)
-        .or_else(|| env.home().map(|h| h.join(".config")))
-        .map(|base| base.join("dshkit/mcp-token"))
+    env.dshkit_dir(dshkit_env::Dir::Config)
+        .map(|dir| dir.join("mcp-token"))
 }
 
 /// An explicit `--token-file` wins, then `DSHKIT_MCP_TOKEN`, then the default file.

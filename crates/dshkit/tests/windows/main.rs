@@ -8,6 +8,8 @@
 
 #[path = "../shared/broken_home.rs"]
 mod broken_home;
+mod package_managers;
+mod stock;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
