@@ -43,8 +43,15 @@ pub enum RuntimeError {
     StoppedBeforeReady(String),
     /// The package manager cannot be started: not found, or an install layout
     /// the adapter does not know ([`dshkit_env::launch`]).
+    /// Boxed: it names paths, which would make every runtime result large.
     #[error("{0}")]
-    Launch(#[from] dshkit_env::launch::LaunchError),
+    Launch(Box<dshkit_env::launch::LaunchError>),
+}
+
+impl From<dshkit_env::launch::LaunchError> for RuntimeError {
+    fn from(error: dshkit_env::launch::LaunchError) -> Self {
+        Self::Launch(Box::new(error))
+    }
 }
 
 impl RuntimeError {
@@ -173,9 +180,9 @@ mod tests {
                 Runtime,
             ),
             (
-                RuntimeError::Launch(dshkit_env::launch::LaunchError::NotFound {
+                RuntimeError::Launch(Box::new(dshkit_env::launch::LaunchError::NotFound {
                     manager: "pnpm".into(),
-                }),
+                })),
                 "PACKAGE_MANAGER_NOT_FOUND",
                 Refused,
             ),

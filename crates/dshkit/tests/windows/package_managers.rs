@@ -87,12 +87,11 @@ fn serves_and_leaves_nothing(manager: &str, lockfile: Option<(&str, &str)>) {
         {
             break port;
         }
-        if std::time::Instant::now() >= deadline || run.0.try_wait().unwrap().is_some() {
-            panic!(
-                "{manager}: the server never listened; dshkit said: {}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
+        assert!(
+            std::time::Instant::now() < deadline && run.0.try_wait().unwrap().is_none(),
+            "{manager}: the server never listened; dshkit said: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         std::thread::sleep(dshkit_os::process::POLL);
     };
     assert!(get(port).contains("Hello from node"), "port {port}");
