@@ -242,7 +242,13 @@ fn dist(chosen: &[&Platform]) -> anyhow::Result<()> {
     }
     let dir = stage.join("dshkit");
     let platforms: Vec<&Platform> = built.iter().map(|(p, _)| *p).collect();
-    main_package(&platforms, &dir)?;
+    // The generated files come from a binary that runs here (Linux x64).
+    let this_machine = built
+        .iter()
+        .find(|(p, _)| p.os == "linux" && p.cpu == "x64")
+        .map(|(_, binary)| binary)
+        .context("no Linux x64 binary was built to generate the completions and the man page with")?;
+    main_package(&platforms, &dir, this_machine)?;
     tarballs.push(pack(&dir, &out)?);
 
     let manifest = json!({
@@ -396,7 +402,39 @@ fn platform_package(platform: &Platform, binary: &Path, dir: &Path) -> anyhow::R
 
 /// `dshkit`: the launcher, the DSH plugin and bundle, the platform packages as
 /// optional dependencies.
-fn main_package(platforms: &[&Platform], dir: &Path) -> anyhow::Result<()> {
+/// Shell completions and the man page in the main package, each what the
+/// binary built for this machine prints (`dshkit completions ...`). npm links
+/// the man page (`man`) on a global install.
+const GENERATED: &[(&str, &[&str])] = &[
+    ("share/completions/dshkit.bash", &["completions", "bash"]),
+    ("share/completions/_dshkit", &["completions", "zsh"]),
+    ("share/completions/dshkit.fish", &["completions", "fish"]),
+    ("share/completions/dshkit.ps1", &["completions", "powershell"]),
+    ("share/man/man1/dshkit.1", &["completions", "--man"]),
+];
+
+fn generated_files(binary: &Path, dir: &Path) -> anyhow::Result<()> {
+    for (file, args) in GENERATED {
+        let made = std::process::Command::new(binary)
+            .args(*args)
+            .output()
+            .with_context(|| format!("running {} {}", binary.display(), args.join(" ")))?;
+        anyhow::ensure!(
+            made.status.success() && !made.stdout.is_empty(),
+            "{} {} failed: {}",
+            binary.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let to = dir.join(file);
+        std::fs::create_dir_all(to.parent().expect("a file in a folder"))?;
+        std::fs::write(&to, made.stdout)?;
+    }
+    Ok(())
+}
+
+fn main_package(platforms: &[&Platform], dir: &Path, this_machine: &Path) -> anyhow::Result<()> {
+    generated_files(this_machine, dir)?;
     let source = root().join("packages/dsh-plugin");
     for file in PLUGIN_FILES {
         let to = dir.join(file);
@@ -427,7 +465,13 @@ fn main_package(platforms: &[&Platform], dir: &Path) -> anyhow::Result<()> {
             "./cordis.patch.yml": "./cordis.patch.yml",
             "./package.json": "./package.json",
         },
-        "files": PLUGIN_FILES.iter().copied().chain(["cordis.patch.yml"]).collect::<Vec<_>>(),
+        "files": PLUGIN_FILES
+            .iter()
+            .copied()
+            .chain(["cordis.patch.yml"])
+            .chain(GENERATED.iter().map(|(file, _)| *file))
+            .collect::<Vec<_>>(),
+        "man": ["./share/man/man1/dshkit.1"],
         "engines": { "node": ">=20.16" },
         "dsh": {
             "bundle": { "patch": "./cordis.patch.yml" },

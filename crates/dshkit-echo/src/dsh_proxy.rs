@@ -215,13 +215,14 @@ pub fn ready_answer(started: &[Started]) -> serde_json::Value {
 /// The seam: reads the registry line from `input`, binds every proxy, hands
 /// what listens to `ready`, then serves until `input` ends or `stop` does; a
 /// recording's cassette is complete either way. An `https://` upstream trusts
-/// the system's CAs and `ssl_cert_file`'s.
-pub async fn serve_seam(
+/// the system's CAs and `SSL_CERT_FILE`'s.
+pub async fn serve_seam<T>(
     input: impl AsyncRead + Unpin,
-    ssl_cert_file: Option<&std::path::Path>,
     ready: impl FnOnce(&[Started]),
-    stop: impl Future<Output = ()>,
+    stop: impl Future<Output = T>,
 ) -> Result<Vec<(String, RecordSummary)>, ProxyError> {
+    let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(std::path::PathBuf::from);
+    let ssl_cert_file = ssl_cert_file.as_deref();
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     (&mut input)
@@ -239,7 +240,7 @@ pub async fn serve_seam(
             tokio::select! {
                 // Nothing more is read; the end of stdin is DSH going away.
                 _ = tokio::io::copy(&mut input, &mut sink) => {}
-                () = stop => {}
+                _ = stop => {}
             }
         })
         .await

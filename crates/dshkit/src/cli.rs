@@ -63,6 +63,16 @@ pub(crate) enum Command {
     /// Show or change dshkit's settings file (preview limit, idle timeout, quiet
     /// window, evidence retention, external-host allowlist).
     Settings(SettingsArgs),
+    /// Print a shell completion script (bash: `source <(dshkit completions bash)`),
+    /// or with --man the man page (roff: `dshkit completions --man | man -l -`).
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        #[arg(required_unless_present = "man")]
+        shell: Option<clap_complete::Shell>,
+        /// The man page instead.
+        #[arg(long, conflicts_with = "shell")]
+        man: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -47,6 +47,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Echo(command) => commands::echo::run(command, out).await,
             cli::Command::Settings(args) => commands::settings::run(args, out),
             cli::Command::Devtools(args) => commands::devtools::run(args, out).await,
+            cli::Command::Completions { shell, .. } => commands::completions(shell, out),
         }
     });
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.

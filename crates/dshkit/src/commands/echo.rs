@@ -409,7 +409,6 @@ fn seam(seam: annotation::Seam, out: Output) -> Result<u8, Failure> {
 
 /// The DSH plugin's HTTP proxies, until stdin ends or a signal arrives.
 async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
-    let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(std::path::PathBuf::from);
     let stop = dshkit_os::signal::stop_requested()
         .context("installing the SIGINT/SIGTERM handlers")
         .map_err(Failure::runtime)?;
@@ -418,13 +417,9 @@ async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
         line["formatVersion"] = crate::FORMAT_VERSION.into();
         out.write(&format!("{line}\n")); // one line: the plugin waits for it
     };
-    let stop = async {
-        let _signal = stop.await;
-    };
-    let recorded =
-        dshkit_echo::dsh_proxy::serve_seam(tokio::io::stdin(), ssl_cert_file.as_deref(), ready, stop)
-            .await
-            .map_err(|e| Failure::of_class(e.class(), e))?;
+    let recorded = dshkit_echo::dsh_proxy::serve_seam(tokio::io::stdin(), ready, stop)
+        .await
+        .map_err(|e| Failure::of_class(e.class(), e))?;
     for (id, summary) in recorded {
         note(&format!("{id}: {}", show::recorded_note(&summary)));
     }

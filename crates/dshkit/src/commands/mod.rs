@@ -36,3 +36,21 @@ pub(crate) fn write_private(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     handle.sync_all()?;
     std::fs::rename(&temp, file)
 }
+
+/// `dshkit completions SHELL`: the completion script, or (no shell) the man
+/// page, both made by clap's own generators from the one command definition.
+pub(crate) fn completions(
+    shell: Option<clap_complete::Shell>,
+    out: crate::output::Output,
+) -> Result<u8, crate::exit::Failure> {
+    let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut text = Vec::new();
+    match shell {
+        Some(shell) => clap_complete::generate(shell, &mut command, "dshkit", &mut text),
+        None => clap_mangen::Man::new(command)
+            .render(&mut text)
+            .map_err(crate::exit::Failure::runtime)?,
+    }
+    out.write(&String::from_utf8_lossy(&text));
+    Ok(crate::exit::SUCCESS)
+}

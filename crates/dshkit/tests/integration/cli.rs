@@ -456,3 +456,64 @@ fn a_broken_home_is_reported_at_the_positions_every_platform_expects() {
         "{stderr}"
     );
 }
+
+/// Completes `words` (the last one partial) with dshkit's bash completion
+/// script, in a real bash; returns the candidates.
+fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let line = words.join(" ");
+    let program = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT={}; _dshkit dshkit '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        words.len() - 1,
+        line.len(),
+        words[words.len() - 1],
+        words[words.len() - 2],
+    );
+    let out = crate::support::output(std::process::Command::new("bash").args(["--norc", "-c", &program]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn bash_completes_dshkits_commands_and_the_man_page_names_each_of_them() {
+    let dir = Home::new();
+    let script = dir.path().join("dshkit.bash");
+    let out = dir.run(["completions", "bash"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(&script, &out.stdout).unwrap();
+    assert_eq!(bash_completes(&script, &["dshkit", "ec"]), ["echo"]);
+    let echo = bash_completes(&script, &["dshkit", "echo", "re"]);
+    assert!(
+        ["record", "redact", "replay"]
+            .iter()
+            .all(|c| echo.iter().any(|e| e == c)),
+        "{echo:?}"
+    );
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        let out = dir.run(["completions", shell]);
+        assert!(out.status.success() && !out.stdout.is_empty(), "{shell}");
+    }
+    let refused = dir.run(["completions", "tcsh"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "a shell clap does not know is a usage error"
+    );
+
+    let man = dir.run(["completions", "--man"]);
+    let man = String::from_utf8_lossy(&man.stdout);
+    assert!(man.contains(".TH dshkit 1"), "{man}");
+    for command in [
+        "mcp", "doctor", "dsh", "check", "detect", "run", "verify", "report", "echo", "devtools", "settings",
+    ] {
+        assert!(
+            man.contains(&format!("dshkit\\-{command}(1)")),
+            "the man page names {command}: {man}"
+        );
+    }
+}

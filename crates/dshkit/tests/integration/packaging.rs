@@ -416,6 +416,18 @@ fn global_install(registry: &Registry, peers: &Peers, home: &Path) {
     );
     let report = crate::support::stdout_json(&doctor);
     assert!(report["facts"].is_array(), "{report:#}");
+    // The completions and the man page ship with it; npm links the man page.
+    let package = prefix.join("lib/node_modules/dshkit");
+    let bash = std::fs::read_to_string(package.join("share/completions/dshkit.bash")).unwrap_or_default();
+    assert!(
+        bash.contains("_dshkit()"),
+        "the bash completion ships: {bash:.200}"
+    );
+    let man = std::fs::read_to_string(prefix.join("share/man/man1/dshkit.1")).unwrap_or_default();
+    assert!(
+        man.contains(".TH dshkit 1"),
+        "npm linked the man page: {man:.200}"
+    );
     assert!(
         matches!(doctor.status.code(), Some(0 | 1)),
         "doctor ran to its verdict: {:?}\n{}",
