@@ -1336,6 +1336,16 @@ fn a_person_switches_an_http_servers_echo_mode_in_the_settings_and_confirms_befo
     let text = ui.page_text();
     assert!(text.contains("replay · cassette web"), "{text}");
     assert!(!text.contains("is in record mode"), "{text}");
+
+    // Passthrough, confirmed: the proxy restarts, and the Echo tab says what now
+    // reaches the real server.
+    open_dshkit_settings(&mut ui);
+    mode(&mut ui, "passthrough");
+    ui.wait_for("Switch web to passthrough? In passthrough, a call the cassette does not answer goes to the real server");
+    ui.click("button", "Switch to passthrough");
+    ui.wait_for("Switched web: replay → passthrough.");
+    ui.op(serde_json::json!({"operation": "press", "key": "Escape"}));
+    ui.wait_for("web is in passthrough mode: a call the cassette does not answer goes to the real server");
 }
 
 /// The structured content of a successful tool call.
