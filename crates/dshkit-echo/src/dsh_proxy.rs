@@ -93,10 +93,7 @@ pub struct Proxies {
 impl Proxies {
     /// Checks the registry and binds a proxy for each HTTP entry, in order; the
     /// first that cannot bind ends them all (dropping what was bound).
-    pub async fn bind(
-        config: RegistryConfig,
-        ssl_cert_file: Option<&std::path::Path>,
-    ) -> Result<Self, ProxyError> {
+    pub async fn bind(config: RegistryConfig) -> Result<Self, ProxyError> {
         let registry = Registry::check(config)?;
         let mut proxies = Self {
             started: Vec::new(),
@@ -146,8 +143,7 @@ impl Proxies {
                             path: entry.path.display().to_string(),
                         });
                     }
-                    let (address, recorder, serving) =
-                        record(http, path, ssl_cert_file).await.map_err(failed)?;
+                    let (address, recorder, serving) = record(http, path).await.map_err(failed)?;
                     proxies.serving.push(Box::pin(serving));
                     proxies.recorders.push((entry.id.clone(), recorder));
                     address
@@ -221,8 +217,6 @@ pub async fn serve_seam<T>(
     ready: impl FnOnce(&[Started]),
     stop: impl Future<Output = T>,
 ) -> Result<Vec<(String, RecordSummary)>, ProxyError> {
-    let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(std::path::PathBuf::from);
-    let ssl_cert_file = ssl_cert_file.as_deref();
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     (&mut input)
@@ -232,7 +226,7 @@ pub async fn serve_seam<T>(
         .map_err(|e| ProxyError::Request(e.to_string()))?;
     let request: ProxiesRequest =
         serde_json::from_slice(&line).map_err(|e| ProxyError::Request(e.to_string()))?;
-    let proxies = Proxies::bind(request.echo, ssl_cert_file).await?;
+    let proxies = Proxies::bind(request.echo).await?;
     ready(proxies.started());
     proxies
         .serve_until(async move {
@@ -249,7 +243,6 @@ pub async fn serve_seam<T>(
 async fn record(
     http: &HttpProxy,
     cassette: std::path::PathBuf,
-    ssl_cert_file: Option<&std::path::Path>,
 ) -> Result<
     (
         std::net::SocketAddr,
@@ -259,7 +252,7 @@ async fn record(
     EchoError,
 > {
     let url = http.upstream.clone().unwrap_or_default();
-    let upstream = Upstream::new(url, ssl_cert_file.map(Into::into), Vec::new());
+    let upstream = Upstream::trusting(url, Vec::new());
     let options = RecordOptions {
         argv: Vec::new(),
         cassette,

@@ -59,8 +59,7 @@ impl Http {
     /// Reaches the server at `url` (one that cannot be reached is
     /// [`EchoError::Unreachable`]) and opens it with `initialize`, if any.
     pub(crate) async fn open(url: &str, initialize: Option<&Value>) -> Result<Self, EchoError> {
-        let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(Into::into);
-        let upstream = Upstream::new(url, ssl_cert_file, Vec::new());
+        let upstream = Upstream::trusting(url, Vec::new());
         let client = upstream.client()?;
         client.probe().await?;
         let mut server = Self {

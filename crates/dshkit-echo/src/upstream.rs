@@ -36,6 +36,13 @@ pub struct Upstream {
 }
 
 impl Upstream {
+    /// `url`, trusting the system's CAs, `SSL_CERT_FILE`'s (read from this
+    /// process's environment) and `ca_files`'.
+    pub fn trusting(url: impl Into<String>, ca_files: Vec<PathBuf>) -> Self {
+        let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(Into::into);
+        Self::new(url, ssl_cert_file, ca_files)
+    }
+
     /// `url`, trusting the CAs of `ssl_cert_file` (the variable's value, if
     /// set and not empty) and of `ca_files`.
     pub fn new(url: impl Into<String>, ssl_cert_file: Option<PathBuf>, ca_files: Vec<PathBuf>) -> Self {

@@ -177,8 +177,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
 /// The live HTTP server at `url`, trusting the system's CAs, `SSL_CERT_FILE`'s
 /// and each `--ca-file`.
 fn upstream(url: String, ca_files: Vec<std::path::PathBuf>) -> Upstream {
-    let ssl_cert_file = std::env::var_os(dshkit_env::vars::SSL_CERT_FILE).map(Into::into);
-    Upstream::new(url, ssl_cert_file, ca_files)
+    Upstream::trusting(url, ca_files)
 }
 
 async fn record_http_command(
