@@ -4,9 +4,9 @@
 //     `listener`, `service`) and returns nothing from them (a truthy return from
 //     an `internal/listener` observer would cancel the registration; waterfalls
 //     are not subscribed at all);
-//   - while a core is attached it notes each dispatch in a wrapper of
-//     `events.dispatch` that calls the original unchanged (same `this`, same
-//     arguments, its result returned as is), removed by identity on detach;
+//   - while a core is attached it notes each dispatch from Cordis's own
+//     `internal/dispatch` event, in a listener that returns nothing; the
+//     runtime's `events.dispatch` is never replaced outside an experiment;
 //   - it never wraps a listener's callback;
 //   - it sends metadata only: event names, dispatch modes, argument counts, fiber
 //     uids, names, states and effect labels; never argument values, configs,
@@ -178,51 +178,28 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
       });
     }
   };
-  // Dispatches are observed only while a core is attached, by a wrapper of the
-  // runtime's own `events.dispatch` (an own property, removed by identity) that
-  // notes the mode, name and argument count and then calls the original with the
-  // same `this` and arguments, returning its result untouched. A Cordis
-  // `internal/dispatch` listener would cost microseconds per dispatch even if it
-  // returned at once (Cordis resolves, filters and binds listeners for it); the
-  // wrapper costs one line of text. The rare topology events are always observed.
-  let observer = null;
+  // Dispatches are observed only while a core is attached, through Cordis's own
+  // `internal/dispatch` event: a global listener of the collector's plugin, added
+  // when the first core attaches and removed when the last one leaves, that notes
+  // the mode, name and argument count and returns nothing. The runtime's
+  // `events.dispatch`, its listener records and every callback stay exactly as
+  // they were (the neutrality battery compares a runtime observed this way with
+  // one observed by nobody). Cordis emits `internal/dispatch` for every dispatch
+  // of an event not named `internal/*`.
+  let stopObserving = null;
   const observeDispatches = (wanted) => {
-    const events = root.events;
-    if (!events || typeof events.dispatch !== 'function') return;
-    if (wanted) {
-      // Still installed under something else: it only needs to note again.
-      if (observer) { observer.active = true; return; }
-      const original = events.dispatch;
-      const own = Object.prototype.hasOwnProperty.call(events, 'dispatch') ? original : null;
-      const o = { active: true, original, own, wrapper: null };
-      // The hot path: the line is assembled from cached pieces (the JSON of each
-      // mode and event name, the millisecond clock); no object is serialised.
-      o.wrapper = function (mode, args) {
-        if (o.active && clients.size > 0) {
-          const named = typeof args[0] === 'object' || typeof args[0] === 'function';
-          const name = named ? args[1] : args[0];
-          const argc = args.length - (named ? 2 : 1);
-          if (name === runName && mode === runMode && argc === runArgc) runCount++;
-          else if (typeof name === 'string' && !name.startsWith('internal/')) startRun(mode, name, argc);
-        }
-        return original.call(this, mode, args);
-      };
-      Object.defineProperty(events, 'dispatch', { value: o.wrapper, configurable: true, writable: true, enumerable: false });
-      observer = o;
-    } else if (observer) {
-      observer.active = false;
-      settleObserver();
+    if (wanted && !stopObserving && !disposed) {
+      stopObserving = ctx.on('internal/dispatch', (mode, name, args) => {
+        if (clients.size === 0) return;
+        const argc = args.length;
+        if (name === runName && mode === runMode && argc === runArgc) runCount++;
+        else startRun(mode, name, argc);
+      }, { global: true });
+    } else if (!wanted && stopObserving) {
+      const stop = stopObserving;
+      stopObserving = null;
+      try { stop(); } catch {}
     }
-  };
-  // Removes an inactive observer if it is still the installed dispatch. If
-  // something was installed over it (an experiment, another tool), it stays a
-  // pass-through until that is gone; an experiment's end tries again.
-  const settleObserver = () => {
-    const events = root.events;
-    const o = observer;
-    if (!o || o.active || events.dispatch !== o.wrapper) return;
-    if (o.own) events.dispatch = o.own; else delete events.dispatch;
-    observer = null;
   };
   const disposers = [
     ctx.on('internal/status', (fiber, oldState) => {
@@ -397,7 +374,6 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
     x.stoppedAt = now();
     x.reason = reason;
     last = x;
-    settleObserver();
     broadcast({ kind: 'profiler', state: 'stopped', lease: x.lease, event: x.event, reason, restored: x.restored, at: now() });
   };
   const startExperiment = ({ event, ttlMs, owner }) => {
@@ -613,8 +589,7 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
       at: now(),
     };
   };
-  // `observer()`: the collector's dispatch wrapper while one is installed (for tests
-  // that check what is restored).
+  // `observing()`: whether dispatches are being observed (a core is attached).
   return {
     socket: socketPath,
     registry: registryPath,
@@ -625,6 +600,6 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
     startHuman: ({ event, ttlMs }) => startExperiment({ event, ttlMs, owner: HUMAN_OWNER }),
     // The emergency stop: ends whatever runs, whoever owns it; cores see the fact.
     emergencyStop: () => answer({ op: 'experiment-stop', emergency: true }),
-    observer: () => observer?.wrapper ?? null,
+    observing: () => stopObserving !== null,
   };
 }

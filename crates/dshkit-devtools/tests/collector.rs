@@ -391,8 +391,8 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
     assert_eq!(stopped["last"]["reason"], "stopped");
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=observer callbacks=true",
-        "the dispatch is the one before the experiment (the attached core's observer), and no listener record was touched"
+        "identity dispatch=prototype callbacks=true",
+        "the runtime's own dispatch is back while the core stays attached, and no listener record was touched"
     );
     // Outside an experiment nothing is traced.
     runtime.say("pipe", "piped ");
@@ -400,7 +400,7 @@ async fn a_waterfall_experiment_traces_each_listener_and_restores_the_original_d
         core.traces(session, Some(&lease), 0, 20).await.unwrap()["total"],
         1
     );
-    // With no core attached, the runtime's own dispatch is back.
+    // With no core attached it stays the runtime's own.
     drop(core);
     await_identity(&mut runtime, "identity dispatch=prototype callbacks=true").await;
 }
@@ -457,7 +457,7 @@ async fn the_collector_ends_a_lease_whose_core_died_and_restores_by_identity() {
     );
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=observer callbacks=true"
+        "identity dispatch=prototype callbacks=true"
     );
     let status = observer.experiment_status(&watching.session).await.unwrap();
     assert!(status["running"].is_null(), "{status}");
@@ -474,8 +474,7 @@ async fn the_last_core_gone_mid_experiment_leaves_the_runtimes_own_dispatch_once
             .await
             .unwrap();
     }
-    // The observer under the experiment cannot be removed while the experiment
-    // is installed over it; the lease's end removes both.
+    // The experiment outlives its core until its lease ends.
     assert_eq!(
         runtime.say("identity", "identity "),
         "identity dispatch=wrapped callbacks=true"
@@ -499,7 +498,7 @@ async fn experiments_are_refused_where_the_host_did_not_enable_them() {
     assert_eq!(core.experiment_status(&session).await.unwrap()["enabled"], false);
     assert_eq!(
         runtime.say("identity", "identity "),
-        "identity dispatch=observer callbacks=true"
+        "identity dispatch=prototype callbacks=true"
     );
 }
 
