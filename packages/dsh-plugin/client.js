@@ -1019,7 +1019,7 @@ window.__ModuleLoader__.load({
         h('div', { style: { display: 'flex', justifyContent: 'space-between', gap: 8, flexWrap: 'wrap' } },
           h('strong', null, 'Cordis DevTools'),
           h('span', { style: { color: look.secondary, fontSize: 12 } },
-            `${state.target.label} · pid ${state.target.pid} · Node ${state.target.node} · since ${new Date(state.target.epoch).toLocaleTimeString()} · ${state.cores} agent core(s) attached`),
+            `${state.target.label} · pid ${state.target.pid} · Node ${state.target.node} · since ${new Date(state.target.epoch).toLocaleTimeString()} · ${state.cores} core(s) attached${state.live?.watching ? ', this view\'s included' : ''}`),
           pollError ? h('span', { role: 'alert', style: { fontSize: 11, color: look.error } }, `could not refresh: ${pollError}`) : null),
         section('Experiment',
           h('div', { 'data-dshkit': 'devtools-experiment', style: { display: 'flex', alignItems: 'center', gap: 8, flexWrap: 'wrap' } },
@@ -1047,6 +1047,7 @@ window.__ModuleLoader__.load({
               }, 'Profile'))
             : h('small', { style: { color: look.secondary } }, 'Experiments are off in this DSH: dshkit dsh install --devtools-experiments.'),
           message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'devtools-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null),
+        h(LiveSections, { live: state.live, section }),
         section(`Fibers (${state.fibersTotal}${state.fibers.length < state.fibersTotal ? `, the first ${state.fibers.length} shown` : ''})`,
           h('ul', { 'data-dshkit': 'devtools-fibers', style: { listStyle: 'none', margin: 0, padding: 0, fontSize: 12 } },
             ...fiberTree(state.fibers).map(({ fiber, depth, count }) => h('li', { key: fiber.id, style: { display: 'flex', alignItems: 'center', gap: 6, paddingLeft: Math.min(depth, 12) * 14 } },
@@ -1056,6 +1057,37 @@ window.__ModuleLoader__.load({
         section(`Events (${state.eventsTotal}${state.events.length < state.eventsTotal ? `, the ${state.events.length} most listened shown` : ''})`,
           h('ul', { 'data-dshkit': 'devtools-events', style: { listStyle: 'none', margin: 0, padding: 0, fontSize: 12 } },
             ...state.events.map((e) => h('li', { key: e.name }, h('code', null, e.name), ` · ${e.listeners} listener(s)`)))));
+    }
+
+    // What the view's own core (dshkit's, attached only while the tab looks) says:
+    // candidates, recent dispatches and the journal's tail, newest first.
+    function LiveSections({ live, section }) {
+      if (!live) return null;
+      const small = { listStyle: 'none', margin: 0, padding: 0, fontSize: 12, display: 'flex', flexDirection: 'column', gap: 2 };
+      const when = (ms) => new Date(ms).toLocaleTimeString();
+      const newest = [...live.journal].reverse();
+      const dispatches = newest.filter((r) => r.kind === 'dispatch-observed');
+      const said = (r) => {
+        const { seq, at_ms: at, kind, ...rest } = r;
+        return `${Object.entries(rest).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ')}`;
+      };
+      const candidates = live.candidates;
+      return h(React.Fragment, null,
+        live.error ? h('div', { role: 'alert', 'data-dshkit': 'devtools-live-error', style: { color: look.error, fontSize: 12 } }, `The view's core: ${live.error}`) : null,
+        section(candidates ? `Candidates (${candidates.total}${candidates.items.length < candidates.total ? `, the first ${candidates.items.length} shown` : ''}): facts to look at, never causes` : 'Candidates: asking dshkit…',
+          candidates && candidates.items.length === 0 ? h('small', { style: { color: look.secondary } }, `None as of ${when(live.candidatesAt)}.`) : null,
+          h('ul', { 'data-dshkit': 'devtools-candidates', style: small },
+            ...(candidates?.items ?? []).map((c, i) => h('li', { key: i, style: { display: 'flex', gap: 6, alignItems: 'baseline' } },
+              h(Dot, { state: 'warning' }), h('code', { style: { whiteSpace: 'nowrap', flexShrink: 0 } }, c.kind), h('span', null, `${c.subject}: ${c.detail}`))))),
+        section(`Recent dispatches (${dispatches.length}${live.watching ? ', watching' : ', not watching'})`,
+          dispatches.length === 0 ? h('small', { style: { color: look.secondary } }, live.watching ? 'None since this view attached.' : 'The view attaches while this tab is open.') : null,
+          h('ul', { 'data-dshkit': 'devtools-dispatches', style: small },
+            ...dispatches.slice(0, 20).map((r) => h('li', { key: r.seq },
+              h('span', { style: { color: look.secondary } }, `#${r.seq} ${when(r.at_ms)} `), h('code', null, r.event), ` · ${r.mode} · ${r.argc} argument(s)`)))),
+        section(`Journal (the newest ${newest.length} of ${live.journalTotal} since this view attached${live.gaps ? `; ${live.gaps} gap(s): records fell out before they were read` : ''})`,
+          h('ul', { 'data-dshkit': 'devtools-journal', style: small },
+            ...newest.map((r) => h('li', { key: r.seq },
+              h('span', { style: { color: look.secondary } }, `#${r.seq} ${when(r.at_ms)} `), h('code', null, r.kind), ` ${said(r)}`)))));
     }
 
     const inject = ['slots', 'connection'];
@@ -1084,7 +1116,7 @@ window.__ModuleLoader__.load({
         tab('dshkit-live-preview', 50, 'Live Preview', Preview);
         tab('dshkit-echo', 51, 'Echo', guarded(EchoView));
         // DevTools only where the plugin was installed with it.
-        dshkitRpc('devtools.state').then((devtools) => {
+        dshkitRpc('devtools.state', { probe: true }).then((devtools) => {
           if (devtools?.enabled) tab('dshkit-devtools', 52, 'DevTools', guarded(DevToolsView));
         }, (error) => console.warn('[dshkit] could not ask whether DevTools runs:', error));
       } catch (error) {

@@ -121,7 +121,7 @@ export async function apply(ctx, config) {
     switchMode: (id, mode, confirmed) => proxies.switchMode(id, mode, confirmed),
   };
   // The DevTools view's state: the collector, once started below (with `devtools: true`).
-  const devtools = { enabled: config?.devtools === true, collector: null, failure: () => null };
+  const devtools = { enabled: config?.devtools === true, collector: null, view: null, failure: () => null };
   // The browser half's channel (web profiles only): loopback callers only.
   ctx.inject(['connection'], (inner) => {
     inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit, echo, devtools), { authority: 'loopback' });
@@ -140,6 +140,23 @@ export async function apply(ctx, config) {
     devtools.collector = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true }, { failOnStartupError: config?.failOnStartupError === true });
     devtools.failure = startupFailure;
     if (devtools.collector && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
+    if (devtools.collector) {
+      // The tab's candidates and journal come from dshkit's own core, only while it looks.
+      const { DevToolsViewCore } = await import('./devtools-view.js');
+      const view = new DevToolsViewCore({
+        spawn: (args) => ctx.subprocess.spawn({
+          argv: [binary, ...args],
+          cwd: process.cwd(),
+          stdio: { stdin: 'ignore', stdout: 'pipe', stderr: { maxBytes: STDERR_TAIL_BYTES } },
+          graceMs: GRACE_MS,
+          env,
+        }),
+        run: (args) => dshkit(args),
+        registry: dir,
+      });
+      devtools.view = view;
+      ctx.effect(() => () => view.dispose(), 'dshkit devtools view core');
+    }
   }
   const skills = host.skills.filter(served);
   ctx.inject(['skills'], (inner) => {
@@ -779,10 +796,11 @@ function uiHandler(sidecar, verifications, stages, dshkit, echo, devtools) {
       return echo.interaction(conversationIn(payload), id, ordinal);
     },
     /** The DevTools view: this DSH's runtime from the collector, and its experiment. */
-    'devtools.state'() {
+    'devtools.state'(payload) {
       if (!devtools.enabled) return { enabled: false };
       if (!devtools.collector) return { enabled: true, failure: devtools.failure() ?? { message: 'the collector is not running' } };
-      return { enabled: true, ...devtools.collector.view() };
+      // A probe (is DevTools here?) does not start the view's core; the tab's polls do.
+      return { enabled: true, ...devtools.collector.view(), live: payload?.probe === true ? null : devtools.view?.state() ?? null };
     },
     /** A person's finite profile of one event (owner: human); an agent cannot take it over or stop it. */
     'devtools.profile'(payload) {

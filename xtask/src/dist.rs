@@ -42,6 +42,7 @@ const PLUGIN_FILES: &[&str] = &[
     "index.js",
     "client.js",
     "devtools.js",
+    "devtools-view.js",
     "echo.js",
     "platform.js",
     "bin/dshkit.js",

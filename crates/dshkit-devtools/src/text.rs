@@ -333,6 +333,19 @@ pub enum Seen<'a> {
 }
 
 impl Seen<'_> {
+    /// The line a program reads (`watch --json` prints JSON Lines): a record as
+    /// the journal has it, or `{"kind": "gap", "cursor"}`, or `{"kind":
+    /// "target-gone", "code", "message"}`.
+    pub fn json(&self) -> Value {
+        match self {
+            Self::Record(record) => serde_json::to_value(record).expect("json"),
+            Self::Gap(cursor) => serde_json::json!({"kind": "gap", "cursor": cursor}),
+            Self::Gone(error) => {
+                serde_json::json!({"kind": "target-gone", "code": error.code(), "message": error.to_string()})
+            }
+        }
+    }
+
     /// The line a person reads.
     pub fn text(&self) -> String {
         match self {

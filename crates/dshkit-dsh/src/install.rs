@@ -50,6 +50,10 @@ pub const PLUGIN_FILES: &[(&str, &str)] = &[
     ),
     ("echo.js", include_str!("../../../packages/dsh-plugin/echo.js")),
     (
+        "devtools-view.js",
+        include_str!("../../../packages/dsh-plugin/devtools-view.js"),
+    ),
+    (
         "client.js",
         include_str!("../../../packages/dsh-plugin/client.js"),
     ),

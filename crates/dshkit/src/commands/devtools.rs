@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use dshkit_devtools::doctor::{self, Tone};
 use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE, endpoint_url};
-use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, Seen, default_checkpoint, read_checkpoint};
+use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, default_checkpoint, read_checkpoint};
 use dshkit_devtools::{DebugCore, DebugError};
 use serde_json::json;
 
@@ -313,9 +313,12 @@ async fn watch(
     duration: Option<Duration>,
     out: Output,
 ) -> Result<(), Failure> {
-    text::watch(core, session, event, duration, |seen| match seen {
-        Seen::Record(record) if out.json => out.json(record),
-        other => out.write(&other.text()),
+    text::watch(core, session, event, duration, |seen| {
+        out.write(&if out.json {
+            format!("{}\n", seen.json())
+        } else {
+            seen.text()
+        });
     })
     .await
     .map_err(refused)

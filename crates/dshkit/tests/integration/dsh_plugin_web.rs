@@ -1418,16 +1418,27 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     let peers = Peers::get();
     let (_home, _web, mut ui, registry) = devtools_tab(&peers);
     // The running DSH as its own collector sees it: its fibers and events.
-    ui.wait_for("agent core(s) attached");
+    ui.wait_for("core(s) attached, this view's included");
     for shown in [
         "Fibers (",
         "active · ",
         "Events (",
         "listener(s)",
         "tools/execute",
+        "Recent dispatches (",
+        "Journal (the newest",
+        "Candidates (",
     ] {
         ui.wait_for(shown);
     }
+    // The candidates are the Rust core's (a real DSH has duplicate fiber names),
+    // and a turn's dispatches reach the view's own core while the tab is open.
+    ui.wait_for("duplicate-fiber-name");
+    ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Message the agent", "text": "Look again."}));
+    ui.op(serde_json::json!({"operation": "press", "key": "Enter"}));
+    ui.wait_for("argument(s)");
+    ui.wait_for("dispatch-observed");
+    ui.keep_screenshot("devtools-live");
 
     // An agent starts an experiment over MCP; the person's emergency stop ends it.
     let (mut agent, session) = agent_core(&registry);
