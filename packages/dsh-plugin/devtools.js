@@ -51,6 +51,9 @@ export const MAX_TRACED_LISTENERS = 64;
 /** What the DevTools view shows at most: fibers, and events (the most listened first). */
 export const MAX_VIEW_FIBERS = 300;
 export const MAX_VIEW_EVENTS = 50;
+/** DSH's own inspection: the Cordis Inspect provider's id, and the items one answer lists at most. */
+export const INSPECT_PROVIDER_ID = 'CordisRuntime';
+export const MAX_INSPECT_ITEMS = 200;
 /** The owner of an experiment a person starts from the view (an agent's is its core's `dshkit-PID/SESSION`). */
 export const HUMAN_OWNER = 'human';
 
@@ -589,6 +592,75 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
       at: now(),
     };
   };
+  // DSH's own inspection (its Cordis Inspect registry, read by the model through
+  // `cordis_inspect_list` and `cordis_inspect_query`): the same metadata as the
+  // topology, read-only and progressive like DSH's own Service and Event
+  // providers (a compact directory without input, then one exact item).
+  const exactInput = (field, description) => ({
+    type: 'object', properties: { [field]: { type: 'string', description } }, additionalProperties: false,
+  });
+  const bounded = (items) => ({ total: items.length, returned: Math.min(items.length, MAX_INSPECT_ITEMS), truncated: items.length > MAX_INSPECT_ITEMS, items: items.slice(0, MAX_INSPECT_ITEMS) });
+  const inspectMethods = {
+    summary: {
+      description: 'Counts of this DSH runtime now: fibers per state, events, listeners, services and loader entries; the collector (pid, since when, cores attached) and the experiment running, if any. Metadata only.',
+      inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+      query: () => {
+        const shape = topology();
+        const states = {};
+        for (const fiber of shape.fibers) states[fiber.state] = (states[fiber.state] ?? 0) + 1;
+        const running = experimentStatus().running;
+        return {
+          collector: { pid: process.pid, label, epoch, protocol: PROTOCOL, coresAttached: clients.size },
+          fibers: shape.fibersTotal, fiberStates: states, events: shape.eventsTotal,
+          listeners: shape.events.reduce((n, e) => n + e.listeners.length, 0),
+          services: shape.services.length, entries: shape.entries.length,
+          experiment: running && { event: running.event, owner: running.owner, leftMs: Math.max(0, running.expiresAt - now()) },
+        };
+      },
+    },
+    listFibers: {
+      description: 'Progressive fiber discovery: without input, every fiber name with how many fibers have it and their states; with an exact name, those fibers (uid, state, parent, effect labels).',
+      inputSchema: exactInput('name', 'Exact fiber (plugin) name. Omit it for the compact name directory.'),
+      query: (input) => {
+        const { fibers } = topology();
+        if (typeof input?.name === 'string') {
+          return { name: input.name, fibers: bounded(fibers.filter((f) => f.name === input.name).map(({ uid, id, state, parent, effects, effectLabels }) => ({ uid: uid ?? id, state, parent, effects, effectLabels }))) };
+        }
+        const byName = new Map();
+        for (const f of fibers) {
+          const entry = byName.get(f.name) ?? { name: f.name, count: 0, states: {} };
+          entry.count++;
+          entry.states[f.state] = (entry.states[f.state] ?? 0) + 1;
+          byName.set(f.name, entry);
+        }
+        return { names: bounded([...byName.values()].sort((a, b) => b.count - a.count || String(a.name).localeCompare(String(b.name)))) };
+      },
+    },
+    listEvents: {
+      description: 'Progressive event discovery: without input, every event with its listener count (most listened first); with an exact event name, its listeners in dispatch order (owner fiber, its state, prepend, global).',
+      inputSchema: exactInput('event', 'Exact event name. Omit it for the compact event directory.'),
+      query: (input) => {
+        const { events } = topology();
+        if (typeof input?.event === 'string') {
+          const found = events.find((e) => e.name === input.event);
+          return { event: input.event, listeners: bounded(found ? found.listeners : []) };
+        }
+        return { events: bounded(events.map((e) => ({ name: e.name, listeners: e.listeners.length })).sort((a, b) => b.listeners - a.listeners || a.name.localeCompare(b.name))) };
+      },
+    },
+  };
+  const inspectProvider = () => ({
+    manifest: {
+      id: INSPECT_PROVIDER_ID,
+      description: 'Read-only facts of this DSH\'s live Cordis runtime, from dshkit\'s DevTools collector: its fibers with their states, its events with their listeners in dispatch order, and counts. Metadata only (names, states, counts), never arguments or configs.',
+      methods: Object.entries(inspectMethods).map(([name, m]) => ({ name, description: m.description, inputSchema: m.inputSchema, outputSchema: { description: `${INSPECT_PROVIDER_ID}.${name}: JSON data from dshkit's collector; lists carry total, returned and truncated.` } })),
+    },
+    query(method, input) {
+      const found = Object.hasOwn(inspectMethods, method) ? inspectMethods[method] : null;
+      if (!found) throw new Error(`${INSPECT_PROVIDER_ID} has no method "${method}"`);
+      return Promise.resolve(found.query(input));
+    },
+  });
   // `observing()`: whether dispatches are being observed (a core is attached).
   return {
     socket: socketPath,
@@ -601,5 +673,6 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
     // The emergency stop: ends whatever runs, whoever owns it; cores see the fact.
     emergencyStop: () => answer({ op: 'experiment-stop', emergency: true }),
     observing: () => stopObserving !== null,
+    inspectProvider,
   };
 }

@@ -141,6 +141,11 @@ export async function apply(ctx, config) {
     devtools.failure = startupFailure;
     if (devtools.collector && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
     if (devtools.collector) {
+      // DSH's own inspection, where its Cordis Inspect registry runs (web).
+      const provider = devtools.collector.inspectProvider();
+      ctx.inject(['cordisInspect'], (inner) => {
+        inner.effect(() => inner.cordisInspect.register(provider), 'dshkit: inspect CordisRuntime');
+      });
       // The tab's candidates and journal come from dshkit's own core, only while it looks.
       const { DevToolsViewCore } = await import('./devtools-view.js');
       const view = new DevToolsViewCore({

@@ -1356,7 +1356,9 @@ fn tool_result(response: &serde_json::Value) -> &serde_json::Value {
 
 /// `dsh web` with DevTools (collector, experiments) after one turn, its UI on the
 /// conversation's DevTools tab; returns the home, DSH, the UI and the registry.
-fn devtools_tab(peers: &Peers) -> (crate::support::Home, ChildGuard, WebUi, PathBuf) {
+/// A web home with the plugin installed with DevTools (experiments on, an
+/// endpoint on a free port).
+fn devtools_home(peers: &Peers) -> (crate::support::Home, PathBuf) {
     let (home, dsh_home) = web_home(peers);
     let installed = output(
         crate::support::dshkit_command(home.path())
@@ -1377,6 +1379,11 @@ fn devtools_tab(peers: &Peers) -> (crate::support::Home, ChildGuard, WebUi, Path
         "{}",
         String::from_utf8_lossy(&installed.stderr)
     );
+    (home, dsh_home)
+}
+
+fn devtools_tab(peers: &Peers) -> (crate::support::Home, ChildGuard, WebUi, PathBuf) {
+    let (home, dsh_home) = devtools_home(peers);
     let model = FakeModel::sequence(&[("liveloop_detect", serde_json::json!({}))], false);
     let (web, mut ui) = open_web_ui(peers, home.path(), &model);
     ui.send("Look at the workspace.");
@@ -1492,4 +1499,106 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     );
     ui.click("button", "Emergency stop");
     ui.wait_for("Nothing runs. The last, on");
+}
+
+/// DSH's own inspection reads the live runtime through dshkit's read-only
+/// `CordisRuntime` provider: an agent in Creator mode (the preset with DSH's
+/// `cordis_inspect_*` tools) finds it with `cordis_inspect_list` and queries its
+/// summary, an exact event's listeners and an exact fiber name.
+#[test]
+fn dshs_own_inspection_lists_and_queries_the_cordis_runtime_provider() {
+    let peers = Peers::get();
+    let (home, dsh_home) = devtools_home(&peers);
+    let query = |method: &str, input: serde_json::Value| {
+        (
+            "cordis_inspect_query",
+            serde_json::json!({"platform": "host", "provider": "CordisRuntime", "method": method, "input": input}),
+        )
+    };
+    let model = FakeModel::sequence(
+        &[
+            ("cordis_inspect_list", serde_json::json!({})),
+            query("summary", serde_json::json!({})),
+            query("listEvents", serde_json::json!({"event": "tools/execute"})),
+            query("listFibers", serde_json::json!({"name": "dshkit"})),
+        ],
+        false,
+    );
+    let (_web, mut ui) = open_web_ui(&peers, home.path(), &model);
+    ui.wait_for("New Session");
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    if outline.contains("button \"Continue\"") {
+        ui.click("button", "Continue");
+    }
+    ui.click_past_notice("button", "Choose workspace", "button \"Open\"");
+    ui.click("button", "Open");
+    ui.click("button", "Standard mode");
+    let outline = ui.op(serde_json::json!({"operation": "snapshot"}));
+    let creator = outline
+        .split("menuitem \"Creator mode")
+        .nth(1)
+        .and_then(|rest| rest.split("[ref=").nth(1))
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("no Creator mode in {outline}"))
+        .to_owned();
+    ui.op(serde_json::json!({"operation": "click", "ref": creator}));
+    ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": "Inspect the runtime."}));
+    ui.op(serde_json::json!({"operation": "press", "key": "Enter"}));
+    ui.wait_for(ANSWER_PREFIX.trim_end());
+
+    let requests = model.turn_requests();
+    let last = requests.last().expect("the model was asked");
+    let results: Vec<serde_json::Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let text = m["content"].as_str().unwrap_or_default();
+            serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        })
+        .collect();
+    assert_eq!(results.len(), 4, "{results:#?}");
+    let listed = results[0]["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "CordisRuntime")
+        .unwrap_or_else(|| panic!("not listed: {}", results[0]));
+    assert_eq!(listed["platform"], "host");
+    let methods: Vec<&str> = listed["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(methods, ["summary", "listFibers", "listEvents"]);
+
+    // The summary is this DSH's: the pid its collector registered.
+    let summary = &results[1]["data"];
+    let registered: Vec<String> = std::fs::read_dir(dsh_home.join("dshkit-devtools/targets"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(str::to_owned))
+        .collect();
+    assert_eq!(registered, [summary["collector"]["pid"].to_string()], "{summary}");
+    assert!(summary["fibers"].as_u64().unwrap() > 50, "{summary}");
+    assert!(
+        summary["fiberStates"]["active"].as_u64().unwrap() > 50,
+        "{summary}"
+    );
+    let listeners = &results[2]["data"]["listeners"];
+    assert!(listeners["total"].as_u64().unwrap() > 0, "{listeners}");
+    assert!(
+        listeners["items"][0]["ownerName"].is_string(),
+        "each listener names its owner: {listeners}"
+    );
+    let dshkit = &results[3]["data"]["fibers"];
+    assert!(
+        dshkit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["state"] == "active"),
+        "{dshkit}"
+    );
 }
