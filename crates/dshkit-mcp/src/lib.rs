@@ -11,6 +11,7 @@
 mod bound;
 mod describe;
 mod family;
+pub mod files;
 mod host;
 mod http;
 mod server;

@@ -163,18 +163,23 @@ impl ToolFamily for EchoFamily {
 
     fn resources(&self) -> Vec<dshkit_mcp::ResourceSpec> {
         let (paths, _) = workspace::cassette_paths(self.workspace.clone());
-        super::resources::cassettes(&self.workspace, paths)
+        dshkit_mcp::files::cassettes(&self.workspace, paths)
     }
 
     fn read_resource<'a>(
         &'a self,
         uri: &'a str,
     ) -> Option<BoxFuture<'a, Result<dshkit_mcp::ResourceRead, ToolFailure>>> {
-        uri.starts_with(super::resources::CASSETTES).then(|| {
+        uri.starts_with(dshkit_mcp::files::CASSETTES).then(|| {
             Box::pin(async move {
                 let (workspace, uri) = (self.workspace.clone(), uri.to_owned());
                 tokio::task::spawn_blocking(move || {
-                    let read = super::resources::read_cassette(&workspace, &uri, cassette::is_cassette)?;
+                    let read = dshkit_mcp::files::read_cassette(
+                        &workspace,
+                        &uri,
+                        cassette::is_cassette,
+                        &super::shared::redact_again,
+                    )?;
                     Ok(read)
                 })
                 .await

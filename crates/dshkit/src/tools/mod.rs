@@ -7,7 +7,6 @@ mod devtools;
 mod echo;
 mod liveloop;
 mod liveloop_app;
-mod resources;
 mod shared;
 
 use std::sync::Arc;

@@ -182,6 +182,13 @@ pub(crate) fn scoped_owner(subject: &str, owner: Option<&str>) -> String {
     }
 }
 
+/// Text of a resource (evidence, a cassette) redacted again before it is shown.
+pub(crate) fn redact_again(text: &str) -> Result<String, ToolFailure> {
+    let redactor =
+        dshkit_echo::redact::Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
+    Ok(redactor.text(text))
+}
+
 #[cfg(test)]
 mod owner_tests {
     use super::scoped_owner;

@@ -1,21 +1,24 @@
-//! Evidence and cassettes as MCP resources: `dshkit://evidence/<area>/<session>/<file>`
+//! dshkit's files as MCP resources: `dshkit://evidence/<area>/<session>/<file>`
 //! for what verifications and previews wrote under the evidence root, and
 //! `dshkit://cassettes/<path>` for Echo cassettes in the workspace. Paths stay
-//! inside their root (no `..`, no symbolic links), sizes are capped, and text is
-//! redacted again before it is shown.
+//! inside their root (no `..`, no symbolic links), sizes are capped, and text
+//! passes the caller's redaction before it is shown.
 
 use std::path::{Path, PathBuf};
 
-use dshkit_echo::redact::Redactor;
-use dshkit_mcp::{ResourceBody, ResourceRead, ResourceSpec, ToolFailure};
 use serde_json::{Map, Value};
 
-pub(crate) const EVIDENCE: &str = "dshkit://evidence/";
-pub(crate) const CASSETTES: &str = "dshkit://cassettes/";
+use crate::{ResourceBody, ResourceRead, ResourceSpec, ToolFailure};
+
+/// What text passes before it is shown: the caller's redaction.
+pub type Redact<'a> = &'a dyn Fn(&str) -> Result<String, ToolFailure>;
+
+pub const EVIDENCE: &str = "dshkit://evidence/";
+pub const CASSETTES: &str = "dshkit://cassettes/";
 /// Evidence files listed at most (retention keeps 50 sessions per area).
-pub(crate) const MAX_LISTED_EVIDENCE: usize = 1000;
+pub const MAX_LISTED_EVIDENCE: usize = 1000;
 /// The largest resource read; a bigger one is refused with its path.
-pub(crate) const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 /// Strings of a result scanned for evidence paths.
 const MAX_SCANNED: usize = 256;
 
@@ -54,7 +57,7 @@ fn spec(uri: String, path: &Path, mime_type: &'static str, size: u64) -> Resourc
 
 /// The evidence files under `root` (`<area>/<session>/<file>`), newest sessions
 /// first, at most [`MAX_LISTED_EVIDENCE`].
-pub(crate) fn evidence(root: &Path) -> Vec<ResourceSpec> {
+pub fn evidence(root: &Path) -> Vec<ResourceSpec> {
     let mut found = Vec::new();
     let real_dirs = |dir: &Path| -> Vec<(std::time::SystemTime, PathBuf)> {
         let mut dirs: Vec<_> = std::fs::read_dir(dir)
@@ -127,7 +130,7 @@ fn resolve(root: &Path, relative: &str, depth: Option<usize>) -> Result<PathBuf,
     Ok(path)
 }
 
-fn read_file(path: &Path, redact: bool) -> Result<ResourceRead, ToolFailure> {
+fn read_file(path: &Path, redact: Redact<'_>) -> Result<ResourceRead, ToolFailure> {
     let mime_type = mime_of(path).ok_or_else(|| ToolFailure::new("not a file type this server serves"))?;
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     if size > MAX_READ_BYTES {
@@ -141,26 +144,20 @@ fn read_file(path: &Path, redact: bool) -> Result<ResourceRead, ToolFailure> {
     let body = if mime_type == "image/png" {
         ResourceBody::Blob(bytes)
     } else {
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        if redact {
-            let redactor = Redactor::new(&[], &[]).map_err(|e| ToolFailure::new(e.to_string()))?;
-            ResourceBody::Text(redactor.text(&text))
-        } else {
-            ResourceBody::Text(text)
-        }
+        ResourceBody::Text(redact(&String::from_utf8_lossy(&bytes))?)
     };
     Ok(ResourceRead { mime_type, body })
 }
 
 /// Reads an evidence URI (text redacted again).
-pub(crate) fn read_evidence(root: &Path, uri: &str) -> Result<ResourceRead, ToolFailure> {
+pub fn read_evidence(root: &Path, uri: &str, redact: Redact<'_>) -> Result<ResourceRead, ToolFailure> {
     let relative = uri.strip_prefix(EVIDENCE).unwrap_or(uri);
-    read_file(&resolve(root, relative, Some(3))?, true)
+    read_file(&resolve(root, relative, Some(3))?, redact)
 }
 
 /// The evidence files a result names (any string value that is a path under
 /// `root`), as links.
-pub(crate) fn evidence_links(root: &Path, structured: &Map<String, Value>) -> Vec<ResourceSpec> {
+pub fn evidence_links(root: &Path, structured: &Map<String, Value>) -> Vec<ResourceSpec> {
     let mut strings = Vec::new();
     let mut stack: Vec<&Value> = structured.values().collect();
     while let Some(value) = stack.pop() {
@@ -193,7 +190,7 @@ pub(crate) fn evidence_links(root: &Path, structured: &Map<String, Value>) -> Ve
 }
 
 /// Cassettes in `workspace` as resources.
-pub(crate) fn cassettes(workspace: &Path, paths: Vec<PathBuf>) -> Vec<ResourceSpec> {
+pub fn cassettes(workspace: &Path, paths: Vec<PathBuf>) -> Vec<ResourceSpec> {
     let Ok(root) = dshkit_os::fs::canonicalize(workspace) else {
         return Vec::new();
     };
@@ -210,10 +207,11 @@ pub(crate) fn cassettes(workspace: &Path, paths: Vec<PathBuf>) -> Vec<ResourceSp
 }
 
 /// Reads a cassette URI: the cassette as JSONL, every line redacted again.
-pub(crate) fn read_cassette(
+pub fn read_cassette(
     workspace: &Path,
     uri: &str,
     is_cassette: impl Fn(&Path) -> bool,
+    redact: Redact<'_>,
 ) -> Result<ResourceRead, ToolFailure> {
     let root = dshkit_os::fs::canonicalize(workspace)
         .map_err(|e| ToolFailure::new(format!("the workspace is unusable: {e}")))?;
@@ -222,5 +220,5 @@ pub(crate) fn read_cassette(
     if mime_of(&path) != Some("application/jsonl") || !is_cassette(&path) {
         return Err(ToolFailure::new(format!("`{relative}` is not a cassette")));
     }
-    read_file(&path, true)
+    read_file(&path, redact)
 }
