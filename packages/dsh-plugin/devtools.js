@@ -59,6 +59,74 @@ export const HUMAN_OWNER = 'human';
 
 const STATE_NAMES = ['pending', 'loading', 'active', 'failed', 'disposed', 'unloading'];
 
+/** Where the DevTools endpoint listens when `devtools.mcp.enabled` names no `listen`. */
+export const DEFAULT_ENDPOINT = '127.0.0.1:43127';
+
+/**
+ * What the plugin row's config asks of DevTools, by the design's keys:
+ *
+ *     devtools:
+ *       failOnStartupError: false   # a collector that cannot start fails the plugin
+ *       mcp:
+ *         enabled: false            # the endpoint for MCP hosts outside DSH
+ *         listen: 127.0.0.1:43127   # where it listens (loopback only)
+ *         experiments:
+ *           enabled: false          # leased experiments (agents' and a person's)
+ *
+ * `devtools: {}` runs the collector with the endpoint and experiments off. The
+ * keys of the release before (`devtools: true`, `devtoolsExperiments`,
+ * `devtoolsEndpoint`, a top-level `failOnStartupError`) are still read, with the
+ * endpoint on unless `devtoolsEndpoint: false` as then, and named in
+ * `deprecated`. A key it does not know, or a token in the row (`mcp.token`,
+ * `mcp.tokenFile`: the endpoint's token is the 0600 file in the devtools
+ * directory, where every client finds it), is an error naming the key.
+ * @returns {{collector: boolean, experiments: boolean, failOnStartupError: boolean, endpoint: string | null, deprecated: string[]}}
+ */
+export function devtoolsSettings(config) {
+  const off = { collector: false, experiments: false, failOnStartupError: false, endpoint: null, deprecated: [] };
+  const devtools = config?.devtools;
+  const legacy = ['devtoolsExperiments', 'devtoolsEndpoint'].filter((key) => config?.[key] !== undefined);
+  if (devtools === undefined || devtools === false) {
+    if (legacy.length > 0) throw new Error(`dshkit: the plugin row sets ${legacy.join(' and ')} without DevTools; set devtools.mcp instead`);
+    return off;
+  }
+  if (devtools === true) {
+    const endpoint = config.devtoolsEndpoint;
+    if (endpoint !== undefined && endpoint !== false && typeof endpoint !== 'string') throw new Error('dshkit: devtoolsEndpoint must be an address or false');
+    return {
+      collector: true,
+      experiments: config.devtoolsExperiments === true,
+      failOnStartupError: config.failOnStartupError === true,
+      endpoint: endpoint === false ? null : endpoint ?? DEFAULT_ENDPOINT,
+      deprecated: ['devtools: true', ...legacy],
+    };
+  }
+  const known = (value, keys, where) => {
+    if (value === undefined) return {};
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`dshkit: ${where} must be a mapping`);
+    for (const key of Object.keys(value)) {
+      if (key === 'token' || key === 'tokenFile') throw new Error(`dshkit: ${where}.${key} is not read: the endpoint's token is the 0600 file \`token\` in the devtools directory (\`dshkit devtools rotate-token\` replaces it), where every client finds it`);
+      if (!keys.includes(key)) throw new Error(`dshkit: ${where}.${key} is not a DevTools setting (known: ${keys.join(', ')})`);
+    }
+    return value;
+  };
+  if (legacy.length > 0) throw new Error(`dshkit: the plugin row mixes devtools settings with ${legacy.join(' and ')}; keep devtools.mcp only`);
+  const settings = known(devtools, ['failOnStartupError', 'mcp'], 'devtools');
+  const mcp = known(settings.mcp, ['enabled', 'listen', 'experiments'], 'devtools.mcp');
+  const experiments = known(mcp.experiments, ['enabled'], 'devtools.mcp.experiments');
+  for (const [where, value] of [['devtools.failOnStartupError', settings.failOnStartupError], ['devtools.mcp.enabled', mcp.enabled], ['devtools.mcp.experiments.enabled', experiments.enabled]]) {
+    if (value !== undefined && typeof value !== 'boolean') throw new Error(`dshkit: ${where} must be true or false`);
+  }
+  if (mcp.listen !== undefined && typeof mcp.listen !== 'string') throw new Error('dshkit: devtools.mcp.listen must be an address such as 127.0.0.1:43127');
+  return {
+    collector: true,
+    experiments: experiments.enabled === true,
+    failOnStartupError: settings.failOnStartupError === true || config.failOnStartupError === true,
+    endpoint: mcp.enabled === true ? mcp.listen ?? DEFAULT_ENDPOINT : null,
+    deprecated: config.failOnStartupError !== undefined ? ['failOnStartupError (top level)'] : [],
+  };
+}
+
 /**
  * The collector, started so that its failure stays its own: a registry that
  * cannot be written (or any other startup error) is reported on stderr and kept

@@ -51,8 +51,6 @@ const HEALTHY_RUN_MS = 30000;
 /** DSH's attachment limits: bytes per image and pixels per side. */
 const MAX_ATTACHMENT_BYTES = 3.5 * 1024 * 1024;
 const MAX_ATTACHMENT_SIDE = 2000;
-/** Where `dshkit devtools serve` listens unless the row's `devtoolsEndpoint` says otherwise (false: nowhere). */
-const DEVTOOLS_ENDPOINT = '127.0.0.1:43127';
 /** Running calls whose latest stage the Verification Card may read. */
 const MAX_TRACKED_CALLS = 64;
 /** Recent verification reports whose images the UI may fetch (older ones are dropped). */
@@ -80,6 +78,12 @@ const APPROVAL_OUTCOMES = {
 
 /** Entry point: registers the native tools, then guidance and skills when DSH has them. */
 export async function apply(ctx, config) {
+  // DevTools' settings first: a row that asks for something unknown fails here, saying what.
+  const { devtoolsSettings } = await import('./devtools.js');
+  const devtoolsConfig = devtoolsSettings(config);
+  if (devtoolsConfig.deprecated.length > 0) {
+    process.stderr.write(`dshkit: the plugin row uses ${devtoolsConfig.deprecated.join(', ')}, read for one more release; write devtools: {mcp: {enabled, listen, experiments: {enabled}}, failOnStartupError} instead (\`dshkit dsh install\` writes it)\n`);
+  }
   const binary = await binaryOf(config);
   const env = sidecarEnv(config);
   const described = await describe(ctx, binary, env);
@@ -93,7 +97,7 @@ export async function apply(ctx, config) {
   const verifications = new Verifications(host.stateDir ? path.join(host.stateDir, STATE_FILE) : undefined);
   const stages = new RunningStages();
   // The DevTools family only means something where the collector runs.
-  const served = (entry) => entry?.family !== 'devtools' || config?.devtools === true;
+  const served = (entry) => entry?.family !== 'devtools' || devtoolsConfig.collector;
 
   for (const tool of described.tools) {
     const seams = host.tools.find((t) => t.name === tool.name) ?? {};
@@ -121,7 +125,7 @@ export async function apply(ctx, config) {
     switchMode: (id, mode, confirmed) => proxies.switchMode(id, mode, confirmed),
   };
   // The DevTools view's state: the collector, once started below (with `devtools: true`).
-  const devtools = { enabled: config?.devtools === true, collector: null, view: null, failure: () => null };
+  const devtools = { enabled: devtoolsConfig.collector, collector: null, view: null, failure: () => null };
   // The browser half's channel (web profiles only): loopback callers only.
   ctx.inject(['connection'], (inner) => {
     inner.connection.rpc.handle('/dshkit', uiHandler(sidecar, verifications, stages, dshkit, echo, devtools), { authority: 'loopback' });
@@ -131,15 +135,15 @@ export async function apply(ctx, config) {
       inner.systemPrompt.section({ name: `dshkit:${guidance.name}`, order: GUIDANCE_ORDER + index, text: guidance.text });
     }
   });
-  if (config?.devtools === true) {
+  if (devtoolsConfig.collector) {
     // Cordis DevTools: metadata about this runtime for dshkit's debug core.
     const { startCollectorIsolated, startupFailure } = await import('./devtools.js');
     // The registry the binary resolved (`--devtools-dir`, else <DSH home>/dshkit-devtools,
     // with the same DSH_HOME the sidecar gets): the rule lives in the binary only.
     const dir = host.devtoolsDir;
-    devtools.collector = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: config?.devtoolsExperiments === true }, { failOnStartupError: config?.failOnStartupError === true });
+    devtools.collector = startCollectorIsolated(ctx, { dir, label: 'dsh', experiments: devtoolsConfig.experiments }, { failOnStartupError: devtoolsConfig.failOnStartupError });
     devtools.failure = startupFailure;
-    if (devtools.collector && config?.devtoolsEndpoint !== false) serveDevtools(ctx, binary, env, dir, config?.devtoolsEndpoint);
+    if (devtools.collector && devtoolsConfig.endpoint !== null) serveDevtools(ctx, binary, env, dir, devtoolsConfig.endpoint);
     if (devtools.collector) {
       // DSH's own inspection, where its Cordis Inspect registry runs (web).
       const provider = devtools.collector.inspectProvider();
@@ -201,7 +205,7 @@ function serveDevtools(ctx, binary, env, dir, listen) {
   const handle = ctx.subprocess.spawn({
     // A pipe on stdin that DSH never writes: when DSH ends, even killed outright,
     // the endpoint sees its end and stops.
-    argv: [binary, 'devtools', '--devtools-dir', dir, 'serve', '--exit-on-stdin-eof', '--listen', typeof listen === 'string' ? listen : DEVTOOLS_ENDPOINT],
+    argv: [binary, 'devtools', '--devtools-dir', dir, 'serve', '--exit-on-stdin-eof', '--listen', listen],
     cwd: process.cwd(),
     stdio: { stdin: 'pipe', stdout: { maxBytes: 4096 }, stderr: { maxBytes: STDERR_TAIL_BYTES } },
     graceMs: GRACE_MS,

@@ -75,14 +75,43 @@ pub struct PluginRow {
     pub devtools: bool,
     /// Let its cores run leased experiments (implies `devtools`).
     pub devtools_experiments: bool,
-    /// Where the plugin serves the DevTools endpoint: `None` for its default
-    /// (127.0.0.1:43127), `Some("off")` for nowhere.
+    /// Where the plugin serves the DevTools endpoint for MCP hosts outside DSH:
+    /// `None` or `Some("off")` for nowhere, `Some("on")` for its default address
+    /// (127.0.0.1:43127), else that address.
     pub devtools_endpoint: Option<String>,
     /// A collector that cannot start fails the plugin instead of being
     /// reported and left off (`failOnStartupError`).
     pub fail_on_startup_error: bool,
     /// The Echo registry (`{rootDir, cassettes}`), checked by the caller.
     pub echo: Option<Value>,
+}
+
+impl PluginRow {
+    /// The row's `devtools` settings, by the design's keys (the plugin's
+    /// `devtoolsSettings` reads them): `{failOnStartupError?, mcp: {enabled,
+    /// listen?, experiments: {enabled}}}`.
+    fn devtools_settings(&self) -> Value {
+        let listen = match self.devtools_endpoint.as_deref() {
+            None | Some("off") => None,
+            Some("on") => Some(Value::Null),
+            Some(address) => Some(Value::String(address.to_owned())),
+        };
+        let mut mcp = serde_json::Map::new();
+        mcp.insert("enabled".into(), Value::Bool(listen.is_some()));
+        if let Some(Value::String(address)) = listen {
+            mcp.insert("listen".into(), Value::String(address));
+        }
+        mcp.insert(
+            "experiments".into(),
+            serde_json::json!({ "enabled": self.devtools_experiments }),
+        );
+        let mut settings = serde_json::Map::new();
+        if self.fail_on_startup_error {
+            settings.insert("failOnStartupError".into(), Value::Bool(true));
+        }
+        settings.insert("mcp".into(), Value::Object(mcp));
+        Value::Object(settings)
+    }
 }
 
 impl ManagedRow for PluginRow {
@@ -97,22 +126,7 @@ impl ManagedRow for PluginRow {
             config.insert("dshHome".into(), Value::String(home.display().to_string()));
         }
         if self.devtools || self.devtools_experiments {
-            config.insert("devtools".into(), Value::Bool(true));
-        }
-        if self.devtools_experiments {
-            config.insert("devtoolsExperiments".into(), Value::Bool(true));
-        }
-        match self.devtools_endpoint.as_deref() {
-            None => {}
-            Some("off") => {
-                config.insert("devtoolsEndpoint".into(), Value::Bool(false));
-            }
-            Some(address) => {
-                config.insert("devtoolsEndpoint".into(), Value::String(address.to_owned()));
-            }
-        }
-        if self.fail_on_startup_error {
-            config.insert("failOnStartupError".into(), Value::Bool(true));
+            config.insert("devtools".into(), self.devtools_settings());
         }
         if let Some(echo) = &self.echo {
             config.insert("echo".into(), echo.clone());

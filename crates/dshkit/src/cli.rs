@@ -582,9 +582,10 @@ pub(crate) struct InstallArgs {
     #[arg(long)]
     pub(crate) devtools_experiments: bool,
 
-    /// Where the plugin serves the DevTools endpoint for MCP hosts outside DSH
-    /// (`dshkit devtools serve`; default 127.0.0.1:43127), or `off`.
-    #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
+    /// Serve the DevTools endpoint for MCP hosts outside DSH (`dshkit devtools
+    /// serve`, the row's devtools.mcp.enabled) at ADDR, or `on` for
+    /// 127.0.0.1:43127. Default: off.
+    #[arg(long, value_name = "ADDR|on|off", value_parser = endpoint_address)]
     pub(crate) devtools_endpoint: Option<String>,
 
     /// With the collector: one that cannot start fails the plugin, and so the
@@ -599,12 +600,14 @@ pub(crate) struct InstallArgs {
     pub(crate) echo: Option<PathBuf>,
 }
 
-/// A loopback socket address, or `off`.
+/// A loopback socket address, `on` or `off`.
 fn endpoint_address(text: &str) -> Result<String, String> {
-    if text == "off" {
+    if text == "off" || text == "on" {
         return Ok(text.to_owned());
     }
-    let address: SocketAddr = text.parse().map_err(|e| format!("{e}: give IP:PORT or off"))?;
+    let address: SocketAddr = text
+        .parse()
+        .map_err(|e| format!("{e}: give IP:PORT, on or off"))?;
     if !address.ip().is_loopback() {
         return Err("the DevTools endpoint listens on loopback only".into());
     }
@@ -815,8 +818,9 @@ pub(crate) enum DevtoolsCommand {
         /// Also allow leased experiments (profiling one event for at most 60 s).
         #[arg(long)]
         experiments: bool,
-        /// Where the plugin serves the DevTools endpoint (default 127.0.0.1:43127), or `off`.
-        #[arg(long, value_name = "ADDR|off", value_parser = endpoint_address)]
+        /// Serve the DevTools endpoint for MCP hosts outside DSH at ADDR, or `on`
+        /// for 127.0.0.1:43127. Default: off.
+        #[arg(long, value_name = "ADDR|on|off", value_parser = endpoint_address)]
         endpoint: Option<String>,
         /// Skip the boot proof.
         #[arg(long)]

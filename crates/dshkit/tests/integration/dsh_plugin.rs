@@ -601,3 +601,113 @@ fn a_collector_that_cannot_start_fails_the_install_only_when_told_to() {
     let row = std::fs::read_to_string(&patch).unwrap();
     assert!(!row.contains("failOnStartupError"), "{row}");
 }
+
+/// What the plugin's own `devtoolsSettings` (the code DSH runs) makes of a row's
+/// config: `{settings}` or `{error}`, one per config given.
+fn plugin_reads(configs: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    let peers = Peers::get();
+    let script = "const [module, configs] = process.argv.slice(1);\
+        const { devtoolsSettings } = await import(module);\
+        console.log(JSON.stringify(JSON.parse(configs).map((config) => {\
+          try { return { settings: devtoolsSettings(config) }; } catch (error) { return { error: error.message }; }\
+        })));";
+    let read = output(
+        std::process::Command::new(peers.node())
+            .args(["--input-type=module", "-e", script])
+            .arg(dshkit_test::workspace_root().join("packages/dsh-plugin/devtools.js"))
+            .arg(serde_json::Value::from(configs.to_vec()).to_string()),
+    );
+    assert!(read.status.success(), "{}", String::from_utf8_lossy(&read.stderr));
+    serde_json::from_slice(&read.stdout).unwrap()
+}
+
+/// The row `dshkit dsh install` writes is read by the plugin as asked (the
+/// design's keys: `devtools.mcp.enabled`, `listen`, `experiments.enabled`,
+/// `failOnStartupError`); the endpoint is off unless asked for; a row of the
+/// release before is still read as then and named deprecated; an unknown key or
+/// a token in the row is refused by its name.
+#[test]
+fn the_plugin_reads_the_devtools_settings_dshkit_writes_and_refuses_what_it_does_not_know() {
+    let peers = Peers::get();
+    let (home, dsh_home) = profile_home(&peers, "headless");
+    let row_after = |extra: &[&str]| -> serde_json::Value {
+        let installed = install(
+            home.path(),
+            &dsh_home,
+            "headless",
+            &[&["--json", "--no-boot-check"], extra].concat(),
+        );
+        assert!(
+            installed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&installed.stderr)
+        );
+        let patch = std::fs::read_to_string(dsh_home.join("profiles/headless/cordis.patch.yml")).unwrap();
+        let rows: serde_json::Value = yaml_serde::from_str(&patch).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|layer| layer["insert"].as_array().cloned().unwrap_or_default())
+            .find(|row| row["id"] == "dshkit")
+            .unwrap_or_else(|| panic!("no dshkit row in {patch}"))["config"]
+            .clone()
+    };
+    let observing = row_after(&["--devtools"]);
+    let everything = row_after(&[
+        "--devtools-experiments",
+        "--devtools-endpoint",
+        "127.0.0.1:43999",
+        "--fail-on-startup-error",
+    ]);
+    let default_address = row_after(&["--devtools", "--devtools-endpoint", "on"]);
+    let without = row_after(&[]);
+    let legacy = serde_json::json!({"devtools": true, "devtoolsExperiments": true});
+    let legacy_off = serde_json::json!({"devtools": true, "devtoolsEndpoint": false});
+    let unknown = serde_json::json!({"devtools": {"mcp": {"enabeld": true}}});
+    let token = serde_json::json!({"devtools": {"mcp": {"enabled": true, "token": "a-secret-token-value"}}});
+    let read = plugin_reads(&[
+        observing,
+        everything,
+        default_address,
+        without,
+        legacy,
+        legacy_off,
+        unknown,
+        token,
+    ]);
+    let settings = |i: usize| &read[i]["settings"];
+    assert_eq!(
+        settings(0),
+        &serde_json::json!({"collector": true, "experiments": false, "failOnStartupError": false, "endpoint": null, "deprecated": []}),
+        "--devtools alone: the collector, no endpoint"
+    );
+    assert_eq!(
+        settings(1),
+        &serde_json::json!({"collector": true, "experiments": true, "failOnStartupError": true, "endpoint": "127.0.0.1:43999", "deprecated": []})
+    );
+    assert_eq!(settings(2)["endpoint"], "127.0.0.1:43127");
+    assert_eq!(settings(3)["collector"], false);
+    assert_eq!(
+        settings(4),
+        &serde_json::json!({"collector": true, "experiments": true, "failOnStartupError": false, "endpoint": "127.0.0.1:43127", "deprecated": ["devtools: true", "devtoolsExperiments"]}),
+        "a row of the release before is read as then"
+    );
+    assert_eq!(settings(5)["endpoint"], serde_json::Value::Null);
+    let refused = |i: usize| {
+        read[i]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("accepted: {}", read[i]))
+            .to_owned()
+    };
+    assert!(
+        refused(6).contains("devtools.mcp.enabeld is not a DevTools setting"),
+        "{}",
+        refused(6)
+    );
+    let token = refused(7);
+    assert!(token.contains("devtools.mcp.token is not read"), "{token}");
+    assert!(
+        !token.contains("a-secret-token-value"),
+        "the refusal never shows the token: {token}"
+    );
+}
