@@ -14,6 +14,8 @@
 //!   <cli.js>`).
 //! - [`dirs`]: the user's home, config, state and cache directories by each
 //!   platform's rule; [`inherit`]: the environment a child of dshkit inherits.
+//! - [`terminal`]: colour (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`) and the log
+//!   filter (`-q`, `-v`, `DSHKIT_LOG`).
 //!
 //! Every variable read is named in [`vars`]; on Windows names match without
 //! regard to case.
@@ -30,6 +32,7 @@ pub mod locate;
 pub mod resolve;
 pub mod settings;
 pub mod settings_view;
+pub mod terminal;
 pub mod vars;
 
 pub use command::{

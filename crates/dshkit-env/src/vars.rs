@@ -17,8 +17,11 @@ pub const DSHKIT_LOG: &str = "DSHKIT_LOG";
 /// A PEM file of CAs to trust for an `https://` upstream, as OpenSSL, curl and
 /// Node read it.
 pub const SSL_CERT_FILE: &str = "SSL_CERT_FILE";
-/// Disables colour in human output when set to any value.
+/// Disables colour in human output when set to any value but empty.
 pub const NO_COLOR: &str = "NO_COLOR";
+/// Forces colour in human output, even to a pipe, when set to any value but
+/// empty or `0` (`--color` and `NO_COLOR` win over it).
+pub const CLICOLOR_FORCE: &str = "CLICOLOR_FORCE";
 /// Base of per-user state (evidence), per the XDG base directory spec.
 pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 /// Base of per-user configuration (token file), per the XDG base directory spec.

@@ -21,15 +21,46 @@ pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("DSHKIT
 #[derive(Debug, Parser)]
 #[command(name = "dshkit", version = VERSION, propagate_version = true, max_term_width = 100)]
 #[command(
-    after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED, 6 a server could not be reached (echo record --http, echo verify --url).\nLogs go to stderr; set DSHKIT_LOG (e.g. DSHKIT_LOG=debug) to see more."
+    after_help = "Exit codes: 0 success, 1 problem found (verify: FAILED), 2 usage error, 3 refused input or configuration, 4 runtime failure, 5 verify: UNVERIFIED, 6 a server could not be reached (echo record --http, echo verify --url).\nLogs go to stderr: -v, -vv or DSHKIT_LOG (e.g. DSHKIT_LOG=debug) show more, -q only errors. Colour follows --color, NO_COLOR and CLICOLOR_FORCE."
 )]
 pub(crate) struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
 
+    /// When to colour text: auto (on a terminal, unless NO_COLOR is set;
+    /// CLICOLOR_FORCE forces it), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: ColorArg,
+
+    /// Only errors on stderr: no progress lines, no warnings.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub(crate) quiet: bool,
+
+    /// More logs on stderr: -v info, -vv debug, -vvv trace (over DSHKIT_LOG).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorArg> for dshkit_env::terminal::ColorChoice {
+    fn from(arg: ColorArg) -> Self {
+        match arg {
+            ColorArg::Auto => Self::Auto,
+            ColorArg::Always => Self::Always,
+            ColorArg::Never => Self::Never,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

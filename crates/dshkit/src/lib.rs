@@ -14,7 +14,6 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
-use dshkit_env::vars;
 
 pub use tools::{ToolsConfig, all_families};
 
@@ -28,8 +27,16 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return exit::code(u8::try_from(err.exit_code()).unwrap_or(exit::USAGE));
         }
     };
-    init_logging();
-    let out = output::Output::new(cli.json);
+    let env = dshkit_env::Environment::from_process();
+    let colored_stderr = {
+        use std::io::IsTerminal;
+        dshkit_env::terminal::colored(cli.color.into(), &env, std::io::stderr().is_terminal())
+    };
+    init_logging(
+        &dshkit_env::terminal::log_filter(cli.quiet, cli.verbose, &env),
+        colored_stderr,
+    );
+    let out = output::Output::new(cli.json, cli.color.into(), cli.quiet);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => return report(&exit::Failure::runtime(err), out),
@@ -65,7 +72,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// as an object on stdout, `{formatVersion, error: {code, message, exitCode,
 /// hint?, ...}}`, with the same exit code.
 fn report(failure: &exit::Failure, out: output::Output) -> ExitCode {
-    tracing::debug!(error = ?failure.error, "command failed");
+    tracing::debug!(error = %format_args!("{:#}", failure.error), "command failed");
     output::stderr_line(&format!("dshkit: error: {:#}", failure.error));
     if out.json {
         out.json(&serde_json::json!({ "formatVersion": FORMAT_VERSION, "error": error_json(failure) }));
@@ -112,15 +119,11 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
     error
 }
 
-/// Logs go to stderr only: stdout carries MCP frames or command results.
-fn init_logging() {
-    use std::io::IsTerminal;
-    // By default the platform's certificate verifier is quiet: it logs each
-    // certificate it rejects as an error, which Echo reports itself, with the
-    // URL and how to trust it (UNREACHABLE_CERTIFICATE).
-    let filter = tracing_subscriber::EnvFilter::try_from_env(vars::DSHKIT_LOG)
+/// Logs go to stderr only: stdout carries MCP frames or command results. The
+/// filter and colour come from `dshkit_env::terminal` (flags, then environment).
+fn init_logging(filter: &str, ansi: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rustls_platform_verifier=off"));
-    let ansi = std::env::var_os(vars::NO_COLOR).is_none() && std::io::stderr().is_terminal();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,10 +1,11 @@
 //! The only place that writes to stdout. A closed pipe (`dshkit doctor | head -1`)
-//! is success, not a panic; colour follows `NO_COLOR` and whether stdout is a
-//! terminal.
+//! is success, not a panic; colour follows `--color`, `NO_COLOR`,
+//! `CLICOLOR_FORCE` and whether stdout is a terminal.
 
 use std::io::{IsTerminal, Write};
 
-use dshkit_env::vars;
+use dshkit_env::Environment;
+use dshkit_env::terminal::{self, ColorChoice};
 
 /// Where command results go.
 #[derive(Debug, Clone, Copy)]
@@ -13,9 +14,20 @@ pub(crate) struct Output {
     pub(crate) color: bool,
 }
 
+/// `-q`: progress lines are not written.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Output {
-    pub(crate) fn new(json: bool) -> Self {
-        let color = !json && std::env::var_os(vars::NO_COLOR).is_none() && std::io::stdout().is_terminal();
+    /// Where results go, with colour by [`terminal::colored`] (never for JSON);
+    /// `quiet` silences [`progress`] for the whole process.
+    pub(crate) fn new(json: bool, color: ColorChoice, quiet: bool) -> Self {
+        QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+        let color = !json
+            && terminal::colored(
+                color,
+                &Environment::from_process(),
+                std::io::stdout().is_terminal(),
+            );
         Self { json, color }
     }
 
@@ -80,9 +92,11 @@ pub(crate) enum Color {
     Dim = 2,
 }
 
-/// Progress for people, on stderr (stdout carries the result).
+/// Progress for people, on stderr (stdout carries the result); none with `-q`.
 pub(crate) fn progress(message: &str) {
-    stderr_line(&format!("dshkit: {message}"));
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        stderr_line(&format!("dshkit: {message}"));
+    }
 }
 
 /// One line on stderr. A closed or broken stderr loses the line, never the

@@ -517,3 +517,66 @@ fn bash_completes_dshkits_commands_and_the_man_page_names_each_of_them() {
         );
     }
 }
+
+/// Colour follows `--color`, then `NO_COLOR`, then `CLICOLOR_FORCE`, then whether
+/// stdout is a terminal (a pipe here); `-q` leaves only errors on stderr and `-v`
+/// adds logs, each over `DSHKIT_LOG`; `-q` and `-v` together are a usage error.
+#[test]
+fn colour_and_logs_follow_the_global_flags_then_the_environment() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = home.dshkit();
+        command
+            .args(args)
+            .env("DSH_HOME", &dsh_home)
+            .env("PATH", peers.path_var())
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("DSHKIT_LOG")
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        output(&mut command)
+    };
+    let colored = |args: &[&str], env: &[(&str, &str)]| {
+        let out = run(&[args, &["doctor"]].concat(), env);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("doctor"), "{text}");
+        text.contains("\x1b[")
+    };
+    assert!(!colored(&[], &[]), "a pipe gets no colour");
+    assert!(colored(&["--color", "always"], &[("NO_COLOR", "1")]));
+    assert!(colored(&[], &[("CLICOLOR_FORCE", "1")]));
+    assert!(!colored(&[], &[("CLICOLOR_FORCE", "0")]));
+    assert!(!colored(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]));
+    assert!(!colored(&["--color", "never"], &[("CLICOLOR_FORCE", "1")]));
+
+    let plain = run(&["check"], &[]);
+    let quiet = run(&["-q", "check"], &[]);
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("dshkit: static checks"));
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stderr),
+        "",
+        "-q: nothing but errors"
+    );
+    assert_eq!(quiet.stdout, plain.stdout, "-q keeps the result");
+
+    let missing = ["check", "--profile", "nope"];
+    let debug = run(&[&["-vv"], &missing[..]].concat(), &[("DSHKIT_LOG", "error")]);
+    let debug = String::from_utf8_lossy(&debug.stderr);
+    assert!(
+        debug.contains("DEBUG") && debug.contains("command failed"),
+        "{debug}"
+    );
+    let quiet_failure = run(&[&["-q"], &missing[..]].concat(), &[("DSHKIT_LOG", "debug")]);
+    let quiet_failure = String::from_utf8_lossy(&quiet_failure.stderr);
+    assert!(!quiet_failure.contains("DEBUG"), "{quiet_failure}");
+    assert!(
+        quiet_failure.contains("dshkit: error:"),
+        "the error stays: {quiet_failure}"
+    );
+    assert_eq!(run(&["-q", "-v", "check"], &[]).status.code(), Some(2));
+}
