@@ -31,6 +31,7 @@
 //! - [`upstream`]: a live server over HTTP: its URL, the CAs an `https://` one
 //!   is checked against, the client built for it, what a failed connection means;
 //! - [`verify`]: the recorded requests sent to the live server, the answers compared;
+//!   [`junit`]: that comparison as JUnit XML for CI (`echo verify --junit`);
 //! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison;
 //! - [`contract`]: tool contracts, snapshotted and diffed;
 //! - [`show`]: what the `dshkit echo` commands show (verify, diff, lint,
@@ -48,6 +49,7 @@ mod frame;
 pub mod http;
 pub mod index;
 mod json_diff;
+pub mod junit;
 pub mod key;
 pub mod lint;
 mod live_id;
