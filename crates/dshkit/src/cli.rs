@@ -171,6 +171,11 @@ pub(crate) enum EchoCommand {
         ignore: Vec<String>,
         #[command(flatten)]
         redaction: RedactionArgs,
+        /// Also write the result as JUnit XML to FILE (atomically), for CI: one
+        /// testcase per request and one for the drift, failing when any drifted;
+        /// a run that could not verify is an error testcase.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         /// The live server's command line (stdio).
         #[arg(last = true, required_unless_present = "url", value_name = "ARGV")]
         argv: Vec<String>,
@@ -377,6 +382,11 @@ pub(crate) struct VerifyArgs {
     /// Longest the server may take to become ready, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 90)]
     pub(crate) ready_timeout_secs: u64,
+    /// Also write the verification as JUnit XML to FILE (atomically), for CI:
+    /// the verdict, each step, assertion and reference diff a testcase, the
+    /// screenshot attached; FAILED is a failure, UNVERIFIED an error.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// `--viewport` values.
@@ -691,6 +701,10 @@ pub(crate) struct CheckArgs {
     /// Print the plugin-fault-diagnosis playbook and exit.
     #[arg(long)]
     pub(crate) explain: bool,
+    /// Also write the findings as SARIF 2.1.0 to FILE (atomically), for
+    /// code-scanning UIs: rule id, level, message, file:line:column.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sarif: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

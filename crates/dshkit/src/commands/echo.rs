@@ -143,6 +143,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             ca_files,
             ignore,
             redaction,
+            junit,
             argv,
         } => {
             let target = match url {
@@ -158,7 +159,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
                 redactor: redactor(&redaction)?,
                 ignore,
             };
-            verify_command(&path, options, &target, out).await
+            verify_command(&path, options, &target, junit.as_deref(), out).await
         }
         EchoCommand::Snapshot {
             cassette: path,
@@ -246,12 +247,7 @@ async fn record_command(
         let Some(summary) = until_signal(work).await? else {
             return Ok(exit::SUCCESS);
         };
-        note(&format!(
-            "{} replayed, {} new episode(s) appended to {}",
-            summary.hits,
-            summary.passthroughs,
-            output.display()
-        ));
+        note(&show::appended_note(&summary, &output));
         return Ok(exit::SUCCESS);
     }
     // A signal ends the forwarding; what passed is still recorded and the
@@ -332,10 +328,7 @@ async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };
-    note(&format!(
-        "{} hit(s), {} miss(es), {} passthrough(s)",
-        summary.hits, summary.misses, summary.passthroughs
-    ));
+    note(&show::replayed_note(&summary));
     Ok(exit::SUCCESS)
 }
 
@@ -348,9 +341,14 @@ async fn verify_command(
     path: &Path,
     options: dshkit_echo::verify::VerifyOptions,
     target: &dshkit_echo::verify::Target,
+    junit: Option<&Path>,
     out: Output,
 ) -> Result<u8, Failure> {
-    let verified = match show::verify_cassette(path, target, options).await {
+    let verified = show::verify_cassette(path, target, options).await;
+    if let Some(file) = junit {
+        dshkit_echo::junit::write(file, path, verified.as_ref())?;
+    }
+    let verified = match verified {
         Ok(verified) => verified,
         Err(e) => {
             note(&format!("error: {e}"));
@@ -438,15 +436,7 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
     // Record by record, in memory bounded by the longest line; the file is
     // replaced whole (atomically) once every record is written.
     let changed = dshkit_echo::writer::redact_in_place(path, redactor).map_err(Failure::from)?;
-    out.write(&format!(
-        "{}: {}\n",
-        path.display(),
-        if changed {
-            "secrets replaced by placeholders"
-        } else {
-            "nothing to redact"
-        }
-    ));
+    out.write(&show::redacted_text(path, changed));
     Ok(exit::SUCCESS)
 }
 
