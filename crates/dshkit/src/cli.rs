@@ -194,7 +194,13 @@ pub(crate) enum EchoCommand {
     /// Check a cassette: header against frames, orphan responses, id collisions.
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).
-    Inspect { cassette: PathBuf },
+    Inspect {
+        cassette: PathBuf,
+        /// Also write the interactions as one self-contained HTML page to FILE
+        /// (atomically): no script and nothing loaded, everything escaped.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
     /// The DSH plugin's seam: what the registered cassette says about a call DSH
     /// made (hit with its ordinal, or miss with why), as `{"dshCassette": …}`.
     /// Reads `{"echo": {rootDir, cassettes}, "server", "calls": [{tool, arguments}]}`

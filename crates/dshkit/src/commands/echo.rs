@@ -167,7 +167,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         } => snapshot_command(&path, output.as_deref(), out),
         EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
-        EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
+        EchoCommand::Inspect { cassette: path, html } => inspect_command(&path, html.as_deref(), out),
         EchoCommand::Annotate => seam(annotation::Seam::Annotate, out),
         EchoCommand::Interaction => seam(annotation::Seam::Interaction, out),
         EchoCommand::DshOverlay(args) => overlay_command(args, out),
@@ -423,7 +423,10 @@ async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
     Ok(exit::SUCCESS)
 }
 
-fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
+fn inspect_command(path: &Path, html: Option<&Path>, out: Output) -> Result<u8, Failure> {
+    if let Some(file) = html {
+        dshkit_echo::page::write(path, file)?;
+    }
     show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(Failure::from)?;
     Ok(exit::SUCCESS)
 }
@@ -458,13 +461,7 @@ fn overlay_command(args: OverlayArgs, out: Output) -> Result<u8, Failure> {
         argv: args.argv,
         binary: super::dsh::current_binary()?,
     };
-    let overlay = overlay::write(&request).map_err(|e| {
-        if e.is_runtime() {
-            Failure::runtime(e)
-        } else {
-            Failure::refused(e)
-        }
-    })?;
+    let overlay = overlay::write(&request).map_err(|e| Failure::of_class(e.class(), e))?;
     if out.json {
         out.json(&overlay.manifest);
     } else {

