@@ -65,7 +65,10 @@ pub fn suite(target: &str, report: &Report) -> Suite {
             outcome,
         );
         case.time = millis(assertion.ms);
-        case.output.push(assertion.detail.clone());
+        if assertion.passed {
+            // A failure's detail is its text already.
+            case.output.push(assertion.detail.clone());
+        }
         case
     }));
     if let Some(diff) = &report.diff {
