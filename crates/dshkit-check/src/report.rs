@@ -1,6 +1,8 @@
 //! The result of a check run: `{ok, checks}`, each check
 //! `{id, name, status, detail, evidence}` with a stable English id.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 /// What a check concluded. `not_tested` is neither a pass nor a failure.
@@ -24,6 +26,29 @@ pub struct Check {
     /// Positions and facts behind the status (`file:line:col: message`, ...),
     /// at most [`MAX_EVIDENCE`] entries.
     pub evidence: Vec<String>,
+    /// The findings among them that have a place in a file, with their rule
+    /// (at most [`MAX_EVIDENCE`]); what SARIF carries. Not in the JSON report,
+    /// whose evidence lines say the same.
+    #[serde(skip)]
+    pub located: Vec<Located>,
+    /// Evidence lines beyond the [`MAX_EVIDENCE`] kept.
+    #[serde(skip)]
+    pub omitted: usize,
+}
+
+/// A finding at a place in a file: its rule, how bad it is, where and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// A stable rule id: a finer one than the check's (`import.not_found`),
+    /// or the check's own (`syntax`).
+    pub rule: &'static str,
+    /// [`Status::Fail`] or [`Status::Warn`].
+    pub status: Status,
+    pub file: PathBuf,
+    /// 1-based, and the column in characters, as editors count.
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
 }
 
 /// Most evidence lines one check keeps; the detail says how many were cut.
@@ -37,6 +62,8 @@ impl Check {
             status,
             detail: detail.into(),
             evidence: Vec::new(),
+            located: Vec::new(),
+            omitted: 0,
         }
     }
 
@@ -46,9 +73,17 @@ impl Check {
         let total = evidence.len();
         self.evidence = evidence.into_iter().take(MAX_EVIDENCE).collect();
         if total > MAX_EVIDENCE {
+            self.omitted = total - MAX_EVIDENCE;
             self.detail
-                .push_str(&format!(" ({} more not shown)", total - MAX_EVIDENCE));
+                .push_str(&format!(" ({} more not shown)", self.omitted));
         }
+        self
+    }
+
+    /// Adds the findings that have a place, keeping at most [`MAX_EVIDENCE`].
+    #[must_use]
+    pub fn with_located(mut self, located: Vec<Located>) -> Self {
+        self.located = located.into_iter().take(MAX_EVIDENCE).collect();
         self
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin, local_plugins};
-use crate::report::{Check, Status};
+use crate::report::{Check, Located, Status};
 
 /// Where to look.
 #[derive(Debug, Clone)]
@@ -131,32 +131,54 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
     let patches = match crate::patch_list::parse(&path, &text) {
         Ok(patches) => patches,
         Err(e) => {
+            let located = e.place().map(|(file, line, column, message)| Located {
+                rule: id,
+                status: Status::Fail,
+                file: file.to_owned(),
+                line,
+                column,
+                message: message.to_owned(),
+            });
             return Check::new(id, name_of(id), Status::Fail, e.to_string())
-                .with_evidence(vec![e.evidence()]);
+                .with_evidence(vec![e.evidence()])
+                .with_located(located.into_iter().collect());
         }
     };
     let mut problems = Vec::new();
+    let mut located = Vec::new();
     let names = inserted_names(&patches);
-    let mut located = NameLocator::new(&text);
+    let mut names_at = NameLocator::new(&text);
     for name in &names {
         // Every name is located, in order, so a repeated name finds its own line.
-        let at = located.next(name);
+        let at = names_at.next(name);
         if only.is_some_and(|o| o != name.as_str() && format!("@local/{o}") != *name) {
             continue;
         }
+        let place = at;
         let at = at.map_or_else(String::new, |(line, column)| {
             format!("{}:{line}:{column}: ", path.display())
         });
-        if let Some(local) = name.strip_prefix("@local/") {
+        let problem = if let Some(local) = name.strip_prefix("@local/") {
             // DSH loads the row through node_modules/@local/NAME, which must lead
             // to plugins/NAME, the plugin these checks read.
-            if let Some(problem) = crate::local_link::locate(profile_dir, local).problem() {
-                problems.push(format!("{at}{problem}"));
-            }
-        } else if !package_installed(profile_dir, name) {
-            problems.push(format!(
-                "{at}{name}: package not installed for this profile (looked in node_modules)"
-            ));
+            crate::local_link::locate(profile_dir, local).problem()
+        } else if package_installed(profile_dir, name) {
+            None
+        } else {
+            Some(format!(
+                "{name}: package not installed for this profile (looked in node_modules)"
+            ))
+        };
+        if let Some(problem) = problem {
+            problems.push(format!("{at}{problem}"));
+            located.extend(place.map(|(line, column)| Located {
+                rule: id,
+                status: Status::Fail,
+                file: path.clone(),
+                line,
+                column,
+                message: problem,
+            }));
         }
     }
     if problems.is_empty() {
@@ -178,6 +200,7 @@ fn patch_references(profile_dir: &Path, only: Option<&str>) -> Check {
             ),
         )
         .with_evidence(problems)
+        .with_located(located)
     }
 }
 
@@ -229,11 +252,22 @@ fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
     let id = "syntax";
     let mut files = 0usize;
     let mut problems = Vec::new();
+    let mut located = Vec::new();
     for files_of in analyzed {
         for (file, analysis) in files_of {
             files += 1;
             match analysis {
-                Ok(analysis) => problems.extend(analysis.errors.iter().map(ToString::to_string)),
+                Ok(analysis) => {
+                    problems.extend(analysis.errors.iter().map(ToString::to_string));
+                    located.extend(analysis.errors.iter().map(|e| Located {
+                        rule: id,
+                        status: Status::Fail,
+                        file: e.file.clone(),
+                        line: e.line,
+                        column: e.column,
+                        message: e.message.clone(),
+                    }));
+                }
                 Err(e) => problems.push(format!("{}: {e}", file.display())),
             }
         }
@@ -253,6 +287,7 @@ fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
             format!("{} problem(s) in {files} file(s)", problems.len()),
         )
         .with_evidence(problems)
+        .with_located(located)
     }
 }
 
@@ -264,14 +299,29 @@ fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi:
     let mut failures = Vec::new();
     let mut warnings = Vec::new();
     let mut undecided = Vec::new();
+    let mut located = Vec::new();
     for (plugin, known) in plugins.iter().zip(analyzed).filter(|(p, _)| p.manifest.is_some()) {
         let links = crate::link::check_plugin(&plugin.root, &builtins, known);
         modules += links.modules;
         for finding in links.findings {
-            match finding.severity {
-                crate::link::Severity::Fail => failures.push(finding.to_string()),
-                crate::link::Severity::Warn => warnings.push(finding.to_string()),
-            }
+            let status = match finding.severity {
+                crate::link::Severity::Fail => {
+                    failures.push(finding.to_string());
+                    Status::Fail
+                }
+                crate::link::Severity::Warn => {
+                    warnings.push(finding.to_string());
+                    Status::Warn
+                }
+            };
+            located.push(Located {
+                rule: finding.id,
+                status,
+                file: finding.file,
+                line: finding.line,
+                column: finding.column,
+                message: finding.message,
+            });
         }
         undecided.extend(
             links
@@ -317,7 +367,11 @@ fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi:
     let mut evidence = failures;
     evidence.extend(warnings);
     evidence.extend(undecided);
-    Check::new(id, name_of(id), status, detail).with_evidence(evidence)
+    // Failures first, as the evidence lists them.
+    located.sort_by_key(|l| l.status != Status::Fail);
+    Check::new(id, name_of(id), status, detail)
+        .with_evidence(evidence)
+        .with_located(located)
 }
 
 #[cfg(test)]

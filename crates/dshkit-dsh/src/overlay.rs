@@ -96,6 +96,15 @@ impl OverlayError {
     pub fn is_runtime(&self) -> bool {
         matches!(self, Self::Cassette(_) | Self::CreateDir { .. } | Self::Write(_))
     }
+
+    /// What the failure means for whoever asked: [`Self::is_runtime`] as a class.
+    pub fn class(&self) -> dshkit_os::error::ErrorClass {
+        if self.is_runtime() {
+            dshkit_os::error::ErrorClass::Runtime
+        } else {
+            dshkit_os::error::ErrorClass::Refused
+        }
+    }
 }
 
 /// What was written.

@@ -27,10 +27,12 @@
 //! - `frame`, `server_process`: a stdio frame, and a server Echo starts;
 //! - [`stdio`]: the recording proxy and the replaying server over stdio;
 //! - [`http`]: the replaying server and the recording proxy over Streamable HTTP;
-//! - [`lint`]: cassette checks and the readable timeline;
+//! - [`lint`]: cassette checks and the readable timeline; [`page`]: the
+//!   interactions as a self-contained page (`echo inspect --html`);
 //! - [`upstream`]: a live server over HTTP: its URL, the CAs an `https://` one
 //!   is checked against, the client built for it, what a failed connection means;
 //! - [`verify`]: the recorded requests sent to the live server, the answers compared;
+//!   [`junit`]: that comparison as JUnit XML for CI (`echo verify --junit`);
 //! - [`volatile`]: timestamps, UUIDs and epochs normalised before that comparison;
 //! - [`contract`]: tool contracts, snapshotted and diffed;
 //! - [`show`]: what the `dshkit echo` commands show (verify, diff, lint,
@@ -48,12 +50,14 @@ mod frame;
 pub mod http;
 pub mod index;
 mod json_diff;
+pub mod junit;
 pub mod key;
 pub mod lint;
 mod live_id;
 mod live_request;
 pub mod matcher;
 mod opaque;
+pub mod page;
 mod passthrough;
 pub mod passthrough_http;
 pub mod paths;

@@ -14,6 +14,7 @@ use crate::error::{CassetteError, ContractError, EchoError};
 use crate::lint::{Finding, Linter, entry};
 use crate::recorder::RecordSummary;
 use crate::redact::{self, Redactor};
+use crate::replay::ReplaySummary;
 use crate::verify::{Check, Outcome, Target, VerifyOptions, verify};
 
 /// Timeline lines handed to the writer at once by [`inspect`].
@@ -43,11 +44,39 @@ pub(crate) fn plain_redactor() -> Redactor {
 }
 
 /// The serialized name of a unit enum value (`"breaking"`, `"match"`).
-fn wire_name(value: impl Serialize) -> String {
+pub(crate) fn wire_name(value: impl Serialize) -> String {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+/// What a replay over stdio did, for its note on stderr.
+pub fn replayed_note(summary: &ReplaySummary) -> String {
+    format!(
+        "{} hit(s), {} miss(es), {} passthrough(s)",
+        summary.hits, summary.misses, summary.passthroughs
+    )
+}
+
+/// What `echo record --mode new-episodes` over an existing cassette did.
+pub fn appended_note(summary: &ReplaySummary, cassette: &Path) -> String {
+    format!(
+        "{} replayed, {} new episode(s) appended to {}",
+        summary.hits,
+        summary.passthroughs,
+        cassette.display()
+    )
+}
+
+/// The line `echo redact` prints: whether anything in the cassette was replaced.
+pub fn redacted_text(cassette: &Path, changed: bool) -> String {
+    let what = if changed {
+        "secrets replaced by placeholders"
+    } else {
+        "nothing to redact"
+    };
+    format!("{}: {what}\n", cassette.display())
 }
 
 /// `echo verify`: the recorded requests sent to the live server, each answer compared.

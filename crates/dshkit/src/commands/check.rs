@@ -32,6 +32,10 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
     }
     // Each check as it starts, on stderr: a live boot and page smoke take a while.
     options.progress = dshkit_check::Progress::new(crate::output::progress);
+    let home = options.home.clone();
     let report = dshkit_check::run(options).await;
+    if let Some(path) = &args.sarif {
+        dshkit_check::sarif::write(path, &report, &home)?;
+    }
     Ok(out.report(&report, || compact_text(&report), !report.ok))
 }

@@ -143,6 +143,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
             ca_files,
             ignore,
             redaction,
+            junit,
             argv,
         } => {
             let target = match url {
@@ -158,7 +159,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
                 redactor: redactor(&redaction)?,
                 ignore,
             };
-            verify_command(&path, options, &target, out).await
+            verify_command(&path, options, &target, junit.as_deref(), out).await
         }
         EchoCommand::Snapshot {
             cassette: path,
@@ -166,7 +167,7 @@ pub(crate) async fn run(command: EchoCommand, out: Output) -> Result<u8, Failure
         } => snapshot_command(&path, output.as_deref(), out),
         EchoCommand::Diff { old, new } => diff_command(&old, &new, out),
         EchoCommand::Lint { cassette: path } => lint_command(&path, out),
-        EchoCommand::Inspect { cassette: path } => inspect_command(&path, out),
+        EchoCommand::Inspect { cassette: path, html } => inspect_command(&path, html.as_deref(), out),
         EchoCommand::Annotate => seam(annotation::Seam::Annotate, out),
         EchoCommand::Interaction => seam(annotation::Seam::Interaction, out),
         EchoCommand::DshOverlay(args) => overlay_command(args, out),
@@ -246,12 +247,7 @@ async fn record_command(
         let Some(summary) = until_signal(work).await? else {
             return Ok(exit::SUCCESS);
         };
-        note(&format!(
-            "{} replayed, {} new episode(s) appended to {}",
-            summary.hits,
-            summary.passthroughs,
-            output.display()
-        ));
+        note(&show::appended_note(&summary, &output));
         return Ok(exit::SUCCESS);
     }
     // A signal ends the forwarding; what passed is still recorded and the
@@ -332,10 +328,7 @@ async fn replay_command(options: ReplayOptions) -> Result<u8, Failure> {
     let Some(summary) = until_signal(work).await? else {
         return Ok(exit::SUCCESS);
     };
-    note(&format!(
-        "{} hit(s), {} miss(es), {} passthrough(s)",
-        summary.hits, summary.misses, summary.passthroughs
-    ));
+    note(&show::replayed_note(&summary));
     Ok(exit::SUCCESS)
 }
 
@@ -348,9 +341,14 @@ async fn verify_command(
     path: &Path,
     options: dshkit_echo::verify::VerifyOptions,
     target: &dshkit_echo::verify::Target,
+    junit: Option<&Path>,
     out: Output,
 ) -> Result<u8, Failure> {
-    let verified = match show::verify_cassette(path, target, options).await {
+    let verified = show::verify_cassette(path, target, options).await;
+    if let Some(file) = junit {
+        dshkit_echo::junit::write(file, path, verified.as_ref())?;
+    }
+    let verified = match verified {
         Ok(verified) => verified,
         Err(e) => {
             note(&format!("error: {e}"));
@@ -425,7 +423,10 @@ async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
     Ok(exit::SUCCESS)
 }
 
-fn inspect_command(path: &Path, out: Output) -> Result<u8, Failure> {
+fn inspect_command(path: &Path, html: Option<&Path>, out: Output) -> Result<u8, Failure> {
+    if let Some(file) = html {
+        dshkit_echo::page::write(path, file)?;
+    }
     show::inspect(path, out.json, |chunk| out.write(chunk)).map_err(Failure::from)?;
     Ok(exit::SUCCESS)
 }
@@ -438,15 +439,7 @@ fn redact_command(path: &Path, scan: bool, redactor: &Redactor, out: Output) -> 
     // Record by record, in memory bounded by the longest line; the file is
     // replaced whole (atomically) once every record is written.
     let changed = dshkit_echo::writer::redact_in_place(path, redactor).map_err(Failure::from)?;
-    out.write(&format!(
-        "{}: {}\n",
-        path.display(),
-        if changed {
-            "secrets replaced by placeholders"
-        } else {
-            "nothing to redact"
-        }
-    ));
+    out.write(&show::redacted_text(path, changed));
     Ok(exit::SUCCESS)
 }
 
@@ -468,13 +461,7 @@ fn overlay_command(args: OverlayArgs, out: Output) -> Result<u8, Failure> {
         argv: args.argv,
         binary: super::dsh::current_binary()?,
     };
-    let overlay = overlay::write(&request).map_err(|e| {
-        if e.is_runtime() {
-            Failure::runtime(e)
-        } else {
-            Failure::refused(e)
-        }
-    })?;
+    let overlay = overlay::write(&request).map_err(|e| Failure::of_class(e.class(), e))?;
     if out.json {
         out.json(&overlay.manifest);
     } else {

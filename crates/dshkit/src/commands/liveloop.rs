@@ -10,7 +10,7 @@ use dshkit_env::resolve::{Flags, SettingsFile};
 use dshkit_liveloop::preview::PreviewManager;
 use dshkit_liveloop::runtime::{RuntimeConfig, RuntimeManager};
 use dshkit_liveloop::verify::evidence::{EvidenceStore, VERIFY_DIR};
-use dshkit_liveloop::verify::{Assertion, ReferenceSpec, Verdict, VerifyRequest};
+use dshkit_liveloop::verify::{Assertion, ReferenceSpec, Verdict, VerifyRequest, junit};
 use dshkit_liveloop::workflow::{
     self, AppTarget, DetectRequest, Stages, StartRequest, StartTarget, Started, Surface, VerifyAppRequest,
     VerifyTools, Watched, WorkflowError, render,
@@ -190,22 +190,16 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
         .clone()
         .ok_or_else(|| Failure::refused(anyhow!(crate::config::NO_EVIDENCE_ROOT)))?;
     let evidence = EvidenceStore::new(root.join(VERIFY_DIR));
-    let target = args.target.clone().unwrap_or_else(|| ".".into());
-    let (target, workspace) = if target.starts_with("http://") || target.starts_with("https://") {
-        (
-            AppTarget::Url(target),
-            std::env::current_dir().map_err(Failure::runtime)?,
-        )
-    } else {
-        let dir = PathBuf::from(&target);
-        let start = start_request(
-            dir.clone(),
+    let target_arg = args.target.clone().unwrap_or_else(|| ".".into());
+    let (target, workspace) = AppTarget::named(&target_arg, |dir| {
+        start_request(
+            dir,
             args.app.clone(),
             args.on_port_conflict,
             args.ready_timeout_secs,
-        );
-        (AppTarget::Start(start), dir)
-    };
+        )
+    })
+    .map_err(Failure::runtime)?;
     let runtime = runtime_for(args.ready_timeout_secs);
     let previews = PreviewManager::new(crate::config::preview_config(&resolved));
     let request = VerifyAppRequest {
@@ -226,7 +220,10 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     let verified = workflow::verify_app(request, tools, &stages()).await;
     previews.shutdown().await;
     runtime.shutdown().await;
+    let report = verified.as_ref().map(|v| &v.report);
+    let junit = args.junit.map(|path| junit::write(&path, &target_arg, report));
     let report = verified.map_err(failure)?.report;
+    junit.transpose()?;
     if out.json {
         out.json(&report);
     } else {

@@ -13,7 +13,7 @@ use crate::support::{
     stdout_json,
 };
 
-fn everything(peers: &Peers) -> PathBuf {
+pub(crate) fn everything(peers: &Peers) -> PathBuf {
     peers.module("@modelcontextprotocol/server-everything/dist/index.js")
 }
 
@@ -121,7 +121,12 @@ fn a_recorded_server_everything_replays_identically_with_the_server_gone() {
 /// JSON-RPC responses it printed, in order (notifications left out). Like a real
 /// client, it keeps stdin open until every request has its answer (bounded), and
 /// only then sends the garbage line and closes stdin.
-fn exchange(home: &Path, env: &[(&str, &str)], args: &[&str], lines: &[Value]) -> (Vec<Value>, String) {
+pub(crate) fn exchange(
+    home: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+    lines: &[Value],
+) -> (Vec<Value>, String) {
     let mut command = dshkit_command(home);
     command
         .args(args)
@@ -174,7 +179,7 @@ fn exchange(home: &Path, env: &[(&str, &str)], args: &[&str], lines: &[Value]) -
     (replies, stderr_reader.join().unwrap())
 }
 
-fn handshake() -> Vec<Value> {
+pub(crate) fn handshake() -> Vec<Value> {
     vec![
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -182,7 +187,7 @@ fn handshake() -> Vec<Value> {
 }
 
 #[expect(clippy::needless_pass_by_value, reason = "reads best with json! literals")]
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(id: u64, tool: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
 }
 
