@@ -63,7 +63,7 @@ fn devtools_session(registry: &Path) -> Session {
 
 /// `dshkit devtools setup`: the plugin with the collector, experiments and an
 /// endpoint on a free port.
-fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
+pub(crate) fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
     let installed = output(
         dshkit_command(home)
             .env("PATH", peers.path_var())
@@ -88,7 +88,7 @@ fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
 }
 
 /// A headless DSH turn in its own thread; joins to its output.
-fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::process::Output> {
+pub(crate) fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::process::Output> {
     let (home, model_url) = (home.to_owned(), model_url.to_owned());
     std::thread::spawn(move || {
         let mut command = dsh_command(&Peers::get(), &home);
