@@ -674,7 +674,12 @@ mod tests {
         assert_eq!(named_session(&args(json!({"session": "dbg_2"}))), Some("dbg_2"));
         assert_eq!(
             named_session(&args(json!({"debugSessionId": "dbg_3", "session": "dbg_2"}))),
-            Some("dbg_3")
+            Some("dbg_3"),
+            "the one checked against the caller"
+        );
+        assert!(
+            read::<SessionArgs>(args(json!({"debugSessionId": "dbg_3", "session": "dbg_2"}))).is_err(),
+            "both names in one call are refused"
         );
         let wait: WaitArgs = read(args(
             json!({"debugSessionId": "dbg_1", "type": "dispatch-observed", "event": "e", "afterSequence": 7}),

@@ -225,6 +225,13 @@ impl DebugCore {
         })
     }
 
+    /// Closes the sessions that are idle at `now` (unused for [`crate::SESSION_IDLE`]):
+    /// their pending waits answer `cancelled` (`expired`) and their experiments
+    /// are stopped by exact lease. Every call does this with the time it runs.
+    pub async fn expire_idle(&self, now: std::time::Instant) {
+        expire_at(&mut *self.state.lock().await, now);
+    }
+
     /// Refuses `session` to any MCP client but the one that attached it.
     pub async fn authorize(&self, session: &str, owner: &str) -> Result<(), DebugError> {
         self.state.lock().await.book.authorize(session, owner)
@@ -709,14 +716,19 @@ pub struct Snapshot {
     pub dispatches: Vec<Record>,
 }
 
-/// Closes the idle sessions, cancelling their waits and stopping their
-/// experiments by exact lease, and lets go of targets no session is on.
-fn expire(state: &mut State) {
-    for gone in state.book.expire(std::time::Instant::now()) {
+/// Closes the sessions idle at `now`, cancelling their waits and stopping
+/// their experiments by exact lease, and lets go of targets no session is on.
+fn expire_at(state: &mut State, now: std::time::Instant) {
+    for gone in state.book.expire(now) {
         stop_expired_lease(state, &gone);
     }
     let State { attached, book } = state;
     attached.retain(|id, _| book.on_target(id));
+}
+
+/// [`expire_at`] now.
+fn expire(state: &mut State) {
+    expire_at(state, std::time::Instant::now());
 }
 
 /// Stops the lease of an expired session, in the background (its channel is
@@ -724,7 +736,8 @@ fn expire(state: &mut State) {
 fn stop_expired_lease(state: &State, gone: &Session) {
     if let (Some(lease), Some(attached)) = (gone.lease.clone(), state.attached.get(&gone.target).cloned()) {
         tokio::spawn(async move {
-            let _ = stop_lease(&attached, &lease, "owner-expired").await;
+            // The collector knows one reason for an owner that went: `owner-gone`.
+            let _ = stop_lease(&attached, &lease, "owner-gone").await;
         });
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use dshkit_devtools::journal::{Change, Filter};
 use dshkit_devtools::{
-    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS, WaitFor,
+    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS, SESSION_IDLE,
+    WaitFor,
 };
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
 use serde_json::Value;
@@ -873,4 +874,44 @@ async fn detaching_or_the_target_going_away_cancels_a_pending_wait_with_why() {
         "the filter matches no record, and the wait still ends: {cancelled:?}"
     );
     assert!(cancelled.records.is_empty());
+}
+
+#[tokio::test]
+async fn an_idle_session_expires_cancelling_its_wait_and_stopping_its_own_lease() {
+    let registry = tempfile::tempdir().unwrap();
+    let _runtime = Runtime::start(registry.path(), "profiled");
+    let observer = DebugCore::new(registry.path().to_owned());
+    let watching = observer.attach(None).await.unwrap().session;
+    let core = std::sync::Arc::new(DebugCore::new(registry.path().to_owned()));
+    let session = core.attach(None).await.unwrap().session;
+    let started = core
+        .start_experiment(&session, "custom/pipe", Duration::from_mins(1))
+        .await
+        .unwrap();
+    let pending = pending_wait(&core, &session).await;
+
+    core.expire_idle(std::time::Instant::now() + SESSION_IDLE).await;
+    let cancelled = pending.await.unwrap().unwrap();
+    assert_eq!(
+        (cancelled.outcome, cancelled.reason),
+        ("cancelled", Some("expired")),
+        "{cancelled:?}"
+    );
+    assert!(matches!(
+        core.snapshot(&session).await,
+        Err(DebugError::UnknownSession(_))
+    ));
+    // The collector is told by the exact owner, long before the lease's own end.
+    let stopped = wait_for(
+        &observer,
+        &watching,
+        Some("custom/pipe"),
+        |c| matches!(c, Change::ProfilerStatusChanged { state, .. } if state == "stopped"),
+    )
+    .await;
+    let Change::ProfilerStatusChanged { lease, reason, .. } = stopped else {
+        unreachable!()
+    };
+    assert_eq!(lease, started["lease"].as_str().unwrap());
+    assert_eq!(reason, "owner-gone");
 }
