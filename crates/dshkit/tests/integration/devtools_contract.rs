@@ -3,7 +3,8 @@
 //! has the design's parameter names; a session id is opaque and only its
 //! client may use it (`NOT_OWNER`); `afterSequence` and the `type`/`event`
 //! filters select exactly; a ninth open cursor is refused; a detach cancels a
-//! pending 60 s wait at once (the latency is printed, not asserted).
+//! pending 60 s wait at once (the latency is printed, not asserted); a client
+//! that ends takes its debug sessions with it.
 
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,19 @@ impl Client {
             .as_str()
             .unwrap_or_else(|| panic!("no code: {answer}"))
             .to_owned()
+    }
+
+    /// Ends the MCP session (`DELETE`).
+    async fn end(&self) {
+        let response = self
+            .http
+            .delete(&self.url)
+            .header("Mcp-Session-Id", &self.session)
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success(), "{}", response.status());
     }
 
     async fn attach(&self, target: &Value) -> String {
@@ -437,6 +451,31 @@ async fn a_detach_cancels_a_pending_wait(alice: &Client, target: &Value) {
     panic!("every detach overtook its wait");
 }
 
+/// A client that ends its MCP session takes its debug sessions with it: the id
+/// goes from another client's `NOT_OWNER` to `UNKNOWN_SESSION`.
+async fn a_gone_client_takes_its_sessions_with_it(url: &str, token: &str, mallory: &Client, target: &Value) {
+    let carol = Client::open(url, token).await;
+    let session = carol.attach(target).await;
+    let summary = json!({"debugSessionId": session});
+    assert_eq!(
+        mallory.refused("cordis_runtime_summary", summary.clone()).await,
+        "NOT_OWNER"
+    );
+    carol.end().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let code = mallory.refused("cordis_runtime_summary", summary.clone()).await;
+        if code == "UNKNOWN_SESSION" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ended client's session is still there: {code}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
     let peers = Peers::get();
@@ -521,6 +560,7 @@ async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
     the_wait_filters_select_exactly(&alice, &session).await;
     a_ninth_cursor_is_refused(&alice, &mallory, &session, &target["id"]).await;
     a_detach_cancels_a_pending_wait(&alice, &target["id"]).await;
+    a_gone_client_takes_its_sessions_with_it(&url, &token, &mallory, &target["id"]).await;
 
     model.release();
     model.release();
