@@ -230,7 +230,16 @@ pub async fn answer(
             let args: SnapshotArgs = read(arguments)?;
             let sections = match (&args.cursor, args.sections) {
                 // A cursor pages the one catalog it belongs to.
-                (Some(cursor), _) => vec![core.cursor_catalog(&args.session, cursor).await?],
+                (Some(cursor), _) => {
+                    let catalog = core.cursor_catalog(&args.session, cursor).await?;
+                    if !SECTIONS.contains(&catalog.as_str()) {
+                        return Err(DebugError::UnknownCursor(format!(
+                            "{cursor} (it pages {catalog}, not a snapshot section: pass it to the tool that gave it)"
+                        ))
+                        .into());
+                    }
+                    vec![catalog]
+                }
                 (None, Some(sections)) => sections,
                 (None, None) => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
             };

@@ -139,13 +139,9 @@ impl DebugCore {
             }
         }
         for gone in attached.iter().filter(|a| a.link.is_closed()) {
-            if let DebugError::Stale {
-                reason, replacement, ..
-            } = self.stale(gone)
-            {
-                listed.retain(|t| t.id != gone.target.id);
-                listed.push(gone.target.clone().stale(reason, replacement));
-            }
+            let (reason, replacement) = self.gone(gone);
+            listed.retain(|t| t.id != gone.target.id);
+            listed.push(gone.target.clone().stale(reason, replacement));
         }
         listed
     }
@@ -317,6 +313,16 @@ impl DebugCore {
     /// `target-replaced` when a live target with the same label started after it
     /// (a restarted DSH), else `target-disposed`.
     fn stale(&self, attached: &Attached) -> DebugError {
+        let (reason, replacement) = self.gone(attached);
+        DebugError::Stale {
+            target: attached.target.id.clone(),
+            reason,
+            replacement,
+        }
+    }
+
+    /// How `attached` went (see [`Self::stale`]), and its replacement.
+    fn gone(&self, attached: &Attached) -> (&'static str, Option<String>) {
         let said = attached
             .link
             .journal
@@ -346,11 +352,7 @@ impl DebugCore {
             (false, Some("host-disposed")) => "host-disposed",
             _ => "target-disposed",
         };
-        DebugError::Stale {
-            target: attached.target.id.clone(),
-            reason,
-            replacement,
-        }
+        (reason, replacement)
     }
 
     /// The runtime now, with the collector's baseline, the candidates and the
@@ -467,14 +469,12 @@ impl DebugCore {
                 break result("found", None, records, next, window, truncated);
             }
             if attached.link.is_closed() {
-                let DebugError::Stale { reason, .. } = self.stale(&attached) else {
-                    unreachable!("stale() says why a target is gone")
-                };
                 if first {
                     // Everything the target said has been read, and it will say no more.
                     return Err(self.stale(&attached));
                 }
                 // The target went away while the wait was pending.
+                let (reason, _) = self.gone(&attached);
                 break result("cancelled", Some(reason), Vec::new(), from, window, false);
             }
             first = false;
