@@ -10,9 +10,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::core::{
-    DEFAULT_LEASE, DEFAULT_WAIT, DebugCore, DebugError, MAX_PAGE, Search, Snapshot, Target, WaitResult,
-};
+use crate::core::{DebugCore, Search, Snapshot, WaitFor, WaitResult};
+use crate::error::DebugError;
+use crate::journal::{Filter, RECORD_TYPES};
+use crate::limits::{DEFAULT_LEASE, DEFAULT_WAIT, MAX_PAGE};
+use crate::target::Target;
 
 pub const LIST: &str = "cordis_list_debug_targets";
 pub const ATTACH: &str = "cordis_attach_debug_session";
@@ -29,6 +31,20 @@ pub const COMPARE: &str = "cordis_compare_current";
 pub const EXPERIMENT_STATUS: &str = "cordis_waterfall_experiment_status";
 pub const EXPERIMENT_START: &str = "cordis_start_waterfall_experiment";
 pub const EXPERIMENT_STOP: &str = "cordis_stop_waterfall_experiment";
+
+/// The parameter that names a debug session in every session tool.
+pub const SESSION_PARAMETER: &str = "debugSessionId";
+/// Its deprecated alias, accepted for one release (until v0.9).
+pub const DEPRECATED_SESSION_PARAMETER: &str = "session";
+/// The sections of a snapshot, in the order a full one shows them.
+pub const SECTIONS: [&str; 6] = [
+    "summary",
+    "events",
+    "fibers",
+    "dispatches",
+    "profiler",
+    "candidates",
+];
 
 /// Dispatches a search returns when it names no `limit`.
 const DEFAULT_SEARCH_LIMIT: usize = 50;
@@ -63,48 +79,62 @@ struct AttachArgs {
     target: Option<String>,
 }
 
+/// Every session tool names its session `debugSessionId`; `session` is its
+/// deprecated alias, accepted for one release.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SessionArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 struct SnapshotArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
-    #[serde(default)]
     sections: Option<Vec<String>>,
-    #[serde(default)]
-    cursor: usize,
+    cursor: Option<String>,
+    limit: Option<usize>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct WaitArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
+    #[serde(rename = "type")]
+    kind: Option<String>,
     event: Option<String>,
+    after_sequence: Option<u64>,
     timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EventArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     name: String,
+    cursor: Option<String>,
+    limit: Option<usize>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FiberArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     uid: Option<i64>,
     name: Option<String>,
+    cursor: Option<String>,
+    limit: Option<usize>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     event: Option<String>,
     since: Option<u64>,
@@ -114,6 +144,7 @@ struct SearchArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TracesArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     lease: Option<String>,
     #[serde(default)]
@@ -124,6 +155,7 @@ struct TracesArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CompareArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     checkpoint: Option<String>,
 }
@@ -131,6 +163,7 @@ struct CompareArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct StartArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     event: String,
     ttl_ms: Option<u64>,
@@ -140,6 +173,7 @@ struct StartArgs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StopArgs {
+    #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     lease: String,
 }
@@ -148,18 +182,39 @@ fn read<T: DeserializeOwned>(arguments: Map<String, Value>) -> Result<T, AgentEr
     serde_json::from_value(Value::Object(arguments)).map_err(AgentError::Arguments)
 }
 
-/// Answers the tool `tool` called with `arguments`.
-pub async fn answer(core: &DebugCore, tool: &str, arguments: Map<String, Value>) -> Result<View, AgentError> {
+/// The debug session a call names (`debugSessionId`, or its deprecated alias
+/// `session`), when it names one.
+fn named_session(arguments: &Map<String, Value>) -> Option<&str> {
+    arguments
+        .get(SESSION_PARAMETER)
+        .or_else(|| arguments.get(DEPRECATED_SESSION_PARAMETER))
+        .and_then(Value::as_str)
+}
+
+/// Answers the tool `tool` called by the MCP client `subject` with
+/// `arguments`. A session is only ever used by the client that attached it.
+pub async fn answer(
+    core: &DebugCore,
+    subject: &str,
+    tool: &str,
+    arguments: Map<String, Value>,
+) -> Result<View, AgentError> {
+    if let Some(session) = named_session(&arguments) {
+        core.authorize(session, subject).await?;
+    }
     match tool {
         LIST => {
             let _: NoArguments = read(arguments)?;
-            Ok(targets(&core.targets()))
+            Ok(targets(&core.list_targets().await))
         }
         ATTACH => {
             let args: AttachArgs = read(arguments)?;
-            let attached = core.attach(args.target.as_deref()).await?;
+            let attached = core.attach_for(subject, args.target.as_deref()).await?;
             Ok((
-                format!("session {} on target {}", attached.session, attached.target.id),
+                format!(
+                    "debug session {} on target {} (epoch {})",
+                    attached.session, attached.target_id, attached.epoch
+                ),
                 json!(attached),
             ))
         }
@@ -167,14 +222,30 @@ pub async fn answer(core: &DebugCore, tool: &str, arguments: Map<String, Value>)
             let args: SessionArgs = read(arguments)?;
             core.detach(&args.session).await?;
             Ok((
-                format!("session {} detached", args.session),
+                format!("debug session {} detached", args.session),
                 json!({"detached": args.session}),
             ))
         }
         SNAPSHOT => {
             let args: SnapshotArgs = read(arguments)?;
+            let sections = match (&args.cursor, args.sections) {
+                // A cursor pages the one catalog it belongs to.
+                (Some(cursor), _) => {
+                    let catalog = core.cursor_catalog(&args.session, cursor).await?;
+                    if !SECTIONS.contains(&catalog.as_str()) {
+                        return Err(DebugError::UnknownCursor(format!(
+                            "{cursor} (it pages {catalog}, not a snapshot section: pass it to the tool that gave it)"
+                        ))
+                        .into());
+                    }
+                    vec![catalog]
+                }
+                (None, Some(sections)) => sections,
+                (None, None) => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
+            };
             let taken = core.snapshot(&args.session).await?;
-            Ok(snapshot(&taken, args.sections.as_deref(), args.cursor))
+            let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
+            snapshot(&page, &taken, &sections).await
         }
         SUMMARY => {
             let args: SessionArgs = read(arguments)?;
@@ -184,23 +255,40 @@ pub async fn answer(core: &DebugCore, tool: &str, arguments: Map<String, Value>)
         EVENT => {
             let args: EventArgs = read(arguments)?;
             let taken = core.snapshot(&args.session).await?;
-            event(&taken, &args.name)
+            let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
+            event(&page, &taken, &args.name)
+                .await?
                 .ok_or_else(|| AgentError::Refused(format!("no listener is registered for `{}`", args.name)))
         }
         FIBER => {
             let args: FiberArgs = read(arguments)?;
-            let taken = core.snapshot(&args.session).await?;
             if args.uid.is_none() && args.name.is_none() {
                 return Err(AgentError::Incomplete("give uid or name"));
             }
-            Ok(fibers(&taken, args.uid, args.name.as_deref()))
+            let taken = core.snapshot(&args.session).await?;
+            let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
+            Ok(fibers(&page, &taken, args.uid, args.name.as_deref()).await?)
         }
         WAIT => {
             let args: WaitArgs = read(arguments)?;
-            let timeout = args.timeout_ms.map_or(DEFAULT_WAIT, Duration::from_millis);
-            Ok(wait(
-                &core.wait(&args.session, args.event.as_deref(), timeout).await?,
-            ))
+            if args
+                .kind
+                .as_deref()
+                .is_some_and(|kind| !RECORD_TYPES.contains(&kind))
+            {
+                return Err(AgentError::Incomplete(
+                    "type is one of dispatch-observed, topology-invalidated, profiler-trace-updated, profiler-status-changed, facts-dropped, target-disposed",
+                ));
+            }
+            let request = WaitFor {
+                filter: Filter {
+                    kind: args.kind,
+                    event: args.event,
+                },
+                after: args.after_sequence,
+                timeout: args.timeout_ms.map_or(DEFAULT_WAIT, Duration::from_millis),
+            };
+            Ok(wait(&core.wait(&args.session, &request).await?))
         }
         _ => history(core, tool, arguments).await,
     }
@@ -287,26 +375,67 @@ impl DebugError {
     }
 }
 
-/// One page of a catalog: items from `cursor`, at most [`MAX_PAGE`].
-pub fn page<T: Serialize>(items: &[T], cursor: usize) -> Value {
-    let returned: Vec<&T> = items.iter().skip(cursor).take(MAX_PAGE).collect();
-    let next = cursor + returned.len();
-    json!({
-        "total": items.len(),
-        "returned": returned.len(),
-        "truncated": next < items.len(),
-        "cursor": (next < items.len()).then_some(next),
-        "items": returned,
-    })
+/// The rows of one catalog page: `offset..end` of `total` items, at most
+/// `limit` (1 to [`MAX_PAGE`]), and whether items follow.
+fn page_range(total: usize, offset: usize, limit: usize) -> (std::ops::Range<usize>, bool) {
+    let start = offset.min(total);
+    let end = start.saturating_add(limit.clamp(1, MAX_PAGE)).min(total);
+    (start..end, end < total)
 }
 
-/// Counts: fibers per state, events, listeners, services, loader entries, candidates.
+/// How one call pages its catalogs: the session whose cursors they are, the
+/// cursor it was given (for the catalog that cursor belongs to) and its limit.
+pub struct Paging<'a> {
+    core: &'a DebugCore,
+    session: &'a str,
+    cursor: Option<&'a str>,
+    limit: usize,
+}
+
+impl<'a> Paging<'a> {
+    pub fn new(core: &'a DebugCore, session: &'a str, cursor: Option<&'a str>, limit: Option<usize>) -> Self {
+        Self {
+            core,
+            session,
+            cursor,
+            limit: limit.unwrap_or(MAX_PAGE),
+        }
+    }
+
+    /// One page of `catalog`: `total`, `returned`, `truncated`, the `cursor` it
+    /// was read from and the `nextCursor` (a new cursor of the session when
+    /// items follow), and the `items`.
+    pub async fn page<T: Serialize>(&self, catalog: &str, items: &[T]) -> Result<Value, DebugError> {
+        let offset = match self.cursor {
+            Some(cursor) => self.core.take_cursor(self.session, cursor, catalog).await?,
+            None => 0,
+        };
+        let (rows, truncated) = page_range(items.len(), offset, self.limit);
+        let next_cursor = if truncated {
+            Some(self.core.issue_cursor(self.session, catalog, rows.end).await?)
+        } else {
+            None
+        };
+        Ok(json!({
+            "total": items.len(),
+            "returned": rows.len(),
+            "truncated": truncated,
+            "cursor": self.cursor,
+            "nextCursor": next_cursor,
+            "items": &items[rows],
+        }))
+    }
+}
+
+/// Counts: fibers per state, events, listeners, services, loader entries,
+/// candidates, and the journal's retained window.
 pub fn summary(snapshot: &Snapshot) -> Value {
     let topology = &snapshot.topology;
     let mut states: BTreeMap<&str, usize> = BTreeMap::new();
     for fiber in &topology.fibers {
         *states.entry(fiber.state.as_str()).or_default() += 1;
     }
+    let journal = &snapshot.journal;
     json!({
         "target": snapshot.target,
         "fibers": topology.fibers_total,
@@ -316,6 +445,32 @@ pub fn summary(snapshot: &Snapshot) -> Value {
         "services": topology.services.len(),
         "entries": topology.entries.len(),
         "candidates": snapshot.candidates.len(),
+        "dispatchesRetained": snapshot.dispatches.len(),
+        "journal": {
+            "oldestSequence": journal.oldest,
+            "newestSequence": journal.newest,
+            "retained": journal.retained,
+            "capacity": journal.capacity,
+        },
+    })
+}
+
+/// What the profiler shows: whether the target enables experiments (`null`:
+/// not known) and the running or last experiment's findings.
+pub fn profiler(snapshot: &Snapshot) -> Value {
+    let experiment = snapshot.topology.experiment.as_ref().map(|e| {
+        json!({
+            "lease": e.lease,
+            "event": e.event,
+            "running": e.running,
+            "restored": e.restored,
+            "listeners": e.listeners,
+        })
+    });
+    json!({
+        "enabled": snapshot.target.experiments,
+        "experiment": experiment,
+        "traces": "cordis_profiler_traces pages the traces",
     })
 }
 
@@ -326,9 +481,13 @@ pub fn targets(targets: &[Target]) -> View {
     } else {
         targets
             .iter()
-            .map(|t| match &t.problem {
-                Some(problem) => format!("{} ({}, pid {}): {problem}", t.id, t.label, t.pid),
-                None => format!("{} ({}, pid {})", t.id, t.label, t.pid),
+            .map(|t| {
+                let why = t
+                    .problem
+                    .as_deref()
+                    .or(t.reason)
+                    .map_or_else(String::new, |why| format!(": {why}"));
+                format!("{} {} ({}, pid {}){why}", t.status, t.id, t.label, t.pid)
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -336,61 +495,85 @@ pub fn targets(targets: &[Target]) -> View {
     (text, json!({"targets": targets}))
 }
 
-/// The `sections` of a snapshot asked for (all when `None`), catalogs paged from `cursor`.
-pub fn snapshot(snapshot: &Snapshot, sections: Option<&[String]>, cursor: usize) -> View {
-    let wanted = |s: &str| sections.is_none_or(|all| all.iter().any(|w| w == s));
+/// The `sections` of a snapshot asked for, catalogs paged.
+pub async fn snapshot(
+    page: &Paging<'_>,
+    snapshot: &Snapshot,
+    sections: &[String],
+) -> Result<View, AgentError> {
     let mut value = Map::new();
-    if wanted("summary") {
-        value.insert("summary".into(), summary(snapshot));
-    }
-    if wanted("fibers") {
-        value.insert("fibers".into(), page(&snapshot.topology.fibers, cursor));
-    }
-    if wanted("events") {
-        let events: Vec<Value> = snapshot
-            .topology
-            .events
-            .iter()
-            .map(|e| {
-                json!({"name": e.name, "listeners": e.listeners.len(),
-                "owners": e.listeners.iter().filter_map(|l| l.owner_name.clone()).collect::<BTreeSet<_>>()})
-            })
-            .collect();
-        value.insert("events".into(), page(&events, cursor));
-    }
-    if wanted("candidates") {
-        value.insert("candidates".into(), page(&snapshot.candidates, 0));
+    for section in sections {
+        let shown = match section.as_str() {
+            "summary" => summary(snapshot),
+            "profiler" => profiler(snapshot),
+            "fibers" => page.page(section, &snapshot.topology.fibers).await?,
+            "events" => {
+                let events: Vec<Value> = snapshot
+                    .topology
+                    .events
+                    .iter()
+                    .map(|e| {
+                        json!({"name": e.name, "listeners": e.listeners.len(),
+                        "owners": e.listeners.iter().filter_map(|l| l.owner_name.clone()).collect::<BTreeSet<_>>()})
+                    })
+                    .collect();
+                page.page(section, &events).await?
+            }
+            "dispatches" => page.page(section, &snapshot.dispatches).await?,
+            "candidates" => page.page(section, &snapshot.candidates).await?,
+            other => {
+                return Err(AgentError::Refused(format!(
+                    "no section {other}: the sections are {}",
+                    SECTIONS.join(", ")
+                )));
+            }
+        };
+        value.insert(section.clone(), shown);
     }
     let text = format!(
-        "{} fibers, {} events, {} candidate(s) (facts to look at, not causes)",
+        "{} fibers, {} events, {} retained dispatch(es), {} candidate(s) (facts to look at, not causes)",
         snapshot.topology.fibers_total,
         snapshot.topology.events_total,
+        snapshot.dispatches.len(),
         snapshot.candidates.len()
     );
-    (text, Value::Object(value))
+    Ok((text, Value::Object(value)))
 }
 
-/// One event's listeners, or `None` when nothing listens to `name`.
-pub fn event(snapshot: &Snapshot, name: &str) -> Option<View> {
-    let event = snapshot.topology.events.iter().find(|e| e.name == name)?;
-    Some((
+/// One event's listeners, paged, or `None` when nothing listens to `name`.
+pub async fn event(page: &Paging<'_>, snapshot: &Snapshot, name: &str) -> Result<Option<View>, DebugError> {
+    let Some(event) = snapshot.topology.events.iter().find(|e| e.name == name) else {
+        return Ok(None);
+    };
+    let listeners = page.page(&format!("event:{name}"), &event.listeners).await?;
+    Ok(Some((
         format!("{}: {} listener(s)", event.name, event.listeners.len()),
-        json!({"name": event.name, "listeners": page(&event.listeners, 0)}),
-    ))
+        json!({"name": event.name, "listeners": listeners}),
+    )))
 }
 
-/// The fibers with `uid` and `name` (each when given).
-pub fn fibers(snapshot: &Snapshot, uid: Option<i64>, name: Option<&str>) -> View {
+/// The fibers with `uid` and `name` (each when given), paged.
+pub async fn fibers(
+    page: &Paging<'_>,
+    snapshot: &Snapshot,
+    uid: Option<i64>,
+    name: Option<&str>,
+) -> Result<View, DebugError> {
     let fibers: Vec<_> = snapshot
         .topology
         .fibers
         .iter()
         .filter(|f| uid.is_none_or(|uid| f.id == uid) && name.is_none_or(|n| f.name == n))
         .collect();
-    (
+    let catalog = format!(
+        "fiber:{}:{}",
+        uid.map_or_else(String::new, |u| u.to_string()),
+        name.unwrap_or_default()
+    );
+    Ok((
         format!("{} fiber(s)", fibers.len()),
-        json!({"fibers": page(&fibers, 0)}),
-    )
+        json!({"fibers": page.page(&catalog, &fibers).await?}),
+    ))
 }
 
 /// What a wait found.
@@ -398,6 +581,15 @@ pub fn wait(result: &WaitResult) -> View {
     let text = match result.outcome {
         "gap" => "gap: records after the session's cursor fell out of the journal (500 kept) before they were read; the next wait reads on from the oldest retained record. Absence in the window never means something did not happen".to_owned(),
         "timeout" => "timeout: nothing matching arrived".to_owned(),
+        "cancelled" => format!(
+            "cancelled: {}",
+            match result.reason {
+                Some("detached") => "the debug session was detached",
+                Some("expired") => "the debug session expired (15 idle minutes)",
+                Some(other) => other,
+                None => "the wait ended early",
+            }
+        ),
         _ => format!("found {} record(s)", result.records.len()),
     };
     (text, json!(result))
@@ -454,4 +646,57 @@ pub fn traces(traces: Value) -> View {
         traces["returned"], traces["total"], traces["experiment"]["lease"]
     );
     (text, traces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_holds_at_most_the_limit_and_at_most_100_and_says_when_items_follow() {
+        assert_eq!(page_range(250, 0, 100), (0..100, true));
+        assert_eq!(page_range(250, 200, 100), (200..250, false));
+        assert_eq!(page_range(250, 0, 1000), (0..100, true), "never past 100");
+        assert_eq!(page_range(3, 0, 0), (0..1, true), "at least one");
+        assert_eq!(page_range(3, 2, 1), (2..3, false));
+        assert_eq!(
+            page_range(3, 9, 1),
+            (3..3, false),
+            "an offset past the end is empty"
+        );
+        assert_eq!(page_range(0, 0, 100), (0..0, false));
+    }
+
+    #[test]
+    fn the_session_is_named_debug_session_id_and_session_is_a_deprecated_alias() {
+        let args = |value: Value| match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        };
+        let new: SessionArgs = read(args(json!({"debugSessionId": "dbg_1"}))).unwrap();
+        let old: SessionArgs = read(args(json!({"session": "dbg_1"}))).unwrap();
+        assert_eq!(
+            (new.session, old.session),
+            ("dbg_1".to_owned(), "dbg_1".to_owned())
+        );
+        assert!(read::<SessionArgs>(args(json!({}))).is_err());
+        assert_eq!(named_session(&args(json!({"session": "dbg_2"}))), Some("dbg_2"));
+        assert_eq!(
+            named_session(&args(json!({"debugSessionId": "dbg_3", "session": "dbg_2"}))),
+            Some("dbg_3"),
+            "the one checked against the caller"
+        );
+        assert!(
+            read::<SessionArgs>(args(json!({"debugSessionId": "dbg_3", "session": "dbg_2"}))).is_err(),
+            "both names in one call are refused"
+        );
+        let wait: WaitArgs = read(args(
+            json!({"debugSessionId": "dbg_1", "type": "dispatch-observed", "event": "e", "afterSequence": 7}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (wait.kind.as_deref(), wait.event.as_deref(), wait.after_sequence),
+            (Some("dispatch-observed"), Some("e"), Some(7))
+        );
+    }
 }

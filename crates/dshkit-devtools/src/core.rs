@@ -1,180 +1,38 @@
 //! The debug core: targets discovered from the collectors' registry, debug
-//! sessions on them (bounded in number and idle time), snapshots and waits.
+//! sessions on them (kept in the [`crate::sessions`] book), snapshots and waits.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use dshkit_os::error::ErrorClass;
 use serde::Serialize;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::journal::{Change, Record, Window};
-use crate::link::{COLLECTOR_PROTOCOL, Link, LinkError};
+use crate::error::DebugError;
+use crate::journal::{Change, Filter, Record, Window};
+use crate::limits::{MAX_CHECKPOINTS, MAX_LEASE, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS};
+use crate::link::{Link, LinkError};
+use crate::sessions::{Book, Cancel, Checkpoint, Session};
+use crate::target::{Target, discover};
 use crate::topology::{Candidate, Comparison, Digest, Topology};
 
-/// Debug sessions open at once.
-pub const MAX_SESSIONS: usize = 32;
-/// A session unused this long is closed.
-pub const SESSION_IDLE: Duration = Duration::from_mins(15);
-/// Waits at once, over all sessions.
-pub const MAX_WAITERS: usize = 32;
-/// Default and longest wait.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(15);
-pub const MAX_WAIT: Duration = Duration::from_mins(1);
-/// Items a catalog (fibers, events, dispatches) returns per page at most.
-pub const MAX_PAGE: usize = 100;
-/// Registry files read per discovery.
-pub(crate) const MAX_TARGETS: usize = 64;
-/// Checkpoints a session keeps (the oldest goes first).
-pub const MAX_CHECKPOINTS: usize = 8;
-/// Default and longest experiment lease (the collector enforces the same bounds).
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
-pub const MAX_LEASE: Duration = Duration::from_mins(1);
-
-/// A live process with a collector.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Target {
-    /// `<pid>-<start time>-<collector epoch>`: a restarted process, or a collector
-    /// started again inside the same process, is a new target.
-    pub id: String,
-    pub pid: u32,
-    /// When the collector started (ms since the Unix epoch).
-    pub epoch: u64,
-    pub label: String,
-    /// The line protocol its collector announces in the registry (`None`: it
-    /// announces none).
-    pub protocol: Option<u64>,
-    /// Why this core cannot use the target, when it cannot (a collector of
-    /// another protocol version).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    #[serde(skip)]
-    pub socket: PathBuf,
-}
-
-/// Errors of the debug core, each with what to do next.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DebugError {
-    #[error("no debug target {0}; cordis_list_debug_targets lists the live ones")]
-    UnknownTarget(String),
-    #[error("no debug session {0}; it was detached, expired or never existed: attach again")]
-    UnknownSession(String),
-    #[error("the session's target {target} is gone ({reason}){}", replacement.as_ref().map_or_else(|| ": list targets and attach to a live one".to_owned(), |r| format!(": attach to its replacement {r}")))]
-    Stale {
-        target: String,
-        /// `target-replaced`, `target-disposed` or `host-disposed`.
-        reason: &'static str,
-        replacement: Option<String>,
-    },
-    #[error("no checkpoint {0} in this session; cordis_capture_checkpoint makes one (8 are kept)")]
-    UnknownCheckpoint(String),
-    #[error(
-        "this session holds no lease {0}; only the session that started an experiment stops it (or an emergency stop)"
-    )]
-    NotLeaseOwner(String),
-    #[error("{MAX_SESSIONS} debug sessions are open; detach one first")]
-    TooManySessions,
-    #[error("{MAX_WAITERS} waits are running; retry when one ends")]
-    TooManyWaiters,
-    #[error(transparent)]
-    Link(#[from] LinkError),
-    #[error("the collector answered something unreadable: {0}")]
-    Protocol(String),
-    #[error(
-        "the collector in target {target} speaks protocol {}, and this dshkit ({}) speaks protocol {core}: install the DSH plugin again with this dshkit (`dshkit dsh install --devtools`) and restart that DSH",
-        collector.map_or_else(|| "(none announced)".to_owned(), |v| v.to_string()),
-        env!("CARGO_PKG_VERSION")
-    )]
-    ProtocolMismatch {
-        target: String,
-        /// What the collector announced (`None`: no version).
-        collector: Option<u64>,
-        /// What this core speaks ([`COLLECTOR_PROTOCOL`]).
-        core: u64,
-    },
-}
-
-impl DebugError {
-    /// A stable machine-readable code. A session whose target is gone says how
-    /// it went; every failure to talk to the collector is `COLLECTOR`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::UnknownTarget(_) => "UNKNOWN_TARGET",
-            Self::UnknownSession(_) => "UNKNOWN_SESSION",
-            Self::Stale { reason, .. } => match *reason {
-                "target-replaced" => "TARGET_REPLACED",
-                "host-disposed" => "HOST_DISPOSED",
-                _ => "TARGET_DISPOSED",
-            },
-            Self::UnknownCheckpoint(_) => "UNKNOWN_CHECKPOINT",
-            Self::NotLeaseOwner(_) => "NOT_LEASE_OWNER",
-            Self::TooManySessions | Self::TooManyWaiters => "LIMIT",
-            Self::Link(_) | Self::Protocol(_) => "COLLECTOR",
-            Self::ProtocolMismatch { .. } => "PROTOCOL_MISMATCH",
-        }
-    }
-
-    /// A target, session, checkpoint or lease the caller named that is not
-    /// there or not theirs, a limit reached and a collector of another protocol
-    /// are refused; a collector that could not be reached or answered
-    /// something unreadable is a runtime failure.
-    pub fn class(&self) -> ErrorClass {
-        match self {
-            Self::Link(_) | Self::Protocol(_) => ErrorClass::Runtime,
-            Self::UnknownTarget(_)
-            | Self::UnknownSession(_)
-            | Self::Stale { .. }
-            | Self::UnknownCheckpoint(_)
-            | Self::NotLeaseOwner(_)
-            | Self::TooManySessions
-            | Self::TooManyWaiters
-            | Self::ProtocolMismatch { .. } => ErrorClass::Refused,
-        }
-    }
-
-    /// Whether the same request may succeed when made again: only when all
-    /// waits were taken, since one ends soon.
-    pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::TooManyWaiters)
-    }
-
-    /// The refusal of a collector that announced `collector` instead of this
-    /// core's protocol, or `None` when it speaks this core's.
-    fn protocol_mismatch(target: &str, collector: Option<u64>) -> Option<Self> {
-        (collector != Some(COLLECTOR_PROTOCOL)).then(|| Self::ProtocolMismatch {
-            target: target.to_owned(),
-            collector,
-            core: COLLECTOR_PROTOCOL,
-        })
-    }
-}
-
-dshkit_os::classified!(DebugError);
+/// The client of sessions this process attaches for itself (`dshkit devtools`,
+/// the doctor): no MCP client can use them.
+pub const LOCAL_OWNER: &str = "local";
 
 struct Attached {
+    /// The target as it was attached, with what its `hello` said.
     target: Target,
     link: Link,
     baseline: Topology,
 }
 
-struct Session {
-    target: String,
-    cursor: u64,
-    last_used: Instant,
-    /// The lease of the experiment this session started, while it may run.
-    lease: Option<String>,
-    checkpoints: std::collections::VecDeque<Checkpoint>,
-    next_checkpoint: u64,
-}
-
 #[derive(Default)]
 struct State {
     attached: HashMap<String, Arc<Attached>>,
-    sessions: HashMap<String, Session>,
-    next_session: u64,
+    book: Book,
 }
 
 /// The core. One per dshkit process.
@@ -186,23 +44,64 @@ pub struct DebugCore {
 
 /// A session just attached.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Attachment {
+    /// The opaque id; only the client that attached it may use it.
+    #[serde(rename = "debugSessionId")]
     pub session: String,
+    /// The target's id and epoch the session is bound to.
+    pub target_id: String,
+    pub epoch: u64,
     pub target: Target,
+    /// The journal sequence the session's first wait reads from.
+    #[serde(skip)]
     pub cursor: u64,
+    /// The newest sequence the session has seen (a wait's default `afterSequence`).
+    pub after_sequence: u64,
 }
 
 /// What a wait saw.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WaitResult {
-    /// `found`, `timeout` or `gap`.
+    /// `found`, `timeout`, `gap` or `cancelled`.
     pub outcome: &'static str,
+    /// Why a wait was cancelled: `detached`, `expired`, or how its target went
+    /// (`target-replaced`, `target-disposed`, `host-disposed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     pub records: Vec<Record>,
-    pub cursor: u64,
+    /// The sequence the wait read after.
+    pub after_sequence: u64,
+    /// Where the next wait reads after (the session's cursor moved there).
+    pub next_after_sequence: u64,
     #[serde(flatten)]
     pub window: Window,
     /// More matching records were retained than returned.
     pub truncated: bool,
+}
+
+impl WaitResult {
+    /// The next sequence a wait reads (the session's cursor).
+    pub fn cursor(&self) -> u64 {
+        self.next_after_sequence + 1
+    }
+}
+
+/// What a wait asks for: records matching `filter` after sequence `after` (the
+/// session's cursor when `None`), for `timeout` at most ([`MAX_WAIT`]).
+#[derive(Debug, Clone, Default)]
+pub struct WaitFor {
+    pub filter: Filter,
+    pub after: Option<u64>,
+    pub timeout: Duration,
+}
+
+/// A session's target and reading position, for one call.
+struct InUse {
+    attached: Arc<Attached>,
+    cursor: u64,
+    cancelled: watch::Receiver<Cancel>,
 }
 
 impl DebugCore {
@@ -220,13 +119,42 @@ impl DebugCore {
         MAX_WAITERS - self.waiters.available_permits()
     }
 
-    /// The live targets; registry files of dead processes are removed.
+    /// The live targets in the registry; registry files of dead processes are
+    /// removed.
     pub fn targets(&self) -> Vec<Target> {
         discover(&self.registry)
     }
 
-    /// Attaches a new session to `target` (the only one when `None`).
+    /// The targets for an agent: the registry's, with what this core's channels
+    /// learnt (experiments, Node version), then the targets this core's
+    /// sessions are still on that are gone (`stale`, with why).
+    pub async fn list_targets(&self) -> Vec<Target> {
+        let mut listed = self.targets();
+        let attached: Vec<Arc<Attached>> = self.state.lock().await.attached.values().cloned().collect();
+        for target in &mut listed {
+            if let Some(known) = attached.iter().find(|a| a.target.id == target.id) {
+                *target = target
+                    .clone()
+                    .with_hello(known.target.experiments, known.target.version.node.clone());
+            }
+        }
+        for gone in attached.iter().filter(|a| a.link.is_closed()) {
+            let (reason, replacement) = self.gone(gone);
+            listed.retain(|t| t.id != gone.target.id);
+            listed.push(gone.target.clone().stale(reason, replacement));
+        }
+        listed
+    }
+
+    /// Attaches a new session to `target` (the only one when `None`) for this
+    /// process itself ([`LOCAL_OWNER`]).
     pub async fn attach(&self, target: Option<&str>) -> Result<Attachment, DebugError> {
+        self.attach_for(LOCAL_OWNER, target).await
+    }
+
+    /// Attaches a new session to `target` (the only one when `None`) that only
+    /// `owner` (an MCP client's subject) may use.
+    pub async fn attach_for(&self, owner: &str, target: Option<&str>) -> Result<Attachment, DebugError> {
         let targets = self.targets();
         let target = match target {
             Some(id) => targets
@@ -245,7 +173,7 @@ impl DebugCore {
         };
         let mut state = self.state.lock().await;
         expire(&mut state);
-        if state.sessions.len() >= MAX_SESSIONS {
+        if state.book.len() >= MAX_SESSIONS {
             return Err(DebugError::TooManySessions);
         }
         let attached = match state.attached.get(&target.id) {
@@ -262,7 +190,10 @@ impl DebugCore {
                 let baseline: Topology = serde_json::from_value(hello["baseline"].clone())
                     .map_err(|e| DebugError::Protocol(e.to_string()))?;
                 let attached = Arc::new(Attached {
-                    target: target.clone(),
+                    target: target.clone().with_hello(
+                        hello["experiments"].as_bool(),
+                        hello["node"].as_str().map(str::to_owned),
+                    ),
                     link,
                     baseline,
                 });
@@ -270,42 +201,45 @@ impl DebugCore {
                 attached
             }
         };
-        state.next_session += 1;
-        let session = format!("dbg-{}", state.next_session);
         let cursor = attached
             .link
             .journal
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .head();
-        state.sessions.insert(
-            session.clone(),
-            Session {
-                target: target.id.clone(),
-                cursor,
-                last_used: Instant::now(),
-                lease: None,
-                checkpoints: std::collections::VecDeque::new(),
-                next_checkpoint: 0,
-            },
-        );
+        let target = attached.target.clone();
+        let session = state
+            .book
+            .open(owner, &target.id, target.epoch, cursor, std::time::Instant::now())?;
         Ok(Attachment {
             session,
+            target_id: target.id.clone(),
+            epoch: target.epoch,
             target,
             cursor,
+            after_sequence: cursor.saturating_sub(1),
         })
     }
 
-    /// Ends a session, stopping the experiment it owns; the channel closes with
-    /// the target's last session.
+    /// Closes the sessions that are idle at `now` (unused for [`crate::SESSION_IDLE`]):
+    /// their pending waits answer `cancelled` (`expired`) and their experiments
+    /// are stopped by exact lease. Every call does this with the time it runs.
+    pub async fn expire_idle(&self, now: std::time::Instant) {
+        expire_at(&mut *self.state.lock().await, now);
+    }
+
+    /// Refuses `session` to any MCP client but the one that attached it.
+    pub async fn authorize(&self, session: &str, owner: &str) -> Result<(), DebugError> {
+        self.state.lock().await.book.authorize(session, owner)
+    }
+
+    /// Ends a session, cancelling its waits and stopping the experiment it
+    /// owns; the channel closes with the target's last session.
     pub async fn detach(&self, session: &str) -> Result<(), DebugError> {
         let mut state = self.state.lock().await;
-        let gone = state
-            .sessions
-            .remove(session)
-            .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+        let gone = state.book.close(session)?;
         let attached = state.attached.get(&gone.target).cloned();
-        if !state.sessions.values().any(|s| s.target == gone.target) {
+        if !state.book.on_target(&gone.target) {
             state.attached.remove(&gone.target);
         }
         drop(state);
@@ -317,15 +251,20 @@ impl DebugCore {
         Ok(())
     }
 
-    async fn session(&self, session: &str) -> Result<(Arc<Attached>, u64), DebugError> {
+    /// Detaches every session of `owner` (its MCP client is gone).
+    pub async fn release(&self, owner: &str) {
+        let sessions = self.state.lock().await.book.owned_by(owner);
+        for session in sessions {
+            let _ = self.detach(&session).await;
+        }
+    }
+
+    async fn session(&self, session: &str) -> Result<InUse, DebugError> {
         let mut state = self.state.lock().await;
         expire(&mut state);
-        let entry = state
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
-        entry.last_used = Instant::now();
-        let (target, cursor) = (entry.target.clone(), entry.cursor);
+        let entry = state.book.touch(session, std::time::Instant::now())?;
+        let (target, epoch, cursor, cancelled) =
+            (entry.target.clone(), entry.epoch, entry.cursor, entry.cancelled());
         let attached = state
             .attached
             .get(&target)
@@ -335,16 +274,25 @@ impl DebugCore {
                 reason: "target-disposed",
                 replacement: None,
             })?;
-        Ok((attached, cursor))
+        // The session is bound to its target's epoch: a collector started
+        // again is another target.
+        if attached.target.epoch != epoch {
+            return Err(self.stale(&attached));
+        }
+        Ok(InUse {
+            attached,
+            cursor,
+            cancelled,
+        })
     }
 
     /// The session's channel, refusing a target that is gone, with why.
-    async fn live(&self, session: &str) -> Result<(Arc<Attached>, u64), DebugError> {
-        let (attached, cursor) = self.session(session).await?;
+    async fn live(&self, session: &str) -> Result<Arc<Attached>, DebugError> {
+        let attached = self.session(session).await?.attached;
         if attached.link.is_closed() {
             return Err(self.stale(&attached));
         }
-        Ok((attached, cursor))
+        Ok(attached)
     }
 
     /// Asks the session's collector; a channel that closes meanwhile is the
@@ -365,6 +313,16 @@ impl DebugCore {
     /// `target-replaced` when a live target with the same label started after it
     /// (a restarted DSH), else `target-disposed`.
     fn stale(&self, attached: &Attached) -> DebugError {
+        let (reason, replacement) = self.gone(attached);
+        DebugError::Stale {
+            target: attached.target.id.clone(),
+            reason,
+            replacement,
+        }
+    }
+
+    /// How `attached` went (see [`Self::stale`]), and its replacement.
+    fn gone(&self, attached: &Attached) -> (&'static str, Option<String>) {
         let said = attached
             .link
             .journal
@@ -394,62 +352,99 @@ impl DebugCore {
             (false, Some("host-disposed")) => "host-disposed",
             _ => "target-disposed",
         };
-        DebugError::Stale {
-            target: attached.target.id.clone(),
-            reason,
-            replacement,
-        }
+        (reason, replacement)
     }
 
-    /// The runtime now, with the collector's baseline and the candidates.
+    /// The runtime now, with the collector's baseline, the candidates and the
+    /// retained dispatches.
     pub async fn snapshot(&self, session: &str) -> Result<Snapshot, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         let topology: Topology =
             serde_json::from_value(self.ask(&attached, "topology", serde_json::Map::new()).await?)
                 .map_err(|e| DebugError::Protocol(e.to_string()))?;
         let candidates = topology.candidates(&attached.baseline);
-        let journal = {
+        let (journal, dispatches) = {
             let journal = attached
                 .link
                 .journal
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            journal.window(journal.head())
+            (
+                journal.window(journal.head()),
+                journal.after(0, usize::MAX, |r| {
+                    matches!(r.change, Change::DispatchObserved { .. })
+                }),
+            )
         };
         Ok(Snapshot {
             target: attached.target.clone(),
             topology,
             candidates,
             journal,
+            dispatches,
         })
     }
 
-    /// Waits until a record after the session's cursor matches `event` (any
-    /// record when `None`), or `timeout` passes; advances the cursor past what
-    /// it returns.
-    pub async fn wait(
+    /// Uses up catalog cursor `cursor` of `session`, which must page `catalog`:
+    /// the offset of the page it starts.
+    pub async fn take_cursor(&self, session: &str, cursor: &str, catalog: &str) -> Result<usize, DebugError> {
+        let mut state = self.state.lock().await;
+        let entry = state.book.get_mut(session)?;
+        if entry.cursor_catalog(cursor)? != catalog {
+            return Err(DebugError::UnknownCursor(format!(
+                "{cursor} (it pages another catalog)"
+            )));
+        }
+        Ok(entry.take_cursor(cursor)?.1)
+    }
+
+    /// The catalog a cursor of `session` pages, without using it.
+    pub async fn cursor_catalog(&self, session: &str, cursor: &str) -> Result<String, DebugError> {
+        let mut state = self.state.lock().await;
+        Ok(state.book.get_mut(session)?.cursor_catalog(cursor)?.to_owned())
+    }
+
+    /// A cursor of `session` for the page of `catalog` at `offset`.
+    pub async fn issue_cursor(
         &self,
         session: &str,
-        event: Option<&str>,
-        timeout: Duration,
-    ) -> Result<WaitResult, DebugError> {
+        catalog: &str,
+        offset: usize,
+    ) -> Result<String, DebugError> {
+        self.state
+            .lock()
+            .await
+            .book
+            .get_mut(session)?
+            .issue_cursor(catalog, offset)
+    }
+
+    /// Waits until a record after the session's cursor (or after `afterSequence`)
+    /// matches the filter, or the timeout passes, or the session's waits are
+    /// cancelled (detach, expiry, the target going away); moves the cursor past
+    /// what it returns.
+    pub async fn wait(&self, session: &str, request: &WaitFor) -> Result<WaitResult, DebugError> {
         let _slot = Arc::clone(&self.waiters)
             .try_acquire_owned()
             .map_err(|_| DebugError::TooManyWaiters)?;
-        let (attached, cursor) = self.session(session).await?;
-        let matches = |r: &Record| match (&r.change, event) {
-            (_, None) | (Change::TargetDisposed { .. }, _) => true,
-            (Change::TopologyInvalidated { name, .. }, Some(wanted)) => name.as_deref() == Some(wanted),
-            (
-                Change::DispatchObserved { event: name, .. }
-                | Change::ProfilerTraceUpdated { event: name, .. }
-                | Change::ProfilerStatusChanged { event: name, .. },
-                Some(wanted),
-            ) => name == wanted,
-            _ => false,
-        };
-        let deadline = Instant::now() + timeout.min(MAX_WAIT);
+        let InUse {
+            attached,
+            cursor,
+            mut cancelled,
+        } = self.session(session).await?;
+        let from = request.after.map_or(cursor, |after| after.saturating_add(1));
+        let deadline = Instant::now() + request.timeout.min(MAX_WAIT);
         let mut head = attached.link.head.clone();
+        let result = |outcome, reason, records: Vec<Record>, next: u64, window, truncated| WaitResult {
+            outcome,
+            reason,
+            records,
+            after_sequence: from.saturating_sub(1),
+            next_after_sequence: next.saturating_sub(1),
+            window,
+            truncated,
+        };
+        let mut first = true;
         let result = loop {
             let (window, mut records) = {
                 let journal = attached
@@ -458,65 +453,56 @@ impl DebugCore {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
                 (
-                    journal.window(cursor),
-                    journal.after(cursor, MAX_PAGE + 1, matches),
+                    journal.window(from),
+                    journal.after(from, MAX_PAGE + 1, |r| request.filter.matches(r)),
                 )
             };
             if window.gap {
                 // What fell out is lost; the next wait reads on from the oldest retained.
-                let next = window.oldest.unwrap_or(cursor);
-                break WaitResult {
-                    outcome: "gap",
-                    records: Vec::new(),
-                    cursor: next,
-                    window,
-                    truncated: false,
-                };
+                let next = window.oldest.unwrap_or(from);
+                break result("gap", None, Vec::new(), next, window, false);
             }
             if !records.is_empty() {
                 let truncated = records.len() > MAX_PAGE;
                 records.truncate(MAX_PAGE);
-                let next = records.last().map_or(cursor, |r| r.seq + 1);
-                break WaitResult {
-                    outcome: "found",
-                    records,
-                    cursor: next,
-                    window,
-                    truncated,
-                };
+                let next = records.last().map_or(from, |r| r.seq + 1);
+                break result("found", None, records, next, window, truncated);
             }
             if attached.link.is_closed() {
-                // Everything the target said has been read, and it will say no more.
-                return Err(self.stale(&attached));
+                if first {
+                    // Everything the target said has been read, and it will say no more.
+                    return Err(self.stale(&attached));
+                }
+                // The target went away while the wait was pending.
+                let (reason, _) = self.gone(&attached);
+                break result("cancelled", Some(reason), Vec::new(), from, window, false);
             }
+            first = false;
             head.mark_unchanged();
-            let changed = tokio::select! {
-                changed = head.changed() => changed.is_ok(),
-                () = tokio::time::sleep_until(deadline) => false,
-            };
-            if !changed {
-                let (head_now, window) = {
-                    let journal = attached
-                        .link
-                        .journal
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    (journal.head(), journal.window(journal.head()))
-                };
-                // Nothing matched: the cursor moves past what was seen.
-                break WaitResult {
-                    outcome: "timeout",
-                    records: Vec::new(),
-                    cursor: head_now,
-                    window,
-                    truncated: false,
-                };
+            tokio::select! {
+                // A closed channel is seen at the top of the loop.
+                _ = head.changed() => {}
+                _ = cancelled.changed() => {
+                    let reason = cancelled.borrow().unwrap_or("detached");
+                    return Ok(result("cancelled", Some(reason), Vec::new(), from, window, false));
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    let (head_now, window) = {
+                        let journal = attached
+                            .link
+                            .journal
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner);
+                        (journal.head(), journal.window(journal.head()))
+                    };
+                    // Nothing matched: the cursor moves past what was seen.
+                    break result("timeout", None, Vec::new(), head_now, window, false);
+                }
             }
         };
         let mut state = self.state.lock().await;
-        if let Some(entry) = state.sessions.get_mut(session) {
-            entry.cursor = result.cursor;
-            entry.last_used = Instant::now();
+        if let Ok(entry) = state.book.touch(session, std::time::Instant::now()) {
+            entry.cursor = result.cursor();
         }
         Ok(result)
     }
@@ -530,7 +516,7 @@ impl DebugCore {
         since: Option<u64>,
         limit: usize,
     ) -> Result<Search, DebugError> {
-        let (attached, _) = self.session(session).await?;
+        let attached = self.session(session).await?.attached;
         let journal = attached
             .link
             .journal
@@ -566,10 +552,7 @@ impl DebugCore {
         let snapshot = self.snapshot(session).await?;
         let digest = Digest::of(&snapshot.topology);
         let mut state = self.state.lock().await;
-        let entry = state
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+        let entry = state.book.get_mut(session)?;
         entry.next_checkpoint += 1;
         let id = format!("cp-{}", entry.next_checkpoint);
         let info = CheckpointInfo {
@@ -592,11 +575,8 @@ impl DebugCore {
     /// removed and changed items of each scope. Read-only.
     pub async fn compare_current(&self, session: &str, id: Option<&str>) -> Result<Comparison, DebugError> {
         let checkpoint = {
-            let state = self.state.lock().await;
-            let entry = state
-                .sessions
-                .get(session)
-                .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+            let mut state = self.state.lock().await;
+            let entry = state.book.get_mut(session)?;
             match id {
                 Some(id) => entry.checkpoints.iter().find(|c| c.id == id),
                 None => entry.checkpoints.back(),
@@ -621,9 +601,11 @@ impl DebugCore {
         event: &str,
         lease: Duration,
     ) -> Result<serde_json::Value, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         let ttl = lease.clamp(Duration::from_millis(100), MAX_LEASE);
-        let owner = format!("dshkit-{}/{session}", std::process::id());
+        // Other clients see the owner: it names the session without its id.
+        let handle = self.state.lock().await.book.get_mut(session)?.handle;
+        let owner = format!("dshkit-{}/agent-{handle}", std::process::id());
         let mut params = serde_json::Map::new();
         params.insert("event".into(), event.into());
         params.insert(
@@ -636,7 +618,7 @@ impl DebugCore {
             .as_str()
             .ok_or_else(|| DebugError::Protocol("an experiment without a lease".into()))?
             .to_owned();
-        if let Some(entry) = self.state.lock().await.sessions.get_mut(session) {
+        if let Ok(entry) = self.state.lock().await.book.get_mut(session) {
             entry.lease = Some(lease);
         }
         Ok(started)
@@ -644,13 +626,10 @@ impl DebugCore {
 
     /// Stops the experiment of `lease`, which this session must own.
     pub async fn stop_experiment(&self, session: &str, lease: &str) -> Result<serde_json::Value, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         {
             let mut state = self.state.lock().await;
-            let entry = state
-                .sessions
-                .get_mut(session)
-                .ok_or_else(|| DebugError::UnknownSession(session.to_owned()))?;
+            let entry = state.book.get_mut(session)?;
             if entry.lease.as_deref() != Some(lease) {
                 return Err(DebugError::NotLeaseOwner(lease.to_owned()));
             }
@@ -662,7 +641,7 @@ impl DebugCore {
     /// A person's stop: ends whatever experiment runs on the session's target,
     /// whoever owns it.
     pub async fn emergency_stop(&self, session: &str) -> Result<serde_json::Value, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         let mut params = serde_json::Map::new();
         params.insert("emergency".into(), true.into());
         self.ask(&attached, "experiment-stop", params).await
@@ -670,7 +649,7 @@ impl DebugCore {
 
     /// The running experiment and the last one, as the collector knows them.
     pub async fn experiment_status(&self, session: &str) -> Result<serde_json::Value, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         self.ask(&attached, "experiment-status", serde_json::Map::new())
             .await
     }
@@ -683,7 +662,7 @@ impl DebugCore {
         cursor: usize,
         limit: usize,
     ) -> Result<serde_json::Value, DebugError> {
-        let (attached, _) = self.live(session).await?;
+        let attached = self.live(session).await?;
         let mut params = serde_json::Map::new();
         if let Some(lease) = lease {
             params.insert("lease".into(), lease.into());
@@ -724,148 +703,41 @@ pub struct CheckpointInfo {
     pub evicted: Option<String>,
 }
 
-#[derive(Debug, Clone)]
-struct Checkpoint {
-    id: String,
-    at_ms: u64,
-    digest: Digest,
-}
-
 /// A snapshot answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub target: Target,
     pub topology: Topology,
     pub candidates: Vec<Candidate>,
-    /// The target's journal now: oldest and newest sequence, records retained.
+    /// The target's journal now: oldest and newest sequence, records
+    /// retained, capacity.
     pub journal: Window,
+    /// The dispatches the journal retains, oldest first.
+    pub dispatches: Vec<Record>,
 }
 
-fn expire(state: &mut State) {
-    let now = Instant::now();
-    state
-        .sessions
-        .retain(|_, s| now.duration_since(s.last_used) < SESSION_IDLE);
-    let live: std::collections::HashSet<String> = state.sessions.values().map(|s| s.target.clone()).collect();
-    state.attached.retain(|id, _| live.contains(id));
-}
-
-/// Reads the registry: one JSON file per live collector. Files of processes that
-/// are gone are removed.
-fn discover(registry: &Path) -> Vec<Target> {
-    let Ok(dir) = std::fs::read_dir(registry.join("targets")) else {
-        return Vec::new();
-    };
-    let mut targets = Vec::new();
-    for entry in dir.flatten().take(MAX_TARGETS) {
-        let path = entry.path();
-        if path.extension().is_none_or(|e| e != "json") {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
-            continue;
-        };
-        let Some(pid) = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
-            continue;
-        };
-        let Some(started) = start_time(pid) else {
-            tracing::debug!(pid, "pruned the registry file of a process that is gone");
-            let _ = std::fs::remove_file(&path);
-            continue;
-        };
-        let Some(socket) = record["socket"].as_str() else {
-            continue;
-        };
-        let epoch = record["epoch"].as_u64().unwrap_or(0);
-        let id = format!("{pid}-{started}-{epoch}");
-        let protocol = record["protocol"].as_u64();
-        targets.push(Target {
-            problem: DebugError::protocol_mismatch(&id, protocol).map(|e| e.to_string()),
-            id,
-            pid,
-            epoch,
-            label: record["label"].as_str().unwrap_or("cordis").to_owned(),
-            protocol,
-            socket: PathBuf::from(socket),
-        });
+/// Closes the sessions idle at `now`, cancelling their waits and stopping
+/// their experiments by exact lease, and lets go of targets no session is on.
+fn expire_at(state: &mut State, now: std::time::Instant) {
+    for gone in state.book.expire(now) {
+        stop_expired_lease(state, &gone);
     }
-    targets.sort_by(|a, b| a.id.cmp(&b.id));
-    targets
+    let State { attached, book } = state;
+    attached.retain(|id, _| book.on_target(id));
 }
 
-/// A process's start time (clock ticks after boot), `None` when it is gone.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+/// [`expire_at`] now.
+fn expire(state: &mut State) {
+    expire_at(state, std::time::Instant::now());
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_error_has_its_code_class_and_retryability() {
-        use ErrorClass::{Refused, Runtime};
-        let stale = |reason| DebugError::Stale {
-            target: "t1".into(),
-            reason,
-            replacement: None,
-        };
-        let table = [
-            (
-                DebugError::UnknownTarget("t1".into()),
-                "UNKNOWN_TARGET",
-                Refused,
-                false,
-            ),
-            (
-                DebugError::UnknownSession("s1".into()),
-                "UNKNOWN_SESSION",
-                Refused,
-                false,
-            ),
-            (stale("target-replaced"), "TARGET_REPLACED", Refused, false),
-            (stale("host-disposed"), "HOST_DISPOSED", Refused, false),
-            (stale("target-disposed"), "TARGET_DISPOSED", Refused, false),
-            (
-                DebugError::UnknownCheckpoint("c1".into()),
-                "UNKNOWN_CHECKPOINT",
-                Refused,
-                false,
-            ),
-            (
-                DebugError::NotLeaseOwner("l1".into()),
-                "NOT_LEASE_OWNER",
-                Refused,
-                false,
-            ),
-            (DebugError::TooManySessions, "LIMIT", Refused, false),
-            (DebugError::TooManyWaiters, "LIMIT", Refused, true),
-            (DebugError::Link(LinkError::Closed), "COLLECTOR", Runtime, false),
-            (
-                DebugError::Protocol("not JSON".into()),
-                "COLLECTOR",
-                Runtime,
-                false,
-            ),
-            (
-                DebugError::ProtocolMismatch {
-                    target: "t1".into(),
-                    collector: None,
-                    core: COLLECTOR_PROTOCOL,
-                },
-                "PROTOCOL_MISMATCH",
-                Refused,
-                false,
-            ),
-        ];
-        for (error, code, class, retryable) in table {
-            assert_eq!(error.code(), code, "{error}");
-            assert_eq!(error.class(), class, "{error}");
-            assert_eq!(error.is_retryable(), retryable, "{error}");
-        }
+/// Stops the lease of an expired session, in the background (its channel is
+/// kept open until the collector answered).
+fn stop_expired_lease(state: &State, gone: &Session) {
+    if let (Some(lease), Some(attached)) = (gone.lease.clone(), state.attached.get(&gone.target).cloned()) {
+        tokio::spawn(async move {
+            // The collector knows one reason for an owner that went: `owner-gone`.
+            let _ = stop_lease(&attached, &lease, "owner-gone").await;
+        });
     }
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::core::{DebugCore, DebugError};
+use crate::core::DebugCore;
 use crate::endpoint::{TOKEN_FILE, URL_FILE};
+use crate::error::DebugError;
 
 /// Live targets attached to, at most (the rest are only counted).
 pub const MAX_TARGETS_CHECKED: usize = 8;

@@ -49,6 +49,60 @@ pub enum Change {
     TargetDisposed { reason: String },
 }
 
+/// Every record type, as a wait's `type` filter names it.
+pub const RECORD_TYPES: [&str; 6] = [
+    "dispatch-observed",
+    "topology-invalidated",
+    "profiler-trace-updated",
+    "profiler-status-changed",
+    "facts-dropped",
+    "target-disposed",
+];
+
+impl Change {
+    /// The record's type (its `kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::DispatchObserved { .. } => RECORD_TYPES[0],
+            Self::TopologyInvalidated { .. } => RECORD_TYPES[1],
+            Self::ProfilerTraceUpdated { .. } => RECORD_TYPES[2],
+            Self::ProfilerStatusChanged { .. } => RECORD_TYPES[3],
+            Self::FactsDropped { .. } => RECORD_TYPES[4],
+            Self::TargetDisposed { .. } => RECORD_TYPES[5],
+        }
+    }
+
+    /// The Cordis event the record is about, when it is about one.
+    pub fn event(&self) -> Option<&str> {
+        match self {
+            Self::DispatchObserved { event, .. }
+            | Self::ProfilerTraceUpdated { event, .. }
+            | Self::ProfilerStatusChanged { event, .. } => Some(event),
+            _ => None,
+        }
+    }
+}
+
+/// Which records a wait wants: of exactly this type and exactly this event
+/// name, each when given (a record about no event never matches an event).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub kind: Option<String>,
+    pub event: Option<String>,
+}
+
+impl Filter {
+    pub fn matches(&self, record: &Record) -> bool {
+        self.kind
+            .as_deref()
+            .is_none_or(|kind| record.change.kind() == kind)
+            && self
+                .event
+                .as_deref()
+                .is_none_or(|event| record.change.event() == Some(event))
+    }
+}
+
 /// One journal record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
@@ -74,6 +128,8 @@ pub struct Window {
     pub oldest: Option<u64>,
     pub newest: Option<u64>,
     pub retained: usize,
+    /// Records the journal keeps at most.
+    pub capacity: usize,
     /// Records after the cursor fell out of the window before they were read.
     pub gap: bool,
 }
@@ -129,6 +185,7 @@ impl Journal {
             oldest,
             newest: self.records.back().map(|r| r.seq),
             retained: self.records.len(),
+            capacity: self.capacity,
             // The first record the cursor has not seen (`cursor`) is gone.
             gap: oldest.is_some_and(|oldest| cursor < oldest) && cursor < self.next_seq,
         }
@@ -169,6 +226,7 @@ mod tests {
             (window.oldest, window.newest, window.retained),
             (Some(2), Some(4), 3)
         );
+        assert_eq!(window.capacity, 3);
         assert!(window.gap, "record 1 fell out before the cursor read it");
         assert!(!journal.window(2).gap);
         assert!(!journal.window(journal.head()).gap);
@@ -198,5 +256,61 @@ mod tests {
             9,
             "a count of 0 is one record"
         );
+    }
+
+    #[test]
+    fn the_filter_selects_exactly_by_type_and_by_event_name() {
+        let mut journal = Journal::with_capacity(10);
+        journal.push(0, dispatch("custom/ping"));
+        journal.push(0, dispatch("custom/ping-pong"));
+        journal.push(
+            0,
+            Change::TopologyInvalidated {
+                reason: "fiber".into(),
+                fiber: Some(1),
+                name: Some("custom/ping".into()),
+                state: None,
+            },
+        );
+        journal.push(
+            0,
+            Change::TargetDisposed {
+                reason: "host-disposed".into(),
+            },
+        );
+        let seqs = |filter: &Filter| -> Vec<u64> {
+            journal
+                .after(0, 10, |r| filter.matches(r))
+                .iter()
+                .map(|r| r.seq)
+                .collect()
+        };
+        let filter = |kind: Option<&str>, event: Option<&str>| Filter {
+            kind: kind.map(str::to_owned),
+            event: event.map(str::to_owned),
+        };
+        assert_eq!(seqs(&filter(None, None)), [1, 2, 3, 4]);
+        assert_eq!(
+            seqs(&filter(None, Some("custom/ping"))),
+            [1],
+            "exact, not a substring, and a fiber name is no event"
+        );
+        assert_eq!(seqs(&filter(None, Some("custom/pi"))), Vec::<u64>::new());
+        assert_eq!(seqs(&filter(Some("topology-invalidated"), None)), [3]);
+        assert_eq!(
+            seqs(&filter(Some("dispatch-observed"), Some("custom/ping-pong"))),
+            [2]
+        );
+        assert_eq!(seqs(&filter(Some("dispatch"), None)), Vec::<u64>::new());
+        assert_eq!(seqs(&filter(Some("target-disposed"), None)), [4]);
+        for change in journal.after(0, 10, |_| true) {
+            assert!(RECORD_TYPES.contains(&change.change.kind()));
+            let kind = serde_json::to_value(&change).unwrap()["kind"].clone();
+            assert_eq!(
+                kind,
+                change.change.kind(),
+                "the type a filter names is the record's kind"
+            );
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! socket listed in a registry directory. This crate finds those targets
 //! ([`DebugCore::targets`]), attaches debug sessions, keeps a bounded journal per
 //! target ([`journal`]), answers snapshots with mechanical candidates
-//! ([`topology`]) and waits on the journal (`found`, `timeout` or `gap`). It never
+//! ([`topology`]) and waits on the journal (`found`, `timeout`, `gap` or
+//! `cancelled`). Sessions have opaque ids bound to the MCP client that attached
+//! them, their target and its epoch, and own their catalog cursors. It never
 //! imports the MCP SDK; the `dshkit` binary serves it as the `devtools` tool family.
 //!
 //! What both adapters show lives here too: [`agent`], the tools' texts and
@@ -20,15 +22,22 @@ pub mod bridge;
 mod core;
 pub mod doctor;
 pub mod endpoint;
+mod error;
 pub mod journal;
+mod limits;
 mod link;
+pub mod schema;
+mod sessions;
+mod target;
 pub mod text;
 pub mod topology;
 
-pub use core::{
-    Attachment, CheckpointInfo, DEFAULT_LEASE, DEFAULT_WAIT, DebugCore, DebugError, MAX_CHECKPOINTS,
-    MAX_LEASE, MAX_PAGE, MAX_SESSIONS, MAX_WAIT, MAX_WAITERS, SESSION_IDLE, Search, Snapshot, Target,
-    WaitResult,
+pub use core::{Attachment, CheckpointInfo, DebugCore, LOCAL_OWNER, Search, Snapshot, WaitFor, WaitResult};
+pub use error::DebugError;
+pub use limits::{
+    DEFAULT_LEASE, DEFAULT_WAIT, MAX_CHECKPOINTS, MAX_CURSORS, MAX_LEASE, MAX_PAGE, MAX_SESSIONS, MAX_WAIT,
+    MAX_WAITERS, SESSION_IDLE,
 };
 pub use link::{COLLECTOR_PROTOCOL, LinkError, MAX_LINE_BYTES, REQUEST_TIMEOUT};
+pub use target::{Target, TargetVersion};
 pub use topology::{Comparison, Digest};

@@ -9,8 +9,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::core::{DebugCore, DebugError, MAX_LEASE, MAX_PAGE, MAX_WAIT, Snapshot, Target};
+use crate::core::{DebugCore, Snapshot, WaitFor};
+use crate::error::DebugError;
+use crate::journal::Filter;
 use crate::journal::Record;
+use crate::limits::{MAX_LEASE, MAX_PAGE, MAX_WAIT};
+use crate::target::Target;
 use crate::topology::{Comparison, Digest, Event, Fiber};
 
 /// The targets of `registry`, one line each.
@@ -376,7 +380,15 @@ pub async fn watch(
         if left.is_zero() {
             return Ok(());
         }
-        let result = match core.wait(session, event, left.min(MAX_WAIT)).await {
+        let request = WaitFor {
+            filter: Filter {
+                kind: None,
+                event: event.map(str::to_owned),
+            },
+            after: None,
+            timeout: left.min(MAX_WAIT),
+        };
+        let result = match core.wait(session, &request).await {
             Ok(result) => result,
             Err(error @ DebugError::Stale { .. }) => {
                 seen(Seen::Gone(&error));
@@ -385,7 +397,7 @@ pub async fn watch(
             Err(error) => return Err(error),
         };
         if result.outcome == "gap" {
-            seen(Seen::Gap(result.cursor));
+            seen(Seen::Gap(result.cursor()));
         }
         for record in &result.records {
             seen(Seen::Record(record));

@@ -8,9 +8,10 @@ use std::path::Path;
 use std::process::ChildStdin;
 use std::time::Duration;
 
-use dshkit_devtools::journal::Change;
+use dshkit_devtools::journal::{Change, Filter};
 use dshkit_devtools::{
-    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS,
+    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS, SESSION_IDLE,
+    WaitFor,
 };
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
 use serde_json::Value;
@@ -84,6 +85,18 @@ impl Runtime {
     }
 }
 
+/// A wait for records of `event` (any when `None`) after the session's cursor.
+fn waiting(event: Option<&str>, timeout: Duration) -> WaitFor {
+    WaitFor {
+        filter: Filter {
+            kind: None,
+            event: event.map(str::to_owned),
+        },
+        after: None,
+        timeout,
+    }
+}
+
 fn kinds(snapshot: &dshkit_devtools::Snapshot) -> Vec<(&'static str, String)> {
     snapshot
         .candidates
@@ -127,7 +140,10 @@ async fn candidates_name_each_misbehaving_plugin_and_nothing_private_leaves_the_
 
     runtime.emit(2);
     let seen = core
-        .wait(&attached.session, Some("custom/ping"), Duration::from_secs(30))
+        .wait(
+            &attached.session,
+            &waiting(Some("custom/ping"), Duration::from_secs(30)),
+        )
         .await
         .unwrap();
     assert_eq!(seen.outcome, "found");
@@ -188,14 +204,14 @@ async fn a_wait_on_a_cursor_the_journal_has_passed_reports_a_gap_then_times_out_
         .await
         .expect("the core reads the burst");
     let gap = core
-        .wait(&lagging.session, None, Duration::from_secs(30))
+        .wait(&lagging.session, &waiting(None, Duration::from_secs(30)))
         .await
         .unwrap();
     assert_eq!(gap.outcome, "gap", "{gap:?}");
     assert!(gap.window.gap && gap.window.retained == 500, "{gap:?}");
     assert!(gap.records.is_empty());
     assert_eq!(
-        Some(gap.cursor),
+        Some(gap.cursor()),
         gap.window.oldest,
         "the next wait reads the retained window"
     );
@@ -203,7 +219,7 @@ async fn a_wait_on_a_cursor_the_journal_has_passed_reports_a_gap_then_times_out_
     let mut read = 0;
     let quiet = loop {
         let next = core
-            .wait(&lagging.session, None, Duration::from_millis(300))
+            .wait(&lagging.session, &waiting(None, Duration::from_millis(300)))
             .await
             .unwrap();
         if next.outcome != "found" {
@@ -238,7 +254,7 @@ async fn sessions_are_bounded_and_a_gone_target_is_reported_and_pruned() {
     let _ = runtime.guard.child.kill();
     let _ = runtime.guard.child.wait();
     let last = core
-        .wait(session, Some("custom/ping"), Duration::from_secs(30))
+        .wait(session, &waiting(None, Duration::from_secs(30)))
         .await
         .unwrap();
     assert_eq!(last.outcome, "found");
@@ -250,7 +266,7 @@ async fn sessions_are_bounded_and_a_gone_target_is_reported_and_pruned() {
     );
     // Read to the end: a further wait says so at once instead of waiting.
     assert!(matches!(
-        core.wait(session, None, Duration::from_secs(30)).await,
+        core.wait(session, &waiting(None, Duration::from_secs(30))).await,
         Err(DebugError::Stale {
             reason: "target-disposed",
             ..
@@ -290,7 +306,10 @@ async fn wait_for(
             tokio::time::Instant::now() < deadline,
             "no matching record within a minute"
         );
-        let seen = core.wait(session, event, Duration::from_secs(30)).await.unwrap();
+        let seen = core
+            .wait(session, &waiting(event, Duration::from_secs(30)))
+            .await
+            .unwrap();
         if let Some(found) = seen.records.into_iter().find(|r| wanted(&r.change)) {
             return found.change;
         }
@@ -586,7 +605,7 @@ async fn a_session_is_stale_with_why_its_target_went() {
     let session = core.attach(None).await.unwrap().session;
     runtime.say("dispose", "disposed");
     let error = loop {
-        match core.wait(&session, None, Duration::from_secs(30)).await {
+        match core.wait(&session, &waiting(None, Duration::from_secs(30))).await {
             Ok(_) => {}
             Err(error) => break error,
         }
@@ -672,7 +691,7 @@ async fn waiters_and_traces_are_bounded_and_say_so() {
     for _ in 0..MAX_WAITERS {
         let (core, session) = (std::sync::Arc::clone(&core), session.clone());
         parked.push(tokio::spawn(async move {
-            core.wait(&session, Some("never/emitted"), Duration::from_secs(30))
+            core.wait(&session, &waiting(Some("never/emitted"), Duration::from_secs(30)))
                 .await
         }));
     }
@@ -682,7 +701,10 @@ async fn waiters_and_traces_are_bounded_and_say_so() {
         tokio::task::yield_now().await;
     }
     let refused = core
-        .wait(&session, Some("never/emitted"), Duration::from_millis(1))
+        .wait(
+            &session,
+            &waiting(Some("never/emitted"), Duration::from_millis(1)),
+        )
         .await
         .unwrap_err();
     assert!(matches!(refused, DebugError::TooManyWaiters), "{refused}");
@@ -793,4 +815,102 @@ console.log(JSON.stringify({ started, failure, thrown }));
     assert_eq!(got["failure"], registry.display().to_string(), "{got}");
     assert_eq!(got["thrown"], "ENOTDIR", "{got}");
     assert!(stderr.contains("Cordis DevTools did not start"), "{stderr}");
+}
+
+/// Parks a wait for an event nobody emits (60 s at most) on `session`, once it
+/// is pending.
+async fn pending_wait(
+    core: &std::sync::Arc<DebugCore>,
+    session: &str,
+) -> tokio::task::JoinHandle<Result<dshkit_devtools::WaitResult, DebugError>> {
+    let (waiter, session) = (std::sync::Arc::clone(core), session.to_owned());
+    let before = core.waits_running();
+    let pending = tokio::spawn(async move {
+        waiter
+            .wait(&session, &waiting(Some("never/emitted"), Duration::from_mins(1)))
+            .await
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    while core.waits_running() == before {
+        assert!(tokio::time::Instant::now() < deadline, "the wait never parked");
+        tokio::task::yield_now().await;
+    }
+    pending
+}
+
+#[tokio::test]
+#[expect(
+    clippy::print_stderr,
+    reason = "the cancellation latency is a figure the report names"
+)]
+async fn detaching_or_the_target_going_away_cancels_a_pending_wait_with_why() {
+    let registry = tempfile::tempdir().unwrap();
+    let runtime = Runtime::start(registry.path(), "clean");
+    let core = std::sync::Arc::new(DebugCore::new(registry.path().to_owned()));
+
+    let session = core.attach(None).await.unwrap().session;
+    let pending = pending_wait(&core, &session).await;
+    let detached_at = std::time::Instant::now();
+    core.detach(&session).await.unwrap();
+    let cancelled = pending.await.unwrap().unwrap();
+    eprintln!(
+        "a detach cancelled a pending 60 s wait in {:?}",
+        detached_at.elapsed()
+    );
+    assert_eq!(
+        (cancelled.outcome, cancelled.reason),
+        ("cancelled", Some("detached")),
+        "{cancelled:?}"
+    );
+
+    let session = core.attach(None).await.unwrap().session;
+    let pending = pending_wait(&core, &session).await;
+    drop(runtime);
+    let cancelled = pending.await.unwrap().unwrap();
+    assert_eq!(
+        (cancelled.outcome, cancelled.reason),
+        ("cancelled", Some("target-disposed")),
+        "the filter matches no record, and the wait still ends: {cancelled:?}"
+    );
+    assert!(cancelled.records.is_empty());
+}
+
+#[tokio::test]
+async fn an_idle_session_expires_cancelling_its_wait_and_stopping_its_own_lease() {
+    let registry = tempfile::tempdir().unwrap();
+    let _runtime = Runtime::start(registry.path(), "profiled");
+    let observer = DebugCore::new(registry.path().to_owned());
+    let watching = observer.attach(None).await.unwrap().session;
+    let core = std::sync::Arc::new(DebugCore::new(registry.path().to_owned()));
+    let session = core.attach(None).await.unwrap().session;
+    let started = core
+        .start_experiment(&session, "custom/pipe", Duration::from_mins(1))
+        .await
+        .unwrap();
+    let pending = pending_wait(&core, &session).await;
+
+    core.expire_idle(std::time::Instant::now() + SESSION_IDLE).await;
+    let cancelled = pending.await.unwrap().unwrap();
+    assert_eq!(
+        (cancelled.outcome, cancelled.reason),
+        ("cancelled", Some("expired")),
+        "{cancelled:?}"
+    );
+    assert!(matches!(
+        core.snapshot(&session).await,
+        Err(DebugError::UnknownSession(_))
+    ));
+    // The collector is told by the exact owner, long before the lease's own end.
+    let stopped = wait_for(
+        &observer,
+        &watching,
+        Some("custom/pipe"),
+        |c| matches!(c, Change::ProfilerStatusChanged { state, .. } if state == "stopped"),
+    )
+    .await;
+    let Change::ProfilerStatusChanged { lease, reason, .. } = stopped else {
+        unreachable!()
+    };
+    assert_eq!(lease, started["lease"].as_str().unwrap());
+    assert_eq!(reason, "owner-gone");
 }

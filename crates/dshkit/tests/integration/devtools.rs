@@ -63,7 +63,7 @@ fn devtools_session(registry: &Path) -> Session {
 
 /// `dshkit devtools setup`: the plugin with the collector, experiments and an
 /// endpoint on a free port.
-fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
+pub(crate) fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
     let installed = output(
         dshkit_command(home)
             .env("PATH", peers.path_var())
@@ -88,7 +88,7 @@ fn install_with_devtools(peers: &Peers, home: &Path, dsh_home: &Path) {
 }
 
 /// A headless DSH turn in its own thread; joins to its output.
-fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::process::Output> {
+pub(crate) fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHandle<std::process::Output> {
     let (home, model_url) = (home.to_owned(), model_url.to_owned());
     std::thread::spawn(move || {
         let mut command = dsh_command(&Peers::get(), &home);
@@ -135,13 +135,14 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 
     let attached = mcp.call(2, "cordis_attach_debug_session", &json!({"target": target["id"]}));
-    let session = result(&attached)["session"].as_str().unwrap().to_owned();
-    let snapshot = mcp.call(3, "cordis_debug_snapshot", &json!({"session": session}));
+    let session = result(&attached)["debugSessionId"].as_str().unwrap().to_owned();
+    let snapshot = mcp.call(3, "cordis_debug_snapshot", &json!({"debugSessionId": session}));
     let snapshot = result(&snapshot).clone();
     let fibers = snapshot["summary"]["fibers"].as_u64().unwrap();
     assert!(fibers > 50, "a booted DSH has many fibers: {snapshot}");
     assert_eq!(snapshot["fibers"]["returned"], 100, "catalogs page at 100");
     assert_eq!(snapshot["fibers"]["truncated"], true);
+    // `session` is the deprecated alias of `debugSessionId`, accepted for one release.
     let dshkit = mcp.call(
         4,
         "cordis_inspect_fiber",
@@ -155,7 +156,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let waited = mcp.call_within(
         5,
         "cordis_wait_for_runtime_change",
-        &json!({"session": session, "timeoutMs": 60_000}),
+        &json!({"debugSessionId": session, "timeoutMs": 60_000}),
         Duration::from_mins(2),
     );
     let waited = result(&waited).clone();
@@ -192,7 +193,7 @@ fn the_exit_is_reported(mcp: &mut Session, session: &str, registry: &Path) {
         let waited = mcp.call_within(
             6,
             "cordis_wait_for_runtime_change",
-            &json!({"session": session, "timeoutMs": 60_000}),
+            &json!({"debugSessionId": session, "timeoutMs": 60_000}),
             Duration::from_mins(2),
         );
         assert_ne!(waited["result"]["isError"], true, "read past the end: {waited}");
@@ -210,18 +211,27 @@ fn the_exit_is_reported(mcp: &mut Session, session: &str, registry: &Path) {
             .any(|r| r["kind"] == "target-disposed" && r["reason"] == "host-disposed"),
         "{gone}"
     );
-    let stale = mcp.call(7, "cordis_debug_snapshot", &json!({"session": session}));
+    let stale = mcp.call(7, "cordis_debug_snapshot", &json!({"debugSessionId": session}));
     assert_eq!(stale["result"]["isError"], true, "{stale}");
     // DSH exited cleanly: it disposed its plugins, the collector with them.
     assert_eq!(
         stale["result"]["structuredContent"]["code"], "HOST_DISPOSED",
         "{stale}"
     );
+    // The exited DSH is listed only as the stale target this server's session
+    // is still on, with why it went.
     let listed = mcp.call(8, "cordis_list_debug_targets", &json!({}));
+    let targets = result(&listed)["targets"].as_array().cloned().unwrap_or_default();
+    assert_eq!(targets.len(), 1, "{listed}");
     assert_eq!(
-        result(&listed)["targets"],
-        json!([]),
-        "the exited DSH is no target"
+        (&targets[0]["status"], &targets[0]["reason"]),
+        (&json!("stale"), &json!("host-disposed")),
+        "{listed}"
+    );
+    assert_eq!(
+        targets[0]["capabilities"],
+        json!(["target-discovery"]),
+        "{listed}"
     );
     // Its endpoint stopped with it (and removed its URL file on the way out).
     wait_until(
@@ -268,17 +278,17 @@ fn killed_core_leaves_no_lease(
         .clone();
     let mut observer = devtools_session(registry);
     let watching = observer.call(1, "cordis_attach_debug_session", &json!({"target": target["id"]}));
-    let watching = result(&watching)["session"].as_str().unwrap().to_owned();
+    let watching = result(&watching)["debugSessionId"].as_str().unwrap().to_owned();
     let refused = mcp.call(
         9,
         "cordis_start_waterfall_experiment",
-        &json!({"session": session, "event": event, "ttlMs": 3000}),
+        &json!({"debugSessionId": session, "event": event, "ttlMs": 3000}),
     );
     assert_eq!(refused["result"]["isError"], true, "needs confirm: {refused}");
     let started = mcp.call(
         10,
         "cordis_start_waterfall_experiment",
-        &json!({"session": session, "event": event, "ttlMs": 3000, "confirm": true}),
+        &json!({"debugSessionId": session, "event": event, "ttlMs": 3000, "confirm": true}),
     );
     let lease = result(&started)["lease"].clone();
     mcp.kill();
@@ -288,7 +298,7 @@ fn killed_core_leaves_no_lease(
         let waited = observer.call_within(
             2,
             "cordis_wait_for_runtime_change",
-            &json!({"session": watching, "event": event, "timeoutMs": 30_000}),
+            &json!({"debugSessionId": watching, "event": event, "timeoutMs": 30_000}),
             Duration::from_mins(1),
         );
         if let Some(stop) = result(&waited)["records"]
@@ -306,7 +316,7 @@ fn killed_core_leaves_no_lease(
     let status = observer.call(
         3,
         "cordis_waterfall_experiment_status",
-        &json!({"session": watching}),
+        &json!({"debugSessionId": watching}),
     );
     assert!(result(&status)["running"].is_null(), "{status}");
     (observer, watching)

@@ -1416,7 +1416,10 @@ fn agent_core(registry: &std::path::Path) -> (Session, String) {
         "cordis_attach_debug_session",
         &serde_json::json!({"target": target["id"]}),
     );
-    let session = tool_result(&attached)["session"].as_str().unwrap().to_owned();
+    let session = tool_result(&attached)["debugSessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     (agent, session)
 }
 
@@ -1452,7 +1455,7 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     let started = agent.call(
         3,
         "cordis_start_waterfall_experiment",
-        &serde_json::json!({"session": session, "event": "tools/execute", "ttlMs": 60_000, "confirm": true}),
+        &serde_json::json!({"debugSessionId": session, "event": "tools/execute", "ttlMs": 60_000, "confirm": true}),
     );
     let lease = tool_result(&started)["lease"].as_str().unwrap().to_owned();
     ui.wait_for("Profiling tools/execute, owned by an agent (dshkit-");
@@ -1461,7 +1464,7 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     let status = agent.call(
         4,
         "cordis_waterfall_experiment_status",
-        &serde_json::json!({"session": session}),
+        &serde_json::json!({"debugSessionId": session}),
     );
     let status = tool_result(&status);
     assert!(
@@ -1480,7 +1483,7 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     let refused = agent.call(
         5,
         "cordis_start_waterfall_experiment",
-        &serde_json::json!({"session": session, "event": "tools/execute", "ttlMs": 5000, "confirm": true}),
+        &serde_json::json!({"debugSessionId": session, "event": "tools/execute", "ttlMs": 5000, "confirm": true}),
     );
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(
@@ -1490,7 +1493,7 @@ fn the_devtools_tab_shows_the_runtime_and_a_persons_emergency_stop_ends_an_agent
     let status = agent.call(
         6,
         "cordis_waterfall_experiment_status",
-        &serde_json::json!({"session": session}),
+        &serde_json::json!({"debugSessionId": session}),
     );
     assert_eq!(
         tool_result(&status)["running"]["owner"],
