@@ -204,10 +204,12 @@ pub async fn serve_http(
         options.allowed_origins.iter().cloned(),
     );
 
-    // rmcp's worker of an idle session ends after HIBERNATE_AFTER; the book keeps
-    // the session and rmcp restores it from there on its next request.
+    // The book stops the worker of a session idle for HIBERNATE_AFTER (never one
+    // with a response in flight) and keeps the session; rmcp restores it from
+    // there on its next request. rmcp's own idle timer is off: it counts only
+    // messages, so it would end a worker mid-call (a 60 s wait, a long verify).
     let mut rmcp_sessions = LocalSessionManager::default();
-    rmcp_sessions.session_config.keep_alive = Some(options.sessions.hibernate_after);
+    rmcp_sessions.session_config.keep_alive = None;
     let rmcp_sessions = Arc::new(rmcp_sessions);
     let releaser = server.clone();
     let on_end: EndHook = Arc::new(move |id| {

@@ -60,6 +60,9 @@ struct Entry {
     last_used: Instant,
     /// Requests of this session whose responses are still being sent.
     busy: u32,
+    /// Whether rmcp holds a worker for it (it hibernates once idle, never with a
+    /// response in flight).
+    awake: bool,
 }
 
 #[derive(Default)]
@@ -178,6 +181,7 @@ impl SessionBook {
         let mut book = self.lock();
         let entry = book.entries.get_mut(id)?;
         entry.busy += 1;
+        entry.awake = true;
         entry.last_used = Instant::now();
         Some(Busy {
             book: Arc::clone(self),
@@ -185,31 +189,43 @@ impl SessionBook {
         })
     }
 
-    /// Removes the sessions idle past the expiry and returns them, with the
-    /// instant the next one would expire.
-    fn take_expired(&self) -> (Vec<String>, Option<Instant>) {
+    /// Removes the sessions idle past the expiry, marks the awake ones idle past
+    /// [`SessionLimits::hibernate_after`] as hibernating, and returns both, with
+    /// the instant the next one is due. A session with a response in flight is
+    /// neither: its idle time starts when its last response is sent.
+    fn take_due(&self) -> (Vec<String>, Vec<String>, Option<Instant>) {
         let now = Instant::now();
         let mut book = self.lock();
-        let mut expired = Vec::new();
+        let (mut expired, mut hibernating) = (Vec::new(), Vec::new());
         let mut next: Option<Instant> = None;
+        let mut due = |deadline: Instant| next = Some(next.map_or(deadline, |n: Instant| n.min(deadline)));
         book.entries.retain(|id, entry| {
             if entry.busy > 0 {
                 return true;
             }
-            let deadline = entry.last_used + self.limits.idle;
-            if deadline <= now {
+            let expiry = entry.last_used + self.limits.idle;
+            if expiry <= now {
                 expired.push(id.clone());
-                false
-            } else {
-                next = Some(next.map_or(deadline, |n| n.min(deadline)));
-                true
+                return false;
             }
+            let hibernation = entry.last_used + self.limits.hibernate_after;
+            if entry.awake && hibernation <= now {
+                entry.awake = false;
+                hibernating.push(id.clone());
+            } else if entry.awake {
+                due(hibernation);
+            }
+            due(expiry);
+            true
         });
-        (expired, next)
+        (expired, hibernating, next)
     }
 
-    /// Ends idle sessions as their expiry passes, until `stop` fires. `close`
-    /// stops a session's rmcp worker when it is awake.
+    /// Ends idle sessions as their expiry passes and lets idle awake ones
+    /// hibernate, until `stop` fires. `close` stops a session's rmcp worker (the
+    /// book keeps a hibernating session, and rmcp restores it from here on its
+    /// next request). rmcp's own idle timer is off: it would end a worker whose
+    /// client waits for a long call's answer.
     pub(crate) async fn expire(
         self: Arc<Self>,
         close: impl AsyncFn(String),
@@ -218,10 +234,14 @@ impl SessionBook {
         loop {
             // Registered before the book is read, so a change in between wakes us.
             let changed = self.changed.notified();
-            let (expired, next) = self.take_expired();
+            let (expired, hibernating, next) = self.take_due();
             for id in expired {
                 tracing::info!(session = %id, idle_secs = self.limits.idle.as_secs(), "MCP session expired after its idle time");
                 (self.on_end)(&id);
+                close(id).await;
+            }
+            for id in hibernating {
+                tracing::debug!(session = %id, "MCP session hibernates");
                 close(id).await;
             }
             let wake = async {
@@ -247,6 +267,7 @@ impl SessionStore for SessionBook {
             return Ok(None);
         };
         entry.last_used = Instant::now();
+        entry.awake = true;
         Ok(Some(serde_json::from_str(&entry.state)?))
     }
 
@@ -259,6 +280,7 @@ impl SessionStore for SessionBook {
                 state,
                 last_used: Instant::now(),
                 busy: 0,
+                awake: true,
             },
         );
         drop(book);
@@ -332,6 +354,37 @@ mod tests {
         let full = book.admit().err().expect("every session is busy");
         assert_eq!(full.max_sessions, 2);
         assert_eq!(book.len(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_session_hibernates_and_one_with_a_response_in_flight_does_not() {
+        let (book, ended) = book(8, Duration::from_mins(10));
+        open(&book, "idle").await;
+        open(&book, "calling").await;
+        let call = book.busy("calling").unwrap();
+        let closed = Arc::new(Mutex::new(Vec::new()));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let log = Arc::clone(&closed);
+        let expiry = tokio::spawn(
+            Arc::clone(&book).expire(async move |id| log.lock().unwrap().push(id), stop.clone()),
+        );
+        // Past HIBERNATE_AFTER: the idle session's worker stops, the session stays.
+        tokio::time::sleep(HIBERNATE_AFTER * 3).await;
+        assert_eq!(
+            *closed.lock().unwrap(),
+            ["idle"],
+            "a call in flight keeps its worker"
+        );
+        assert!(ended.lock().unwrap().is_empty(), "hibernation ends nothing");
+        assert_eq!(book.len(), 2, "a hibernating session stays in the book");
+        // The call's answer is sent; its hibernation counts from then.
+        drop(call);
+        tokio::time::sleep(HIBERNATE_AFTER / 2).await;
+        assert_eq!(closed.lock().unwrap().len(), 1);
+        tokio::time::sleep(HIBERNATE_AFTER).await;
+        assert_eq!(*closed.lock().unwrap(), ["idle", "calling"]);
+        stop.cancel();
+        expiry.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -36,6 +36,10 @@ impl ToolFamily for WhoAmI {
     }
     fn call(&self, call: ToolCall) -> BoxFuture<'_, Result<ToolOutput, ToolFailure>> {
         Box::pin(async move {
+            // A long call: the answer comes after `holdMs`, with no message between.
+            if let Some(ms) = call.arguments.get("holdMs").and_then(Value::as_u64) {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
             Ok(ToolOutput {
                 structured: Map::from_iter([("subject".to_owned(), json!(call.subject))]),
                 text: call.subject,
@@ -116,8 +120,12 @@ impl Running {
 
     /// `whoami` in `session`: the subject it reports.
     async fn whoami(&self, session: &str) -> String {
-        let call =
-            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}});
+        self.whoami_after(session, 0).await
+    }
+
+    /// `whoami` in `session`, answered after `hold_ms`.
+    async fn whoami_after(&self, session: &str, hold_ms: u64) -> String {
+        let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{"holdMs": hold_ms}}});
         let response = self.post(Some(session), &call).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         let body = response.text().await.unwrap();
@@ -187,6 +195,24 @@ async fn a_hibernating_session_wakes_on_its_next_request_as_the_same_subject() {
     })
     .await;
     assert_eq!(running.server.open_sessions(), 0);
+}
+
+/// A call that runs longer than the session's hibernation time, with no message
+/// in between (a 60 s wait, a long verification), still gets its answer: the
+/// session hibernates only once that answer is sent.
+#[tokio::test]
+async fn a_call_longer_than_the_hibernation_time_gets_its_answer() {
+    let running = start(|options| options.sessions.hibernate_after = Duration::from_millis(200)).await;
+    let session = running.open().await;
+    assert_eq!(
+        running.whoami_after(&session, 1500).await,
+        format!("mcp-session:{session}")
+    );
+    until("the session hibernates after its answer", async || {
+        running.server.awake_sessions().await == 0
+    })
+    .await;
+    assert_eq!(running.server.open_sessions(), 1);
 }
 
 #[tokio::test]
