@@ -19,12 +19,18 @@ pub use tools::{ToolsConfig, all_families};
 
 /// Runs dshkit with `args` (including the program name) and returns its exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let cli = match cli::Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version go to stdout; a closed pipe there is not an error.
             let _ = err.print();
-            return exit::code(u8::try_from(err.exit_code()).unwrap_or(exit::USAGE));
+            let code = u8::try_from(err.exit_code()).unwrap_or(exit::USAGE);
+            if err.use_stderr() && args.iter().any(|a| a == "--json") {
+                output::Output::new(true, dshkit_env::terminal::ColorChoice::Never, false)
+                    .json(&serde_json::json!({ "error": usage_json(&err, code) }));
+            }
+            return exit::code(code);
         }
     };
     let env = dshkit_env::Environment::from_process();
@@ -65,8 +71,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// Version of the JSON every command writes (its result, or its error).
-pub const FORMAT_VERSION: u32 = 1;
+pub use output::FORMAT_VERSION;
 
 /// The one error path: the cause once on stderr, and under `--json` the error
 /// as an object on stdout, `{formatVersion, error: {code, message, exitCode,
@@ -75,7 +80,7 @@ fn report(failure: &exit::Failure, out: output::Output) -> ExitCode {
     tracing::debug!(error = %format_args!("{:#}", failure.error), "command failed");
     output::stderr_line(&format!("dshkit: error: {:#}", failure.error));
     if out.json {
-        out.json(&serde_json::json!({ "formatVersion": FORMAT_VERSION, "error": error_json(failure) }));
+        out.json(&serde_json::json!({ "error": error_json(failure) }));
     }
     exit::code(failure.code)
 }
@@ -117,6 +122,19 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
     }
     error["exitCode"] = serde_json::json!(failure.code);
     error
+}
+
+/// A command line clap refused, as the JSON error object: its first line as the
+/// message, the usage and the way to help as the hint.
+fn usage_json(err: &clap::Error, code: u8) -> serde_json::Value {
+    let text = err.render().to_string();
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    serde_json::json!({
+        "code": "USAGE",
+        "message": first.trim_start_matches("error: ").trim(),
+        "hint": rest.trim(),
+        "exitCode": code,
+    })
 }
 
 /// Logs go to stderr only: stdout carries MCP frames or command results. The

@@ -14,6 +14,27 @@ pub(crate) struct Output {
     pub(crate) color: bool,
 }
 
+/// Version of the JSON every command writes (its result, or its error).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The one rule that every JSON output carries its format's version: an object
+/// gets `formatVersion` unless it names its own (a report of a versioned
+/// format), and a list becomes `{formatVersion, items}`.
+fn versioned(value: &impl serde::Serialize) -> serde_json::Value {
+    match serde_json::to_value(value).expect("our reports always serialize") {
+        serde_json::Value::Object(mut object) => {
+            object
+                .entry("formatVersion")
+                .or_insert_with(|| FORMAT_VERSION.into());
+            serde_json::Value::Object(object)
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::json!({ "formatVersion": FORMAT_VERSION, "items": items })
+        }
+        other => serde_json::json!({ "formatVersion": FORMAT_VERSION, "value": other }),
+    }
+}
+
 /// `-q`: progress lines are not written.
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -47,11 +68,16 @@ impl Output {
         }
     }
 
-    /// Pretty JSON and a newline.
+    /// Pretty JSON and a newline, versioned ([`versioned`]).
     pub(crate) fn json(self, value: &impl serde::Serialize) {
-        let mut text = serde_json::to_string_pretty(value).expect("our reports always serialize");
+        let mut text = serde_json::to_string_pretty(&versioned(value)).expect("our reports always serialize");
         text.push('\n');
         self.write(&text);
+    }
+
+    /// One line of JSON (a seam's answer, a record of a stream), versioned.
+    pub(crate) fn json_line(self, value: &impl serde::Serialize) {
+        self.write(&format!("{}\n", versioned(value)));
     }
 
     /// A finished report: the JSON object with `--json`, else the text; exit 1

@@ -397,9 +397,8 @@ fn lint_command(path: &Path, out: Output) -> Result<u8, Failure> {
 /// A seam of the DSH plugin: its request on stdin, its answer (with the
 /// format version) on stdout.
 fn seam(seam: annotation::Seam, out: Output) -> Result<u8, Failure> {
-    let mut answer = annotation::answer_seam(seam, std::io::stdin().lock())
+    let answer = annotation::answer_seam(seam, std::io::stdin().lock())
         .map_err(|e| Failure::of_class(e.class(), e))?;
-    answer["formatVersion"] = crate::FORMAT_VERSION.into();
     out.json(&answer);
     Ok(exit::SUCCESS)
 }
@@ -410,9 +409,8 @@ async fn dsh_proxies(out: Output) -> Result<u8, Failure> {
         .context("installing the SIGINT/SIGTERM handlers")
         .map_err(Failure::runtime)?;
     let ready = |proxies: &[dshkit_echo::dsh_proxy::Started]| {
-        let mut line = dshkit_echo::dsh_proxy::ready_answer(proxies);
-        line["formatVersion"] = crate::FORMAT_VERSION.into();
-        out.write(&format!("{line}\n")); // one line: the plugin waits for it
+        // One line: the plugin waits for it.
+        out.json_line(&dshkit_echo::dsh_proxy::ready_answer(proxies));
     };
     let recorded = dshkit_echo::dsh_proxy::serve_seam(tokio::io::stdin(), ready, stop)
         .await

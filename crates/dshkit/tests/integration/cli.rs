@@ -433,6 +433,61 @@ fn with_json_every_commands_failure_is_one_object_on_stdout_with_its_exit_code()
             "the cause once: {stderr}"
         );
     }
+    // A command line clap refuses is the same object, code USAGE, exit 2.
+    let out = home.run(["--json", "settings", "nope"]);
+    let error = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(error["formatVersion"], 1, "{error:#}");
+    assert_eq!(error["error"]["code"], "USAGE");
+    assert_eq!(error["error"]["exitCode"], 2);
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("'nope'"),
+        "{error:#}"
+    );
+    assert!(
+        error["error"]["hint"].as_str().unwrap().contains("--help"),
+        "{error:#}"
+    );
+}
+
+/// Every JSON output of every command carries `formatVersion`: results of
+/// objects, of lists (as `{formatVersion, items}`) and a seam's one line.
+#[test]
+fn every_json_output_carries_its_format_version() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let registry = home.join("registry");
+    let example = dshkit_test::workspace_root().join("examples/hello-app");
+    let commands: Vec<Vec<String>> = [
+        vec!["doctor"],
+        vec!["check", "--profile", "web"],
+        vec!["detect", example.to_str().unwrap()],
+        vec!["report"],
+        vec!["settings"],
+        vec!["mcp", "--describe"],
+        vec!["dsh", "mcp-row"],
+        vec![
+            "devtools",
+            "--devtools-dir",
+            registry.to_str().unwrap(),
+            "targets",
+        ],
+        vec!["devtools", "--devtools-dir", registry.to_str().unwrap(), "doctor"],
+    ]
+    .into_iter()
+    .map(|args| args.into_iter().map(str::to_owned).collect())
+    .collect();
+    for args in commands {
+        let out = output(
+            home.dshkit()
+                .arg("--json")
+                .args(&args)
+                .env("DSH_HOME", &dsh_home)
+                .env("PATH", peers.path_var()),
+        );
+        let value = stdout_json(&out);
+        assert_eq!(value["formatVersion"], 1, "{args:?}: {value:#}");
+    }
 }
 
 /// The same broken home the Windows suite checks under Wine: both faults at the
