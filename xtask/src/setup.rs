@@ -54,7 +54,12 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         dir: root().join("target/peers"),
     };
     chromium()?;
-    openssl()?;
+    apt_tool(
+        "openssl",
+        "version",
+        "the TLS tests make their certificates with it",
+    )?;
+    apt_tool("tmux", "-V", "the CLI's spinner is shown in a real terminal")?;
     mcp_peers(&peers)?;
     let testbed = std::env::var_os("DSHKIT_DSH_TESTBED")
         .map_or_else(|| root().join("../shared/dsh-testbed"), PathBuf::from);
@@ -150,11 +155,12 @@ fn chromium() -> anyhow::Result<()> {
     )
 }
 
-/// The `openssl` command, which makes the certificates of Echo's TLS tests.
-/// Installed with apt when missing and run as root.
-fn openssl() -> anyhow::Result<()> {
-    let present = Command::new("openssl")
-        .arg("version")
+/// A command the tests run, from the Debian package of the same name, installed
+/// with apt when missing and run as root: `openssl` makes the certificates of
+/// Echo's TLS tests, `tmux` is the terminal the CLI's spinner is shown in.
+fn apt_tool(name: &str, probe: &str, why: &str) -> anyhow::Result<()> {
+    let present = Command::new(name)
+        .arg(probe)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
@@ -163,20 +169,18 @@ fn openssl() -> anyhow::Result<()> {
         return Ok(());
     }
     if !is_root() {
-        bail!(
-            "openssl is missing (the TLS tests make their certificates with it); run: sudo apt-get install -y openssl"
-        );
+        bail!("{name} is missing ({why}); run: sudo apt-get install -y {name}");
     }
     quiet_step(
-        "openssl (apt-get update)",
+        &format!("{name} (apt-get update)"),
         "apt-update",
         Command::new("apt-get").arg("update"),
     )?;
     quiet_step(
-        "openssl (apt-get install openssl)",
-        "apt-openssl",
+        &format!("{name} (apt-get install {name})"),
+        &format!("apt-{name}"),
         Command::new("apt-get")
-            .args(["install", "-y", "openssl"])
+            .args(["install", "-y", name])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }

@@ -63,6 +63,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             cli::Command::Completions { shell, .. } => commands::completions(shell, out),
         }
     });
+    output::end_progress();
     // Do not wait for stray blocking tasks (a stdin read) once the command is done.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {

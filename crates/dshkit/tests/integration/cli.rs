@@ -635,3 +635,104 @@ fn colour_and_logs_follow_the_global_flags_then_the_environment() {
     );
     assert_eq!(run(&["-q", "-v", "check"], &[]).status.code(), Some(2));
 }
+
+/// Kills its tmux server when dropped.
+struct TmuxServer<'a>(&'a dyn Fn(&[&str]) -> std::process::Output);
+
+impl Drop for TmuxServer<'_> {
+    fn drop(&mut self) {
+        (self.0)(&["kill-server"]);
+    }
+}
+
+/// On a terminal (a real one: tmux) each long stage of `check --live` is a
+/// spinner with its elapsed time, ending as a ✓ line with the time it took; on a
+/// pipe the same stages are the plain lines of before.
+#[test]
+fn a_terminal_gets_a_spinner_with_elapsed_time_and_a_pipe_gets_plain_lines() {
+    let peers = Peers::get();
+    let (home, dsh_home) = web_home(&peers);
+    let args = ["check", "--live", "--isolate-home", "--profile", "web"];
+    let piped = output(
+        home.dshkit()
+            .args(args)
+            .env("DSH_HOME", &dsh_home)
+            .env("PATH", peers.path_var()),
+    );
+    let stderr = String::from_utf8_lossy(&piped.stderr);
+    assert!(
+        stderr.contains("dshkit: isolated boot\n") && !stderr.contains('\r') && !stderr.contains('✓'),
+        "a pipe gets plain lines: {stderr}"
+    );
+
+    let socket = format!("dshkit-spinner-{}", std::process::id());
+    let tmux = |tmux_args: &[&str]| {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &socket, "-f", "/dev/null"]).args(tmux_args);
+        crate::support::isolate(&mut command, home.path());
+        command
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm-256color")
+            .env("DSH_HOME", &dsh_home)
+            .env("PATH", peers.path_var());
+        output(&mut command)
+    };
+    let script = format!(
+        "{} {}; echo EXIT=$?; sleep 600",
+        crate::support::dshkit().display(),
+        args.join(" ")
+    );
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-x",
+        "160",
+        "-y",
+        "40",
+        "-s",
+        "spin",
+        &script,
+    ]);
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let _server = TmuxServer(&tmux);
+    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let running = |screen: &str| {
+        screen.lines().any(|line| {
+            line.starts_with(frames)
+                && line.contains("dshkit: isolated boot (")
+                && line.trim_end().ends_with("s)")
+        })
+    };
+    let mut seen_running = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(3);
+    let screen = loop {
+        let screen =
+            String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "spin"]).stdout).into_owned();
+        seen_running |= running(&screen);
+        if screen.contains("EXIT=") {
+            break screen;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ended: {screen}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        screen.contains("EXIT=0") && screen.contains("plugin_check: ok"),
+        "{screen}"
+    );
+    assert!(
+        seen_running,
+        "the boot was shown as a spinner with its elapsed time while it ran: {screen}"
+    );
+    let boot = screen
+        .lines()
+        .find(|line| line.contains("dshkit: isolated boot"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(
+        boot.starts_with("✓ dshkit: isolated boot (") && boot.trim_end().ends_with("s)"),
+        "the finished stage keeps its time: {boot:?}"
+    );
+}
