@@ -14,6 +14,7 @@
 //!   <cli.js>`).
 //! - [`dirs`]: the user's home, config, state and cache directories by each
 //!   platform's rule; [`inherit`]: the environment a child of dshkit inherits.
+//! - [`duration`]: durations as typed on the command line (`500ms`, `30s`, `2m`).
 //! - [`terminal`]: colour (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`) and the log
 //!   filter (`-q`, `-v`, `DSHKIT_LOG`).
 //!
@@ -25,6 +26,7 @@ pub mod dirs;
 pub mod disk;
 pub mod doctor;
 pub mod dsh;
+pub mod duration;
 mod env;
 pub mod inherit;
 pub mod launch;

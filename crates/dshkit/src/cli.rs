@@ -344,9 +344,9 @@ pub(crate) struct RunArgs {
     /// it) or other-port (start on a free port).
     #[arg(long, value_enum, default_value = "fail")]
     pub(crate) on_port_conflict: PortConflictArg,
-    /// Longest the server may take to become ready, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 90)]
-    pub(crate) ready_timeout_secs: u64,
+    /// Longest the server may take to become ready (e.g. 90s, 2m).
+    #[arg(long = "ready-timeout", alias = "ready-timeout-secs", value_name = "DURATION", default_value = "90s", value_parser = seconds)]
+    pub(crate) ready_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]
@@ -411,14 +411,14 @@ pub(crate) struct VerifyArgs {
     /// Console errors are only reported, not failures.
     #[arg(long)]
     pub(crate) allow_console_errors: bool,
-    /// How long the network must be quiet after DOMContentLoaded, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub(crate) quiet_window_ms: Option<u64>,
+    /// How long the network must be quiet after DOMContentLoaded (e.g. 500ms).
+    #[arg(long = "quiet-window", alias = "quiet-window-ms", value_name = "DURATION", value_parser = millis)]
+    pub(crate) quiet_window: Option<std::time::Duration>,
     #[arg(long, value_enum, default_value = "fail")]
     pub(crate) on_port_conflict: PortConflictArg,
-    /// Longest the server may take to become ready, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 90)]
-    pub(crate) ready_timeout_secs: u64,
+    /// Longest the server may take to become ready (e.g. 90s, 2m).
+    #[arg(long = "ready-timeout", alias = "ready-timeout-secs", value_name = "DURATION", default_value = "90s", value_parser = seconds)]
+    pub(crate) ready_timeout: std::time::Duration,
     /// Also write the verification as JUnit XML to FILE (atomically), for CI:
     /// the verdict, each step, assertion and reference diff a testcase, the
     /// screenshot attached; FAILED is a failure, UNVERIFIED an error.
@@ -522,10 +522,10 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "BYTES", default_value_t = dshkit_mcp::DEFAULT_MAX_BODY_BYTES)]
     pub(crate) max_body_bytes: usize,
 
-    /// --http: an MCP session without a request for SECS seconds ends (its
-    /// previews close); the client's next request gets 404 and re-initializes.
-    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) session_idle: u64,
+    /// --http: an MCP session without a request this long ends (its previews
+    /// close); the client's next request gets 404 and re-initializes (default 10m).
+    #[arg(long, value_name = "DURATION", value_parser = nonzero_seconds)]
+    pub(crate) session_idle: Option<std::time::Duration>,
 
     /// --http: most MCP sessions at once. A new one beyond it ends the least
     /// recently used idle session, or gets 503 when every session is busy.
@@ -537,10 +537,10 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "N", default_value_t = dshkit_mcp::DEFAULT_MAX_CONNECTIONS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub(crate) max_connections: usize,
 
-    /// --http: a connection that does not send a full request head within SECS
-    /// seconds (of its first byte, or of its previous response) is closed.
-    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) header_timeout: u64,
+    /// --http: a connection that does not send a full request head this soon (of
+    /// its first byte, or of its previous response) is closed (default 10s).
+    #[arg(long, value_name = "DURATION", value_parser = nonzero_seconds)]
+    pub(crate) header_timeout: Option<std::time::Duration>,
 
     /// Use the browser at this DevTools WebSocket (`ws://host:port/devtools/browser/…`)
     /// instead of launching Chromium, e.g. a remote browser pool.
@@ -576,9 +576,9 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) devtools_dir: Option<PathBuf>,
 
-    /// Longest a tool call may run, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = dshkit_mcp::DEFAULT_TOOL_TIMEOUT.as_secs())]
-    pub(crate) tool_timeout: u64,
+    /// Longest a tool call may run (default 5m).
+    #[arg(long, value_name = "DURATION", value_parser = nonzero_seconds)]
+    pub(crate) tool_timeout: Option<std::time::Duration>,
 
     /// Print the tools (as `tools/list` gives them) and the prompts as JSON, then exit
     /// without serving.
@@ -725,19 +725,19 @@ pub(crate) struct CheckArgs {
     /// Kill leaked and old smoke instances during the audit (never hosts).
     #[arg(long)]
     pub(crate) kill_stray: bool,
-    /// How old a smoke instance must be to count as a stray, in seconds
-    /// (default 600: a younger one may belong to a check still running).
-    #[arg(long, value_name = "SECONDS")]
-    pub(crate) stray_age_secs: Option<u64>,
+    /// How old a smoke instance must be to count as a stray (default 10m: a
+    /// younger one may belong to a check still running).
+    #[arg(long = "stray-age", alias = "stray-age-secs", value_name = "DURATION", value_parser = seconds)]
+    pub(crate) stray_age: Option<std::time::Duration>,
     /// Boot against a temporary mirror of the profile.
     #[arg(long)]
     pub(crate) isolate_home: bool,
-    /// Longest the boot may take to print its URL, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub(crate) boot_timeout_ms: Option<u64>,
-    /// How long the booted instance is watched, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub(crate) observe_ms: Option<u64>,
+    /// Longest the boot may take to print its URL (e.g. 60s).
+    #[arg(long = "boot-timeout", alias = "boot-timeout-ms", value_name = "DURATION", value_parser = millis)]
+    pub(crate) boot_timeout: Option<std::time::Duration>,
+    /// How long the booted instance is watched (e.g. 3s).
+    #[arg(long = "observe", alias = "observe-ms", value_name = "DURATION", value_parser = millis)]
+    pub(crate) observe: Option<std::time::Duration>,
     /// Print the plugin-fault-diagnosis playbook and exit.
     #[arg(long)]
     pub(crate) explain: bool,
@@ -808,7 +808,7 @@ pub(crate) enum DevtoolsCommand {
         #[arg(long)]
         event: Option<String>,
         /// Stop after this long (e.g. 30s, 2m).
-        #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
+        #[arg(long = "for", value_name = "DURATION", value_parser = seconds)]
         duration: Option<std::time::Duration>,
     },
     /// Save a digest of the runtime's shape (fibers, events, services, entries).
@@ -828,7 +828,7 @@ pub(crate) enum DevtoolsCommand {
         /// The event, e.g. internal/config.
         event: String,
         /// How long to profile (at most 60s).
-        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = seconds)]
         ttl: std::time::Duration,
     },
     /// Emergency stop: end whatever experiment runs in the target, whoever started it.
@@ -886,20 +886,23 @@ pub(crate) enum DevtoolsCommand {
     Doctor,
 }
 
-/// `500ms`, `10s`, `2m`, or a number of seconds.
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, "s"), |at| text.split_at(at));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("not a duration: {text:?} (e.g. 500ms, 10s, 2m)"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        other => return Err(format!("unknown unit {other:?} (ms, s or m)")),
-    };
-    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+/// A duration (`500ms`, `30s`, `2m`); a bare number is seconds.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    dshkit_env::duration::parse(text, dshkit_env::duration::BareUnit::Seconds)
+}
+
+/// [`seconds`], above zero.
+fn nonzero_seconds(text: &str) -> Result<std::time::Duration, String> {
+    seconds(text).and_then(|d| {
+        if d.is_zero() {
+            Err("must be above zero".into())
+        } else {
+            Ok(d)
+        }
+    })
+}
+
+/// A duration; a bare number is milliseconds (the flag's older `-ms` spelling).
+fn millis(text: &str) -> Result<std::time::Duration, String> {
+    dshkit_env::duration::parse(text, dshkit_env::duration::BareUnit::Millis)
 }

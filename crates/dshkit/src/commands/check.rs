@@ -20,15 +20,15 @@ pub(crate) async fn run(args: CheckArgs, out: Output) -> Result<u8, Failure> {
         page: args.page,
         sweep: args.sweep,
         kill_stray: args.kill_stray,
-        boot_timeout_ms: args.boot_timeout_ms,
-        observe_ms: args.observe_ms,
+        boot_timeout_ms: args.boot_timeout.map(dshkit_env::duration::millis),
+        observe_ms: args.observe.map(dshkit_env::duration::millis),
         isolate_home: args.isolate_home,
     };
     let mut options = request
         .options(&Environment::from_process())
         .map_err(Failure::from)?;
-    if let Some(seconds) = args.stray_age_secs {
-        options.stray_age = std::time::Duration::from_secs(seconds);
+    if let Some(age) = args.stray_age {
+        options.stray_age = age;
     }
     // Each check as it starts, on stderr: a live boot and page smoke take a while.
     options.progress = dshkit_check::Progress::new(crate::output::progress);

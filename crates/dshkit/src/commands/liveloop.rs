@@ -59,25 +59,30 @@ pub(crate) fn detect_command(args: &DetectArgs, out: Output) -> Result<u8, Failu
 /// wait gives up.
 const READY_WAIT_MARGIN: Duration = Duration::from_secs(10);
 
-/// A runtime whose servers get `ready_timeout_secs` to become ready.
-fn runtime_for(ready_timeout_secs: u64) -> RuntimeManager {
+/// A runtime whose servers get `ready_timeout` to become ready.
+fn runtime_for(ready_timeout: Duration) -> RuntimeManager {
     RuntimeManager::new(RuntimeConfig {
-        ready_timeout: Duration::from_secs(ready_timeout_secs),
+        ready_timeout,
         ..RuntimeConfig::default()
     })
 }
 
 /// Starting the app in `dir` (the `--app` one of several).
-fn start_request(dir: PathBuf, app: Option<PathBuf>, conflict: PortConflictArg, secs: u64) -> StartRequest {
+fn start_request(
+    dir: PathBuf,
+    app: Option<PathBuf>,
+    conflict: PortConflictArg,
+    ready: Duration,
+) -> StartRequest {
     StartRequest {
         target: StartTarget::Detect { dir, app },
         on_port_conflict: conflict.into(),
-        wait: Duration::from_secs(secs) + READY_WAIT_MARGIN,
+        wait: ready + READY_WAIT_MARGIN,
     }
 }
 
 pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failure> {
-    let runtime = runtime_for(args.ready_timeout_secs);
+    let runtime = runtime_for(args.ready_timeout);
     let served = serve(&runtime, args, out).await;
     runtime.shutdown().await;
     match served {
@@ -92,7 +97,7 @@ pub(crate) async fn run_command(args: RunArgs, out: Output) -> Result<u8, Failur
 
 async fn serve(runtime: &RuntimeManager, args: RunArgs, out: Output) -> Result<Watched, Failure> {
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
-    let request = start_request(dir, args.app, args.on_port_conflict, args.ready_timeout_secs);
+    let request = start_request(dir, args.app, args.on_port_conflict, args.ready_timeout);
     let status = match workflow::start_app(runtime, &request, &stages())
         .await
         .map_err(failure)?
@@ -164,8 +169,8 @@ fn request_of(args: &VerifyArgs) -> Result<VerifyRequest, Failure> {
         request.step_screenshots = Some(true);
     }
     request.allow_console_errors |= args.allow_console_errors;
-    if args.quiet_window_ms.is_some() {
-        request.quiet_window_ms = args.quiet_window_ms;
+    if let Some(window) = args.quiet_window {
+        request.quiet_window_ms = Some(dshkit_env::duration::millis(window));
     }
     // `--path`, else the spec's own `url`, is resolved against the target's URL.
     request.url = args.path.clone().or(request.url);
@@ -179,7 +184,7 @@ pub(crate) async fn verify_command(args: VerifyArgs, out: Output) -> Result<u8, 
 async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     let resolved = crate::config::resolve(
         Flags {
-            quiet_window_ms: args.quiet_window_ms,
+            quiet_window_ms: args.quiet_window.map(dshkit_env::duration::millis),
             ..Flags::default()
         },
         SettingsFile::Read,
@@ -192,15 +197,10 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     let evidence = EvidenceStore::new(root.join(VERIFY_DIR));
     let target_arg = args.target.clone().unwrap_or_else(|| ".".into());
     let (target, workspace) = AppTarget::named(&target_arg, |dir| {
-        start_request(
-            dir,
-            args.app.clone(),
-            args.on_port_conflict,
-            args.ready_timeout_secs,
-        )
+        start_request(dir, args.app.clone(), args.on_port_conflict, args.ready_timeout)
     })
     .map_err(Failure::runtime)?;
-    let runtime = runtime_for(args.ready_timeout_secs);
+    let runtime = runtime_for(args.ready_timeout);
     let previews = PreviewManager::new(crate::config::preview_config(&resolved));
     let request = VerifyAppRequest {
         target,

@@ -1,7 +1,6 @@
 //! `dshkit mcp`: serve every selected tool family over stdio or Streamable HTTP.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use dshkit_env::resolve::{Flags, SettingsFile};
@@ -48,6 +47,25 @@ pub(crate) fn resolve_token(
     Ok(load_or_create_token_file(&path)?)
 }
 
+/// `--max-sessions` and `--session-idle` (default 10m).
+fn session_limits(args: &McpArgs) -> SessionLimits {
+    SessionLimits {
+        max_sessions: args.max_sessions,
+        idle: args.session_idle.unwrap_or(dshkit_mcp::DEFAULT_SESSION_IDLE),
+        ..SessionLimits::default()
+    }
+}
+
+/// `--max-connections` and `--header-timeout` (default 10s).
+fn connection_limits(args: &McpArgs) -> ConnectionLimits {
+    ConnectionLimits {
+        max_connections: args.max_connections,
+        header_read_timeout: args
+            .header_timeout
+            .unwrap_or(dshkit_mcp::DEFAULT_HEADER_READ_TIMEOUT),
+    }
+}
+
 pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
     return_freed_memory_at_once();
     let options = ServerOptions {
@@ -55,7 +73,7 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
         version: env!("CARGO_PKG_VERSION").into(),
         instructions: INSTRUCTIONS.into(),
         limits: ResultLimits::default(),
-        tool_timeout: Duration::from_secs(args.tool_timeout),
+        tool_timeout: args.tool_timeout.unwrap_or(dshkit_mcp::DEFAULT_TOOL_TIMEOUT),
     };
     let config = tools_config(&args)?;
     let server = DshkitServer::new(options, tools::all_families(&config), args.tools.as_deref())
@@ -121,20 +139,14 @@ pub(crate) async fn run(args: McpArgs, out: Output) -> Result<u8, Failure> {
             tracing::info!(path = %path.display(), created, "bearer token file");
         }
     }
+    let (sessions, connections) = (session_limits(&args), connection_limits(&args));
     let http_options = HttpOptions {
         allow_remote: args.allow_remote,
         allowed_hosts: args.allow_hosts,
         allowed_origins: args.allow_origins,
         max_body_bytes: args.max_body_bytes,
-        sessions: SessionLimits {
-            max_sessions: args.max_sessions,
-            idle: Duration::from_secs(args.session_idle),
-            ..SessionLimits::default()
-        },
-        connections: ConnectionLimits {
-            max_connections: args.max_connections,
-            header_read_timeout: Duration::from_secs(args.header_timeout),
-        },
+        sessions,
+        connections,
         ..HttpOptions::loopback(addr, token)
     };
     let running = serve_http(server.clone(), http_options, shutdown)
