@@ -45,6 +45,61 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// Each subcommand's examples, shown at the end of its `--help` (and in the man
+/// page): `[path]` opens a subcommand, `#` lines say what the next command does.
+const EXAMPLES: &str = include_str!("examples.txt");
+
+impl Cli {
+    /// The command line as people see it: the definition above, with each
+    /// subcommand's examples.
+    pub(crate) fn command() -> clap::Command {
+        with_examples(<Self as clap::CommandFactory>::command(), "")
+    }
+
+    /// Parses `args` against [`Self::command`].
+    pub(crate) fn parse_args(args: &[std::ffi::OsString]) -> Result<Self, clap::Error> {
+        let matches = Self::command().try_get_matches_from(args)?;
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+    }
+}
+
+/// The lines of EXAMPLES under `[path]`.
+fn examples_of(path: &str) -> Vec<&'static str> {
+    let header = format!("[{path}]");
+    EXAMPLES
+        .lines()
+        .skip_while(|line| *line != header)
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.trim().is_empty())
+        .collect()
+}
+
+fn with_examples(command: clap::Command, path: &str) -> clap::Command {
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    let mut command = command;
+    for name in names {
+        let sub_path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path} {name}")
+        };
+        command = command.mut_subcommand(&name, |sub| {
+            let examples = examples_of(&sub_path);
+            let sub = if examples.is_empty() {
+                sub
+            } else {
+                sub.after_help(format!("Examples:\n  {}", examples.join("\n  ")))
+            };
+            with_examples(sub, &sub_path)
+        });
+    }
+    command
+}
+
 /// `--color`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub(crate) enum ColorArg {
@@ -123,6 +178,7 @@ pub(crate) enum EchoCommand {
         /// and records until SIGINT/SIGTERM.
         #[arg(long, value_name = "URL", conflicts_with = "argv")]
         http: Option<String>,
+        /// The port of the local recording proxy (0: a free one).
         #[arg(long, value_name = "PORT", default_value_t = 0, requires = "http")]
         port: u16,
         /// A PEM file of CAs to trust for an https:// --http, besides the
@@ -138,6 +194,7 @@ pub(crate) enum EchoCommand {
     /// Serve a cassette over stdio as if it were the server; the real server is
     /// never started unless --on-miss passthrough is given with its argv.
     Replay {
+        /// The cassette to serve.
         cassette: PathBuf,
         /// error: a JSON-RPC error explaining the near miss; passthrough: ask the
         /// real server (after --: its command line, or the http:// or https:// URL
@@ -147,6 +204,7 @@ pub(crate) enum EchoCommand {
         /// none: answer at once; recorded: wait the recorded time (scaled, at most 10 s).
         #[arg(long, value_enum, default_value = "none")]
         timing: TimingArg,
+        /// With --timing recorded: wait the recorded time times FACTOR (0.5: twice as fast).
         #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
         timing_scale: f64,
         /// Add `_meta["dshkit/echo"]` (cassette, ordinal, hit or passthrough,
@@ -174,7 +232,9 @@ pub(crate) enum EchoCommand {
     /// Redact secrets in an existing cassette (atomically), or with --scan report
     /// secrets left and exit 1 if any.
     Redact {
+        /// The cassette to redact (rewritten atomically).
         cassette: PathBuf,
+        /// Only report the secrets left (exit 1 if any); the file is not changed.
         #[arg(long)]
         scan: bool,
         #[command(flatten)]
@@ -186,6 +246,7 @@ pub(crate) enum EchoCommand {
     /// 3 refused input (an --ignore that is no JSON pointer), 6 the --url server
     /// could not be reached.
     Verify {
+        /// The cassette whose requests are sent again.
         cassette: PathBuf,
         /// A live Streamable HTTP server (`http://…/mcp` or `https://…/mcp`)
         /// instead of a command.
@@ -214,18 +275,29 @@ pub(crate) enum EchoCommand {
     /// Snapshot the tool contract a cassette recorded (names, descriptions, input
     /// and output schemas, annotations) as JSON, to stdout or -o FILE.
     Snapshot {
+        /// The cassette whose contract is taken.
         cassette: PathBuf,
+        /// Write the snapshot to FILE (atomically) instead of stdout.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
     /// Compare two tool contracts (snapshots or cassettes): each change is breaking,
     /// dangerous, minor or info under a stable rule id. Exit 1 on breaking or
     /// dangerous changes.
-    Diff { old: PathBuf, new: PathBuf },
+    Diff {
+        /// The contract before: a snapshot or a cassette.
+        old: PathBuf,
+        /// The contract after: a snapshot or a cassette.
+        new: PathBuf,
+    },
     /// Check a cassette: header against frames, orphan responses, id collisions.
-    Lint { cassette: PathBuf },
+    Lint {
+        /// The cassette to check.
+        cassette: PathBuf,
+    },
     /// A readable timeline of a cassette (or --json).
     Inspect {
+        /// The cassette to show.
         cassette: PathBuf,
         /// Also write the interactions as one self-contained HTML page to FILE
         /// (atomically): no script and nothing loaded, everything escaped.
@@ -399,6 +471,7 @@ pub(crate) struct VerifyArgs {
     /// A JSON verification request (the liveloop_verify arguments); flags add to it.
     #[arg(long, value_name = "FILE")]
     pub(crate) spec: Option<PathBuf>,
+    /// The browser window: desktop (1280x800), tablet (820x1180) or mobile (390x844).
     #[arg(long, value_enum, default_value = "desktop")]
     pub(crate) viewport: ViewportArg,
     /// Screenshot the full page, not only the viewport.
@@ -414,6 +487,8 @@ pub(crate) struct VerifyArgs {
     /// How long the network must be quiet after DOMContentLoaded (e.g. 500ms).
     #[arg(long = "quiet-window", alias = "quiet-window-ms", value_name = "DURATION", value_parser = millis)]
     pub(crate) quiet_window: Option<std::time::Duration>,
+    /// When the expected port is taken: fail, adopt (use that server, never stop
+    /// it) or other-port (start on a free port).
     #[arg(long, value_enum, default_value = "fail")]
     pub(crate) on_port_conflict: PortConflictArg,
     /// Longest the server may take to become ready (e.g. 90s, 2m).
@@ -762,8 +837,10 @@ pub(crate) enum SettingsCommand {
     /// broken rule is named. A running `dshkit mcp` applies it at its next call.
     #[command(group(clap::ArgGroup::new("change").required(true).args(["fields", "value"])))]
     Set {
+        /// The settings to change, as a JSON object; the others are kept.
         #[arg(long, value_name = "JSON")]
         fields: Option<String>,
+        /// Every setting, as a JSON object; those left out return to their defaults.
         #[arg(long, value_name = "JSON")]
         value: Option<String>,
     },
@@ -796,8 +873,10 @@ pub(crate) enum DevtoolsCommand {
     },
     /// Fibers by uid or name.
     Fiber {
+        /// The fiber with this uid.
         #[arg(long, conflicts_with = "name", required_unless_present = "name")]
         uid: Option<i64>,
+        /// The fibers with this name (names repeat: a plugin loaded twice).
         #[arg(long)]
         name: Option<String>,
     },
@@ -837,6 +916,7 @@ pub(crate) enum DevtoolsCommand {
     /// bearer token in <devtools dir>/token (0600), Host and Origin checked. One
     /// endpoint serves every target in the registry.
     Serve {
+        /// Where to listen (loopback only).
         #[arg(long, default_value = "127.0.0.1:43127", value_name = "ADDR")]
         listen: SocketAddr,
         /// Stop when stdin reaches its end (how the DSH plugin ties the endpoint's
@@ -906,3 +986,6 @@ fn nonzero_seconds(text: &str) -> Result<std::time::Duration, String> {
 fn millis(text: &str) -> Result<std::time::Duration, String> {
     dshkit_env::duration::parse(text, dshkit_env::duration::BareUnit::Millis)
 }
+
+#[cfg(test)]
+mod tests;

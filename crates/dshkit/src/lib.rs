@@ -13,14 +13,12 @@ mod tools;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 pub use tools::{ToolsConfig, all_families};
 
 /// Runs dshkit with `args` (including the program name) and returns its exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::Cli::parse_args(&args) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version go to stdout; a closed pipe there is not an error.

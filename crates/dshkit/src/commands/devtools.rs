@@ -153,7 +153,7 @@ async fn serve(
     if exit_on_stdin_eof {
         command_line.push("--exit-on-stdin-eof".into());
     }
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from::<_, std::ffi::OsString>(command_line)
+    let cli = crate::cli::Cli::parse_args(&command_line)
         .map_err(|e| Failure::refused(anyhow::anyhow!(e.to_string())))?;
     let crate::cli::Command::Mcp(mcp_args) = cli.command else {
         unreachable!("parsed as `dshkit mcp`")

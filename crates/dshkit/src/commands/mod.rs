@@ -43,7 +43,7 @@ pub(crate) fn completions(
     shell: Option<clap_complete::Shell>,
     out: crate::output::Output,
 ) -> Result<u8, crate::exit::Failure> {
-    let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut command = crate::cli::Cli::command();
     let mut text = Vec::new();
     match shell {
         Some(shell) => clap_complete::generate(shell, &mut command, "dshkit", &mut text),

@@ -736,3 +736,59 @@ fn a_terminal_gets_a_spinner_with_elapsed_time_and_a_pipe_gets_plain_lines() {
         "the finished stage keeps its time: {boot:?}"
     );
 }
+
+/// Every subcommand's `--help`, walked from the top: each argument and option
+/// says what it is (a default alone does not), and each subcommand ends with at
+/// least two examples (their syntax is checked by the binary's own unit test).
+#[test]
+fn every_subcommand_documents_each_argument_and_shows_examples() {
+    let home = Home::new();
+    let mut paths: Vec<Vec<String>> = vec![Vec::new()];
+    let (mut problems, mut walked) = (Vec::new(), 0);
+    while let Some(path) = paths.pop() {
+        let out = home.run(path.iter().map(String::as_str).chain(["--help"]));
+        assert_eq!(out.status.code(), Some(0), "{path:?}");
+        let help = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = help.lines().collect();
+        let mut section = "";
+        for (i, line) in lines.iter().enumerate() {
+            let indent = line.len() - line.trim_start().len();
+            if indent == 0 && line.ends_with(':') {
+                section = line;
+                continue;
+            }
+            let entry = line.trim_start();
+            if section == "Commands:" && indent == 2 {
+                let name = entry.split_whitespace().next().unwrap_or_default();
+                if name != "help" {
+                    paths.push(path.iter().cloned().chain([name.to_owned()]).collect());
+                }
+            }
+            let is_entry = (2..10).contains(&indent) && entry.starts_with(['-', '<', '[']);
+            if !matches!(section, "Arguments:" | "Options:") || !is_entry {
+                continue;
+            }
+            let said = |text: &str| !text.is_empty() && !text.starts_with('[');
+            let inline = entry.split_once("  ").is_some_and(|(_, text)| said(text.trim()));
+            let below = lines
+                .get(i + 1)
+                .is_some_and(|next| next.len() - next.trim_start().len() >= 10 && said(next.trim()));
+            if !inline && !below {
+                problems.push(format!("dshkit {}: {} has no help", path.join(" "), entry));
+            }
+        }
+        if !path.is_empty() {
+            let examples = help.split("Examples:").nth(1).map_or(0, |e| {
+                e.lines()
+                    .filter(|l| l.trim_start().starts_with("dshkit "))
+                    .count()
+            });
+            if examples < 2 {
+                problems.push(format!("dshkit {}: {examples} example(s)", path.join(" ")));
+            }
+        }
+        walked += 1;
+    }
+    assert!(walked > 40, "{walked} commands walked");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
