@@ -76,8 +76,9 @@ pub use output::FORMAT_VERSION;
 /// as an object on stdout, `{formatVersion, error: {code, message, exitCode,
 /// hint?, ...}}`, with the same exit code.
 fn report(failure: &exit::Failure, out: output::Output) -> ExitCode {
-    tracing::debug!(error = %format_args!("{:#}", failure.error), "command failed");
-    output::stderr_line(&format!("dshkit: error: {:#}", failure.error));
+    let message = each_cause_once(&failure.error);
+    tracing::debug!(error = %message, "command failed");
+    output::stderr_line(&format!("dshkit: error: {message}"));
     if out.json {
         out.json(&serde_json::json!({ "error": error_json(failure) }));
     }
@@ -103,7 +104,7 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
                 .name
                 .or_else(|| failure.error.downcast_ref::<dshkit_env::settings::SettingsError>().map(dshkit_env::settings::SettingsError::code))
                 .unwrap_or(if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" }),
-            "message": format!("{:#}", failure.error),
+            "message": each_cause_once(&failure.error),
         }),
     };
     let problems = failure
@@ -121,6 +122,24 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
     }
     error["exitCode"] = serde_json::json!(failure.code);
     error
+}
+
+/// An error and its causes, each said once: a cause whose words its error
+/// already carries (`failed to read x: No such file…` over the OS error) is not
+/// repeated.
+fn each_cause_once(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let said = cause.to_string();
+        if message.contains(&said) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&said);
+    }
+    message
 }
 
 /// A command line clap refused, as the JSON error object: its first line as the

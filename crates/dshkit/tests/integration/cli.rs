@@ -432,6 +432,10 @@ fn with_json_every_commands_failure_is_one_object_on_stdout_with_its_exit_code()
             1,
             "the cause once: {stderr}"
         );
+        assert!(
+            stderr.matches("(os error").count() <= 1,
+            "the OS error once: {stderr}"
+        );
     }
     // A command line clap refuses is the same object, code USAGE, exit 2.
     let out = home.run(["--json", "settings", "nope"]);
