@@ -26,6 +26,7 @@ mod core;
 pub mod doctor;
 pub mod endpoint;
 mod error;
+pub mod hosts;
 pub mod journal;
 mod limits;
 mod link;

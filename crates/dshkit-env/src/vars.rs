@@ -17,6 +17,9 @@ pub const DSH_CORDIS_DEBUG_ENDPOINT: &str = "DSH_CORDIS_DEBUG_ENDPOINT";
 /// The DevTools endpoint's bearer token itself, for `dshkit devtools` (a
 /// `--token-file` wins over it; the devtools directory's token file is the default).
 pub const DSH_CORDIS_DEBUG_TOKEN: &str = "DSH_CORDIS_DEBUG_TOKEN";
+/// Codex's home, where `dshkit devtools setup --agent codex` writes `config.toml`
+/// (default `~/.codex`).
+pub const CODEX_HOME: &str = "CODEX_HOME";
 /// `tracing` filter for logs on stderr, e.g. `dshkit=debug`.
 pub const DSHKIT_LOG: &str = "DSHKIT_LOG";
 /// A PEM file of CAs to trust for an `https://` upstream, as OpenSSL, curl and

@@ -887,6 +887,15 @@ pub(crate) enum DevtoolsCommand {
         /// A collector that cannot start fails the plugin (and the boot proof).
         #[arg(long)]
         fail_on_startup_error: bool,
+        /// Also register the bridge (`dsh-devtools`) with this MCP host, once the
+        /// install succeeded; repeatable. claude-code: <project>/.mcp.json;
+        /// codex: $CODEX_HOME/config.toml, else ~/.codex/config.toml. Needs the
+        /// endpoint (--endpoint, `on` when not given).
+        #[arg(long = "agent", value_name = "HOST", value_parser = ["claude-code", "codex"])]
+        agents: Vec<String>,
+        /// The project whose .mcp.json claude-code reads (default: here).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
     },
     /// Check the DevTools set-up: the private directory and its modes, the live
     /// targets (each attached once), the endpoint and its token. Exits 1 when

@@ -11,10 +11,11 @@ use dshkit_devtools::bridge::BridgeError;
 use dshkit_devtools::client::{ClientError, TokenSource};
 use dshkit_devtools::doctor::{self, Tone};
 use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE};
+use dshkit_devtools::hosts::{self, Host};
 use dshkit_devtools::remote::{self, Found, Remote};
 use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, default_checkpoint, read_checkpoint};
 use dshkit_devtools::{DebugCore, DebugError};
-use dshkit_env::vars::{DSH_CORDIS_DEBUG_ENDPOINT, DSH_CORDIS_DEBUG_TOKEN};
+use dshkit_env::vars::{CODEX_HOME, DSH_CORDIS_DEBUG_ENDPOINT, DSH_CORDIS_DEBUG_TOKEN};
 use serde_json::json;
 
 use crate::cli::{DevtoolsArgs, DevtoolsCommand};
@@ -43,8 +44,21 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             endpoint,
             no_boot_check,
             fail_on_startup_error,
+            agents,
+            project,
         } => {
-            let args = crate::cli::InstallArgs {
+            // A host's bridge needs the endpoint: on unless said otherwise.
+            let endpoint = endpoint.or_else(|| (!agents.is_empty()).then(|| "on".to_owned()));
+            let registry = args
+                .devtools_dir
+                .clone()
+                .or_else(|| {
+                    dsh_home
+                        .as_ref()
+                        .map(|h| h.join(dshkit_env::resolve::DEVTOOLS_DIR_NAME))
+                })
+                .unwrap_or(registry);
+            let install = crate::cli::InstallArgs {
                 profile,
                 dsh_home,
                 no_boot_check,
@@ -54,7 +68,11 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
                 fail_on_startup_error,
                 echo: None,
             };
-            return super::dsh::install(args, out).await;
+            let installed = super::dsh::install(install, out).await?;
+            if installed == exit::SUCCESS {
+                register_agents(&agents, project, &registry)?;
+            }
+            return Ok(installed);
         }
         DevtoolsCommand::Doctor => return Ok(doctor(&registry, out).await),
         _ => {}
@@ -114,6 +132,48 @@ async fn bridge(registry: PathBuf, explicit: Option<String>, token: TokenSource)
             other => Failure::runtime(other),
         })?;
     Ok(exit::SUCCESS)
+}
+
+/// `setup --agent HOST…`: the bridge (this dshkit, on `registry`) in each host's file.
+fn register_agents(agents: &[String], project: Option<PathBuf>, registry: &Path) -> Result<(), Failure> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let env = dshkit_env::Environment::from_process();
+    let project = project
+        .map_or_else(std::env::current_dir, Ok)
+        .map_err(Failure::runtime)?;
+    let home = env
+        .home()
+        .context("no home directory (HOME)")
+        .map_err(Failure::refused)?;
+    let codex_home = hosts::codex_home(env.get(CODEX_HOME).map(PathBuf::from), &home);
+    let command = std::env::current_exe().map_err(Failure::runtime)?;
+    let args: Vec<String> = vec![
+        "devtools".into(),
+        "--devtools-dir".into(),
+        registry.display().to_string(),
+        "bridge".into(),
+    ];
+    for agent in agents {
+        let host = Host::parse(agent).map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+        let file = host.config_file(&project, &codex_home);
+        let registered =
+            hosts::register(host, &file, &command.display().to_string(), &args).map_err(Failure::refused)?;
+        // On stderr: stdout holds the install's own answer (JSON with --json).
+        crate::output::progress(&format!(
+            "{}: {} {} in {}",
+            registered.host,
+            if registered.changed {
+                "registered"
+            } else {
+                "already registers"
+            },
+            hosts::SERVER_NAME,
+            registered.file.display()
+        ));
+    }
+    Ok(())
 }
 
 /// The endpoint named by `--endpoint`, else by the environment.

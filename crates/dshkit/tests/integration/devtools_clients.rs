@@ -250,3 +250,146 @@ fn the_bridge_reads_the_token_and_url_again_when_its_host_opens_a_session() {
         assert!(!finished.contains(secret), "the token was shown: {finished}");
     }
 }
+
+/// `dshkit devtools setup --agent claude-code --agent codex`: the bridge in each
+/// host's file, merged with what was there, read back by real JSON and TOML
+/// parsers, the same on a second run; the registered command is a working
+/// bridge; a malformed file is refused and left as it was.
+#[test]
+fn setup_registers_the_bridge_with_claude_code_and_codex_merging_their_files() {
+    let peers = dshkit_test::Peers::get();
+    let (home, dsh_home) = crate::support::headless_home(&peers);
+    let project = home.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let mcp_json = project.join(".mcp.json");
+    std::fs::write(
+        &mcp_json,
+        r#"{"mcpServers": {"other": {"command": "other-server"}}, "keep": true}"#,
+    )
+    .unwrap();
+    let codex_toml = home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex_toml.parent().unwrap()).unwrap();
+    let codex_before = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"other-server\"\n";
+    std::fs::write(&codex_toml, codex_before).unwrap();
+    let setup = || {
+        output(
+            dshkit_command(home.path())
+                .env("PATH", peers.path_var())
+                .args(["devtools", "setup", "--profile", "headless", "--no-boot-check"])
+                .args([
+                    "--endpoint",
+                    "127.0.0.1:0",
+                    "--agent",
+                    "claude-code",
+                    "--agent",
+                    "codex",
+                ])
+                .arg("--project")
+                .arg(&project)
+                .arg("--dsh-home")
+                .arg(&dsh_home),
+        )
+    };
+    let first = setup();
+    assert!(first.status.success(), "{}", said(&first));
+    assert!(
+        said(&first).contains("registered dsh-devtools"),
+        "{}",
+        said(&first)
+    );
+
+    let registry = dsh_home.join("dshkit-devtools").display().to_string();
+    let claude: Value = serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    assert_eq!(claude["keep"], true, "{claude}");
+    assert_eq!(
+        claude["mcpServers"]["other"]["command"], "other-server",
+        "{claude}"
+    );
+    let entry = &claude["mcpServers"]["dsh-devtools"];
+    assert_eq!(
+        entry["args"],
+        json!(["devtools", "--devtools-dir", registry, "bridge"]),
+        "{claude}"
+    );
+    let codex_text = std::fs::read_to_string(&codex_toml).unwrap();
+    assert!(codex_text.starts_with(codex_before), "{codex_text}");
+    let codex: toml::Table = codex_text.parse().unwrap();
+    assert_eq!(codex["model"].as_str(), Some("o3"));
+    assert_eq!(
+        codex["mcp_servers"]["other"]["command"].as_str(),
+        Some("other-server")
+    );
+    let ours = &codex["mcp_servers"]["dsh-devtools"];
+    assert_eq!(ours["command"].as_str(), entry["command"].as_str());
+    assert_eq!(ours["args"][2].as_str(), Some(registry.as_str()));
+
+    codex_lists_it(home.path(), ours);
+
+    // Again: nothing changes.
+    let claude_text = std::fs::read_to_string(&mcp_json).unwrap();
+    let again = setup();
+    assert!(again.status.success(), "{}", said(&again));
+    assert!(said(&again).contains("already registers"), "{}", said(&again));
+    assert_eq!(std::fs::read_to_string(&mcp_json).unwrap(), claude_text);
+    assert_eq!(std::fs::read_to_string(&codex_toml).unwrap(), codex_text);
+
+    // The command Claude Code would start is a bridge to that registry's endpoint.
+    let registry = Registry {
+        home: Home::new(),
+        dir: dsh_home.join("dshkit-devtools"),
+    };
+    let _serve = serve_endpoint(&registry);
+    let mut host_started = Command::new(entry["command"].as_str().unwrap());
+    crate::support::isolate(&mut host_started, home.path());
+    host_started.args(
+        entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
+    let mut bridge = LineChild::spawn(&mut host_started);
+    assert!(bridge.ask(&initialize(1))["result"]["serverInfo"].is_object());
+    bridge.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    assert_eq!(
+        listed["result"]["tools"].as_array().unwrap().len(),
+        15,
+        "{listed}"
+    );
+    drop(bridge.finish());
+
+    // A malformed Codex file is refused and left untouched.
+    std::fs::write(&codex_toml, "model = \n").unwrap();
+    let refused = setup();
+    assert_eq!(refused.status.code(), Some(3), "{}", said(&refused));
+    assert!(said(&refused).contains("is not valid TOML"), "{}", said(&refused));
+    assert_eq!(std::fs::read_to_string(&codex_toml).unwrap(), "model = \n");
+}
+
+/// Where the real Codex CLI (npm `@openai/codex`, a 400 MB native binary, so not
+/// among the peers CI installs) is, to read the file back itself; runs offline.
+const CODEX_FOR_TESTS: &str = "DSHKIT_TEST_CODEX";
+
+/// With [`CODEX_FOR_TESTS`] set, `codex mcp list --json` lists the entry as written.
+fn codex_lists_it(home: &Path, ours: &toml::Value) {
+    let Some(codex) = std::env::var_os(CODEX_FOR_TESTS) else {
+        return;
+    };
+    let listed = output(
+        Command::new(codex)
+            .args(["mcp", "list", "--json"])
+            .env("CODEX_HOME", home.join(".codex")),
+    );
+    assert!(listed.status.success(), "{}", said(&listed));
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let entry = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "dsh-devtools")
+        .unwrap_or_else(|| panic!("codex does not list dsh-devtools: {listed}"));
+    assert_eq!(entry["transport"]["type"], "stdio", "{entry}");
+    assert_eq!(entry["transport"]["command"].as_str(), ours["command"].as_str());
+    assert_eq!(entry["transport"]["args"][3], "bridge", "{entry}");
+}
