@@ -324,6 +324,7 @@ fn setup_registers_the_bridge_with_claude_code_and_codex_merging_their_files() {
     assert_eq!(ours["args"][2].as_str(), Some(registry.as_str()));
 
     codex_lists_it(home.path(), ours);
+    claude_code_lists_it(home.path(), &project, entry);
 
     // Again: nothing changes.
     let claude_text = std::fs::read_to_string(&mcp_json).unwrap();
@@ -333,31 +334,7 @@ fn setup_registers_the_bridge_with_claude_code_and_codex_merging_their_files() {
     assert_eq!(std::fs::read_to_string(&mcp_json).unwrap(), claude_text);
     assert_eq!(std::fs::read_to_string(&codex_toml).unwrap(), codex_text);
 
-    // The command Claude Code would start is a bridge to that registry's endpoint.
-    let registry = Registry {
-        home: Home::new(),
-        dir: dsh_home.join("dshkit-devtools"),
-    };
-    let _serve = serve_endpoint(&registry);
-    let mut host_started = Command::new(entry["command"].as_str().unwrap());
-    crate::support::isolate(&mut host_started, home.path());
-    host_started.args(
-        entry["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap()),
-    );
-    let mut bridge = LineChild::spawn(&mut host_started);
-    assert!(bridge.ask(&initialize(1))["result"]["serverInfo"].is_object());
-    bridge.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let listed = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    assert_eq!(
-        listed["result"]["tools"].as_array().unwrap().len(),
-        15,
-        "{listed}"
-    );
-    drop(bridge.finish());
+    the_registered_command_is_a_bridge(home.path(), &dsh_home, entry);
 
     // A malformed Codex file is refused and left untouched.
     std::fs::write(&codex_toml, "model = \n").unwrap();
@@ -392,4 +369,66 @@ fn codex_lists_it(home: &Path, ours: &toml::Value) {
     assert_eq!(entry["transport"]["type"], "stdio", "{entry}");
     assert_eq!(entry["transport"]["command"].as_str(), ours["command"].as_str());
     assert_eq!(entry["transport"]["args"][3], "bridge", "{entry}");
+}
+
+/// Where the real Claude Code CLI (npm `@anthropic-ai/claude-code`, a native
+/// binary of 200 MB and more, not among CI's peers) is; `claude mcp list` runs offline.
+const CLAUDE_CODE_FOR_TESTS: &str = "DSHKIT_TEST_CLAUDE_CODE";
+
+/// With [`CLAUDE_CODE_FOR_TESTS`] set, `claude mcp list` in the project lists
+/// the entry (pending the person's approval, as every project-scope server is).
+fn claude_code_lists_it(home: &Path, project: &Path, entry: &Value) {
+    let Some(claude) = std::env::var_os(CLAUDE_CODE_FOR_TESTS) else {
+        return;
+    };
+    let mut command = Command::new(claude);
+    crate::support::isolate(&mut command, home);
+    command.args(["mcp", "list"]).current_dir(project);
+    let listed = output(&mut command);
+    assert!(listed.status.success(), "{}", said(&listed));
+    let args: Vec<&str> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let line = format!(
+        "dsh-devtools: {} {}",
+        entry["command"].as_str().unwrap(),
+        args.join(" ")
+    );
+    assert!(
+        said(&listed).contains(&line),
+        "{line:?} not in: {}",
+        said(&listed)
+    );
+}
+
+/// The command a host would start from `entry` is a bridge to the endpoint of
+/// `dsh_home`'s registry.
+fn the_registered_command_is_a_bridge(home: &Path, dsh_home: &Path, entry: &Value) {
+    let registry = Registry {
+        home: Home::new(),
+        dir: dsh_home.join("dshkit-devtools"),
+    };
+    let _serve = serve_endpoint(&registry);
+    let mut host_started = Command::new(entry["command"].as_str().unwrap());
+    crate::support::isolate(&mut host_started, home);
+    host_started.args(
+        entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
+    let mut bridge = LineChild::spawn(&mut host_started);
+    assert!(bridge.ask(&initialize(1))["result"]["serverInfo"].is_object());
+    bridge.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let listed = bridge.ask(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    assert_eq!(
+        listed["result"]["tools"].as_array().unwrap().len(),
+        15,
+        "{listed}"
+    );
+    drop(bridge.finish());
 }
