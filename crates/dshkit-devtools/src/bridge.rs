@@ -153,7 +153,9 @@ impl Endpoint {
             .filter(|_| message.get("method").is_some());
         let is_initialize = message["method"] == "initialize";
         if is_initialize {
-            // A new session: the token and URL as they are now.
+            // A new session: the one before ends, and the token and URL are read
+            // as they are now.
+            self.end_session().await;
             match self.source.read() {
                 Ok(now) => *self.current.lock().await = now,
                 Err(why) => {

@@ -18,6 +18,8 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(90);
 /// Longest the connection to the endpoint may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The shortest token sent (the endpoint's own tokens are far longer).
+pub const MIN_TOKEN_CHARS: usize = 16;
 /// Characters of an endpoint's error body quoted in an error.
 const QUOTED_BODY: usize = 300;
 
@@ -131,7 +133,7 @@ impl TokenSource {
             Self::Value(value) => value.clone(),
         };
         let token = token.trim().to_owned();
-        if token.len() < 16 {
+        if token.len() < MIN_TOKEN_CHARS {
             return Err(ClientError::BadToken(match self {
                 Self::File(path) => path.display().to_string(),
                 Self::Value(_) => "the environment".to_owned(),
