@@ -1,9 +1,12 @@
 //! The bridge: a stdio MCP server that forwards each message to the DevTools
 //! endpoint (Streamable HTTP) and writes back what it answers, JSON or an SSE
-//! stream. It sends the bearer token and never prints it; a failed call is
-//! answered with an error, never retried (a retried experiment start could take
-//! a second lease).
+//! stream. It sends the bearer token and never prints it; each `initialize`
+//! (the host opening a session) reads the token file and the endpoint's URL
+//! file again, so a rotated token or a restarted endpoint needs no new bridge.
+//! A failed call is answered with an error, never retried (a retried experiment
+//! start could take a second lease).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +15,9 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::{Mutex, Semaphore};
+
+use crate::client::{ClientError, TokenSource, check_loopback};
+use crate::endpoint::endpoint_url;
 
 /// Messages forwarded at once (a wait may hold one for a minute).
 pub const MAX_IN_FLIGHT: usize = 32;
@@ -30,24 +36,45 @@ pub enum BridgeError {
     Client(reqwest::Error),
     #[error(transparent)]
     Read(std::io::Error),
+    #[error(transparent)]
+    Token(ClientError),
+}
+
+/// Where the bridge finds the endpoint each time the host opens a session:
+/// `explicit`, else the URL file of `registry`; and the token.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub registry: PathBuf,
+    pub explicit: Option<String>,
+    pub token: TokenSource,
+}
+
+impl Source {
+    /// The endpoint's URL and token now.
+    fn read(&self) -> Result<(String, String), ClientError> {
+        let url = endpoint_url(&self.registry, self.explicit.clone());
+        check_loopback(&url)?;
+        Ok((url, self.token.read()?))
+    }
 }
 
 type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
 struct Endpoint {
-    url: String,
-    token: String,
+    source: Source,
+    /// The URL and token of the session open now (read again at each `initialize`).
+    current: Mutex<(String, String)>,
     client: reqwest::Client,
     /// The session id and protocol version the endpoint's `initialize` answer set.
     session: Mutex<(Option<String>, Option<String>)>,
     out: Mutex<Output>,
 }
 
-/// Forwards each line of `input` to the endpoint at `url` with `token`, writing
-/// every answer to `output`, until `input` ends; then ends the endpoint's session.
+/// Forwards each line of `input` to the endpoint `source` names, writing every
+/// answer to `output`, until `input` ends; then ends the endpoint's session. A
+/// token that cannot be read at the start is refused at once.
 pub async fn run(
-    url: &str,
-    token: String,
+    source: Source,
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) -> Result<(), BridgeError> {
@@ -55,9 +82,10 @@ pub async fn run(
         .timeout(CALL_TIMEOUT)
         .build()
         .map_err(BridgeError::Client)?;
+    let current = source.read().map_err(BridgeError::Token)?;
     let endpoint = Arc::new(Endpoint {
-        url: url.to_owned(),
-        token,
+        source,
+        current: Mutex::new(current),
         client,
         session: Mutex::new((None, None)),
         out: Mutex::new(Box::new(output)),
@@ -124,20 +152,35 @@ impl Endpoint {
             .cloned()
             .filter(|_| message.get("method").is_some());
         let is_initialize = message["method"] == "initialize";
-        let fail = |why: String| async move {
-            if let Some(id) = &id {
-                self.write(&error(
-                    id,
-                    -32000,
-                    &format!("the DevTools endpoint {}: {why}", self.url),
-                ))
-                .await;
+        if is_initialize {
+            // A new session: the one before ends, and the token and URL are read
+            // as they are now.
+            self.end_session().await;
+            match self.source.read() {
+                Ok(now) => *self.current.lock().await = now,
+                Err(why) => {
+                    if let Some(id) = &id {
+                        self.write(&error(id, -32000, &why.to_string())).await;
+                    }
+                    return;
+                }
+            }
+            *self.session.lock().await = (None, None);
+        }
+        let (url, token) = self.current.lock().await.clone();
+        let fail = |why: String| {
+            let url = url.clone();
+            async move {
+                if let Some(id) = &id {
+                    self.write(&error(id, -32000, &format!("the DevTools endpoint {url}: {why}")))
+                        .await;
+                }
             }
         };
         let mut request = self
             .client
-            .post(&self.url)
-            .bearer_auth(&self.token)
+            .post(&url)
+            .bearer_auth(&token)
             .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
             .json(&message);
         {
@@ -213,11 +256,12 @@ impl Endpoint {
     /// Ends the endpoint's session when the host goes away.
     async fn end_session(&self) {
         let session = self.session.lock().await.0.clone();
+        let (url, token) = self.current.lock().await.clone();
         if let Some(id) = session {
             let _ = self
                 .client
-                .delete(&self.url)
-                .bearer_auth(&self.token)
+                .delete(&url)
+                .bearer_auth(&token)
                 .header("mcp-session-id", id)
                 .timeout(Duration::from_secs(5))
                 .send()

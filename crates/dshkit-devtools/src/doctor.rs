@@ -1,13 +1,15 @@
 //! Is the DevTools set-up on this machine sound? Each fact is `ok`, `warn`
 //! (nothing broken, but nothing to debug either) or `fail` (something a person
 //! must fix): the registry directory and its modes, each live target attached
-//! once, the endpoint for hosts outside DSH and its token.
+//! once, the endpoint for hosts outside DSH (an authenticated `tools/list`)
+//! and its token.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::client::{ClientError, McpClient, TokenSource};
 use crate::core::DebugCore;
 use crate::endpoint::{TOKEN_FILE, URL_FILE};
 use crate::error::DebugError;
@@ -236,7 +238,8 @@ async fn targets(registry: &Path) -> Vec<Fact> {
     facts
 }
 
-/// The endpoint the plugin serves for hosts outside DSH, and its token.
+/// The endpoint the plugin serves for hosts outside DSH, and its token: an
+/// authenticated `initialize` and `tools/list`, the token never shown.
 async fn endpoint(registry: &Path) -> Vec<Fact> {
     let url_file = registry.join(URL_FILE);
     let token_file = registry.join(TOKEN_FILE);
@@ -246,30 +249,9 @@ async fn endpoint(registry: &Path) -> Vec<Fact> {
             "endpoint",
             Status::Warn,
             "no endpoint runs: hosts outside DSH cannot reach the tools (DSH's own model still can)".into(),
-            Some("the plugin starts it with DSH unless set up with --endpoint off; or run `dshkit devtools serve`"),
+            Some("dshkit devtools setup --endpoint on (the row's devtools.mcp.enabled: true), then restart DSH; or run `dshkit devtools serve`"),
         )),
-        Ok(url) => {
-            let url = url.trim().to_owned();
-            let address = url
-                .strip_prefix("http://")
-                .and_then(|rest| rest.split('/').next())
-                .map(str::to_owned)
-                .unwrap_or_default();
-            let reached =
-                tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(address.as_str())).await;
-            facts.push(match reached {
-                Ok(Ok(_)) => fact("endpoint", Status::Ok, format!("{url} accepts connections"), None),
-                _ => fact(
-                    "endpoint",
-                    Status::Fail,
-                    format!(
-                        "{} names {url}, but nothing accepts connections there (left by an endpoint that died?)",
-                        url_file.display()
-                    ),
-                    Some("restart DSH, or remove the file"),
-                ),
-            });
-        }
+        Ok(url) => facts.push(discover(url.trim(), &url_file, &token_file).await),
     }
     match std::fs::metadata(&token_file) {
         Ok(meta) => facts.push(private_mode(
@@ -279,7 +261,7 @@ async fn endpoint(registry: &Path) -> Vec<Fact> {
             0o600,
             "readable by its owner only",
         )),
-        Err(_) if facts.iter().any(|f| f.status == Status::Ok) => facts.push(fact(
+        Err(_) if url_file.exists() => facts.push(fact(
             "token",
             Status::Fail,
             format!("{} is missing while the endpoint runs", token_file.display()),
@@ -288,4 +270,86 @@ async fn endpoint(registry: &Path) -> Vec<Fact> {
         Err(_) => {}
     }
     facts
+}
+
+/// The endpoint at `url` asked, with the token of `token_file`, which tools it lists.
+async fn discover(url: &str, url_file: &Path, token_file: &Path) -> Fact {
+    let token = TokenSource::File(token_file.to_owned());
+    let asked = tokio::time::timeout(PROBE_TIMEOUT, async {
+        let mut client = McpClient::connect(url, &token).await?;
+        let names = client.tool_names().await;
+        client.close().await;
+        names
+    })
+    .await;
+    match asked {
+        Ok(Ok(names)) => {
+            let devtools = names.iter().filter(|n| n.starts_with("cordis_")).count();
+            if devtools == 0 {
+                fact(
+                    "endpoint",
+                    Status::Fail,
+                    format!("{url} answers, but lists no devtools tool: it is not a DevTools endpoint"),
+                    Some("restart DSH, or remove the file it names"),
+                )
+            } else {
+                fact(
+                    "endpoint",
+                    Status::Ok,
+                    format!("{url} answers an authenticated tools/list: {devtools} devtools tools"),
+                    None,
+                )
+            }
+        }
+        Ok(Err(error @ ClientError::Unauthorized(_))) => fact(
+            "endpoint",
+            Status::Fail,
+            format!(
+                "{url} refuses the token in {} (HTTP 401): {error}",
+                token_file.display()
+            ),
+            Some(
+                "`dshkit devtools rotate-token`, then restart DSH (or `dshkit devtools serve`) so the endpoint reads it",
+            ),
+        ),
+        Ok(Err(error @ (ClientError::NoToken { .. } | ClientError::BadToken(_)))) => fact(
+            "endpoint",
+            Status::Fail,
+            format!("{url} cannot be asked: {error}"),
+            Some("dshkit devtools rotate-token, then restart DSH"),
+        ),
+        Ok(Err(error @ ClientError::NotLoopback(_))) => fact(
+            "endpoint",
+            Status::Fail,
+            error.to_string(),
+            Some(&format!(
+                "remove {}; the endpoint listens on loopback only",
+                url_file.display()
+            )),
+        ),
+        Ok(Err(ClientError::Unreachable { .. })) => fact(
+            "endpoint",
+            Status::Fail,
+            format!(
+                "{} names {url}, but nothing accepts connections there (left by an endpoint that died?)",
+                url_file.display()
+            ),
+            Some("restart DSH, or remove the file"),
+        ),
+        Ok(Err(error)) => fact(
+            "endpoint",
+            Status::Fail,
+            error.to_string(),
+            Some("restart DSH, or remove the file"),
+        ),
+        Err(_) => fact(
+            "endpoint",
+            Status::Fail,
+            format!(
+                "{url} did not answer tools/list within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ),
+            Some("restart DSH, or remove the file"),
+        ),
+    }
 }

@@ -15,17 +15,22 @@
 //! devtools` prints, the saved checkpoint format and the finite profile;
 //! [`doctor`], the facts of the set-up on this machine; [`endpoint`], where the
 //! endpoint for hosts outside DSH is found; [`bridge`], the stdio server that
-//! forwards a host's messages to that endpoint.
+//! forwards a host's messages to that endpoint (reading the token file each
+//! time it opens a session); [`client`], an MCP client of the endpoint, and
+//! [`remote`], `dshkit devtools` through it.
 
 pub mod agent;
 pub mod bridge;
+pub mod client;
 mod core;
 pub mod doctor;
 pub mod endpoint;
 mod error;
+pub mod hosts;
 pub mod journal;
 mod limits;
 mod link;
+pub mod remote;
 pub mod schema;
 mod sessions;
 mod target;

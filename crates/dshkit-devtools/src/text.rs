@@ -27,28 +27,52 @@ pub fn targets_text(registry: &Path, targets: &[Target]) -> String {
     }
     let mut lines = String::new();
     for t in targets {
-        let _ = write!(lines, "{}  {}  pid {}", t.id, t.label, t.pid);
-        if let Some(problem) = &t.problem {
-            let _ = write!(lines, "  ({problem})");
-        }
-        lines.push('\n');
+        lines.push_str(&target_line(&t.id, &t.label, t.pid, t.problem.as_deref()));
     }
     lines
+}
+
+/// One target's line: id, label, pid and what keeps this dshkit from using it.
+pub fn target_line(id: &str, label: &str, pid: impl std::fmt::Display, problem: Option<&str>) -> String {
+    let mut line = format!("{id}  {label}  pid {pid}");
+    if let Some(problem) = problem {
+        let _ = write!(line, "  ({problem})");
+    }
+    line.push('\n');
+    line
 }
 
 /// The counts of a snapshot and its candidates.
 pub fn snapshot_text(target: &str, snapshot: &Snapshot) -> String {
     let t = &snapshot.topology;
+    let candidates: Vec<Value> = snapshot.candidates.iter().map(|c| json!(c)).collect();
+    counts_text(
+        target,
+        [t.fibers_total, t.events_total, t.services.len(), t.entries.len()],
+        &candidates,
+    )
+}
+
+/// The counts of a runtime (fibers, events, services, loader entries) and its
+/// candidates, each `{kind, subject, detail}`.
+pub fn counts_text(
+    target: &str,
+    [fibers, events, services, entries]: [usize; 4],
+    candidates: &[Value],
+) -> String {
     let mut text = format!(
-        "target {target}: {} fibers, {} events, {} services, {} loader entries\n{} candidate(s) (facts to look at, never causes)\n",
-        t.fibers_total,
-        t.events_total,
-        t.services.len(),
-        t.entries.len(),
-        snapshot.candidates.len()
+        "target {target}: {fibers} fibers, {events} events, {services} services, {entries} loader entries\n{} candidate(s) (facts to look at, never causes)\n",
+        candidates.len()
     );
-    for c in &snapshot.candidates {
-        let _ = writeln!(text, "  {}: {}: {}", c.kind, c.subject, c.detail);
+    for c in candidates {
+        let show = |key: &str| c[key].as_str().unwrap_or_default().to_owned();
+        let _ = writeln!(
+            text,
+            "  {}: {}: {}",
+            show("kind"),
+            show("subject"),
+            show("detail")
+        );
     }
     text
 }
@@ -192,13 +216,17 @@ pub fn comparison_text(comparison: &Comparison) -> String {
 
 /// One journal record of a watch: its sequence, its kind and the rest.
 pub fn record_line(record: &Record) -> String {
-    let value = serde_json::to_value(record).expect("json");
+    record_value_line(&serde_json::to_value(record).expect("json"))
+}
+
+/// [`record_line`] of a record as JSON (as a wait's answer carries it).
+pub fn record_value_line(value: &Value) -> String {
     let kind = value["kind"].as_str().unwrap_or("?").to_owned();
     let mut rest = value.as_object().cloned().unwrap_or_default();
     for key in ["kind", "seq", "at_ms"] {
         rest.remove(key);
     }
-    format!("{} {kind} {}\n", record.seq, Value::Object(rest))
+    format!("{} {kind} {}\n", value["seq"], Value::Object(rest))
 }
 
 /// A finite profile of one event: its lease, how long it was held, and every trace.
@@ -354,12 +382,15 @@ impl Seen<'_> {
     pub fn text(&self) -> String {
         match self {
             Self::Record(record) => record_line(record),
-            Self::Gap(cursor) => format!(
-                "gap: records fell out of the journal before they were read; reading on from {cursor}\n"
-            ),
+            Self::Gap(cursor) => gap_line(*cursor),
             Self::Gone(error) => format!("{error}\n"),
         }
     }
+}
+
+/// What a watch says of records that fell out before they were read.
+pub fn gap_line(cursor: u64) -> String {
+    format!("gap: records fell out of the journal before they were read; reading on from {cursor}\n")
 }
 
 /// Watches the session's journal for `event` (anything when `None`) for

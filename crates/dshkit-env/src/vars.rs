@@ -12,6 +12,14 @@ pub const DSH_HOME: &str = "DSH_HOME";
 pub const DSHKIT_EVIDENCE_ROOT: &str = "DSHKIT_EVIDENCE_ROOT";
 /// Bearer token for `dshkit mcp --http`, instead of a token file.
 pub const DSHKIT_MCP_TOKEN: &str = "DSHKIT_MCP_TOKEN";
+/// The DevTools endpoint `dshkit devtools` talks to (a loopback URL), as `--endpoint`.
+pub const DSH_CORDIS_DEBUG_ENDPOINT: &str = "DSH_CORDIS_DEBUG_ENDPOINT";
+/// The DevTools endpoint's bearer token itself, for `dshkit devtools` (a
+/// `--token-file` wins over it; the devtools directory's token file is the default).
+pub const DSH_CORDIS_DEBUG_TOKEN: &str = "DSH_CORDIS_DEBUG_TOKEN";
+/// Codex's home, where `dshkit devtools setup --agent codex` writes `config.toml`
+/// (default `~/.codex`).
+pub const CODEX_HOME: &str = "CODEX_HOME";
 /// `tracing` filter for logs on stderr, e.g. `dshkit=debug`.
 pub const DSHKIT_LOG: &str = "DSHKIT_LOG";
 /// A PEM file of CAs to trust for an `https://` upstream, as OpenSSL, curl and

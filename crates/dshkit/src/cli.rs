@@ -856,6 +856,18 @@ pub(crate) struct DevtoolsArgs {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) devtools_dir: Option<PathBuf>,
 
+    /// The DevTools endpoint (loopback only) that targets, snapshot, event,
+    /// fiber, watch and profile call as an MCP client; also the bridge's.
+    /// Default: $DSH_CORDIS_DEBUG_ENDPOINT, else the URL in <devtools
+    /// dir>/endpoint; with none, they attach to the collector's socket directly.
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) endpoint: Option<String>,
+
+    /// The endpoint's token file. Default: $DSH_CORDIS_DEBUG_TOKEN (the token
+    /// itself), else <devtools dir>/token.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+
     #[command(subcommand)]
     pub(crate) command: DevtoolsCommand,
 }
@@ -924,15 +936,11 @@ pub(crate) enum DevtoolsCommand {
         #[arg(long)]
         exit_on_stdin_eof: bool,
     },
-    /// A stdio MCP server that forwards to the endpoint, for hosts that only speak
-    /// stdio. It reads the token itself (never shows it) and never retries a
-    /// failed call.
-    Bridge {
-        /// Default: the URL the running endpoint wrote to <devtools dir>/endpoint,
-        /// else http://127.0.0.1:43127/mcp.
-        #[arg(long, value_name = "URL")]
-        endpoint: Option<String>,
-    },
+    /// A stdio MCP server that forwards to the endpoint (--endpoint, else the URL
+    /// in <devtools dir>/endpoint, else http://127.0.0.1:43127/mcp), for hosts
+    /// that only speak stdio. It reads the token file itself at each session the
+    /// host opens (never shows it) and never retries a failed call.
+    Bridge,
     /// Replace the endpoint's token (a running endpoint keeps the old one until it
     /// restarts).
     RotateToken,
@@ -959,6 +967,15 @@ pub(crate) enum DevtoolsCommand {
         /// A collector that cannot start fails the plugin (and the boot proof).
         #[arg(long)]
         fail_on_startup_error: bool,
+        /// Also register the bridge (`dsh-devtools`) with this MCP host, once the
+        /// install succeeded; repeatable. claude-code: <project>/.mcp.json;
+        /// codex: $CODEX_HOME/config.toml, else ~/.codex/config.toml. Needs the
+        /// endpoint (--endpoint, `on` when not given).
+        #[arg(long = "agent", value_name = "HOST", value_parser = ["claude-code", "codex"])]
+        agents: Vec<String>,
+        /// The project whose .mcp.json claude-code reads (default: here).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
     },
     /// Check the DevTools set-up: the private directory and its modes, the live
     /// targets (each attached once), the endpoint and its token. Exits 1 when

@@ -7,10 +7,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use dshkit_devtools::bridge::BridgeError;
+use dshkit_devtools::client::{ClientError, TokenSource};
 use dshkit_devtools::doctor::{self, Tone};
-use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE, endpoint_url};
+use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE};
+use dshkit_devtools::hosts::{self, Host};
+use dshkit_devtools::remote::{self, Found, Remote};
 use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, default_checkpoint, read_checkpoint};
 use dshkit_devtools::{DebugCore, DebugError};
+use dshkit_env::vars::{CODEX_HOME, DSH_CORDIS_DEBUG_ENDPOINT, DSH_CORDIS_DEBUG_TOKEN};
 use serde_json::json;
 
 use crate::cli::{DevtoolsArgs, DevtoolsCommand};
@@ -27,7 +32,10 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             listen,
             exit_on_stdin_eof,
         } => return serve(listen, exit_on_stdin_eof, &registry, out).await,
-        DevtoolsCommand::Bridge { endpoint } => return bridge(&registry, endpoint).await,
+        DevtoolsCommand::Bridge => {
+            let token = token(&args, &registry);
+            return bridge(registry, endpoint_named(&args), token).await;
+        }
         DevtoolsCommand::RotateToken => return rotate_token(&registry, out),
         DevtoolsCommand::Setup {
             profile,
@@ -36,8 +44,21 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
             endpoint,
             no_boot_check,
             fail_on_startup_error,
+            agents,
+            project,
         } => {
-            let args = crate::cli::InstallArgs {
+            // A host's bridge needs the endpoint: on unless said otherwise.
+            let endpoint = endpoint.or_else(|| (!agents.is_empty()).then(|| "on".to_owned()));
+            let registry = args
+                .devtools_dir
+                .clone()
+                .or_else(|| {
+                    dsh_home
+                        .as_ref()
+                        .map(|h| h.join(dshkit_env::resolve::DEVTOOLS_DIR_NAME))
+                })
+                .unwrap_or(registry);
+            let install = crate::cli::InstallArgs {
                 profile,
                 dsh_home,
                 no_boot_check,
@@ -47,10 +68,31 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
                 fail_on_startup_error,
                 echo: None,
             };
-            return super::dsh::install(args, out).await;
+            let installed = super::dsh::install(install, out).await?;
+            if installed == exit::SUCCESS {
+                register_agents(&agents, project, &registry)?;
+            }
+            return Ok(installed);
         }
         DevtoolsCommand::Doctor => return Ok(doctor(&registry, out).await),
         _ => {}
+    }
+    if let Some(found) = remote::find_endpoint(&registry, endpoint_named(&args))
+        && through_endpoint(&args.command)
+    {
+        let url = match &found {
+            Found::Named(url) | Found::FromFile(url) => url.clone(),
+        };
+        match remote(&url, &token(&args, &registry), &args, out).await {
+            // A URL file left by an endpoint that is gone: the socket, saying so.
+            Err(error) if error.is_unreachable() && matches!(found, Found::FromFile(_)) => {
+                crate::output::progress(&format!(
+                    "{error} (named in {}); attaching to the collector's socket directly",
+                    registry.join(URL_FILE).display()
+                ));
+            }
+            done => return Ok(done?),
+        }
     }
     let core = DebugCore::new(registry.clone());
     if matches!(args.command, DevtoolsCommand::Targets) {
@@ -75,30 +117,164 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
 }
 
 /// `dshkit devtools bridge`: this process's stdio forwarded to the endpoint,
-/// with the token of the devtools directory.
-async fn bridge(registry: &Path, endpoint: Option<String>) -> Result<u8, Failure> {
-    let token_file = registry.join(TOKEN_FILE);
-    let text = std::fs::read_to_string(&token_file)
-        .with_context(|| {
-            format!(
-                "no DevTools endpoint token at {}: start the endpoint with `dshkit devtools serve`",
-                token_file.display()
-            )
-        })
-        .map_err(Failure::refused)?;
-    let token = dshkit_mcp::Token::new(&text)
-        .with_context(|| format!("{} holds no usable token", token_file.display()))
-        .map_err(Failure::refused)?;
+/// with the token read at each session the host opens.
+async fn bridge(registry: PathBuf, explicit: Option<String>, token: TokenSource) -> Result<u8, Failure> {
+    let source = dshkit_devtools::bridge::Source {
+        registry,
+        explicit,
+        token,
+    };
     let (input, output) = (tokio::io::stdin(), tokio::io::stdout());
-    dshkit_devtools::bridge::run(
-        &endpoint_url(registry, endpoint),
-        token.expose().to_owned(),
-        input,
-        output,
-    )
-    .await
-    .map_err(Failure::runtime)?;
+    dshkit_devtools::bridge::run(source, input, output)
+        .await
+        .map_err(|e| match e {
+            BridgeError::Token(_) => Failure::refused(e),
+            other => Failure::runtime(other),
+        })?;
     Ok(exit::SUCCESS)
+}
+
+/// `setup --agent HOST…`: the bridge (this dshkit, on `registry`) in each host's file.
+fn register_agents(agents: &[String], project: Option<PathBuf>, registry: &Path) -> Result<(), Failure> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let env = dshkit_env::Environment::from_process();
+    let project = project
+        .map_or_else(std::env::current_dir, Ok)
+        .map_err(Failure::runtime)?;
+    let home = env
+        .home()
+        .context("no home directory (HOME)")
+        .map_err(Failure::refused)?;
+    let codex_home = hosts::codex_home(env.get(CODEX_HOME).map(PathBuf::from), &home);
+    let command = std::env::current_exe().map_err(Failure::runtime)?;
+    let args: Vec<String> = vec![
+        "devtools".into(),
+        "--devtools-dir".into(),
+        registry.display().to_string(),
+        "bridge".into(),
+    ];
+    for agent in agents {
+        let host = Host::parse(agent).map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+        let file = host.config_file(&project, &codex_home);
+        let registered =
+            hosts::register(host, &file, &command.display().to_string(), &args).map_err(Failure::refused)?;
+        // On stderr: stdout holds the install's own answer (JSON with --json).
+        crate::output::progress(&format!(
+            "{}: {} {} in {}",
+            registered.host,
+            if registered.changed {
+                "registered"
+            } else {
+                "already registers"
+            },
+            hosts::SERVER_NAME,
+            registered.file.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The endpoint named by `--endpoint`, else by the environment.
+fn endpoint_named(args: &DevtoolsArgs) -> Option<String> {
+    args.endpoint
+        .clone()
+        .or_else(|| env_var(DSH_CORDIS_DEBUG_ENDPOINT))
+}
+
+/// `--token-file`, else the token in the environment, else the devtools directory's file.
+fn token(args: &DevtoolsArgs, registry: &Path) -> TokenSource {
+    TokenSource::resolve(args.token_file.clone(), env_var(DSH_CORDIS_DEBUG_TOKEN), registry)
+}
+
+fn env_var(name: &str) -> Option<String> {
+    dshkit_env::Environment::from_process()
+        .get(name)
+        .and_then(|v| v.to_str().map(str::to_owned))
+}
+
+/// The commands that go through an endpoint when there is one. A checkpoint and
+/// its comparison keep the runtime's digest in a file, which no tool gives; the
+/// emergency stop is a person's, which the endpoint offers no client.
+fn through_endpoint(command: &DevtoolsCommand) -> bool {
+    matches!(
+        command,
+        DevtoolsCommand::Targets
+            | DevtoolsCommand::Snapshot
+            | DevtoolsCommand::Event { .. }
+            | DevtoolsCommand::Fiber { .. }
+            | DevtoolsCommand::Watch { .. }
+            | DevtoolsCommand::Profile { .. }
+    )
+}
+
+/// A command as calls of the endpoint's tools on a transient debug session,
+/// detached on every way out (Ctrl-C included).
+async fn remote(url: &str, token: &TokenSource, args: &DevtoolsArgs, out: Output) -> Result<u8, ClientError> {
+    let show = |(text, json): remote::Shown| {
+        if out.json {
+            out.json(&json);
+        } else {
+            out.write(&text);
+        }
+    };
+    if matches!(args.command, DevtoolsCommand::Targets) {
+        show(remote::targets(url, token).await?);
+        return Ok(exit::SUCCESS);
+    }
+    let mut session = Remote::attach(url, token, args.target.as_deref()).await?;
+    let result = tokio::select! {
+        result = remote_command(&mut session, &args.command, out) => result,
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    session.end().await;
+    result.map(|()| exit::SUCCESS)
+}
+
+async fn remote_command(
+    session: &mut Remote,
+    command: &DevtoolsCommand,
+    out: Output,
+) -> Result<(), ClientError> {
+    let shown = match command {
+        DevtoolsCommand::Snapshot => session.snapshot().await?,
+        DevtoolsCommand::Event { name } => session.event(name).await?,
+        DevtoolsCommand::Fiber { uid, name } => session.fibers(*uid, name.as_deref()).await?,
+        DevtoolsCommand::Watch { event, duration } => {
+            return session
+                .watch(event.as_deref(), *duration, |json, text| {
+                    out.write(&if out.json {
+                        format!("{json}\n")
+                    } else {
+                        text.to_owned()
+                    });
+                })
+                .await;
+        }
+        DevtoolsCommand::Profile { event, ttl } => {
+            let profile = session
+                .profile(event, *ttl, |lease| started(out, event, *ttl, lease))
+                .await?;
+            (profile.text(), profile.to_json())
+        }
+        _ => unreachable!("only the commands through_endpoint names"),
+    };
+    if out.json {
+        out.json(&shown.1);
+    } else {
+        out.write(&shown.0);
+    }
+    Ok(())
+}
+
+fn started(out: Output, event: &str, ttl: Duration, lease: &str) {
+    if !out.json {
+        crate::output::progress(&format!(
+            "profiling {event} for {}s (lease {lease})",
+            ttl.as_secs_f64()
+        ));
+    }
 }
 
 /// `dshkit devtools doctor`: exits 1 on any `fail`.
@@ -196,7 +372,7 @@ async fn command(
     match command {
         DevtoolsCommand::Targets
         | DevtoolsCommand::Serve { .. }
-        | DevtoolsCommand::Bridge { .. }
+        | DevtoolsCommand::Bridge
         | DevtoolsCommand::RotateToken
         | DevtoolsCommand::Setup { .. }
         | DevtoolsCommand::Doctor => unreachable!("answered without a session"),
@@ -331,15 +507,7 @@ async fn profile(
     ttl: Duration,
     out: Output,
 ) -> Result<(), Failure> {
-    let started = |lease: &str| {
-        if !out.json {
-            crate::output::progress(&format!(
-                "profiling {event} for {}s (lease {lease})",
-                ttl.as_secs_f64()
-            ));
-        }
-    };
-    let profile = text::profile(core, session, event, ttl, started)
+    let profile = text::profile(core, session, event, ttl, |lease| started(out, event, ttl, lease))
         .await
         .map_err(|e| match e {
             ProfileError::Debug(error) => refused(error),

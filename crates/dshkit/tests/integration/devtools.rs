@@ -21,25 +21,25 @@ fn result(response: &Value) -> &Value {
 }
 
 /// A fresh home with a DevTools registry directory (not yet made) inside it.
-struct Registry {
-    home: Home,
-    dir: PathBuf,
+pub(crate) struct Registry {
+    pub(crate) home: Home,
+    pub(crate) dir: PathBuf,
 }
 
 impl Registry {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let home = Home::new();
         let dir = home.join("registry");
         Self { home, dir }
     }
 
     /// `dshkit devtools --devtools-dir REGISTRY ARGS` in the home.
-    fn devtools(&self, args: &[&str]) -> Command {
+    pub(crate) fn devtools(&self, args: &[&str]) -> Command {
         devtools_command(self.home.path(), &self.dir, args)
     }
 
     /// [`Self::devtools`], run to its end.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         output(&mut self.devtools(args))
     }
 }
@@ -257,6 +257,23 @@ fn the_plugins_endpoint_lists(peers: &Peers, home: &Path, registry: &Path, targe
         through["result"]["structuredContent"]["targets"][0]["id"], target["id"],
         "{through}"
     );
+    // `dshkit devtools snapshot` from another home, through the plugin's endpoint.
+    let elsewhere = Home::new();
+    let url = std::fs::read_to_string(registry.join("endpoint")).unwrap();
+    let snapshot = output(
+        dshkit_command(elsewhere.path())
+            .args(["devtools", "snapshot", "--json", "--endpoint", url.trim()])
+            .arg("--token-file")
+            .arg(registry.join("token")),
+    );
+    assert!(
+        snapshot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&snapshot.stderr)
+    );
+    let snapshot = stdout_json(&snapshot);
+    assert_eq!(snapshot["target"], target["id"], "{snapshot}");
+    assert!(snapshot["summary"]["fibers"].as_u64().unwrap() > 50, "{snapshot}");
 }
 
 /// An experiment whose core is killed mid-lease: another core sees the collector
@@ -324,14 +341,14 @@ fn killed_core_leaves_no_lease(
 
 /// The collector's fixture runtime (the real Cordis) with experiments enabled,
 /// driven through its stdin.
-struct FixtureRuntime {
-    guard: dshkit_test::ChildGuard,
+pub(crate) struct FixtureRuntime {
+    pub(crate) guard: dshkit_test::ChildGuard,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl FixtureRuntime {
-    fn start(registry: &Path) -> Self {
+    pub(crate) fn start(registry: &Path) -> Self {
         Self::start_with(
             registry,
             &dshkit_test::workspace_root().join("packages/dsh-plugin/devtools.js"),
@@ -364,7 +381,7 @@ impl FixtureRuntime {
         runtime
     }
 
-    fn expect(&self, prefix: &str) -> String {
+    pub(crate) fn expect(&self, prefix: &str) -> String {
         loop {
             let line = self
                 .lines
@@ -376,7 +393,7 @@ impl FixtureRuntime {
         }
     }
 
-    fn say(&mut self, command: &str) {
+    pub(crate) fn say(&mut self, command: &str) {
         use std::io::Write as _;
         writeln!(self.stdin, "{command}").unwrap();
         self.stdin.flush().unwrap();
@@ -456,8 +473,8 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
 }
 
 /// A child whose stdout lines arrive on a channel.
-struct LineChild {
-    guard: dshkit_test::ChildGuard,
+pub(crate) struct LineChild {
+    pub(crate) guard: dshkit_test::ChildGuard,
     stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
     /// Everything it printed on stdout so far.
@@ -465,7 +482,7 @@ struct LineChild {
 }
 
 impl LineChild {
-    fn spawn(command: &mut std::process::Command) -> Self {
+    pub(crate) fn spawn(command: &mut std::process::Command) -> Self {
         use std::io::BufRead as _;
         let mut guard = dshkit_test::spawn_guarded(command);
         let stdin = guard.child.stdin.take();
@@ -488,7 +505,7 @@ impl LineChild {
     }
 
     /// Closes stdin, waits for the exit and returns all stdout and stderr.
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         use std::io::Read as _;
         drop(self.stdin.take());
         let guard = &mut self.guard;
@@ -504,20 +521,20 @@ impl LineChild {
         all
     }
 
-    fn next(&self) -> String {
+    pub(crate) fn next(&self) -> String {
         self.lines
             .recv_timeout(Duration::from_mins(1))
             .expect("a line within a minute")
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         use std::io::Write as _;
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn ask(&mut self, message: &Value) -> Value {
+    pub(crate) fn ask(&mut self, message: &Value) -> Value {
         self.send(message);
         loop {
             let answer: Value = serde_json::from_str(&self.next()).unwrap();
@@ -528,7 +545,7 @@ impl LineChild {
     }
 }
 
-fn initialize(id: u64) -> Value {
+pub(crate) fn initialize(id: u64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bridge-test", "version": "1"}}})
 }
 
@@ -602,7 +619,7 @@ fn the_bridge_forwards_stdio_to_the_token_guarded_endpoint_without_showing_the_t
 }
 
 /// `dshkit devtools serve` tied to its stdin on a free loopback port, once ready.
-fn serve_endpoint(registry: &Registry) -> LineChild {
+pub(crate) fn serve_endpoint(registry: &Registry) -> LineChild {
     let serve = LineChild::spawn(&mut registry.devtools(&[
         "serve",
         "--exit-on-stdin-eof",
@@ -679,6 +696,22 @@ fn the_doctor_checks_the_directory_the_targets_and_the_endpoint_and_fails_on_wha
     );
     assert!(report.to_string().contains("chmod 600"), "{report}");
     dshkit_os::fs::set_mode(&token, 0o600).unwrap();
+
+    // A token the endpoint did not start with: its authenticated tools/list is
+    // refused (401), the fix named, neither token shown.
+    let started_with = std::fs::read_to_string(&token).unwrap();
+    assert!(registry.run(&["rotate-token"]).status.success());
+    let rotated = std::fs::read_to_string(&token).unwrap();
+    let (code, (_, _, endpoint, _), report) = doctor();
+    assert_eq!((code, endpoint), (Some(1), vec!["fail".to_owned()]), "{report}");
+    let said = report.to_string();
+    assert!(
+        said.contains("401") && said.contains("dshkit devtools rotate-token"),
+        "{report}"
+    );
+    for secret in [started_with.trim(), rotated.trim()] {
+        assert!(!said.contains(secret), "a token was shown: {report}");
+    }
 
     // An endpoint file left behind by an endpoint that is gone fails.
     let url = std::fs::read_to_string(registry.dir.join("endpoint")).unwrap();

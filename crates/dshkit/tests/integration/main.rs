@@ -7,6 +7,7 @@ mod cli;
 mod conformance;
 mod corpus;
 mod devtools;
+mod devtools_clients;
 mod devtools_contract;
 mod dsh_agent;
 mod dsh_plugin;
