@@ -1068,7 +1068,7 @@ window.__ModuleLoader__.load({
       const newest = [...live.journal].reverse();
       const dispatches = newest.filter((r) => r.kind === 'dispatch-observed');
       const said = (r) => {
-        const { seq, at_ms: at, kind, ...rest } = r;
+        const { seq, at_ms: at, kind, formatVersion, ...rest } = r;
         return `${Object.entries(rest).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ')}`;
       };
       const candidates = live.candidates;

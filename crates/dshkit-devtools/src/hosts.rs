@@ -106,6 +106,39 @@ pub struct Registered {
     pub changed: bool,
 }
 
+/// Where `setup --agent` registers: the project (Claude Code's `.mcp.json`) and
+/// Codex's home.
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub project: PathBuf,
+    pub codex_home: PathBuf,
+}
+
+/// Registers the bridge of `registry` (`<dshkit> devtools --devtools-dir
+/// REGISTRY bridge`) with each host named in `agents`, in order; the first
+/// refusal (an unknown host, a file left untouched) ends it.
+pub fn register_bridge(
+    agents: &[String],
+    places: &Places,
+    dshkit: &Path,
+    registry: &Path,
+) -> Result<Vec<Registered>, String> {
+    let args: Vec<String> = vec![
+        "devtools".into(),
+        "--devtools-dir".into(),
+        registry.display().to_string(),
+        "bridge".into(),
+    ];
+    agents
+        .iter()
+        .map(|agent| {
+            let host = Host::parse(agent)?;
+            let file = host.config_file(&places.project, &places.codex_home);
+            register(host, &file, &dshkit.display().to_string(), &args).map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
 /// Registers `command args` as [`SERVER_NAME`] in `host`'s `file`.
 pub fn register(host: Host, file: &Path, command: &str, args: &[String]) -> Result<Registered, HostError> {
     let existing = match std::fs::read_to_string(file) {

@@ -1,6 +1,11 @@
-//! How dshkit speaks on a terminal: whether a stream gets colour, and which logs
-//! reach stderr. The command line's global flags (`--color`, `-q`, `-v`) meet the
-//! environment here, in one place.
+//! How dshkit speaks on a terminal: whether a stream gets colour, which logs
+//! reach stderr, and how progress is shown there (a spinner with its elapsed time
+//! on a terminal, plain lines on a pipe). The command line's global flags
+//! (`--color`, `-q`, `-v`, `--json`) meet the environment here, in one place.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::Environment;
 use crate::vars;
@@ -55,6 +60,80 @@ pub fn log_filter(quiet: bool, verbose: u8, env: &Environment) -> String {
         (false, _) => "trace",
     };
     format!("{level},rustls_platform_verifier=off")
+}
+
+/// `-q`: progress lines are not written.
+static QUIET: AtomicBool = AtomicBool::new(false);
+/// Progress is a spinner with its elapsed time (a terminal, no `--json`).
+static SPIN: AtomicBool = AtomicBool::new(false);
+/// The stage the spinner shows, until the next one or the command's end.
+static STAGE: Mutex<Option<indicatif::ProgressBar>> = Mutex::new(None);
+/// How often the spinner redraws.
+const SPINNER_TICK: std::time::Duration = std::time::Duration::from_millis(120);
+
+/// How [`progress`] speaks for the rest of the process: not at all (`quiet`),
+/// in plain lines (`json`, a pipe, `TERM=dumb`), or as a spinner on a terminal.
+pub fn speak_on_stderr(json: bool, quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    SPIN.store(
+        !json && !dumb && std::io::stderr().is_terminal(),
+        Ordering::Relaxed,
+    );
+}
+
+/// A stage of a long command, on stderr. On a terminal: a spinner with its
+/// elapsed time until the next stage or the command's end, then a ✓ line with
+/// the time it took. Otherwise one plain line, `dshkit: MESSAGE`.
+pub fn progress(message: &str) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    if !SPIN.load(Ordering::Relaxed) {
+        stderr_line(&format!("dshkit: {message}"));
+        return;
+    }
+    let mut stage = STAGE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(done) = stage.take() {
+        finish(&done);
+    }
+    let bar = indicatif::ProgressBar::new_spinner().with_style(
+        indicatif::ProgressStyle::with_template("{spinner} dshkit: {msg} ({elapsed})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
+            .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏✓"),
+    );
+    bar.set_message(message.to_owned());
+    bar.enable_steady_tick(SPINNER_TICK);
+    *stage = Some(bar);
+}
+
+/// Ends the spinner of the last stage, leaving its line with the time it took.
+pub fn end_progress() {
+    let stage = STAGE.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(done) = stage {
+        finish(&done);
+    }
+}
+
+/// A stage's last frame (✓ and the time it took), then the next line.
+fn finish(done: &indicatif::ProgressBar) {
+    done.finish();
+    let _ = writeln!(std::io::stderr().lock());
+}
+
+/// One line on stderr, above a running spinner rather than through it. A closed
+/// or broken stderr loses the line, never the process (`eprintln!` would panic,
+/// and a panicking signal task would leave a server that no longer stops on
+/// SIGTERM).
+pub fn stderr_line(line: &str) {
+    let write = || {
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
+    };
+    let stage = STAGE.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    match stage {
+        Some(bar) => bar.suspend(write),
+        None => write(),
+    }
 }
 
 #[cfg(test)]

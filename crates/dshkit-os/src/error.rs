@@ -70,6 +70,25 @@ pub fn assert_classified<E: Classified>(table: impl IntoIterator<Item = (E, &'st
     }
 }
 
+/// An error and its causes, each said once, joined by `: `: a cause whose words
+/// an error before it already carries (`failed to read x: No such file…` over
+/// the OS error itself) is not repeated.
+pub fn each_cause_once(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = String::new();
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !message.contains(&said) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&said);
+        }
+        next = cause.source();
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

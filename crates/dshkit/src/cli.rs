@@ -31,7 +31,7 @@ pub(crate) struct Cli {
     /// When to colour text: auto (on a terminal, unless NO_COLOR is set;
     /// CLICOLOR_FORCE forces it), always or never.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub(crate) color: ColorArg,
+    pub(crate) color: crate::output::ColorArg,
 
     /// Only errors on stderr: no progress lines, no warnings.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
@@ -98,24 +98,6 @@ fn with_examples(command: clap::Command, path: &str) -> clap::Command {
         });
     }
     command
-}
-
-/// `--color`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub(crate) enum ColorArg {
-    Auto,
-    Always,
-    Never,
-}
-
-impl From<ColorArg> for dshkit_env::terminal::ColorChoice {
-    fn from(arg: ColorArg) -> Self {
-        match arg {
-            ColorArg::Auto => Self::Auto,
-            ColorArg::Always => Self::Always,
-            ColorArg::Never => Self::Never,
-        }
-    }
 }
 
 #[derive(Debug, Subcommand)]

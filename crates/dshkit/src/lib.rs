@@ -76,7 +76,7 @@ pub use output::FORMAT_VERSION;
 /// as an object on stdout, `{formatVersion, error: {code, message, exitCode,
 /// hint?, ...}}`, with the same exit code.
 fn report(failure: &exit::Failure, out: output::Output) -> ExitCode {
-    let message = each_cause_once(&failure.error);
+    let message = dshkit_os::error::each_cause_once(failure.error.as_ref());
     tracing::debug!(error = %message, "command failed");
     output::stderr_line(&format!("dshkit: error: {message}"));
     if out.json {
@@ -104,7 +104,7 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
                 .name
                 .or_else(|| failure.error.downcast_ref::<dshkit_env::settings::SettingsError>().map(dshkit_env::settings::SettingsError::code))
                 .unwrap_or(if failure.code == exit::REFUSED { "REFUSED" } else { "RUNTIME_ERROR" }),
-            "message": each_cause_once(&failure.error),
+            "message": dshkit_os::error::each_cause_once(failure.error.as_ref()),
         }),
     };
     let problems = failure
@@ -122,24 +122,6 @@ fn error_json(failure: &exit::Failure) -> serde_json::Value {
     }
     error["exitCode"] = serde_json::json!(failure.code);
     error
-}
-
-/// An error and its causes, each said once: a cause whose words its error
-/// already carries (`failed to read x: No such file…` over the OS error) is not
-/// repeated.
-fn each_cause_once(error: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in error.chain() {
-        let said = cause.to_string();
-        if message.contains(&said) {
-            continue;
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&said);
-    }
-    message
 }
 
 /// A command line clap refused, as the JSON error object: its first line as the

@@ -35,25 +35,11 @@ fn versioned(value: &impl serde::Serialize) -> serde_json::Value {
     }
 }
 
-/// `-q`: progress lines are not written.
-static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// Progress is a spinner with its elapsed time (a terminal, no `--json`).
-static SPIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The stage the spinner shows, until the next one or the command's end.
-static STAGE: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
-/// How often the spinner redraws.
-const SPINNER_TICK: std::time::Duration = std::time::Duration::from_millis(120);
-
 impl Output {
     /// Where results go, with colour by [`terminal::colored`] (never for JSON);
     /// `quiet` silences [`progress`] for the whole process.
     pub(crate) fn new(json: bool, color: ColorChoice, quiet: bool) -> Self {
-        QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
-        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
-        SPIN.store(
-            !json && !dumb && std::io::stderr().is_terminal(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        terminal::speak_on_stderr(json, quiet);
         let color = !json
             && terminal::colored(
                 color,
@@ -131,66 +117,23 @@ pub(crate) enum Color {
     Dim = 2,
 }
 
-/// Progress for people, on stderr (stdout carries the result); none with `-q`.
-/// On a terminal each message is a stage: a spinner with its elapsed time until
-/// the next stage or the command's end, then a line with the time it took. On a
-/// pipe, or with `--json`, one plain line per message.
-pub(crate) fn progress(message: &str) {
-    use std::sync::atomic::Ordering;
-    if QUIET.load(Ordering::Relaxed) {
-        return;
-    }
-    if !SPIN.load(Ordering::Relaxed) {
-        stderr_line(&format!("dshkit: {message}"));
-        return;
-    }
-    let mut stage = STAGE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(done) = stage.take() {
-        finish(&done);
-    }
-    let bar = indicatif::ProgressBar::new_spinner().with_style(
-        indicatif::ProgressStyle::with_template("{spinner} dshkit: {msg} ({elapsed})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
-            .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏✓"),
-    );
-    bar.set_message(message.to_owned());
-    bar.enable_steady_tick(SPINNER_TICK);
-    *stage = Some(bar);
+/// Progress for people and lines on stderr (stdout carries the result).
+pub(crate) use dshkit_env::terminal::{end_progress, progress, stderr_line};
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum ColorArg {
+    Auto,
+    Always,
+    Never,
 }
 
-/// Ends the spinner of the last stage, leaving its line with the time it took.
-pub(crate) fn end_progress() {
-    let stage = STAGE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(done) = stage {
-        finish(&done);
-    }
-}
-
-/// A stage's last frame (✓ and the time it took), then the next line.
-fn finish(done: &indicatif::ProgressBar) {
-    use std::io::Write as _;
-    done.finish();
-    let _ = writeln!(std::io::stderr().lock());
-}
-
-/// One line on stderr. A closed or broken stderr loses the line, never the
-/// process (`eprintln!` would panic, and a panicking signal task would leave a
-/// server that no longer stops on SIGTERM).
-pub(crate) fn stderr_line(line: &str) {
-    use std::io::Write as _;
-    let write = || {
-        let _ = writeln!(std::io::stderr().lock(), "{line}");
-    };
-    // Above a running spinner, not through it.
-    let stage = STAGE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    match stage {
-        Some(bar) => bar.suspend(write),
-        None => write(),
+impl From<ColorArg> for dshkit_env::terminal::ColorChoice {
+    fn from(arg: ColorArg) -> Self {
+        match arg {
+            ColorArg::Auto => Self::Auto,
+            ColorArg::Always => Self::Always,
+            ColorArg::Never => Self::Never,
+        }
     }
 }

@@ -11,7 +11,7 @@ use dshkit_devtools::bridge::BridgeError;
 use dshkit_devtools::client::{ClientError, TokenSource};
 use dshkit_devtools::doctor::{self, Tone};
 use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE};
-use dshkit_devtools::hosts::{self, Host};
+use dshkit_devtools::hosts;
 use dshkit_devtools::remote::{self, Found, Remote};
 use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, default_checkpoint, read_checkpoint};
 use dshkit_devtools::{DebugCore, DebugError};
@@ -140,38 +140,28 @@ fn register_agents(agents: &[String], project: Option<PathBuf>, registry: &Path)
         return Ok(());
     }
     let env = dshkit_env::Environment::from_process();
-    let project = project
-        .map_or_else(std::env::current_dir, Ok)
-        .map_err(Failure::runtime)?;
     let home = env
         .home()
         .context("no home directory (HOME)")
         .map_err(Failure::refused)?;
-    let codex_home = hosts::codex_home(env.get(CODEX_HOME).map(PathBuf::from), &home);
-    let command = std::env::current_exe().map_err(Failure::runtime)?;
-    let args: Vec<String> = vec![
-        "devtools".into(),
-        "--devtools-dir".into(),
-        registry.display().to_string(),
-        "bridge".into(),
-    ];
-    for agent in agents {
-        let host = Host::parse(agent).map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
-        let file = host.config_file(&project, &codex_home);
-        let registered =
-            hosts::register(host, &file, &command.display().to_string(), &args).map_err(Failure::refused)?;
+    let places = hosts::Places {
+        project: project
+            .map_or_else(std::env::current_dir, Ok)
+            .map_err(Failure::runtime)?,
+        codex_home: hosts::codex_home(env.get(CODEX_HOME).map(PathBuf::from), &home),
+    };
+    let dshkit = std::env::current_exe().map_err(Failure::runtime)?;
+    let registered = hosts::register_bridge(agents, &places, &dshkit, registry)
+        .map_err(|e| Failure::refused(anyhow::anyhow!(e)))?;
+    for done in registered {
         // On stderr: stdout holds the install's own answer (JSON with --json).
-        crate::output::progress(&format!(
-            "{}: {} {} in {}",
-            registered.host,
-            if registered.changed {
-                "registered"
-            } else {
-                "already registers"
-            },
-            hosts::SERVER_NAME,
-            registered.file.display()
-        ));
+        let verb = if done.changed {
+            "registered"
+        } else {
+            "already registers"
+        };
+        let (host, file) = (done.host, done.file.display());
+        crate::output::progress(&format!("{host}: {verb} {} in {file}", hosts::SERVER_NAME));
     }
     Ok(())
 }
@@ -244,11 +234,11 @@ async fn remote_command(
         DevtoolsCommand::Watch { event, duration } => {
             return session
                 .watch(event.as_deref(), *duration, |json, text| {
-                    out.write(&if out.json {
-                        format!("{json}\n")
+                    if out.json {
+                        out.json_line(json);
                     } else {
-                        text.to_owned()
-                    });
+                        out.write(text);
+                    }
                 })
                 .await;
         }
@@ -490,11 +480,11 @@ async fn watch(
     out: Output,
 ) -> Result<(), Failure> {
     text::watch(core, session, event, duration, |seen| {
-        out.write(&if out.json {
-            format!("{}\n", seen.json())
+        if out.json {
+            out.json_line(&seen.json());
         } else {
-            seen.text()
-        });
+            out.write(&seen.text());
+        }
     })
     .await
     .map_err(refused)

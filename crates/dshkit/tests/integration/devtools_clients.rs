@@ -125,7 +125,11 @@ fn the_devtools_cli_snapshots_through_the_endpoint_from_another_home_and_detache
     let fibers = stdout_json(&output(
         &mut served.cli(&["fiber", "--name", "steady", "--json"], &token_file),
     ));
-    assert_eq!(fibers[0]["state"], "active", "{fibers}");
+    assert_eq!(
+        fibers["formatVersion"], 1,
+        "a list is {{formatVersion, items}}: {fibers}"
+    );
+    assert_eq!(fibers["items"][0]["state"], "active", "{fibers}");
     // Every command detached its session: the endpoint let go of the collector.
     served.cores_become(0, "a command left its session attached");
 
