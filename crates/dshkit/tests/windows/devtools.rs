@@ -1,9 +1,9 @@
 //! DevTools discovery on Windows: a Windows Node process running the real
 //! collector (`packages/dsh-plugin/devtools.js`) on the testbed's
 //! `@deepseek-ai/cordis` is found in the registry through the process table
-//! (`dshkit-os`: the process's creation time), attached over its named pipe and
-//! snapshotted; the registry files of a dead process and of a reused pid are
-//! removed.
+//! (`dshkit-os`: the process's creation time), attached over its named pipe by
+//! two cores at once and snapshotted; the registry files of a dead process and
+//! of a reused pid are removed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -182,11 +182,18 @@ fn a_windows_node_collector_is_discovered_attached_over_its_pipe_and_snapshotted
     assert_eq!(target.socket, PathBuf::from(pipe.trim()));
     assert!(!dead.exists(), "the dead process's registry file is removed");
     assert!(!reused.exists(), "the reused pid's registry file is removed");
+    // This core and a second one (another dshkit) on the same pipe at once.
+    let other = DebugCore::new(registry.clone());
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(attach_and_snapshot(&core, &target.id));
+        .block_on(async {
+            tokio::join!(
+                attach_and_snapshot(&core, &target.id),
+                attach_and_snapshot(&other, &target.id)
+            )
+        });
 
     drop(runtime);
     assert!(super::gone(pid), "the runtime's process is gone after its kill");
