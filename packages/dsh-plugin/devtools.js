@@ -156,6 +156,21 @@ export function startupFailure() {
 
 let lastStartupFailure = null;
 
+// The kernel's record of this process's start (clock ticks after boot), for the
+// registry file: a core compares it exactly to tell this process from a later
+// one given its pid. Only Linux lets a process read it; elsewhere cores go by
+// `startedAtMs`, which Windows and macOS keep on the same wall clock.
+const kernelStartTime = () => {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const ticks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    return Number.isSafeInteger(ticks) ? ticks : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * Starts collecting for the Cordis runtime of `ctx`. `dir` is the private
  * directory for the socket and the registry (created 0700). Returns
@@ -608,7 +623,7 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   server.on('error', failed);
   server.listen(socketPath, () => {
     try { fs.chmodSync(socketPath, 0o600); } catch {}
-    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, startedAtMs: Math.round(Date.now() - process.uptime() * 1000) };
+    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, startedAtMs: Math.round(Date.now() - process.uptime() * 1000), startTime: kernelStartTime() };
     const temp = `${registryPath}.tmp-${process.pid}`;
     try {
       fs.writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });

@@ -11,7 +11,8 @@
 //!   and pnpm from npm beside it as `npm install -g` leaves a global prefix on
 //!   Windows (`npm.cmd`, `pnpm.cmd`, `node_modules\\{npm,pnpm}`);
 //! - and, under `target/peers/`, the npm peers the Linux suite uses too: the
-//!   official MCP SDK client runs on Windows Node.
+//!   official MCP SDK client runs on Windows Node, and the DSH testbed's
+//!   `@deepseek-ai/cordis` runs the DevTools collector there.
 //!
 //! Then it runs, under Wine: `dshkit-os`'s unit tests (the process layer's
 //! Windows backend) and the `windows` suite of the `dshkit` crate (the binary
@@ -58,6 +59,19 @@ pub(crate) fn test() -> anyhow::Result<()> {
         dir: root().join("target/peers"),
     };
     crate::setup::mcp_peers(&peers)?;
+    // The DevTools test runs the real collector on the testbed's Cordis, plain
+    // JavaScript too: the same install the Linux suite uses.
+    let testbed = std::env::var_os("DSHKIT_DSH_TESTBED")
+        .map_or_else(|| root().join("../shared/dsh-testbed"), PathBuf::from);
+    npm_install_with(&testbed, &peers.dir.join("dsh-testbed"), "DSH testbed", &[])?;
+    let cordis = peers
+        .dir
+        .join("dsh-testbed/node_modules/@deepseek-ai/cordis/lib/index.js");
+    anyhow::ensure!(
+        cordis.is_file(),
+        "{} is missing after the install",
+        cordis.display()
+    );
 
     // A Wine server left by an earlier run would hold on to its prefix.
     let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
@@ -76,6 +90,8 @@ pub(crate) fn test() -> anyhow::Result<()> {
         &[
             "-p",
             "dshkit-check",
+            "-p",
+            "dshkit-devtools",
             "-p",
             "dshkit-echo",
             "-p",
@@ -99,6 +115,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
             .env("DSHKIT_WINDOWS_NODE", &node)
             .env("DSHKIT_WINDOWS_NPM_PREFIX", &node_dir)
             .env("DSHKIT_WINDOWS_MCP_MODULES", peers.mcp_modules())
+            .env("DSHKIT_WINDOWS_CORDIS", &cordis)
             .status()
             .context("running cargo test")?;
         if !status.success() {
@@ -115,7 +132,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
     let seconds = started.elapsed().as_secs();
     match &result {
         Ok(()) => eprintln!(
-            "test-windows: passed under Wine in {seconds}s: dshkit-os; the unit tests of dshkit-check, -echo, -env and -mcp; the windows suite"
+            "test-windows: passed under Wine in {seconds}s: dshkit-os; the unit tests of dshkit-check, -devtools, -echo, -env and -mcp; the windows suite"
         ),
         Err(e) => eprintln!("test-windows: failed after {seconds}s: {e:#}"),
     }

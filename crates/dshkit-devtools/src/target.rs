@@ -2,6 +2,9 @@
 //! safe metadata (title, versions) and the capabilities it offers.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use dshkit_os::process::{Identity, StartClaim, StartTime};
 
 use serde::Serialize;
 
@@ -122,8 +125,11 @@ pub(crate) fn discover(registry: &Path) -> Vec<Target> {
         let Some(pid) = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else {
             continue;
         };
-        let Some(started) = start_time(pid) else {
-            tracing::debug!(pid, "pruned the registry file of a process that is gone");
+        let Some(process) = collector_process(pid, &record) else {
+            tracing::debug!(
+                pid,
+                "pruned the registry file of a collector whose process is gone"
+            );
             let _ = std::fs::remove_file(&path);
             continue;
         };
@@ -131,7 +137,7 @@ pub(crate) fn discover(registry: &Path) -> Vec<Target> {
             continue;
         };
         let epoch = record["epoch"].as_u64().unwrap_or(0);
-        let id = format!("{pid}-{started}-{epoch}");
+        let id = format!("{pid}-{}-{epoch}", process.started.0);
         let protocol = record["protocol"].as_u64();
         let problem = DebugError::protocol_mismatch(&id, protocol).map(|e| e.to_string());
         let status = if problem.is_some() { "incompatible" } else { "live" };
@@ -161,15 +167,109 @@ pub(crate) fn discover(registry: &Path) -> Vec<Target> {
     targets
 }
 
-/// A process's start time (clock ticks after boot), `None` when it is gone.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+/// The process of the collector whose registry file is `record`, when it still
+/// runs and is not a later process given its pid. What the collector said of
+/// its process's start: `startTime`, the platform's own record where Node can
+/// read it (Linux), else `startedAtMs`, else its `epoch` (both ms since the
+/// Unix epoch, on the wall clock). The rule is `dshkit-os`'s
+/// ([`StartClaim::is_made_by`]).
+fn collector_process(pid: u32, record: &serde_json::Value) -> Option<Identity> {
+    let ms = |key: &str| record[key].as_u64().filter(|ms| *ms > 0);
+    let claim = StartClaim {
+        started: record["startTime"].as_u64().map(StartTime),
+        at: ms("startedAtMs")
+            .or_else(|| ms("epoch"))
+            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+    };
+    Identity::claimed(pid, &claim)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::SystemTime;
+
     use super::*;
+
+    fn ms(at: SystemTime) -> u64 {
+        u64::try_from(at.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    }
+
+    /// A registry holding one collector's file, as the collector writes it
+    /// (`startTime` only where Node can read it).
+    fn registry_with(
+        pid: u32,
+        start_time: Option<u64>,
+        started_at_ms: u64,
+        epoch: u64,
+    ) -> (tempfile::TempDir, PathBuf) {
+        let registry = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(registry.path().join("targets")).unwrap();
+        let file = registry.path().join(format!("targets/{pid}.json"));
+        let record = serde_json::json!({
+            "protocol": crate::link::COLLECTOR_PROTOCOL,
+            "pid": pid,
+            "socket": "/nowhere/c.sock",
+            "label": "unit",
+            "epoch": epoch,
+            "startedAtMs": started_at_ms,
+            "startTime": start_time,
+        });
+        std::fs::write(&file, record.to_string()).unwrap();
+        (registry, file)
+    }
+
+    #[test]
+    fn a_live_collector_process_is_a_target_named_by_pid_start_and_epoch() {
+        let me = Identity::of(std::process::id()).unwrap();
+        let started = ms(me.started_at().unwrap());
+        // Node's own account of its start comes later than the platform's.
+        for start_time in [None, Some(me.started.0)] {
+            let (registry, file) = registry_with(me.pid, start_time, started + 150, started + 900);
+            let [target] = <[_; 1]>::try_from(discover(registry.path())).unwrap();
+            assert_eq!(
+                target.id,
+                format!("{}-{}-{}", me.pid, me.started.0, started + 900)
+            );
+            assert_eq!(target.status, "live");
+            assert!(file.is_file(), "a live target's file stays");
+        }
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_collectors_process_and_its_file_is_removed() {
+        // The collector's process said it started an hour before the process
+        // now running as its pid: that one took the pid after it died.
+        let me = Identity::of(std::process::id()).unwrap();
+        let before = ms(me.started_at().unwrap()) - 3_600_000;
+        let (registry, file) = registry_with(me.pid, None, before, before + 500);
+        assert!(discover(registry.path()).is_empty());
+        assert!(!file.exists(), "the reused pid's registry file is removed");
+        // With no `startedAtMs`, the epoch bounds the start the same way.
+        let (registry, file) = registry_with(me.pid, None, 0, before + 500);
+        assert!(discover(registry.path()).is_empty());
+        assert!(!file.exists());
+        // The platform's record, where the collector wrote it, is compared
+        // exactly: one tick off is another process, whatever the wall clock says.
+        let now = ms(SystemTime::now());
+        let (registry, file) = registry_with(me.pid, Some(me.started.0 - 1), now, now);
+        assert!(discover(registry.path()).is_empty());
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_dead_processs_file_is_removed() {
+        let before = ms(SystemTime::now());
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--list")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let (registry, file) = registry_with(pid, None, before, before);
+        assert!(discover(registry.path()).is_empty());
+        assert!(!file.exists(), "the dead process's registry file is removed");
+    }
 
     #[test]
     fn capabilities_follow_the_status_and_the_profiler_needs_experiments() {

@@ -914,3 +914,30 @@ async fn an_idle_session_expires_cancelling_its_wait_and_stopping_its_own_lease(
     assert_eq!(lease, started["lease"].as_str().unwrap());
     assert_eq!(reason, "owner-gone");
 }
+
+/// The collector names its process's start in the kernel's own clock (Linux),
+/// and a registry file whose pid now runs a process that started at another
+/// time (the pid was reused) is no target: it is removed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_registry_file_whose_pid_runs_another_process_is_no_target_and_is_removed() {
+    let registry = tempfile::tempdir().unwrap();
+    let runtime = Runtime::start(registry.path(), "clean");
+    let pid = runtime.guard.child.id();
+    let process = dshkit_os::process::Identity::of(pid).unwrap();
+    let file = registry.path().join(format!("targets/{pid}.json"));
+    let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(record["startTime"], process.started.0, "{record}");
+    let core = DebugCore::new(registry.path().to_owned());
+    let [target] = <[_; 1]>::try_from(core.targets()).unwrap();
+    assert!(
+        target.id.starts_with(&format!("{pid}-{}-", process.started.0)),
+        "{target:?}"
+    );
+
+    // The same file as a collector whose process started one tick earlier wrote it.
+    record["startTime"] = (process.started.0 - 1).into();
+    std::fs::write(&file, record.to_string()).unwrap();
+    assert!(core.targets().is_empty());
+    assert!(!file.exists(), "the reused pid's registry file is removed");
+}

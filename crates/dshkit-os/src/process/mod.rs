@@ -6,7 +6,7 @@
 //! a dead one's pid is never touched.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 mod group;
 mod identity;
@@ -24,7 +24,7 @@ mod watchdog;
 mod windows;
 
 pub use group::Group;
-pub use identity::{Entry, Identity, StartTime};
+pub use identity::{CLAIMED_START_SLACK, Entry, Identity, StartClaim, StartTime};
 pub use wait::{POLL, wait_exit, wait_gone};
 
 impl Identity {
@@ -34,6 +34,20 @@ impl Identity {
             pid,
             started: imp::start_time(pid)?,
         })
+    }
+
+    /// The process now running as `pid`, if it can be the one that made
+    /// `claim` about its start (see [`StartClaim::is_made_by`]): not a later
+    /// process given the pid of one that has died.
+    pub fn claimed(pid: u32, claim: &StartClaim) -> Option<Self> {
+        let found = Self::of(pid)?;
+        claim.is_made_by(found, found.started_at()).then_some(found)
+    }
+
+    /// When it started, on the wall clock: now less its age (on Linux its start
+    /// is counted from boot, so a step of the wall clock since moves this too).
+    pub fn started_at(&self) -> Option<SystemTime> {
+        SystemTime::now().checked_sub(self.age()?)
     }
 
     /// Still running: the same process (not a reuse of its pid), not a zombie.
@@ -201,6 +215,65 @@ mod tests {
         };
         assert!(!impostor.is_running());
         assert!(!impostor.kill(), "a kill is never sent to a reused pid");
+    }
+
+    #[test]
+    fn a_process_is_the_one_that_claims_its_start_unless_it_started_later() {
+        let me = Identity::of(std::process::id()).unwrap();
+        let started = me.started_at().expect("a start on the wall clock");
+        let now = SystemTime::now();
+        assert!(started <= now, "{started:?} is not after {now:?}");
+        assert!(
+            now.duration_since(started).unwrap() < Duration::from_hours(24),
+            "{started:?}"
+        );
+        let at = |at: SystemTime| StartClaim {
+            started: None,
+            at: Some(at),
+        };
+        // Its own account is later than the platform's record (its code runs
+        // after the process was made): the same process.
+        assert_eq!(Identity::claimed(me.pid, &at(now)), Some(me));
+        assert_eq!(
+            Identity::claimed(me.pid, &at(started - CLAIMED_START_SLACK / 2)),
+            Some(me)
+        );
+        // A process that said it started an hour before this one did, with
+        // this one's pid: it died and its pid was reused.
+        assert_eq!(
+            Identity::claimed(me.pid, &at(started - Duration::from_hours(1))),
+            None
+        );
+        // The platform's record is compared exactly, whatever the wall clock says.
+        let exact = |started| StartClaim {
+            started: Some(started),
+            at: Some(now),
+        };
+        assert_eq!(Identity::claimed(me.pid, &exact(me.started)), Some(me));
+        assert_eq!(
+            Identity::claimed(me.pid, &exact(StartTime(me.started.0 - 1))),
+            None
+        );
+        assert_eq!(Identity::claimed(me.pid, &StartClaim::default()), Some(me));
+
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        for (seen, claimed, same) in [
+            (t, t, true),
+            (t, t + Duration::from_secs(5), true),
+            (t + CLAIMED_START_SLACK, t, true),
+            (t + CLAIMED_START_SLACK + Duration::from_millis(1), t, false),
+            (t + Duration::from_hours(1), t, false),
+        ] {
+            assert_eq!(
+                at(claimed).is_made_by(me, Some(seen)),
+                same,
+                "{seen:?} {claimed:?}"
+            );
+        }
+        assert!(
+            !at(t).is_made_by(me, None),
+            "a start not known is not taken on trust"
+        );
     }
 
     #[test]

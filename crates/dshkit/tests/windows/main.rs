@@ -8,6 +8,7 @@
 
 #[path = "../shared/broken_home.rs"]
 mod broken_home;
+mod devtools;
 mod package_managers;
 mod stock;
 
