@@ -623,7 +623,7 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   server.on('error', failed);
   server.listen(socketPath, () => {
     try { fs.chmodSync(socketPath, 0o600); } catch {}
-    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, startedAtMs: Math.round(Date.now() - process.uptime() * 1000), startTime: kernelStartTime() };
+    const record = { protocol: PROTOCOL, pid: process.pid, socket: socketPath, label, epoch, experiments, startedAtMs: Math.round(Date.now() - process.uptime() * 1000), startTime: kernelStartTime() };
     const temp = `${registryPath}.tmp-${process.pid}`;
     try {
       fs.writeFileSync(temp, JSON.stringify(record), { mode: 0o600 });

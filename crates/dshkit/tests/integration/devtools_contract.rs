@@ -505,6 +505,14 @@ async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
     });
     assert_eq!(target["status"], "live", "{target}");
     assert_eq!(target["version"]["collectorProtocol"], 1, "{target}");
+    // Before any attach, the registry file says the DSH enables experiments.
+    assert!(
+        target["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("waterfall-profiler")),
+        "{target}"
+    );
     let session = alice.attach(&target["id"]).await;
     assert!(
         session.starts_with("dbg_") && session.len() > 30,
