@@ -216,6 +216,39 @@ impl WebUi {
         self.wait_for(text);
     }
 
+    /// Picks the workspace of a new conversation: the directory picker's Open for
+    /// the first one, else the workspace already known (a page snapshotted before
+    /// its input showed looks like a first conversation). DSH's welcome notice may
+    /// take a click, as in [`Self::click_past_notice`].
+    fn choose_workspace(&mut self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            self.click("button", "Choose workspace");
+            let outline = self.op(serde_json::json!({"operation": "snapshot"}));
+            if outline.contains("button \"Open\"") {
+                self.click("button", "Open");
+                return;
+            }
+            let known = outline
+                .split("menuitem \"")
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next())
+                .find(|name| !name.starts_with("Add workspace"));
+            if let Some(known) = known.map(str::to_owned) {
+                self.click("menuitem", &known);
+                return;
+            }
+            if outline.contains("dialog \"Internal Testing Notice\"") {
+                self.click("button", "Continue");
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no workspace to choose after clicking \"Choose workspace\": {outline}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// Clicks until a snapshot holds `expect`. DSH's welcome notice can open
     /// over the page at any moment before (see [`Self::op`]) and take the click:
     /// it is acknowledged and the click repeated, for a bounded time.
@@ -250,8 +283,7 @@ impl WebUi {
         }
         // The first conversation picks the workspace; later ones inherit it.
         if !outline.contains("textbox \"Describe what you want to build\"") {
-            self.click_past_notice("button", "Choose workspace", "button \"Open\"");
-            self.click("button", "Open");
+            self.choose_workspace();
         }
         self.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": "Describe what you want to build", "text": message}));
         self.op(serde_json::json!({"operation": "press", "key": "Enter"}));
