@@ -12,6 +12,7 @@ mod detect;
 mod error;
 pub mod render;
 mod run;
+pub mod schema;
 mod stage;
 mod steps;
 mod verify_app;
