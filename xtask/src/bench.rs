@@ -35,10 +35,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("devtools") => crate::bench_devtools::run(),
         Some("redact") => crate::bench_echo::redaction(),
         Some("dsh-plugin") => crate::bench_dsh::run(),
+        Some("parallel") => crate::bench_parallel::run(&args[1..]),
         // In a release build of xtask (started by `redact`): the redactor in process.
         Some("redact-in-process") => crate::bench_echo::redaction_in_process(args.get(1).map(String::as_str)),
         _ => bail!(
-            "usage: cargo xtask bench <mcp | browser | browser-start | scale | check | verify | detect | echo | redact | dsh-plugin | load | devtools>"
+            "usage: cargo xtask bench <mcp | browser | browser-start | scale | check | verify | detect | echo | redact | dsh-plugin | load | devtools | parallel [LEVELS]>"
         ),
     }
 }
@@ -478,6 +479,16 @@ pub(crate) fn spawn_dshkit_http(
     home: &Path,
     extra: &[&str],
 ) -> anyhow::Result<(Killed, String, String)> {
+    spawn_dshkit_http_with(dshkit, home, extra, &[])
+}
+
+/// [`spawn_dshkit_http`] with `env` set for the server too.
+pub(crate) fn spawn_dshkit_http_with(
+    dshkit: &Path,
+    home: &Path,
+    extra: &[&str],
+    env: &[(&str, std::ffi::OsString)],
+) -> anyhow::Result<(Killed, String, String)> {
     let token_file = home.join("token");
     let mut child = Killed(
         Command::new(dshkit)
@@ -486,6 +497,7 @@ pub(crate) fn spawn_dshkit_http(
             .arg("--token-file")
             .arg(&token_file)
             .env("HOME", home)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?,

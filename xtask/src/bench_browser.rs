@@ -349,7 +349,7 @@ fn socket_dir() -> std::path::PathBuf {
 
 /// `agent-browser mcp` on the same Chromium (its own `--no-sandbox`, as root), a
 /// session and HOME of its own.
-fn agent_browser_command(binary: &std::path::Path, work: &std::path::Path) -> Command {
+pub(crate) fn agent_browser_command(binary: &std::path::Path, work: &std::path::Path) -> Command {
     let mut command = Command::new(binary);
     command
         .arg("mcp")

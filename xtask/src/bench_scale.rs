@@ -136,6 +136,17 @@ fn wait_for_quiet_tree(pid: u32) {
 /// The PSS of `root` and all its descendants, of `root` alone, and how many
 /// processes there are.
 fn tree_pss_kib(root: u32) -> (u64, u64, usize) {
+    let tree = descendants(&[root]);
+    (tree.iter().map(|pid| pss_kib(*pid)).sum(), pss_kib(root), tree.len())
+}
+
+/// The PSS of the processes `roots` and all their descendants, each counted once.
+pub(crate) fn trees_pss_kib(roots: &[u32]) -> u64 {
+    descendants(roots).iter().map(|pid| pss_kib(*pid)).sum()
+}
+
+/// `roots` and every process below them, each once.
+fn descendants(roots: &[u32]) -> Vec<u32> {
     let mut parents = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
@@ -152,24 +163,34 @@ fn tree_pss_kib(root: u32) -> (u64, u64, usize) {
         };
         parents.push((pid, parent));
     }
-    let mut tree = vec![root];
+    let mut tree: Vec<u32> = Vec::new();
+    for root in roots {
+        if !tree.contains(root) {
+            tree.push(*root);
+        }
+    }
     let mut index = 0;
     while index < tree.len() {
         let parent = tree[index];
-        tree.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(pid, _)| *pid));
+        for (pid, _) in parents.iter().filter(|(_, p)| *p == parent) {
+            if !tree.contains(pid) {
+                tree.push(*pid);
+            }
+        }
         index += 1;
     }
-    let pss = |pid: u32| -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Pss:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            })
-            .unwrap_or(0)
-    };
-    (tree.iter().map(|pid| pss(*pid)).sum(), pss(root), tree.len())
+    tree
+}
+
+fn pss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Pss:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn pool(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::Result<()> {

@@ -22,7 +22,7 @@ fn median(values: &mut [Duration]) -> Duration {
     values[values.len() / 2]
 }
 
-fn text_of(result: &Value) -> String {
+pub(crate) fn text_of(result: &Value) -> String {
     result["content"].as_array().map_or_else(String::new, |blocks| {
         blocks
             .iter()
@@ -33,7 +33,7 @@ fn text_of(result: &Value) -> String {
 }
 
 /// The `[ref=…]` on the line naming `button "<name>"` in a Playwright snapshot.
-fn playwright_ref(snapshot: &str, name: &str) -> anyhow::Result<String> {
+pub(crate) fn playwright_ref(snapshot: &str, name: &str) -> anyhow::Result<String> {
     let needle = format!("button \"{name}\"");
     let line = snapshot
         .lines()

@@ -27,10 +27,12 @@ mod bench_devtools;
 mod bench_dsh;
 mod bench_echo;
 mod bench_load;
+mod bench_parallel;
 mod bench_scale;
 mod bench_verify;
 mod dist;
 mod house;
+mod plot;
 mod setup;
 mod windows;
 
