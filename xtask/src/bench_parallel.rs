@@ -286,9 +286,14 @@ async fn verify_over_http(client: &mut HttpClient, id: usize, target: &Value) ->
     Ok(report)
 }
 
-/// `dshkit mcp --http` with the LiveLoop tools, its own Chromium and evidence root.
+/// `dshkit mcp --http` with the LiveLoop tools, its own Chromium and evidence
+/// root, and the most preview sessions the settings allow.
 fn spawn_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<(crate::bench::Killed, String, String)> {
+    let settings = home.join("config/dshkit");
+    std::fs::create_dir_all(&settings)?;
+    std::fs::write(settings.join("settings.json"), json!({"previewLimit": 16}).to_string())?;
     crate::bench::spawn_dshkit_http_with(dshkit, home, &["--tools", "liveloop"], &[
+        ("XDG_CONFIG_HOME", home.join("config").into_os_string()),
         ("DSHKIT_CHROMIUM", crate::bench::chromium().into_os_string()),
         ("DSHKIT_EVIDENCE_ROOT", home.join("evidence").into_os_string()),
     ])
