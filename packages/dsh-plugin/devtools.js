@@ -387,7 +387,11 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   // after the listener returned) and the time spent inside it are known.
   const traceDispatch = (x, mode, hooks, callbacks) => {
     x.dispatches++;
-    const trace = { id: x.dispatches, mode, at: now(), listenerCount: callbacks.length, listeners: [], dirty: false };
+    // `atUs`: when the dispatch began, in µs since the Unix epoch on the
+    // monotonic clock; each listener's `startUs` is its call's offset from it
+    // (the Chrome trace of `dshkit devtools profile --trace` places slices by them).
+    const atUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+    const trace = { id: x.dispatches, mode, at: now(), atUs, listenerCount: callbacks.length, listeners: [], dirty: false };
     if (x.traces.length >= MAX_TRACES) { x.traces.shift(); x.tracesDropped++; }
     x.traces.push(trace);
     // Hooks map to callbacks one to one unless a context filter left some out.
@@ -400,13 +404,14 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
         listener: hook ? hookId(hook) : null,
         owner: hook ? idOf(hook.ctx?.fiber) : null,
         ownerName: hook ? hook.ctx?.fiber?.name ?? null : null,
-        called: false, durationUs: null, selfUs: null, nextCalls: mode === 'waterfall' ? 0 : null,
+        called: false, startUs: null, durationUs: null, selfUs: null, nextCalls: mode === 'waterfall' ? 0 : null,
         nextAtUs: null, lateNext: false, threw: false, async: false, settledUs: null,
       };
       trace.listeners.push(entry);
       return function (...args) {
         entry.called = true;
         const began = performance.now();
+        if (entry.startUs === null) entry.startUs = Math.round((performance.timeOrigin + began) * 1000) - atUs;
         let returned = false;
         let inside = 0;
         const nextAt = args.length - 1;
