@@ -273,14 +273,35 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   // one observed by nobody). Cordis emits `internal/dispatch` for every dispatch
   // of an event not named `internal/*`.
   let stopObserving = null;
+  const noteDispatch = (mode, name, argc) => {
+    if (name === runName && mode === runMode && argc === runArgc) runCount++;
+    else startRun(mode, name, argc);
+  };
+  // Cordis emits no `internal/dispatch` for its own `internal/*` events, so
+  // those are noted by listeners of each, as the mode Cordis dispatches it in
+  // (lib/index.js of @deepseek-ai/cordis 4): `internal/status`, `plugin` and
+  // `service` are emitted and `internal/listener` bailed, where the topology
+  // observers below note them (returning nothing); the waterfalls
+  // `internal/config`, `update`, `get` and `set` get a global listener, while a
+  // core is attached, that notes the dispatch and passes it on: it calls the
+  // `next` Cordis gave it once, at once, and returns what that returned (the
+  // same value, promise or thrown error), so the chain's result is what it
+  // would be without it. It reads no argument but their count and touches no
+  // context (a context's property read is itself an `internal/get`).
+  const waterfalls = ['internal/config', 'internal/update', 'internal/get', 'internal/set'];
   const observeDispatches = (wanted) => {
     if (wanted && !stopObserving && !disposed) {
-      stopObserving = ctx.on('internal/dispatch', (mode, name, args) => {
+      const offs = [ctx.on('internal/dispatch', (mode, name, args) => {
         if (clients.size === 0) return;
-        const argc = args.length;
-        if (name === runName && mode === runMode && argc === runArgc) runCount++;
-        else startRun(mode, name, argc);
-      }, { global: true });
+        noteDispatch(mode, name, args.length);
+      }, { global: true })];
+      for (const name of waterfalls) {
+        offs.push(ctx.on(name, (...args) => {
+          if (clients.size > 0) noteDispatch('waterfall', name, args.length);
+          return args[args.length - 1]();
+        }, { global: true }));
+      }
+      stopObserving = () => { for (const off of offs) off(); };
     } else if (!wanted && stopObserving) {
       const stop = stopObserving;
       stopObserving = null;
@@ -290,18 +311,23 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   const disposers = [
     ctx.on('internal/status', (fiber, oldState) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/status', 2);
       broadcast({ kind: 'status', fiber: idOf(fiber), name: fiber.name, state: STATE_NAMES[fiber.state] ?? String(fiber.state), old: STATE_NAMES[oldState] ?? String(oldState), at: now() });
     }, { global: true }),
-    ctx.on('internal/plugin', (fiber) => {
+    ctx.on('internal/plugin', (...args) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/plugin', args.length);
+      const fiber = args[0];
       broadcast({ kind: 'plugin', fiber: idOf(fiber), name: fiber.name, at: now() });
     }, { global: true }),
-    ctx.on('internal/listener', function (name) {
+    ctx.on('internal/listener', function (name, ...rest) {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('bail', 'internal/listener', rest.length + 1);
       broadcast({ kind: 'listener', event: String(name), owner: idOf(this?.fiber), at: now() });
     }, { global: true }),
-    ctx.on('internal/service', (name) => {
+    ctx.on('internal/service', (name, ...rest) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/service', rest.length + 1);
       broadcast({ kind: 'service', name: String(name), at: now() });
     }, { global: true }),
   ];
