@@ -100,17 +100,50 @@ pub(crate) fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHa
     })
 }
 
+/// A real headless DSH with the collector, experiments and an endpoint
+/// ([`install_with_devtools`]), in a turn of two detections whose every reply
+/// after a tool result waits for [`FakeModel::release`]: DSH stays up,
+/// mid-turn, while a test attaches.
+pub(crate) struct MidTurn {
+    pub(crate) home: Home,
+    /// Its DevTools registry (`<DSH home>/dshkit-devtools`).
+    pub(crate) registry: PathBuf,
+    pub(crate) model: FakeModel,
+    turn: std::thread::JoinHandle<Output>,
+}
+
+impl MidTurn {
+    pub(crate) fn start(peers: &Peers) -> Self {
+        let (home, dsh_home) = headless_home(peers);
+        install_with_devtools(peers, home.path(), &dsh_home);
+        let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
+        let turn = headless_turn(home.path(), &model.url);
+        Self {
+            home,
+            registry: dsh_home.join("dshkit-devtools"),
+            model,
+            turn,
+        }
+    }
+
+    /// Releases the rest of the turn and waits for DSH to exit, successfully.
+    pub(crate) fn finish(self) {
+        self.model.release();
+        self.model.release();
+        let finished = self.turn.join().unwrap();
+        assert!(
+            finished.status.success(),
+            "{}",
+            String::from_utf8_lossy(&finished.stderr)
+        );
+    }
+}
+
 #[test]
 fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    install_with_devtools(&peers, home.path(), &dsh_home);
-    // Two detections, each reply after a tool result held until released: DSH
-    // stays up, mid-turn, while the test attaches.
-    let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
-    let turn = headless_turn(home.path(), &model.url);
-
-    let registry = dsh_home.join("dshkit-devtools");
+    let dsh = MidTurn::start(&peers);
+    let (home, registry, model) = (&dsh.home, dsh.registry.clone(), &dsh.model);
     let mut mcp = devtools_session(&registry);
     let target = wait_for(Duration::from_mins(2), || {
         let listed = mcp.call(1, "cordis_list_debug_targets", &json!({}));
@@ -177,14 +210,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let (mut mcp, session) = killed_core_leaves_no_lease(mcp, &session, &target, &registry, &waited);
 
     // The turn ends and DSH exits: the session's target is gone.
-    model.release();
-    model.release();
-    let finished = turn.join().unwrap();
-    assert!(
-        finished.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    dsh.finish();
     the_exit_is_reported(&mut mcp, &session, &registry);
 }
 

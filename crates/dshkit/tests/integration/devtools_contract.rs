@@ -9,11 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use dshkit_test::{FakeModel, Peers, wait_for};
+use dshkit_test::{Peers, wait_for};
 use serde_json::{Value, json};
 
-use crate::devtools::{headless_turn, install_with_devtools};
-use crate::support::{headless_home, spawn_http};
+use crate::devtools::MidTurn;
+use crate::support::spawn_http;
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -550,12 +550,9 @@ async fn a_gone_client_takes_its_sessions_with_it(url: &str, token: &str, mallor
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
-    let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    install_with_devtools(&peers, home.path(), &dsh_home);
-    let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
-    let turn = headless_turn(home.path(), &model.url);
-    let registry = dsh_home.join("dshkit-devtools").display().to_string();
+    let dsh = MidTurn::start(&Peers::get());
+    let (home, model) = (&dsh.home, &dsh.model);
+    let registry = dsh.registry.display().to_string();
     let (_server, url, token) = spawn_http(
         home.path(),
         &["--tools", "devtools", "--devtools-dir", &registry],
@@ -643,12 +640,5 @@ async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
     a_detach_cancels_a_pending_wait(&alice, &target["id"]).await;
     a_gone_client_takes_its_sessions_with_it(&url, &token, &mallory, &target["id"]).await;
 
-    model.release();
-    model.release();
-    let finished = tokio::task::block_in_place(|| turn.join().unwrap());
-    assert!(
-        finished.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    tokio::task::block_in_place(|| dsh.finish());
 }

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use dshkit_test::{FakeModel, Peers, wait_for};
-use serde_json::{Value, json};
+use dshkit_test::{Peers, wait_for};
+use serde_json::Value;
 
-use crate::devtools::{headless_turn, install_with_devtools};
-use crate::support::{dshkit_command, headless_home, output, stdout_json};
+use crate::devtools::MidTurn;
+use crate::support::{dshkit_command, output, stdout_json};
 
 /// The reader's pinned version (harness/trace-reader/package.json).
 const READER: &str = "@paulirish/trace_engine@0.0.65";
@@ -118,18 +118,15 @@ fn profile_to(home: &Path, registry: &Path, file: &Path, during: impl FnOnce()) 
 )]
 fn a_real_dsh_profile_loads_in_chrome_devtools_trace_engine_slice_for_slice() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    install_with_devtools(&peers, home.path(), &dsh_home);
     // The second detection's reply waits for a release: DSH runs it while profiled.
-    let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
-    let turn = headless_turn(home.path(), &model.url);
-    let registry = dsh_home.join("dshkit-devtools");
+    let dsh = MidTurn::start(&peers);
+    let (home, registry, model) = (&dsh.home, &dsh.registry, &dsh.model);
     wait_for(Duration::from_mins(2), || {
         let listed = stdout_json(&output(
             dshkit_command(home.path())
                 .arg("devtools")
                 .arg("--devtools-dir")
-                .arg(&registry)
+                .arg(registry)
                 .args(["targets", "--json"]),
         ));
         match listed["targets"].as_array().map(Vec::len) {
@@ -139,7 +136,7 @@ fn a_real_dsh_profile_loads_in_chrome_devtools_trace_engine_slice_for_slice() {
     });
 
     let file: PathBuf = home.path().join("profile.trace.json");
-    let shown = profile_to(home.path(), &registry, &file, || model.release());
+    let shown = profile_to(home.path(), registry, &file, || model.release());
     let trace: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     let written = written_slices(&trace);
     let dispatches = written.iter().filter(|n| *n == "tools/execute").count();
@@ -193,12 +190,5 @@ fn a_real_dsh_profile_loads_in_chrome_devtools_trace_engine_slice_for_slice() {
     let refused = read_in_trace_engine(&peers, &spoiled_file).unwrap_err();
     assert!(refused.contains("not a Chrome trace"), "{refused}");
 
-    model.release();
-    model.release();
-    let finished = turn.join().unwrap();
-    assert!(
-        finished.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    dsh.finish();
 }
