@@ -273,14 +273,35 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   // one observed by nobody). Cordis emits `internal/dispatch` for every dispatch
   // of an event not named `internal/*`.
   let stopObserving = null;
+  const noteDispatch = (mode, name, argc) => {
+    if (name === runName && mode === runMode && argc === runArgc) runCount++;
+    else startRun(mode, name, argc);
+  };
+  // Cordis emits no `internal/dispatch` for its own `internal/*` events, so
+  // those are noted by listeners of each, as the mode Cordis dispatches it in
+  // (lib/index.js of @deepseek-ai/cordis 4): `internal/status`, `plugin` and
+  // `service` are emitted and `internal/listener` bailed, where the topology
+  // observers below note them (returning nothing); the waterfalls
+  // `internal/config`, `update`, `get` and `set` get a global listener, while a
+  // core is attached, that notes the dispatch and passes it on: it calls the
+  // `next` Cordis gave it once, at once, and returns what that returned (the
+  // same value, promise or thrown error), so the chain's result is what it
+  // would be without it. It reads no argument but their count and touches no
+  // context (a context's property read is itself an `internal/get`).
+  const waterfalls = ['internal/config', 'internal/update', 'internal/get', 'internal/set'];
   const observeDispatches = (wanted) => {
     if (wanted && !stopObserving && !disposed) {
-      stopObserving = ctx.on('internal/dispatch', (mode, name, args) => {
+      const offs = [ctx.on('internal/dispatch', (mode, name, args) => {
         if (clients.size === 0) return;
-        const argc = args.length;
-        if (name === runName && mode === runMode && argc === runArgc) runCount++;
-        else startRun(mode, name, argc);
-      }, { global: true });
+        noteDispatch(mode, name, args.length);
+      }, { global: true })];
+      for (const name of waterfalls) {
+        offs.push(ctx.on(name, (...args) => {
+          if (clients.size > 0) noteDispatch('waterfall', name, args.length);
+          return args[args.length - 1]();
+        }, { global: true }));
+      }
+      stopObserving = () => { for (const off of offs) off(); };
     } else if (!wanted && stopObserving) {
       const stop = stopObserving;
       stopObserving = null;
@@ -290,18 +311,23 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   const disposers = [
     ctx.on('internal/status', (fiber, oldState) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/status', 2);
       broadcast({ kind: 'status', fiber: idOf(fiber), name: fiber.name, state: STATE_NAMES[fiber.state] ?? String(fiber.state), old: STATE_NAMES[oldState] ?? String(oldState), at: now() });
     }, { global: true }),
-    ctx.on('internal/plugin', (fiber) => {
+    ctx.on('internal/plugin', (...args) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/plugin', args.length);
+      const fiber = args[0];
       broadcast({ kind: 'plugin', fiber: idOf(fiber), name: fiber.name, at: now() });
     }, { global: true }),
-    ctx.on('internal/listener', function (name) {
+    ctx.on('internal/listener', function (name, ...rest) {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('bail', 'internal/listener', rest.length + 1);
       broadcast({ kind: 'listener', event: String(name), owner: idOf(this?.fiber), at: now() });
     }, { global: true }),
-    ctx.on('internal/service', (name) => {
+    ctx.on('internal/service', (name, ...rest) => {
       if (clients.size === 0) return;
+      if (stopObserving) noteDispatch('emit', 'internal/service', rest.length + 1);
       broadcast({ kind: 'service', name: String(name), at: now() });
     }, { global: true }),
   ];
@@ -387,7 +413,11 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
   // after the listener returned) and the time spent inside it are known.
   const traceDispatch = (x, mode, hooks, callbacks) => {
     x.dispatches++;
-    const trace = { id: x.dispatches, mode, at: now(), listenerCount: callbacks.length, listeners: [], dirty: false };
+    // `atUs`: when the dispatch began, in µs since the Unix epoch on the
+    // monotonic clock; each listener's `startUs` is its call's offset from it
+    // (the Chrome trace of `dshkit devtools profile --trace` places slices by them).
+    const atUs = Math.round((performance.timeOrigin + performance.now()) * 1000);
+    const trace = { id: x.dispatches, mode, at: now(), atUs, listenerCount: callbacks.length, listeners: [], dirty: false };
     if (x.traces.length >= MAX_TRACES) { x.traces.shift(); x.tracesDropped++; }
     x.traces.push(trace);
     // Hooks map to callbacks one to one unless a context filter left some out.
@@ -400,13 +430,14 @@ export function startCollector(ctx, { dir, label = 'dsh', experiments = false, o
         listener: hook ? hookId(hook) : null,
         owner: hook ? idOf(hook.ctx?.fiber) : null,
         ownerName: hook ? hook.ctx?.fiber?.name ?? null : null,
-        called: false, durationUs: null, selfUs: null, nextCalls: mode === 'waterfall' ? 0 : null,
+        called: false, startUs: null, durationUs: null, selfUs: null, nextCalls: mode === 'waterfall' ? 0 : null,
         nextAtUs: null, lateNext: false, threw: false, async: false, settledUs: null,
       };
       trace.listeners.push(entry);
       return function (...args) {
         entry.called = true;
         const began = performance.now();
+        if (entry.startUs === null) entry.startUs = Math.round((performance.timeOrigin + began) * 1000) - atUs;
         let returned = false;
         let inside = 0;
         const nextAt = args.length - 1;

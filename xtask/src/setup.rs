@@ -88,6 +88,11 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         "the secret scanner peer (secretlint with its recommended preset)",
     )?;
     detect_secrets()?;
+    npm_install(
+        &root().join("harness/trace-reader"),
+        &peers.dir.join("trace-reader"),
+        "the Chrome trace reader (@paulirish/trace_engine, DevTools' own trace engine)",
+    )?;
     ci_validators(&peers)?;
     python_sdk()?;
     playwright()?;

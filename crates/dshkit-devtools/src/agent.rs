@@ -46,9 +46,8 @@ pub const SECTIONS: [&str; 6] = [
     "candidates",
 ];
 
-/// Dispatches a search returns when it names no `limit`.
-const DEFAULT_SEARCH_LIMIT: usize = 50;
-/// Traces a page holds when it names no `limit`.
+/// Traces a page holds when it names no `limit` (a trace lists up to 64
+/// listeners: 100 of them would pass the result's size bound).
 const DEFAULT_TRACES_LIMIT: usize = 20;
 
 /// Why a tool gave no answer.
@@ -73,9 +72,12 @@ pub enum AgentError {
 #[serde(deny_unknown_fields)]
 struct NoArguments {}
 
+/// Attach names its target `targetId` (the design's name); `target` is its
+/// deprecated alias, accepted for one release (until v0.9). Naming both is refused.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AttachArgs {
+    #[serde(rename = "targetId", alias = "target")]
     target: Option<String>,
 }
 
@@ -138,6 +140,7 @@ struct SearchArgs {
     session: String,
     event: Option<String>,
     since: Option<u64>,
+    cursor: Option<String>,
     limit: Option<usize>,
 }
 
@@ -147,8 +150,9 @@ struct TracesArgs {
     #[serde(rename = "debugSessionId", alias = "session")]
     session: String,
     lease: Option<String>,
-    #[serde(default)]
-    cursor: usize,
+    /// A `nextCursor` of this session. **Deprecated** (goes in v0.9): a number,
+    /// the collector's trace offset this tool paged by before v0.8.
+    cursor: Option<Value>,
     limit: Option<usize>,
 }
 
@@ -199,6 +203,33 @@ pub async fn answer(
     tool: &str,
     arguments: Map<String, Value>,
 ) -> Result<View, AgentError> {
+    answer_with(core, subject, tool, arguments, &mut None).await
+}
+
+/// The runtime `session` shows: the one `taken` holds, else a new snapshot,
+/// kept there.
+async fn taken<'a>(
+    core: &DebugCore,
+    session: &str,
+    taken: &'a mut Option<Snapshot>,
+) -> Result<&'a Snapshot, DebugError> {
+    if taken.is_none() {
+        *taken = Some(core.snapshot(session).await?);
+    }
+    Ok(taken.as_ref().expect("taken just now"))
+}
+
+/// [`answer`], where the snapshot, events and fibers tools read the runtime
+/// `reuse` holds (taken by the first of them): the pages of one CLI command
+/// then show one moment, and the collector is asked once. An MCP call passes
+/// `&mut None`: each reads the runtime anew.
+pub async fn answer_with(
+    core: &DebugCore,
+    subject: &str,
+    tool: &str,
+    arguments: Map<String, Value>,
+    reuse: &mut Option<Snapshot>,
+) -> Result<View, AgentError> {
     if let Some(session) = named_session(&arguments) {
         core.authorize(session, subject).await?;
     }
@@ -243,9 +274,9 @@ pub async fn answer(
                 (None, Some(sections)) => sections,
                 (None, None) => SECTIONS.iter().map(|s| (*s).to_owned()).collect(),
             };
-            let taken = core.snapshot(&args.session).await?;
+            let taken = taken(core, &args.session, reuse).await?;
             let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
-            snapshot(&page, &taken, &sections).await
+            snapshot(&page, taken, &sections).await
         }
         SUMMARY => {
             let args: SessionArgs = read(arguments)?;
@@ -254,9 +285,9 @@ pub async fn answer(
         }
         EVENT => {
             let args: EventArgs = read(arguments)?;
-            let taken = core.snapshot(&args.session).await?;
+            let taken = taken(core, &args.session, reuse).await?;
             let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
-            event(&page, &taken, &args.name)
+            event(&page, taken, &args.name)
                 .await?
                 .ok_or_else(|| AgentError::Refused(format!("no listener is registered for `{}`", args.name)))
         }
@@ -265,9 +296,9 @@ pub async fn answer(
             if args.uid.is_none() && args.name.is_none() {
                 return Err(AgentError::Incomplete("give uid or name"));
             }
-            let taken = core.snapshot(&args.session).await?;
+            let taken = taken(core, &args.session, reuse).await?;
             let page = Paging::new(core, &args.session, args.cursor.as_deref(), args.limit);
-            Ok(fibers(&page, &taken, args.uid, args.name.as_deref()).await?)
+            Ok(fibers(&page, taken, args.uid, args.name.as_deref()).await?)
         }
         WAIT => {
             let args: WaitArgs = read(arguments)?;
@@ -299,9 +330,31 @@ async fn history(core: &DebugCore, tool: &str, arguments: Map<String, Value>) ->
     match tool {
         SEARCH => {
             let args: SearchArgs = read(arguments)?;
-            let limit = args.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
-            let found = core.search_dispatches(&args.session, args.event.as_deref(), args.since, limit);
-            Ok(search(&found.await?))
+            let session = args.session.as_str();
+            // One catalog per search: its cursor keeps the sequence the next page starts at.
+            let catalog = format!(
+                "dispatches:{}:{}",
+                args.since.unwrap_or(0),
+                args.event.as_deref().unwrap_or_default()
+            );
+            let from = match args.cursor.as_deref() {
+                Some(cursor) => Some(
+                    u64::try_from(core.take_cursor(session, cursor, &catalog).await?).unwrap_or(u64::MAX),
+                ),
+                None => None,
+            };
+            let limit = args.limit.unwrap_or(MAX_PAGE);
+            let found = core
+                .search_dispatches(session, args.event.as_deref(), (args.since, from), limit)
+                .await?;
+            let next_cursor = match found.next {
+                Some(next) => Some(
+                    core.issue_cursor(session, &catalog, usize::try_from(next).unwrap_or(usize::MAX))
+                        .await?,
+                ),
+                None => None,
+            };
+            Ok(search(&found, args.cursor.as_deref(), next_cursor.as_deref()))
         }
         CHECKPOINT => {
             let args: SessionArgs = read(arguments)?;
@@ -348,12 +401,57 @@ async fn history(core: &DebugCore, tool: &str, arguments: Map<String, Value>) ->
         }
         TRACES => {
             let args: TracesArgs = read(arguments)?;
-            let limit = args.limit.unwrap_or(DEFAULT_TRACES_LIMIT);
-            let page = core.traces(&args.session, args.lease.as_deref(), args.cursor, limit);
-            Ok(traces(page.await?))
+            traces_page(core, args).await
         }
         other => Err(AgentError::Refused(format!("unknown tool {other}"))),
     }
+}
+
+/// One page of an experiment's traces as a catalog of the session: a cursor
+/// pages the traces of the lease it was issued for (`traces:<lease>`) and
+/// keeps the collector's offset of the page it starts.
+async fn traces_page(core: &DebugCore, args: TracesArgs) -> Result<View, AgentError> {
+    let session = args.session.as_str();
+    let (lease, offset, cursor) = match args.cursor {
+        None => (args.lease, 0, None),
+        Some(Value::Number(offset)) => {
+            let offset = offset
+                .as_u64()
+                .ok_or(AgentError::Incomplete("cursor is a nextCursor of this session"))?;
+            (args.lease, usize::try_from(offset).unwrap_or(usize::MAX), None)
+        }
+        Some(Value::String(cursor)) => {
+            let catalog = core.cursor_catalog(session, &cursor).await?;
+            let Some(lease) = catalog.strip_prefix("traces:").map(str::to_owned) else {
+                return Err(DebugError::UnknownCursor(format!(
+                    "{cursor} (it pages {catalog}, not an experiment's traces)"
+                ))
+                .into());
+            };
+            if args.lease.as_ref().is_some_and(|named| *named != lease) {
+                return Err(
+                    DebugError::UnknownCursor(format!("{cursor} (it pages the traces of {lease})")).into(),
+                );
+            }
+            let offset = core.take_cursor(session, &cursor, &catalog).await?;
+            (Some(lease), offset, Some(cursor))
+        }
+        Some(_) => return Err(AgentError::Incomplete("cursor is a nextCursor of this session")),
+    };
+    let limit = args.limit.unwrap_or(DEFAULT_TRACES_LIMIT);
+    let page = core.traces(session, lease.as_deref(), offset, limit).await?;
+    let next_cursor = match (page["cursor"].as_u64(), page["experiment"]["lease"].as_str()) {
+        (Some(next), Some(lease)) => Some(
+            core.issue_cursor(
+                session,
+                &format!("traces:{lease}"),
+                usize::try_from(next).unwrap_or(usize::MAX),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
+    Ok(traces(&page, cursor.as_deref(), next_cursor.as_deref()))
 }
 
 /// A view for an agent: its text and its structured result.
@@ -595,13 +693,26 @@ pub fn wait(result: &WaitResult) -> View {
     (text, json!(result))
 }
 
-/// The dispatches a search found.
-pub fn search(found: &Search) -> View {
+/// The dispatches a search found: a catalog page (`dispatches`) and the window.
+pub fn search(found: &Search, cursor: Option<&str>, next_cursor: Option<&str>) -> View {
     let text = format!(
         "{} of {} matching dispatch(es) retained (the journal keeps the last 500 records; what fell out is unknown, not absent)",
         found.returned, found.total
     );
-    (text, json!(found))
+    let mut value = json!({
+        "dispatches": {
+            "total": found.total,
+            "returned": found.returned,
+            "truncated": found.truncated,
+            "cursor": cursor,
+            "nextCursor": next_cursor,
+            "items": found.records,
+        },
+    });
+    if let (Value::Object(value), Value::Object(window)) = (&mut value, json!(found.window)) {
+        value.extend(window);
+    }
+    (text, value)
 }
 
 /// Whether experiments are on, and the one running.
@@ -639,13 +750,25 @@ pub fn experiment_stopped(lease: &str, stopped: Value) -> View {
     )
 }
 
-/// One page of an experiment's traces.
-pub fn traces(traces: Value) -> View {
+/// One page of an experiment's traces (the collector's page): the experiment
+/// and a catalog page (`traces`).
+pub fn traces(page: &Value, cursor: Option<&str>, next_cursor: Option<&str>) -> View {
     let text = format!(
         "{} of {} trace(s) of lease {} (durations in µs; outside an experiment they are unknown)",
-        traces["returned"], traces["total"], traces["experiment"]["lease"]
+        page["returned"], page["total"], page["experiment"]["lease"]
     );
-    (text, traces)
+    let value = json!({
+        "experiment": page["experiment"],
+        "traces": {
+            "total": page["total"],
+            "returned": page["returned"],
+            "truncated": next_cursor.is_some(),
+            "cursor": cursor,
+            "nextCursor": next_cursor,
+            "items": page["traces"],
+        },
+    });
+    (text, value)
 }
 
 #[cfg(test)]
@@ -668,7 +791,7 @@ mod tests {
     }
 
     #[test]
-    fn the_session_is_named_debug_session_id_and_session_is_a_deprecated_alias() {
+    fn the_session_is_named_debug_session_id_and_the_target_target_id_each_with_a_deprecated_alias() {
         let args = |value: Value| match value {
             Value::Object(map) => map,
             _ => unreachable!(),
@@ -689,6 +812,16 @@ mod tests {
         assert!(
             read::<SessionArgs>(args(json!({"debugSessionId": "dbg_3", "session": "dbg_2"}))).is_err(),
             "both names in one call are refused"
+        );
+        let new: AttachArgs = read(args(json!({"targetId": "1-2-3"}))).unwrap();
+        let old: AttachArgs = read(args(json!({"target": "1-2-3"}))).unwrap();
+        assert_eq!(
+            (new.target, old.target),
+            (Some("1-2-3".to_owned()), Some("1-2-3".to_owned()))
+        );
+        assert!(
+            read::<AttachArgs>(args(json!({"targetId": "1-2-3", "target": "1-2-3"}))).is_err(),
+            "both names of the target in one call are refused"
         );
         let wait: WaitArgs = read(args(
             json!({"debugSessionId": "dbg_1", "type": "dispatch-observed", "event": "e", "afterSequence": 7}),

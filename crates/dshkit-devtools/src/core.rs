@@ -507,13 +507,15 @@ impl DebugCore {
         Ok(result)
     }
 
-    /// Dispatches retained in the target's journal (newest last), optionally of
-    /// events whose name contains `event`; does not move the session's cursor.
+    /// Dispatches retained in the target's journal from sequence `since`
+    /// (oldest first), optionally of events whose name contains `event`: the
+    /// page of at most `limit` that starts at sequence `from` (`since` for a
+    /// first page). Does not move the session's cursor.
     pub async fn search_dispatches(
         &self,
         session: &str,
         event: Option<&str>,
-        since: Option<u64>,
+        (since, from): (Option<u64>, Option<u64>),
         limit: usize,
     ) -> Result<Search, DebugError> {
         let attached = self.session(session).await?.attached;
@@ -522,21 +524,23 @@ impl DebugCore {
             .journal
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let from = since.unwrap_or(0);
-        let all = journal.after(from, usize::MAX, |r| match &r.change {
+        let since = since.unwrap_or(0);
+        let all = journal.after(since, usize::MAX, |r| match &r.change {
             Change::DispatchObserved { event: name, .. } => event.is_none_or(|wanted| name.contains(wanted)),
             _ => false,
         });
+        let from = from.unwrap_or(since).max(since);
         let limit = limit.clamp(1, MAX_PAGE);
-        let total = all.len();
-        // The newest matches are the interesting ones when there are too many.
-        let records = all[total.saturating_sub(limit)..].to_vec();
+        let rest: Vec<&Record> = all.iter().filter(|r| r.seq >= from).collect();
+        let records: Vec<Record> = rest.iter().take(limit).map(|r| (*r).clone()).collect();
+        let next = (rest.len() > records.len()).then(|| records.last().map_or(from, |r| r.seq + 1));
         Ok(Search {
-            total,
+            total: all.len(),
             returned: records.len(),
-            truncated: records.len() < total,
+            truncated: next.is_some(),
             records,
-            window: journal.window(from),
+            next,
+            window: journal.window(since),
         })
     }
 
@@ -680,13 +684,18 @@ async fn stop_lease(attached: &Attached, lease: &str, reason: &str) -> Result<se
     Ok(attached.link.request_with("experiment-stop", params).await?)
 }
 
-/// Dispatches found in the journal.
+/// One page of the dispatches found in the journal.
 #[derive(Debug, Clone, Serialize)]
 pub struct Search {
+    /// Matches retained from `since`, on every page.
     pub total: usize,
     pub returned: usize,
+    /// Matches follow this page.
     pub truncated: bool,
     pub records: Vec<Record>,
+    /// The sequence the next page starts at, when matches follow.
+    #[serde(skip)]
+    pub next: Option<u64>,
     #[serde(flatten)]
     pub window: Window,
 }

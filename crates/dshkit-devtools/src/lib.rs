@@ -12,7 +12,10 @@
 //!
 //! What both adapters show lives here too: [`agent`], the tools' texts and
 //! structured values (paged catalogs, error codes); [`text`], what `dshkit
-//! devtools` prints, the saved checkpoint format and the finite profile;
+//! devtools` prints and the saved checkpoint format; [`route`], a debug session
+//! reached over the endpoint or the socket as one seam, over which [`show`]
+//! (targets, snapshot, event, fiber) and [`profile`] (the finite profile of one
+//! event) are written once; [`trace`], that profile as a Chrome trace;
 //! [`doctor`], the facts of the set-up on this machine; [`endpoint`], where the
 //! endpoint for hosts outside DSH is found; [`bridge`], the stdio server that
 //! forwards a host's messages to that endpoint (reading the token file each
@@ -30,12 +33,16 @@ pub mod hosts;
 pub mod journal;
 mod limits;
 mod link;
+pub mod profile;
 pub mod remote;
+pub mod route;
 pub mod schema;
 mod sessions;
+pub mod show;
 mod target;
 pub mod text;
 pub mod topology;
+pub mod trace;
 
 pub use core::{Attachment, CheckpointInfo, DebugCore, LOCAL_OWNER, Search, Snapshot, WaitFor, WaitResult};
 pub use error::DebugError;

@@ -1,23 +1,19 @@
-//! `dshkit devtools` through the DevTools endpoint: each command as calls of
-//! the `cordis_*` tools on a transient debug session, shown the way the
-//! commands on the collector's socket show them ([`crate::text`]).
+//! `dshkit devtools` through the DevTools endpoint: a transient debug session
+//! whose `cordis_*` tools are called over MCP (a [`Route`]), so each command's
+//! workflow ([`crate::show`], [`crate::profile`]) is the socket route's.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::agent::{
-    ATTACH, DETACH, EVENT, EXPERIMENT_START, EXPERIMENT_STOP, FIBER, LIST, SNAPSHOT, TRACES, WAIT,
-};
+use crate::agent::{ATTACH, DETACH, LIST, WAIT};
 use crate::client::{ClientError, McpClient, TokenSource, on_session};
 use crate::endpoint::URL_FILE;
-use crate::limits::{MAX_LEASE, MAX_PAGE, MAX_WAIT};
-use crate::text::{self, Profile, ProfileError};
-use crate::topology::{Event, Fiber, Listener};
-
-/// What a command shows: its text, and its JSON (`--json`).
-pub type Shown = (String, Value);
+use crate::limits::MAX_WAIT;
+use crate::route::{Route, object};
+use crate::show::{self, CommandFailed, Shown, Via};
+use crate::text;
 
 /// The codes of a target that went away (a watch ends on them).
 const GONE: [&str; 3] = ["TARGET_REPLACED", "HOST_DISPOSED", "TARGET_DISPOSED"];
@@ -48,39 +44,12 @@ pub struct Remote {
     pub target: String,
 }
 
-/// `cordis_list_debug_targets`, shown as `dshkit devtools targets` shows it.
-pub async fn targets(url: &str, token: &TokenSource) -> Result<Shown, ClientError> {
-    let mut client = McpClient::connect(url, token).await?;
-    let listed = client.call(LIST, json!({})).await;
-    client.close().await;
-    let listed = listed?;
-    let targets = listed["targets"].as_array().cloned().unwrap_or_default();
-    let text = if targets.is_empty() {
-        format!(
-            "no debug targets behind the DevTools endpoint {url}: no live DSH runs the dshkit plugin with the collector\n"
-        )
-    } else {
-        targets
-            .iter()
-            .map(|t| {
-                text::target_line(
-                    t["id"].as_str().unwrap_or_default(),
-                    t["label"].as_str().unwrap_or_default(),
-                    &t["pid"],
-                    t["problem"].as_str(),
-                )
-            })
-            .collect()
-    };
-    Ok((text, json!({"endpoint": url, "targets": targets})))
-}
-
 impl Remote {
     /// Opens an MCP session with the endpoint and attaches a debug session on
     /// `target` (the only live one when `None`).
     pub async fn attach(url: &str, token: &TokenSource, target: Option<&str>) -> Result<Self, ClientError> {
         let mut client = McpClient::connect(url, token).await?;
-        let arguments = target.map_or_else(|| json!({}), |t| json!({"target": t}));
+        let arguments = target.map_or_else(|| json!({}), |t| json!({"targetId": t}));
         match client.call(ATTACH, arguments).await {
             Ok(attached) => Ok(Self {
                 session: attached["debugSessionId"].as_str().unwrap_or_default().to_owned(),
@@ -102,89 +71,6 @@ impl Remote {
             .call(DETACH, json!({"debugSessionId": self.session}))
             .await;
         self.client.close().await;
-    }
-
-    async fn call(&mut self, tool: &str, rest: Map<String, Value>) -> Result<Value, ClientError> {
-        self.client.call(tool, on_session(&self.session, rest)).await
-    }
-
-    /// Every item of the catalog at `key` of `tool`'s answer, page by page.
-    async fn all_pages(
-        &mut self,
-        tool: &str,
-        rest: &Map<String, Value>,
-        key: &str,
-    ) -> Result<Vec<Value>, ClientError> {
-        let mut items = Vec::new();
-        let mut arguments = rest.clone();
-        loop {
-            let page = self.call(tool, arguments.clone()).await?;
-            let catalog = &page[key];
-            items.extend(catalog["items"].as_array().cloned().unwrap_or_default());
-            match catalog["nextCursor"].as_str() {
-                Some(cursor) => {
-                    arguments.insert("cursor".to_owned(), json!(cursor));
-                }
-                None => return Ok(items),
-            }
-        }
-    }
-
-    /// The counts and every candidate (`dshkit devtools snapshot`).
-    pub async fn snapshot(&mut self) -> Result<Shown, ClientError> {
-        let summary = self
-            .call(SNAPSHOT, object(json!({"sections": ["summary"]})))
-            .await?["summary"]
-            .clone();
-        let candidates = self
-            .all_pages(
-                SNAPSHOT,
-                &object(json!({"sections": ["candidates"]})),
-                "candidates",
-            )
-            .await?;
-        let count =
-            |key: &str| usize::try_from(summary[key].as_u64().unwrap_or_default()).unwrap_or(usize::MAX);
-        let text = text::counts_text(
-            &self.target,
-            [
-                count("fibers"),
-                count("events"),
-                count("services"),
-                count("entries"),
-            ],
-            &candidates,
-        );
-        Ok((
-            text,
-            json!({"target": self.target, "summary": summary, "candidates": candidates}),
-        ))
-    }
-
-    /// One event's listeners in dispatch order (`dshkit devtools event`).
-    pub async fn event(&mut self, name: &str) -> Result<Shown, ClientError> {
-        let listeners = self
-            .all_pages(EVENT, &object(json!({"name": name})), "listeners")
-            .await?;
-        let event = Event {
-            name: name.to_owned(),
-            listeners: parse::<Listener>(self.client.url(), listeners)?,
-        };
-        Ok((text::event_text(&event), json!(event)))
-    }
-
-    /// Fibers by uid or name (`dshkit devtools fiber`).
-    pub async fn fibers(&mut self, uid: Option<i64>, name: Option<&str>) -> Result<Shown, ClientError> {
-        let mut rest = Map::new();
-        if let Some(uid) = uid {
-            rest.insert("uid".to_owned(), json!(uid));
-        }
-        if let Some(name) = name {
-            rest.insert("name".to_owned(), json!(name));
-        }
-        let fibers = self.all_pages(FIBER, &rest, "fibers").await?;
-        let fibers = parse::<Fiber>(self.client.url(), fibers)?;
-        Ok((text::fibers_text(&fibers), json!(fibers)))
     }
 
     /// The journal as it grows, for `duration` (until stopped when `None`):
@@ -226,76 +112,33 @@ impl Remote {
             }
         }
     }
+}
 
-    /// A finite profile of `event` for `ttl` (`dshkit devtools profile`), as
-    /// [`text::profile`] holds it on the collector's socket.
-    pub async fn profile(
-        &mut self,
-        event: &str,
-        ttl: Duration,
-        started: impl FnOnce(&str),
-    ) -> Result<Profile, ClientError> {
-        if ttl > MAX_LEASE {
-            return Err(ClientError::Tool {
-                code: None,
-                message: ProfileError::TooLong.to_string(),
-            });
-        }
-        let lease_for = (ttl + Duration::from_secs(2)).min(MAX_LEASE);
-        let start = object(json!({"event": event, "ttlMs": lease_for.as_millis(), "confirm": true}));
-        let lease = self.call(EXPERIMENT_START, start).await?["lease"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        started(&lease);
-        let began = tokio::time::Instant::now();
-        // The window itself: the profile holds its lease this long.
-        tokio::time::sleep(ttl).await;
-        let held = began.elapsed();
-        let stopped = self
-            .call(EXPERIMENT_STOP, object(json!({"lease": lease})))
-            .await?;
-        let mut traces = Vec::new();
-        let mut cursor = 0;
-        loop {
-            let page = self
-                .call(
-                    TRACES,
-                    object(json!({"lease": lease, "cursor": cursor, "limit": MAX_PAGE})),
-                )
-                .await?;
-            traces.extend(page["traces"].as_array().cloned().unwrap_or_default());
-            match page["cursor"].as_u64() {
-                Some(next) => cursor = next,
-                None => break,
-            }
-        }
-        Ok(Profile {
-            event: event.to_owned(),
-            lease,
-            held,
-            stopped,
-            traces,
-        })
+impl Route for Remote {
+    type Error = ClientError;
+
+    async fn call(&mut self, tool: &str, arguments: Map<String, Value>) -> Result<Value, ClientError> {
+        self.client.call(tool, on_session(&self.session, arguments)).await
     }
 }
 
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
+impl From<CommandFailed> for ClientError {
+    fn from(failed: CommandFailed) -> Self {
+        Self::Tool {
+            code: None,
+            message: failed.0,
+        }
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(url: &str, items: Vec<Value>) -> Result<Vec<T>, ClientError> {
-    items
-        .into_iter()
-        .map(serde_json::from_value)
-        .collect::<Result<_, _>>()
-        .map_err(|e| ClientError::Protocol {
-            url: url.to_owned(),
-            why: e.to_string(),
-        })
+/// `cordis_list_debug_targets` on the endpoint at `url`, shown as `dshkit devtools targets` shows it.
+pub async fn targets(url: &str, token: &TokenSource) -> Result<Shown, ClientError> {
+    let mut client = McpClient::connect(url, token).await?;
+    let listed = client.call(LIST, json!({})).await;
+    client.close().await;
+    let listed = listed?;
+    let targets = listed["targets"].as_array().cloned().unwrap_or_default();
+    Ok(show::targets(&Via::Endpoint(url.to_owned()), &targets))
 }
 
 #[cfg(test)]

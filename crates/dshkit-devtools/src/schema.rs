@@ -77,8 +77,8 @@ pub fn tools() -> Vec<ToolText> {
         tool(
             ATTACH,
             "Attach a debug session",
-            "Attaches a debug session to a target (the only live one when `target` is omitted) and returns its `debugSessionId`: opaque, bound to the target id and epoch, and usable only by this MCP client (another gets NOT_OWNER). Sessions expire after 15 idle minutes; at most 32.",
-            json!({"type": "object", "additionalProperties": false, "properties": {"target": {"type": "string", "maxLength": MAX_ID_CHARS}}}),
+            "Attaches a debug session to a target (the only live one when `targetId` is omitted) and returns its `debugSessionId`: opaque, bound to the target id and epoch, and usable only by this MCP client (another gets NOT_OWNER). Sessions expire after 15 idle minutes; at most 32.",
+            json!({"type": "object", "additionalProperties": false, "properties": {"targetId": {"type": "string", "maxLength": MAX_ID_CHARS, "description": "a target's id from cordis_list_debug_targets (`target` is accepted as a deprecated alias until v0.9)"}}}),
         ),
         tool(
             SNAPSHOT,
@@ -130,10 +130,11 @@ pub fn tools() -> Vec<ToolText> {
         tool(
             SEARCH,
             "Search dispatches",
-            "Dispatches retained in the target's journal (the last 500 records), newest last: events whose name contains `event`, from sequence `since`. Does not move the session's cursor. Metadata only (mode, event, argument count).",
-            session_schema(
-                &json!({"event": name, "since": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}}),
-            ),
+            "Dispatches retained in the target's journal (the last 500 records), oldest first: events whose name contains `event`, from sequence `since`. A catalog (`dispatches`) paged like the snapshot's: at most 100 a page with total, returned, truncated, cursor and nextCursor (pass it back as `cursor` with the same event and since). Does not move the session's cursor. Metadata only (mode, event, argument count).",
+            session_schema(&with(
+                json!({"event": name, "since": {"type": "integer", "minimum": 0}}),
+                &paging(),
+            )),
         ),
         tool(
             CHECKPOINT,
@@ -170,10 +171,11 @@ pub fn tools() -> Vec<ToolText> {
         tool(
             TRACES,
             "Profiler traces",
-            "Traces of the running or last experiment (pick one by lease), 20 per page by default: per dispatch, each listener's owner, called, durationUs, selfUs, nextCalls, nextAtUs, lateNext, async, settledUs (serial only), threw. At most 200 traces are kept; `cursor` here is the collector's trace offset.",
-            session_schema(
-                &json!({"lease": {"type": "string", "maxLength": MAX_ID_CHARS}, "cursor": {"type": "integer", "minimum": 0, "maximum": 200}, "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}}),
-            ),
+            "Traces of the running or last experiment (pick one by lease): per dispatch, each listener's owner, called, startUs, durationUs, selfUs, nextCalls, nextAtUs, lateNext, async, settledUs (serial only), threw. A catalog (`traces`) paged like the snapshot's, 20 a page by default and 100 at most, with total, returned, truncated, cursor and nextCursor (pass it back as `cursor`; it pages the same lease). At most 200 traces are kept. A number as `cursor` (the collector's trace offset, before v0.8) is deprecated and goes in v0.9.",
+            session_schema(&with(
+                json!({"lease": {"type": "string", "maxLength": MAX_ID_CHARS}}),
+                &paging(),
+            )),
         ),
     ]
 }

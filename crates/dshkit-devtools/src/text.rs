@@ -1,36 +1,20 @@
 //! What `dshkit devtools` shows people: each result of the debug core as the
-//! text the command prints (its JSON is the result serialized), the saved
-//! checkpoint format, and the finite profile of one event.
+//! text the command prints (its JSON is the result serialized), and the saved
+//! checkpoint format.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::core::{DebugCore, Snapshot, WaitFor};
+use crate::core::{DebugCore, WaitFor};
 use crate::error::DebugError;
 use crate::journal::Filter;
 use crate::journal::Record;
-use crate::limits::{MAX_LEASE, MAX_PAGE, MAX_WAIT};
-use crate::target::Target;
+use crate::limits::MAX_WAIT;
 use crate::topology::{Comparison, Digest, Event, Fiber};
-
-/// The targets of `registry`, one line each.
-pub fn targets_text(registry: &Path, targets: &[Target]) -> String {
-    if targets.is_empty() {
-        return format!(
-            "no debug targets in {}: no live DSH runs the dshkit plugin with the collector (`dshkit dsh install --devtools`)\n",
-            registry.display()
-        );
-    }
-    let mut lines = String::new();
-    for t in targets {
-        lines.push_str(&target_line(&t.id, &t.label, t.pid, t.problem.as_deref()));
-    }
-    lines
-}
 
 /// One target's line: id, label, pid and what keeps this dshkit from using it.
 pub fn target_line(id: &str, label: &str, pid: impl std::fmt::Display, problem: Option<&str>) -> String {
@@ -40,17 +24,6 @@ pub fn target_line(id: &str, label: &str, pid: impl std::fmt::Display, problem: 
     }
     line.push('\n');
     line
-}
-
-/// The counts of a snapshot and its candidates.
-pub fn snapshot_text(target: &str, snapshot: &Snapshot) -> String {
-    let t = &snapshot.topology;
-    let candidates: Vec<Value> = snapshot.candidates.iter().map(|c| json!(c)).collect();
-    counts_text(
-        target,
-        [t.fibers_total, t.events_total, t.services.len(), t.entries.len()],
-        &candidates,
-    )
 }
 
 /// The counts of a runtime (fibers, events, services, loader entries) and its
@@ -227,129 +200,6 @@ pub fn record_value_line(value: &Value) -> String {
         rest.remove(key);
     }
     format!("{} {kind} {}\n", value["seq"], Value::Object(rest))
-}
-
-/// A finite profile of one event: its lease, how long it was held, and every trace.
-#[derive(Debug)]
-pub struct Profile {
-    pub event: String,
-    pub lease: String,
-    pub held: Duration,
-    pub stopped: Value,
-    pub traces: Vec<Value>,
-}
-
-/// Why a profile did not run to its end.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProfileError {
-    #[error("a profile lasts at most {}s", MAX_LEASE.as_secs())]
-    TooLong,
-    #[error(transparent)]
-    Debug(#[from] DebugError),
-}
-
-/// Profiles `event` for `ttl`: a lease a little longer than the window (so the
-/// window's own end, not the collector's timer, stops it; the collector's timer
-/// covers this process's death), then every trace of it, page by page.
-/// `started` is told the lease once it runs.
-pub async fn profile(
-    core: &DebugCore,
-    session: &str,
-    event: &str,
-    ttl: Duration,
-    started: impl FnOnce(&str),
-) -> Result<Profile, ProfileError> {
-    if ttl > MAX_LEASE {
-        return Err(ProfileError::TooLong);
-    }
-    let lease_for = (ttl + Duration::from_secs(2)).min(MAX_LEASE);
-    let lease = core.start_experiment(session, event, lease_for).await?["lease"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    started(&lease);
-    let began = tokio::time::Instant::now();
-    tokio::time::sleep(ttl).await;
-    let held = began.elapsed();
-    let stopped = core.stop_experiment(session, &lease).await?;
-    let mut traces = Vec::new();
-    let mut cursor = 0;
-    loop {
-        let page = core.traces(session, Some(&lease), cursor, MAX_PAGE).await?;
-        traces.extend(page["traces"].as_array().cloned().unwrap_or_default());
-        match page["cursor"].as_u64() {
-            Some(next) => cursor = usize::try_from(next).unwrap_or(usize::MAX),
-            None => break,
-        }
-    }
-    Ok(Profile {
-        event: event.to_owned(),
-        lease,
-        held,
-        stopped,
-        traces,
-    })
-}
-
-impl Profile {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "lease": self.lease,
-            "event": self.event,
-            "heldMs": self.held.as_millis(),
-            "restored": self.stopped["last"]["restored"],
-            "tracesDropped": self.stopped["last"]["tracesDropped"],
-            "traces": self.traces,
-        })
-    }
-
-    /// Each trace with its listeners: time, self time, `next()` facts.
-    pub fn text(&self) -> String {
-        let mut text = format!(
-            "{}: {} dispatch(es) traced in {} ms (lease {}; original dispatch restored: {})\n",
-            self.event,
-            self.traces.len(),
-            self.held.as_millis(),
-            self.lease,
-            self.stopped["last"]["restored"].as_str().unwrap_or("unknown")
-        );
-        for trace in &self.traces {
-            text.push_str(&format!(
-                "#{} {} at {}\n",
-                trace["id"], trace["mode"], trace["at"]
-            ));
-            for l in trace["listeners"].as_array().into_iter().flatten() {
-                text.push_str(&format!(
-                    "  {}. {} (fiber {}): {}{}{}{}\n",
-                    l["index"],
-                    l["ownerName"].as_str().unwrap_or("?"),
-                    l["owner"],
-                    if l["called"] == true {
-                        format!("{} µs, self {} µs", l["durationUs"], l["selfUs"])
-                    } else {
-                        "not called".to_owned()
-                    },
-                    if l["nextCalls"].is_null() {
-                        String::new()
-                    } else {
-                        format!(", next() x{}", l["nextCalls"])
-                    },
-                    if l["lateNext"] == true {
-                        ", next() after return"
-                    } else {
-                        ""
-                    },
-                    if l["async"] == true {
-                        ", returned a promise"
-                    } else {
-                        ""
-                    },
-                ));
-            }
-        }
-        text
-    }
 }
 
 /// What a watch saw, in order.

@@ -8,13 +8,14 @@ use std::path::Path;
 use std::process::ChildStdin;
 use std::time::Duration;
 
+use dshkit_devtools::agent;
 use dshkit_devtools::journal::{Change, Filter};
 use dshkit_devtools::{
-    COLLECTOR_PROTOCOL, DebugCore, DebugError, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS, SESSION_IDLE,
-    WaitFor,
+    COLLECTOR_PROTOCOL, DebugCore, DebugError, LOCAL_OWNER, MAX_CHECKPOINTS, MAX_SESSIONS, MAX_WAITERS,
+    SESSION_IDLE, WaitFor,
 };
 use dshkit_test::{ChildGuard, Peers, spawn_guarded, workspace_root};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A Node process running the fixture runtime, and a way to make it emit.
 struct Runtime {
@@ -581,13 +582,13 @@ async fn a_checkpoint_compares_as_added_removed_and_changed_and_dispatches_are_s
     })
     .await;
     let found = core
-        .search_dispatches(&session, Some("ping"), None, 2)
+        .search_dispatches(&session, Some("ping"), (None, None), 2)
         .await
         .unwrap();
     assert!(found.total >= 1 && found.returned <= 2, "{found:?}");
     assert_eq!(found.truncated, found.total > 2);
     assert!(
-        core.search_dispatches(&session, Some("nothing-like-it"), None, 10)
+        core.search_dispatches(&session, Some("nothing-like-it"), (None, None), 10)
             .await
             .unwrap()
             .records
@@ -727,6 +728,50 @@ async fn waiters_and_traces_are_bounded_and_say_so() {
     assert_eq!(last_page["returned"], 20);
     assert_eq!(last_page["traces"][19]["id"], 210, "the newest are kept");
     assert!(last_page["cursor"].is_null());
+    traces_page_on_session_cursors(&core, &session, lease).await;
+}
+
+/// `cordis_profiler_traces` is a catalog on the session's cursors: 100 a page
+/// at most, a single-use `nextCursor` that reads the same lease on; a number
+/// (the offset before v0.8) is still read, for one release.
+async fn traces_page_on_session_cursors(core: &DebugCore, session: &str, lease: &str) {
+    let traces = |arguments: Value| {
+        let Value::Object(mut arguments) = arguments else {
+            unreachable!()
+        };
+        arguments.insert("debugSessionId".into(), session.into());
+        agent::answer(core, LOCAL_OWNER, agent::TRACES, arguments)
+    };
+    let (_, first) = traces(json!({"lease": lease, "limit": 1000})).await.unwrap();
+    let page = &first["traces"];
+    assert_eq!(
+        (&page["total"], &page["returned"], &page["truncated"]),
+        (&json!(200), &json!(100), &json!(true)),
+        "{first}"
+    );
+    assert_eq!(first["experiment"]["lease"], lease, "{first}");
+    let cursor = page["nextCursor"].as_str().unwrap().to_owned();
+    // No lease named: the cursor knows which experiment it pages.
+    let (_, second) = traces(json!({"cursor": cursor})).await.unwrap();
+    let page = &second["traces"];
+    assert_eq!(page["cursor"], cursor.as_str(), "{second}");
+    assert_eq!(page["returned"], 20, "20 a page by default: {second}");
+    assert_eq!(
+        page["items"][0]["id"], 111,
+        "read on from the first page: {second}"
+    );
+    let third = page["nextCursor"].as_str().unwrap().to_owned();
+    let used = traces(json!({"cursor": cursor})).await.unwrap_err();
+    assert!(
+        matches!(used, agent::AgentError::Debug(DebugError::UnknownCursor(_))),
+        "a cursor is used once: {used}"
+    );
+    let (_, last) = traces(json!({"cursor": third, "limit": 100})).await.unwrap();
+    assert_eq!(last["traces"]["returned"], 80, "{last}");
+    assert!(last["traces"]["nextCursor"].is_null(), "the last page: {last}");
+    assert_eq!(last["traces"]["items"][79]["id"], 210, "{last}");
+    let (_, deprecated) = traces(json!({"lease": lease, "cursor": 190})).await.unwrap();
+    assert_eq!(deprecated["traces"]["returned"], 10, "{deprecated}");
 }
 
 /// A copy of the collector with `edit` applied (it must change the file).

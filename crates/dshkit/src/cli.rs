@@ -903,6 +903,9 @@ pub(crate) enum DevtoolsCommand {
         /// How long to profile (at most 60s).
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = seconds)]
         ttl: std::time::Duration,
+        /// Also write the traces as Chrome trace event JSON (Perfetto, chrome://tracing).
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
     },
     /// Emergency stop: end whatever experiment runs in the target, whoever started it.
     Stop,

@@ -7,13 +7,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use dshkit_devtools::agent::AgentError;
 use dshkit_devtools::bridge::BridgeError;
 use dshkit_devtools::client::{ClientError, TokenSource};
 use dshkit_devtools::doctor::{self, Tone};
 use dshkit_devtools::endpoint::{TOKEN_FILE, URL_FILE};
 use dshkit_devtools::hosts;
+use dshkit_devtools::profile;
 use dshkit_devtools::remote::{self, Found, Remote};
-use dshkit_devtools::text::{self, ProfileError, SavedCheckpoint, default_checkpoint, read_checkpoint};
+use dshkit_devtools::route::{Local, Route};
+use dshkit_devtools::show::{self, CommandFailed, Shown, Via};
+use dshkit_devtools::text::{self, SavedCheckpoint, default_checkpoint, read_checkpoint};
 use dshkit_devtools::{DebugCore, DebugError};
 use dshkit_env::vars::{CODEX_HOME, DSH_CORDIS_DEBUG_ENDPOINT, DSH_CORDIS_DEBUG_TOKEN};
 use serde_json::json;
@@ -95,13 +99,10 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
         }
     }
     let core = DebugCore::new(registry.clone());
+    let via = Via::Socket(registry.clone());
     if matches!(args.command, DevtoolsCommand::Targets) {
-        let targets = core.targets();
-        if out.json {
-            out.json(&json!({"registry": registry, "targets": targets}));
-        } else {
-            out.write(&text::targets_text(&registry, &targets));
-        }
+        let targets: Vec<serde_json::Value> = core.list_targets().await.iter().map(|t| json!(t)).collect();
+        print(out, show::targets(&via, &targets));
         return Ok(exit::SUCCESS);
     }
     let attached = core.attach(args.target.as_deref()).await.map_err(refused)?;
@@ -109,7 +110,14 @@ pub(crate) async fn run(args: DevtoolsArgs, out: Output) -> Result<u8, Failure> 
     let target = attached.target.id.clone();
     // Every way out of the command below passes the detach after it.
     let result = tokio::select! {
-        result = command(&core, &session, &target, &registry, args.command, out) => result,
+        result = async {
+            match routed(&mut Local::new(&core, &session), (&via, &target), &args.command, out).await {
+                Ok(Some(shown)) => Ok(print(out, shown)),
+                Ok(None) => command(&core, &session, &target, &registry, args.command, out).await,
+                Err(AgentError::Debug(error)) => Err(refused(error)),
+                Err(other) => Err(Failure::refused(other)),
+            }
+        } => result,
         _ = tokio::signal::ctrl_c() => Ok(exit::SUCCESS),
     };
     let _ = core.detach(&session).await;
@@ -202,60 +210,60 @@ fn through_endpoint(command: &DevtoolsCommand) -> bool {
 /// A command as calls of the endpoint's tools on a transient debug session,
 /// detached on every way out (Ctrl-C included).
 async fn remote(url: &str, token: &TokenSource, args: &DevtoolsArgs, out: Output) -> Result<u8, ClientError> {
-    let show = |(text, json): remote::Shown| {
-        if out.json {
-            out.json(&json);
-        } else {
-            out.write(&text);
-        }
-    };
     if matches!(args.command, DevtoolsCommand::Targets) {
-        show(remote::targets(url, token).await?);
+        print(out, remote::targets(url, token).await?);
         return Ok(exit::SUCCESS);
     }
     let mut session = Remote::attach(url, token, args.target.as_deref()).await?;
+    let (via, target) = (Via::Endpoint(url.to_owned()), session.target.clone());
     let result = tokio::select! {
-        result = remote_command(&mut session, &args.command, out) => result,
+        result = async {
+            if let DevtoolsCommand::Watch { event, duration } = &args.command {
+                let seen = |json: &serde_json::Value, text: &str| if out.json { out.json_line(json) } else { out.write(text) };
+                return session.watch(event.as_deref(), *duration, seen).await;
+            }
+            let shown = routed(&mut session, (&via, &target), &args.command, out).await?;
+            print(out, shown.expect("only the commands through_endpoint names"));
+            Ok(())
+        } => result,
         _ = tokio::signal::ctrl_c() => Ok(()),
     };
     session.end().await;
     result.map(|()| exit::SUCCESS)
 }
 
-async fn remote_command(
-    session: &mut Remote,
+/// The commands both routes answer with one workflow each: what they show
+/// (`None` for the others).
+async fn routed<R: Route>(
+    route: &mut R,
+    (via, target): (&Via, &str),
     command: &DevtoolsCommand,
     out: Output,
-) -> Result<(), ClientError> {
-    let shown = match command {
-        DevtoolsCommand::Snapshot => session.snapshot().await?,
-        DevtoolsCommand::Event { name } => session.event(name).await?,
-        DevtoolsCommand::Fiber { uid, name } => session.fibers(*uid, name.as_deref()).await?,
-        DevtoolsCommand::Watch { event, duration } => {
-            return session
-                .watch(event.as_deref(), *duration, |json, text| {
-                    if out.json {
-                        out.json_line(json);
-                    } else {
-                        out.write(text);
-                    }
-                })
-                .await;
+) -> Result<Option<Shown>, R::Error>
+where
+    R::Error: From<CommandFailed>,
+{
+    Ok(Some(match command {
+        DevtoolsCommand::Snapshot => show::snapshot(route, via, target).await?,
+        DevtoolsCommand::Event { name } => show::event(route, name).await?,
+        DevtoolsCommand::Fiber { uid, name } => show::fibers(route, *uid, name.as_deref()).await?,
+        DevtoolsCommand::Profile { event, ttl, trace } => {
+            let profile =
+                profile::profile(route, event, *ttl, |lease| started(out, event, *ttl, lease)).await?;
+            profile.shown(target, trace.as_deref())?
         }
-        DevtoolsCommand::Profile { event, ttl } => {
-            let profile = session
-                .profile(event, *ttl, |lease| started(out, event, *ttl, lease))
-                .await?;
-            (profile.text(), profile.to_json())
-        }
-        _ => unreachable!("only the commands through_endpoint names"),
-    };
+        _ => return Ok(None),
+    }))
+}
+
+/// What a command shows: its JSON with `--json`, else its text.
+fn print(out: Output, (text, json): Shown) -> u8 {
     if out.json {
-        out.json(&shown.1);
+        out.json(&json);
     } else {
-        out.write(&shown.0);
+        out.write(&text);
     }
-    Ok(())
+    exit::SUCCESS
 }
 
 fn started(out: Output, event: &str, ttl: Duration, lease: &str) {
@@ -366,43 +374,10 @@ async fn command(
         | DevtoolsCommand::RotateToken
         | DevtoolsCommand::Setup { .. }
         | DevtoolsCommand::Doctor => unreachable!("answered without a session"),
-        DevtoolsCommand::Snapshot => {
-            let snapshot = core.snapshot(session).await.map_err(refused)?;
-            if out.json {
-                out.json(&snapshot);
-            } else {
-                out.write(&text::snapshot_text(target, &snapshot));
-            }
-        }
-        DevtoolsCommand::Event { name } => {
-            let snapshot = core.snapshot(session).await.map_err(refused)?;
-            let event = snapshot
-                .topology
-                .events
-                .into_iter()
-                .find(|e| e.name == name)
-                .with_context(|| format!("no listener is registered for {name:?}"))
-                .map_err(Failure::refused)?;
-            if out.json {
-                out.json(&event);
-            } else {
-                out.write(&text::event_text(&event));
-            }
-        }
-        DevtoolsCommand::Fiber { uid, name } => {
-            let snapshot = core.snapshot(session).await.map_err(refused)?;
-            let fibers: Vec<_> = snapshot
-                .topology
-                .fibers
-                .into_iter()
-                .filter(|f| uid.is_none_or(|u| f.id == u) && name.as_ref().is_none_or(|n| &f.name == n))
-                .collect();
-            if out.json {
-                out.json(&fibers);
-            } else {
-                out.write(&text::fibers_text(&fibers));
-            }
-        }
+        DevtoolsCommand::Snapshot
+        | DevtoolsCommand::Event { .. }
+        | DevtoolsCommand::Fiber { .. }
+        | DevtoolsCommand::Profile { .. } => unreachable!("answered by `routed`"),
         DevtoolsCommand::Watch { event, duration } => {
             watch(core, session, event.as_deref(), duration, out).await?;
         }
@@ -414,7 +389,6 @@ async fn command(
             let file = checkpoint_file(registry, target, file);
             compare(core, session, &file, out).await?;
         }
-        DevtoolsCommand::Profile { event, ttl } => profile(core, session, &event, ttl, out).await?,
         DevtoolsCommand::Stop => {
             let stopped = core.emergency_stop(session).await.map_err(refused)?;
             if out.json {
@@ -488,25 +462,4 @@ async fn watch(
     })
     .await
     .map_err(refused)
-}
-
-async fn profile(
-    core: &DebugCore,
-    session: &str,
-    event: &str,
-    ttl: Duration,
-    out: Output,
-) -> Result<(), Failure> {
-    let profile = text::profile(core, session, event, ttl, |lease| started(out, event, ttl, lease))
-        .await
-        .map_err(|e| match e {
-            ProfileError::Debug(error) => refused(error),
-            other => Failure::refused(other),
-        })?;
-    if out.json {
-        out.json(&profile.to_json());
-    } else {
-        out.write(&profile.text());
-    }
-    Ok(())
 }

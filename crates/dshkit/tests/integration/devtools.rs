@@ -100,17 +100,50 @@ pub(crate) fn headless_turn(home: &Path, model_url: &str) -> std::thread::JoinHa
     })
 }
 
+/// A real headless DSH with the collector, experiments and an endpoint
+/// ([`install_with_devtools`]), in a turn of two detections whose every reply
+/// after a tool result waits for [`FakeModel::release`]: DSH stays up,
+/// mid-turn, while a test attaches.
+pub(crate) struct MidTurn {
+    pub(crate) home: Home,
+    /// Its DevTools registry (`<DSH home>/dshkit-devtools`).
+    pub(crate) registry: PathBuf,
+    pub(crate) model: FakeModel,
+    turn: std::thread::JoinHandle<Output>,
+}
+
+impl MidTurn {
+    pub(crate) fn start(peers: &Peers) -> Self {
+        let (home, dsh_home) = headless_home(peers);
+        install_with_devtools(peers, home.path(), &dsh_home);
+        let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
+        let turn = headless_turn(home.path(), &model.url);
+        Self {
+            home,
+            registry: dsh_home.join("dshkit-devtools"),
+            model,
+            turn,
+        }
+    }
+
+    /// Releases the rest of the turn and waits for DSH to exit, successfully.
+    pub(crate) fn finish(self) {
+        self.model.release();
+        self.model.release();
+        let finished = self.turn.join().unwrap();
+        assert!(
+            finished.status.success(),
+            "{}",
+            String::from_utf8_lossy(&finished.stderr)
+        );
+    }
+}
+
 #[test]
 fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    install_with_devtools(&peers, home.path(), &dsh_home);
-    // Two detections, each reply after a tool result held until released: DSH
-    // stays up, mid-turn, while the test attaches.
-    let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
-    let turn = headless_turn(home.path(), &model.url);
-
-    let registry = dsh_home.join("dshkit-devtools");
+    let dsh = MidTurn::start(&peers);
+    let (home, registry, model) = (&dsh.home, dsh.registry.clone(), &dsh.model);
     let mut mcp = devtools_session(&registry);
     let target = wait_for(Duration::from_mins(2), || {
         let listed = mcp.call(1, "cordis_list_debug_targets", &json!({}));
@@ -134,7 +167,11 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
 
     the_plugins_endpoint_lists(&peers, home.path(), &registry, &target);
 
-    let attached = mcp.call(2, "cordis_attach_debug_session", &json!({"target": target["id"]}));
+    let attached = mcp.call(
+        2,
+        "cordis_attach_debug_session",
+        &json!({"targetId": target["id"]}),
+    );
     let session = result(&attached)["debugSessionId"].as_str().unwrap().to_owned();
     let snapshot = mcp.call(3, "cordis_debug_snapshot", &json!({"debugSessionId": session}));
     let snapshot = result(&snapshot).clone();
@@ -173,14 +210,7 @@ fn an_agent_turn_in_a_real_dsh_is_seen_through_the_devtools_tools() {
     let (mut mcp, session) = killed_core_leaves_no_lease(mcp, &session, &target, &registry, &waited);
 
     // The turn ends and DSH exits: the session's target is gone.
-    model.release();
-    model.release();
-    let finished = turn.join().unwrap();
-    assert!(
-        finished.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    dsh.finish();
     the_exit_is_reported(&mut mcp, &session, &registry);
 }
 
@@ -294,6 +324,7 @@ fn killed_core_leaves_no_lease(
         .unwrap()["event"]
         .clone();
     let mut observer = devtools_session(registry);
+    // `target` is the deprecated alias of `targetId`, accepted for one release.
     let watching = observer.call(1, "cordis_attach_debug_session", &json!({"target": target["id"]}));
     let watching = result(&watching)["debugSessionId"].as_str().unwrap().to_owned();
     let refused = mcp.call(
@@ -400,6 +431,27 @@ impl FixtureRuntime {
     }
 }
 
+/// The keys of `targets --json` and `snapshot --json`, on either route.
+pub(crate) const TARGETS_KEYS: [&str; 3] = ["formatVersion", "route", "targets"];
+pub(crate) const SNAPSHOT_KEYS: [&str; 9] = [
+    "candidates",
+    "dispatches",
+    "events",
+    "fibers",
+    "formatVersion",
+    "profiler",
+    "route",
+    "summary",
+    "target",
+];
+
+/// The keys of a JSON object, sorted.
+pub(crate) fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys
+}
+
 #[test]
 fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
     let registry = Registry::new();
@@ -407,6 +459,21 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
 
     let listed = stdout_json(&registry.run(&["targets", "--json"]));
     assert_eq!(listed["targets"][0]["pid"], runtime.guard.pid(), "{listed}");
+    // The socket route prints what the endpoint's does, the route named in one field.
+    assert_eq!(keys(&listed), TARGETS_KEYS, "{listed}");
+    assert_eq!(
+        listed["route"]["registry"],
+        registry.dir.to_str().unwrap(),
+        "{listed}"
+    );
+    let snapshot = stdout_json(&registry.run(&["snapshot", "--json"]));
+    assert_eq!(keys(&snapshot), SNAPSHOT_KEYS, "{snapshot}");
+    assert!(snapshot["fibers"].as_array().unwrap().len() >= 4, "{snapshot}");
+    assert_eq!(
+        snapshot["route"]["registry"],
+        registry.dir.to_str().unwrap(),
+        "{snapshot}"
+    );
 
     let saved = registry.run(&["checkpoint"]);
     assert!(
@@ -455,6 +522,8 @@ fn the_cli_profiles_for_the_whole_window_and_compares_with_a_checkpoint() {
             .all(|t| t["listeners"].as_array().unwrap().len() == 4),
         "{profile}"
     );
+    // Every page was read: as many traces as the collector kept.
+    assert_eq!(traced.len(), profile["tracesKept"], "{profile}");
     // The CLI is gone, so its channel closes and the collector's dispatch
     // observer goes too (in the collector's own time: asked until it has).
     wait_for(Duration::from_secs(30), || {

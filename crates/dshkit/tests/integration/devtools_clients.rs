@@ -10,7 +10,9 @@ use std::time::Duration;
 use dshkit_test::wait_for;
 use serde_json::{Value, json};
 
-use crate::devtools::{FixtureRuntime, LineChild, Registry, initialize, serve_endpoint};
+use crate::devtools::{
+    FixtureRuntime, LineChild, Registry, SNAPSHOT_KEYS, TARGETS_KEYS, initialize, keys, serve_endpoint,
+};
 use crate::support::{Home, dshkit_command, output, stdout_json};
 
 /// A fixture runtime, its endpoint, and a home that knows neither.
@@ -96,7 +98,8 @@ fn the_devtools_cli_snapshots_through_the_endpoint_from_another_home_and_detache
     assert_eq!(direct["targets"], json!([]), "{direct}");
 
     let listed = stdout_json(&output(&mut served.cli(&["targets", "--json"], &token_file)));
-    assert_eq!(listed["endpoint"], served.url.as_str(), "{listed}");
+    assert_eq!(listed["route"]["endpoint"], served.url.as_str(), "{listed}");
+    assert_eq!(keys(&listed), TARGETS_KEYS, "as the socket route: {listed}");
     assert_eq!(
         listed["targets"][0]["pid"],
         served.runtime.guard.pid(),
@@ -110,6 +113,9 @@ fn the_devtools_cli_snapshots_through_the_endpoint_from_another_home_and_detache
     assert_eq!(snapshot["target"], target.as_str(), "{snapshot}");
     assert!(snapshot["summary"]["fibers"].as_u64().unwrap() >= 4, "{snapshot}");
     assert!(snapshot["candidates"].is_array(), "{snapshot}");
+    assert_eq!(keys(&snapshot), SNAPSHOT_KEYS, "as the socket route: {snapshot}");
+    assert_eq!(snapshot["route"]["endpoint"], served.url.as_str(), "{snapshot}");
+    assert!(snapshot["fibers"].as_array().unwrap().len() >= 4, "{snapshot}");
     let text = output(&mut served.cli(&["snapshot"], &token_file));
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.starts_with(&format!("target {target}: ")), "{text}");

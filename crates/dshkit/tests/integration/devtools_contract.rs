@@ -2,17 +2,18 @@
 //! `dshkit mcp --http --tools devtools` (two MCP sessions). Each tool's schema
 //! has the design's parameter names; a session id is opaque and only its
 //! client may use it (`NOT_OWNER`); `afterSequence` and the `type`/`event`
-//! filters select exactly; a ninth open cursor is refused; a detach cancels a
+//! filters select exactly; a dispatch search pages on session cursors; a ninth
+//! open cursor is refused; a detach cancels a
 //! pending 60 s wait at once (the latency is printed, not asserted); a client
 //! that ends takes its debug sessions with it.
 
 use std::time::{Duration, Instant};
 
-use dshkit_test::{FakeModel, Peers, wait_for};
+use dshkit_test::{Peers, wait_for};
 use serde_json::{Value, json};
 
-use crate::devtools::{headless_turn, install_with_devtools};
-use crate::support::{headless_home, spawn_http};
+use crate::devtools::MidTurn;
+use crate::support::spawn_http;
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -126,7 +127,7 @@ impl Client {
 
     async fn attach(&self, target: &Value) -> String {
         let attached = self
-            .ok("cordis_attach_debug_session", json!({"target": target}))
+            .ok("cordis_attach_debug_session", json!({"targetId": target}))
             .await;
         attached["debugSessionId"].as_str().unwrap().to_owned()
     }
@@ -200,6 +201,77 @@ async fn the_schemas_name_the_designs_parameters(client: &Client) {
         ["cursor", "debugSessionId", "limit", "name"]
     );
     assert_eq!(names("cordis_detach_debug_session"), ["debugSessionId"]);
+    assert_eq!(names("cordis_attach_debug_session"), ["targetId"]);
+    // The dispatch search and the traces are catalogs on session cursors too.
+    assert_eq!(
+        names("cordis_search_dispatches"),
+        ["cursor", "debugSessionId", "event", "limit", "since"]
+    );
+    assert_eq!(
+        names("cordis_profiler_traces"),
+        ["cursor", "debugSessionId", "lease", "limit"]
+    );
+    for name in ["cordis_search_dispatches", "cordis_profiler_traces"] {
+        let properties = &schema(name)["properties"];
+        assert_eq!(properties["cursor"]["type"], "string", "{name}");
+        assert_eq!(properties["limit"]["maximum"], 100, "{name}");
+    }
+}
+
+/// A dispatch search pages like every catalog: at most `limit` a page, oldest
+/// first, a single-use `nextCursor` of the session that reads on from there,
+/// and `total` the same on every page. In a session of its own (detached
+/// after), so the cursor count of the others is untouched.
+async fn the_dispatch_search_pages_on_session_cursors(alice: &Client, mallory: &Client, target: &Value) {
+    let session = alice.attach(target).await;
+    let search = |cursor: Option<&str>, limit: u64| {
+        let mut arguments = json!({"debugSessionId": session, "limit": limit});
+        if let Some(cursor) = cursor {
+            arguments["cursor"] = json!(cursor);
+        }
+        alice.ok("cordis_search_dispatches", arguments)
+    };
+    let first = search(None, 1).await;
+    let page = &first["dispatches"];
+    assert!(page["total"].as_u64() >= Some(2), "{first}");
+    assert_eq!(
+        (&page["returned"], &page["truncated"], &page["cursor"]),
+        (&json!(1), &json!(true), &Value::Null),
+        "{first}"
+    );
+    assert_eq!(first["capacity"], 500, "the window beside the page: {first}");
+    let cursor = page["nextCursor"].as_str().unwrap().to_owned();
+    assert!(cursor.starts_with("cur_"), "{first}");
+    let second = search(Some(&cursor), 1).await;
+    assert_eq!(second["dispatches"]["cursor"], cursor.as_str(), "{second}");
+    assert_eq!(second["dispatches"]["total"], page["total"], "{second}");
+    assert!(
+        second["dispatches"]["items"][0]["seq"].as_u64() > page["items"][0]["seq"].as_u64(),
+        "the next page reads on: {first} then {second}"
+    );
+    let used = alice
+        .refused(
+            "cordis_search_dispatches",
+            json!({"debugSessionId": session, "cursor": cursor}),
+        )
+        .await;
+    assert!(used.contains("UNKNOWN_CURSOR"), "a cursor is used once: {used}");
+    if let Some(next) = second["dispatches"]["nextCursor"].as_str() {
+        let other = mallory.attach(target).await;
+        let theirs = mallory
+            .refused(
+                "cordis_search_dispatches",
+                json!({"debugSessionId": other, "cursor": next}),
+            )
+            .await;
+        assert!(theirs.contains("UNKNOWN_CURSOR"), "another session's: {theirs}");
+        mallory
+            .ok("cordis_detach_debug_session", json!({"debugSessionId": other}))
+            .await;
+    }
+    alice
+        .ok("cordis_detach_debug_session", json!({"debugSessionId": session}))
+        .await;
 }
 
 /// A second client can use neither the first's session (by either name) nor
@@ -478,12 +550,9 @@ async fn a_gone_client_takes_its_sessions_with_it(url: &str, token: &str, mallor
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
-    let peers = Peers::get();
-    let (home, dsh_home) = headless_home(&peers);
-    install_with_devtools(&peers, home.path(), &dsh_home);
-    let model = FakeModel::scripted("liveloop_detect", &json!({}), 2, true);
-    let turn = headless_turn(home.path(), &model.url);
-    let registry = dsh_home.join("dshkit-devtools").display().to_string();
+    let dsh = MidTurn::start(&Peers::get());
+    let (home, model) = (&dsh.home, &dsh.model);
+    let registry = dsh.registry.display().to_string();
     let (_server, url, token) = spawn_http(
         home.path(),
         &["--tools", "devtools", "--devtools-dir", &registry],
@@ -566,16 +635,10 @@ async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
     assert!(snapshot["dispatches"]["total"].as_u64() >= Some(1), "{snapshot}");
 
     the_wait_filters_select_exactly(&alice, &session).await;
+    the_dispatch_search_pages_on_session_cursors(&alice, &mallory, &target["id"]).await;
     a_ninth_cursor_is_refused(&alice, &mallory, &session, &target["id"]).await;
     a_detach_cancels_a_pending_wait(&alice, &target["id"]).await;
     a_gone_client_takes_its_sessions_with_it(&url, &token, &mallory, &target["id"]).await;
 
-    model.release();
-    model.release();
-    let finished = tokio::task::block_in_place(|| turn.join().unwrap());
-    assert!(
-        finished.status.success(),
-        "{}",
-        String::from_utf8_lossy(&finished.stderr)
-    );
+    tokio::task::block_in_place(|| dsh.finish());
 }

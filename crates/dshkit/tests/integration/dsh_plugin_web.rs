@@ -1446,7 +1446,7 @@ fn agent_core(registry: &std::path::Path) -> (Session, String) {
     let attached = agent.call(
         2,
         "cordis_attach_debug_session",
-        &serde_json::json!({"target": target["id"]}),
+        &serde_json::json!({"targetId": target["id"]}),
     );
     let session = tool_result(&attached)["debugSessionId"]
         .as_str()

@@ -9,6 +9,7 @@ mod corpus;
 mod devtools;
 mod devtools_clients;
 mod devtools_contract;
+mod devtools_trace;
 mod dsh_agent;
 mod dsh_plugin;
 mod dsh_plugin_web;
