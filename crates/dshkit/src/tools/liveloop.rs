@@ -39,9 +39,8 @@ pub(crate) struct LiveLoopFamily {
 impl LiveLoopFamily {
     pub(crate) fn new(config: &ToolsConfig) -> Self {
         let mut preview = crate::config::preview_config(&config.resolved);
-        if let Some(endpoint) = &config.browser_endpoint {
-            preview.browser = BrowserSource::Endpoint(endpoint.clone());
-        }
+        let pool = &config.resolved.browser_pool;
+        preview.browser = BrowserSource::chosen(config.browser_endpoint.as_deref(), pool, preview.browser);
         Self {
             previews: Arc::new(PreviewManager::new(preview)),
             app: AppTools {
