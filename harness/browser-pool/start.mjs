@@ -10,8 +10,8 @@
 // browser is ever downloaded:
 // - Chromium: browserless takes the chromium routes' binary from
 //   playwright-core's executable path under PLAYWRIGHT_BROWSERS_PATH; that path
-//   is made a link to the system Chromium (CHROMIUM, default
-//   /usr/lib/chromium/chromium).
+//   is made a link to the system Chromium (CHROMIUM; by default Debian's
+//   headless shell, as dshkit prefers on Linux, else its full Chromium).
 // - Routes: browserless refuses to start when a route's browser has no binary
 //   (branded Chrome, Edge, Firefox, WebKit here). ROUTES names a folder holding
 //   only the chromium and management routes, as its own Chromium image does
@@ -29,7 +29,10 @@ if (!state) {
   console.error('browser-pool: set POOL_STATE_DIR to a folder of its own');
   process.exit(2);
 }
-const chromium = process.env.CHROMIUM || '/usr/lib/chromium/chromium';
+const chromium =
+  process.env.CHROMIUM ||
+  ['/usr/lib/chromium/chromium-headless-shell', '/usr/lib/chromium/chromium'].find((p) => fs.existsSync(p)) ||
+  '/usr/lib/chromium/chromium';
 if (!fs.existsSync(chromium)) {
   console.error(`browser-pool: no Chromium at ${chromium}; set CHROMIUM or run: apt-get install -y chromium`);
   process.exit(2);
