@@ -295,19 +295,43 @@ fn fresh_token(what: &str) -> String {
     format!("{what}-{}-{nanos:08x}", std::process::id())
 }
 
-/// `dshkit mcp --http --browser-ws WS` in a home of its own, with the pool's
-/// token in `DSHKIT_BROWSER_POOL_TOKEN` and room for more previews than the
-/// pool has browsers (so the refusal the test sees is the engine's).
-fn dshkit_on(ws: &str, pool_token: &str) -> (tempfile::TempDir, ChildGuard, String, String) {
+/// Where the pool's token goes.
+enum Given {
+    /// `--browser-ws WS` and `DSHKIT_BROWSER_POOL_TOKEN`.
+    FlagAndVariable,
+    /// The settings' `browserPoolEndpoint` and `browserPoolTokenFile` (the
+    /// file [`POOL_TOKEN_FILE`] in dshkit's home).
+    Settings,
+}
+
+/// The token file of [`Given::Settings`], in dshkit's home.
+const POOL_TOKEN_FILE: &str = "pool-token";
+
+/// `dshkit mcp --http` on the pool at `ws` in a home of its own, with room for
+/// more previews than the pool has browsers (so the refusal the test sees is
+/// the engine's): the home, the server, its URL and its MCP token.
+fn dshkit_on(ws: &str, pool_token: &str, given: &Given) -> (tempfile::TempDir, ChildGuard, String, String) {
     let home = tempfile::tempdir().unwrap();
     let config = home.path().join(".config/dshkit");
     std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(config.join("settings.json"), r#"{"previewLimit": 8}"#).unwrap();
-    let (guard, url, token) = spawn_http(
-        home.path(),
-        &["--browser-ws", ws],
-        &[("DSHKIT_BROWSER_POOL_TOKEN", pool_token)],
-    );
+    let (guard, url, token) = match given {
+        Given::FlagAndVariable => {
+            std::fs::write(config.join("settings.json"), r#"{"previewLimit": 8}"#).unwrap();
+            spawn_http(
+                home.path(),
+                &["--browser-ws", ws],
+                &[("DSHKIT_BROWSER_POOL_TOKEN", pool_token)],
+            )
+        }
+        Given::Settings => {
+            let file = home.path().join(POOL_TOKEN_FILE);
+            std::fs::write(&file, format!("{pool_token}\n")).unwrap();
+            let settings =
+                json!({"previewLimit": 8, "browserPoolEndpoint": ws, "browserPoolTokenFile": file});
+            std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
+            spawn_http(home.path(), &[], &[])
+        }
+    };
     (home, guard, url, token)
 }
 
@@ -331,7 +355,7 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     let pool_token = fresh_token("pool-token");
     let engine = Engine::start(&dir, &pool_token);
     let app = Gate::start();
-    let (home, dshkit, url, mcp_token) = dshkit_on(&engine.ws(), &pool_token);
+    let (home, dshkit, url, mcp_token) = dshkit_on(&engine.ws(), &pool_token, &Given::FlagAndVariable);
     let mut clients = Vec::new();
     for _ in 0..=CONCURRENT + QUEUED {
         clients.push(Arc::new(Client::connect(&url, &mcp_token).await));
@@ -396,14 +420,19 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     // Each verification gave its browser back to the pool.
     engine.wait_for_load(&pool_token, (0, 0), || true).await;
 
+    // The settings' endpoint and token file reach the pool as the flag and the
+    // variable do, and the network policy holds in the pool's browser.
     let tracked = json!({"appUrl": format!("{}tracked", app.url()),
         "assertions": [{"kind": "text_present", "text": "Served through the pool"}]});
-    bodies.push(the_policy_holds_in_the_pools_browser(&clients[0], &tracked).await);
+    let (set_home, set_dshkit, set_url, set_mcp) = dshkit_on(&engine.ws(), &pool_token, &Given::Settings);
+    let set_client = Client::connect(&set_url, &set_mcp).await;
+    bodies.push(the_policy_holds_in_the_pools_browser(&set_client, &tracked).await);
     engine.wait_for_load(&pool_token, (0, 0), || true).await;
 
     // A wrong token is the engine's refusal too, and is not shown either.
     let wrong_token = fresh_token("wrong-token");
-    let (wrong_home, wrong, wrong_url, wrong_mcp) = dshkit_on(&engine.ws(), &wrong_token);
+    let (wrong_home, wrong, wrong_url, wrong_mcp) =
+        dshkit_on(&engine.ws(), &wrong_token, &Given::FlagAndVariable);
     let (wrong_body, unauthorized) = Client::connect(&wrong_url, &wrong_mcp)
         .await
         .call("liveloop_verify", tracked)
@@ -415,23 +444,29 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     assert!(reasons(&unauthorized).contains("HTTP 401"), "{unauthorized}");
 
     // The tokens appear nowhere: not in a result, dshkit's log, a report or the engine's log.
-    let mut outputs = bodies;
-    outputs.push(wrong_body);
-    outputs.push(stopped_stderr(dshkit));
-    outputs.push(stopped_stderr(wrong));
-    outputs.push(engine.log());
-    for file in walk_files(home.path())
-        .into_iter()
-        .chain(walk_files(wrong_home.path()))
-    {
+    bodies.push(wrong_body);
+    for server in [dshkit, set_dshkit, wrong] {
+        bodies.push(stopped_stderr(server));
+    }
+    bodies.push(engine.log());
+    let homes = [home.path(), set_home.path(), wrong_home.path()];
+    assert_no_token_in(bodies, &homes, &[&pool_token, &wrong_token]);
+}
+
+/// No token in `outputs` nor in any file under `homes` (but the token files
+/// themselves); a failure says where without printing the output.
+fn assert_no_token_in(mut outputs: Vec<String>, homes: &[&std::path::Path], tokens: &[&str]) {
+    for file in homes.iter().flat_map(|home| walk_files(home)) {
+        if file.file_name().is_some_and(|name| name == POOL_TOKEN_FILE) {
+            continue; // the secret's own file
+        }
         if let Ok(bytes) = std::fs::read(&file) {
             outputs.push(String::from_utf8_lossy(&bytes).into_owned());
         }
     }
     for (i, output) in outputs.iter().enumerate() {
-        for token in [&pool_token, &wrong_token] {
-            // Said without the output: it would print the token.
-            let at = output.find(token.as_str());
+        for token in tokens {
+            let at = output.find(token);
             assert!(
                 at.is_none(),
                 "output {i} of {} shows a token at byte {at:?}",
