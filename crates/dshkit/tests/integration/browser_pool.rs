@@ -21,14 +21,17 @@ use serde_json::{Value, json};
 use crate::support::{spawn_http, walk_files};
 
 /// Browsers the engine runs at once.
-const CONCURRENT: usize = 2;
+const CONCURRENT: usize = 4;
 /// Connections it holds in its queue beyond those.
-const QUEUED: usize = 2;
+const QUEUED: usize = 4;
 /// How long the engine may take to listen, a verification to answer, the
 /// engine to show a state the test waits for.
 const ENGINE_START: Duration = Duration::from_mins(1);
 const ANSWER: Duration = Duration::from_mins(2);
 const STATE: Duration = Duration::from_mins(1);
+/// dshkit's own preview limit: room for one more than the pool takes, so the
+/// refusal the test sees is the engine's.
+const PREVIEW_LIMIT: usize = CONCURRENT + QUEUED + 1;
 /// Set by `cargo xtask test`: a missing engine fails rather than skips.
 const REQUIRE_PEERS: &str = "DSHKIT_TEST_REQUIRE_PEERS";
 /// The page the concurrent verifications load.
@@ -316,7 +319,8 @@ fn dshkit_on(ws: &str, pool_token: &str, given: &Given) -> (tempfile::TempDir, C
     std::fs::create_dir_all(&config).unwrap();
     let (guard, url, token) = match given {
         Given::FlagAndVariable => {
-            std::fs::write(config.join("settings.json"), r#"{"previewLimit": 8}"#).unwrap();
+            let settings = json!({"previewLimit": PREVIEW_LIMIT});
+            std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
             spawn_http(
                 home.path(),
                 &["--browser-ws", ws],
@@ -326,8 +330,7 @@ fn dshkit_on(ws: &str, pool_token: &str, given: &Given) -> (tempfile::TempDir, C
         Given::Settings => {
             let file = home.path().join(POOL_TOKEN_FILE);
             std::fs::write(&file, format!("{pool_token}\n")).unwrap();
-            let settings =
-                json!({"previewLimit": 8, "browserPoolEndpoint": ws, "browserPoolTokenFile": file});
+            let settings = json!({"previewLimit": PREVIEW_LIMIT, "browserPoolEndpoint": ws, "browserPoolTokenFile": file});
             std::fs::write(config.join("settings.json"), settings.to_string()).unwrap();
             spawn_http(home.path(), &[], &[])
         }
