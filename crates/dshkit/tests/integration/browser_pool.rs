@@ -456,6 +456,37 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     assert_no_token_in(bodies, &homes, &[&pool_token, &wrong_token]);
 }
 
+/// The real Vite React fixture, served by its own dev server, verified through
+/// the pool: its counter clicked twice in the pool's browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_real_vite_app_is_verified_through_the_pool_engine() {
+    let Some(dir) = engine_dir() else { return };
+    let pool_token = fresh_token("pool-token");
+    let engine = Engine::start(&dir, &pool_token);
+    let vite = tokio::task::spawn_blocking(|| crate::liveloop_app::vite_copy(str::to_owned, None, ""))
+        .await
+        .unwrap();
+    let (home, dshkit, url, mcp_token) = dshkit_on(&engine.ws(), &pool_token, &Given::FlagAndVariable);
+    let client = Client::connect(&url, &mcp_token).await;
+    let (body, result) = client
+        .call(
+            "liveloop_verify",
+            json!({"appUrl": format!("http://127.0.0.1:{}/", vite.port),
+                "steps": [{"action": "click", "role": "button", "name": "Increment"},
+                          {"action": "click", "role": "button", "name": "Increment"}],
+                "assertions": [{"kind": "text_present", "text": "Count is 2"}]}),
+        )
+        .await;
+    assert_eq!(result["structuredContent"]["verdict"], "VERIFIED", "{result}");
+    assert_eq!(
+        result["structuredContent"]["title"], "Vite React counter",
+        "{result}"
+    );
+    engine.wait_for_load(&pool_token, (0, 0), || true).await;
+    let outputs = vec![body, stopped_stderr(dshkit), engine.log()];
+    assert_no_token_in(outputs, &[home.path()], &[&pool_token]);
+}
+
 /// No token in `outputs` nor in any file under `homes` (but the token files
 /// themselves); a failure says where without printing the output.
 fn assert_no_token_in(mut outputs: Vec<String>, homes: &[&std::path::Path], tokens: &[&str]) {
