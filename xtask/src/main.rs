@@ -279,6 +279,8 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         let mut command = Command::new(env!("CARGO"));
         command
             .args(["nextest", "run", "--profile", "ci"])
+            // setup installed every peer: a test that finds one missing fails.
+            .env("DSHKIT_TEST_REQUIRE_PEERS", "1")
             .current_dir(root());
         command
     };

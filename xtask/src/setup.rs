@@ -98,6 +98,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
     playwright()?;
     echo_servers(&peers)?;
     registry(&peers)?;
+    browser_pool(&peers)?;
     corpus(&peers, CorpusSet::Default)?;
     let node = peers.node();
     anyhow::ensure!(
@@ -483,6 +484,26 @@ pub(crate) fn registry(peers: &Peers) -> anyhow::Result<PathBuf> {
         "the local npm registry (Verdaccio)",
     )?;
     Ok(dest.join("node_modules/verdaccio/bin/verdaccio"))
+}
+
+/// browserless 2.42 on Node 24 from npm, pinned by `harness/browser-pool`, with
+/// its start script (`start.mjs`: the system Chromium behind playwright-core's
+/// path, only the chromium routes); the pool engine of the pool test. No
+/// browser is downloaded: neither package does at install, and the script
+/// links the system one. Returns its folder.
+pub(crate) fn browser_pool(peers: &Peers) -> anyhow::Result<PathBuf> {
+    let dest = peers.dir.join("browser-pool");
+    install_project(
+        &root().join("harness/browser-pool"),
+        &dest,
+        "the browser pool engine (browserless on Node 24)",
+    )?;
+    anyhow::ensure!(
+        dest.join("node_modules/node/bin/node").is_file(),
+        "Node 24 missing in {} after install",
+        dest.display()
+    );
+    Ok(dest)
 }
 
 /// Zig from `PyPI` in its venv (`harness/pypi/ziglang.txt`): the C toolchain and

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::connection::{Connection, Event};
+use crate::endpoint::Endpoint;
 use crate::error::CdpError;
 use crate::launch::{BrowserProcess, LaunchOptions, launch};
 
@@ -49,28 +50,58 @@ impl Browser {
 
     /// Connects to a browser WebSocket endpoint (`ws://…/devtools/browser/…`).
     pub async fn connect_ws(ws_url: &str) -> Result<Self, CdpError> {
-        let connection = Connection::connect(ws_url).await?;
-        Self::finish(connection, Origin::Connected).await
+        Self::connect(&Endpoint::new(ws_url)).await
     }
 
     /// Connects to a browser's HTTP debugging endpoint (`http://host:port`), as
     /// remote browser pools expose it, by reading `/json/version`.
     pub async fn connect_http(base_url: &str) -> Result<Self, CdpError> {
-        let url = format!("{}/json/version", base_url.trim_end_matches('/'));
+        Self::connect(&Endpoint::new(base_url)).await
+    }
+
+    /// Connects to `endpoint`: its WebSocket, or the one its HTTP endpoint's
+    /// `/json/version` names; the token goes with both requests, and the
+    /// admission deadline bounds each (see [`Connection::connect_to`]).
+    pub async fn connect(endpoint: &Endpoint) -> Result<Self, CdpError> {
+        if endpoint.is_websocket() {
+            let connection = Connection::connect_to(endpoint).await?;
+            return Self::finish(connection, Origin::Connected).await;
+        }
+        let url = format!("{}/json/version", endpoint.url().trim_end_matches('/'));
         let error = |reason: String| CdpError::Connect {
-            url: url.clone(),
-            reason,
+            url: endpoint.at(&url).shown(),
+            reason: endpoint.redact(&reason),
         };
-        let version: Value = reqwest::get(&url)
-            .await
-            .map_err(|e| error(e.to_string()))?
-            .json()
-            .await
+        let client = reqwest::Client::builder()
+            .timeout(endpoint.admit_deadline())
+            .build()
             .map_err(|e| error(e.to_string()))?;
+        let mut request = client.get(&url);
+        if let Some(token) = endpoint.token().map_err(error)? {
+            request = request.bearer_auth(token.expose());
+        }
+        let response = request.send().await.map_err(|e| error(e.to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.bytes().await.unwrap_or_default();
+            return Err(CdpError::Refused {
+                endpoint: endpoint.at(&url).shown(),
+                status: status.as_u16(),
+                reason: crate::endpoint::refusal_reason(endpoint, status.as_u16(), Some(&body)),
+            });
+        }
+        let version: Value = response.json().await.map_err(|e| error(e.to_string()))?;
         let ws = version["webSocketDebuggerUrl"]
             .as_str()
             .ok_or_else(|| error("no webSocketDebuggerUrl in /json/version".into()))?;
-        Self::connect_ws(ws).await
+        let connection = Connection::connect_to(&endpoint.at(ws)).await?;
+        Self::finish(connection, Origin::Connected).await
+    }
+
+    /// Closes the connection: a browser we connected to ends what it held for
+    /// it (a pool frees the browser it gave this connection).
+    pub fn close(&self) {
+        self.contexts.connection.close();
     }
 
     async fn finish(connection: Connection, origin: Origin) -> Result<Self, CdpError> {

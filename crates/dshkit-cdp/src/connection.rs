@@ -10,8 +10,12 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::http::header::AUTHORIZATION;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use crate::endpoint::{Endpoint, refusal_reason};
 use crate::error::CdpError;
 
 /// Largest CDP message accepted (256 MiB): full-page screenshots arrive as one
@@ -44,6 +48,8 @@ struct Shared {
     unrouted: AtomicU64,
     /// Events a full subscriber could not take.
     dropped: AtomicU64,
+    /// Told once to close the socket ([`Connection::close`]).
+    closing: tokio::sync::Notify,
 }
 
 /// A connection to a DevTools endpoint. Cheap to clone.
@@ -64,15 +70,51 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// Connects to a browser WebSocket endpoint (`ws://host:port/devtools/browser/…`).
     pub async fn connect(ws_url: &str) -> Result<Self, CdpError> {
+        Self::connect_to(&Endpoint::new(ws_url)).await
+    }
+
+    /// Connects to `endpoint`'s WebSocket with its token as a bearer header,
+    /// admitted within its deadline. An HTTP answer instead of the upgrade (a
+    /// pool's 429 when its queue is full, 401 for a wrong token) is
+    /// [`CdpError::Refused`] with the engine's reason; no admission in time is
+    /// [`CdpError::AdmitTimeout`]. No error shows the token.
+    pub async fn connect_to(endpoint: &Endpoint) -> Result<Self, CdpError> {
         let mut config = WebSocketConfig::default();
         config.max_message_size = Some(MAX_MESSAGE_BYTES);
         config.max_frame_size = Some(MAX_MESSAGE_BYTES);
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true)
-            .await
-            .map_err(|e| CdpError::Connect {
-                url: ws_url.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let failed = |reason: String| CdpError::Connect {
+            url: endpoint.shown(),
+            reason: endpoint.redact(&reason),
+        };
+        let mut request = endpoint
+            .url()
+            .into_client_request()
+            .map_err(|e| failed(e.to_string()))?;
+        if let Some(token) = endpoint.token().map_err(failed)? {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .map_err(|_| failed("the token holds characters a header cannot carry".into()))?;
+            value.set_sensitive(true);
+            request.headers_mut().insert(AUTHORIZATION, value);
+        }
+        let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+        let socket = match tokio::time::timeout(endpoint.admit_deadline(), connecting).await {
+            Err(_) => {
+                return Err(CdpError::AdmitTimeout {
+                    endpoint: endpoint.shown(),
+                    waited: endpoint.admit_deadline(),
+                });
+            }
+            Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
+                let status = response.status().as_u16();
+                return Err(CdpError::Refused {
+                    endpoint: endpoint.shown(),
+                    status,
+                    reason: refusal_reason(endpoint, status, response.body().as_deref()),
+                });
+            }
+            Ok(Err(e)) => return Err(failed(e.to_string())),
+            Ok(Ok((socket, _))) => socket,
+        };
         let (mut sink, mut stream) = socket.split();
         let (outgoing, mut queue) = mpsc::channel::<String>(OUTGOING_BUFFER);
         let shared = Arc::new(Shared {
@@ -82,12 +124,20 @@ impl Connection {
             closed: AtomicBool::new(false),
             unrouted: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            closing: tokio::sync::Notify::new(),
         });
 
+        let writer = Arc::clone(&shared);
         tokio::spawn(async move {
-            while let Some(text) = queue.recv().await {
-                if sink.send(Message::text(text)).await.is_err() {
-                    break;
+            loop {
+                tokio::select! {
+                    text = queue.recv() => {
+                        let Some(text) = text else { break };
+                        if sink.send(Message::text(text)).await.is_err() {
+                            break;
+                        }
+                    }
+                    () = writer.closing.notified() => break,
                 }
             }
             let _ = sink.close().await;
@@ -105,6 +155,13 @@ impl Connection {
             close(&reader);
         });
         Ok(Self { outgoing, shared })
+    }
+
+    /// Closes the socket (a close frame, then the end of the connection): the
+    /// browser side ends what the connection held (a pool frees its browser).
+    /// Commands still waiting fail with [`CdpError::Disconnected`].
+    pub fn close(&self) {
+        self.shared.closing.notify_one();
     }
 
     /// Whether the socket has closed.

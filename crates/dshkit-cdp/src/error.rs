@@ -33,6 +33,18 @@ pub enum CdpError {
     LaunchTimeout(Duration),
     #[error("failed to connect to the DevTools endpoint {url}: {reason}")]
     Connect { url: String, reason: String },
+    #[error("the browser endpoint {endpoint} refused the connection: HTTP {status}: {reason}")]
+    Refused {
+        /// The endpoint as it may be shown ([`crate::Endpoint::shown`]).
+        endpoint: String,
+        status: u16,
+        /// The engine's own words (its answer's body), secrets removed.
+        reason: String,
+    },
+    #[error(
+        "the browser endpoint {endpoint} did not admit the connection within {waited:?} (a pool holds a connection while its queue waits for a free browser); try again later, or give the pool more capacity"
+    )]
+    AdmitTimeout { endpoint: String, waited: Duration },
     #[error("the browser connection is closed (the browser exited or the endpoint went away)")]
     Disconnected,
     #[error("{method} got no response within {timeout:?}")]
@@ -58,6 +70,8 @@ impl CdpError {
             Self::EarlyExit { .. } => "BROWSER_EXITED",
             Self::LaunchTimeout(_) => "BROWSER_LAUNCH_TIMEOUT",
             Self::Connect { .. } => "BROWSER_CONNECT_FAILED",
+            Self::Refused { .. } => "BROWSER_POOL_REFUSED",
+            Self::AdmitTimeout { .. } => "BROWSER_POOL_TIMEOUT",
             Self::Disconnected => "BROWSER_GONE",
             Self::Timeout { .. } => "CDP_TIMEOUT",
             Self::Protocol { .. } => "CDP_PROTOCOL_ERROR",
@@ -66,13 +80,24 @@ impl CdpError {
         }
     }
 
-    /// No browser installed is refused (the setup lacks it); everything else
-    /// failed while the browser ran or was started.
+    /// No browser installed, or an endpoint that refuses our credentials (401,
+    /// 403), is refused (the setup lacks it); everything else failed while the
+    /// browser ran, was started or was waited for.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::NoBrowser(_) => ErrorClass::Refused,
+            Self::NoBrowser(_)
+            | Self::Refused {
+                status: 401 | 403, ..
+            } => ErrorClass::Refused,
             _ => ErrorClass::Runtime,
         }
+    }
+
+    /// Whether an endpoint (a pool) did not admit the connection: it refused it
+    /// with an HTTP answer, or held it past the admission deadline. The error
+    /// carries the engine's reason.
+    pub fn is_not_admitted(&self) -> bool {
+        matches!(self, Self::Refused { .. } | Self::AdmitTimeout { .. })
     }
 
     /// Whether the browser is gone and a relaunch is the remedy.
@@ -176,6 +201,35 @@ mod tests {
             assert_eq!(error.class(), class, "{error}");
             assert_eq!(error.is_retryable(), retryable, "{error}");
             assert_eq!(error.is_disconnect(), code == "BROWSER_GONE", "{error}");
+            assert!(!error.is_not_admitted(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_pool_that_does_not_admit_has_its_codes_and_a_wrong_token_is_refused() {
+        let refused = |status| CdpError::Refused {
+            endpoint: "ws://x".into(),
+            status,
+            reason: "Too many requests".into(),
+        };
+        let table = [
+            (refused(429), "BROWSER_POOL_REFUSED", ErrorClass::Runtime),
+            (refused(503), "BROWSER_POOL_REFUSED", ErrorClass::Runtime),
+            (refused(401), "BROWSER_POOL_REFUSED", ErrorClass::Refused),
+            (
+                CdpError::AdmitTimeout {
+                    endpoint: "ws://x".into(),
+                    waited: Duration::from_secs(1),
+                },
+                "BROWSER_POOL_TIMEOUT",
+                ErrorClass::Runtime,
+            ),
+        ];
+        for (error, code, class) in table {
+            assert_eq!(error.code(), code, "{error}");
+            assert_eq!(error.class(), class, "{error}");
+            assert!(error.is_not_admitted(), "{error}");
+            assert!(!error.is_retryable() && !error.is_disconnect(), "{error}");
         }
     }
 }

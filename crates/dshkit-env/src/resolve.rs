@@ -59,6 +59,40 @@ pub struct Resolved {
     /// Where evidence is kept: `DSHKIT_EVIDENCE_ROOT`, else the file's
     /// `evidenceRoot`, else [`disk::default_evidence_root`] (`None`: no home).
     pub evidence_root: Option<PathBuf>,
+    /// The browser pool previews run on (`browser.pool`): the file's endpoint
+    /// (the binary's `--browser-ws` / `--browser-url` win over it) and its token.
+    pub browser_pool: BrowserPool,
+}
+
+/// A browser pool's endpoint and where its token comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrowserPool {
+    /// `browserPoolEndpoint` from the settings file.
+    pub endpoint: Option<String>,
+    pub token: PoolToken,
+}
+
+/// Where a pool's token comes from: `DSHKIT_BROWSER_POOL_TOKEN` wins over the
+/// file's `browserPoolTokenFile` (read at each connection, so a rotated token
+/// needs no restart). Its `Debug` never shows a token.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum PoolToken {
+    #[default]
+    None,
+    /// The variable's value.
+    Env(String),
+    /// A file holding it.
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for PoolToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Env(_) => write!(f, "Env({})", vars::DSHKIT_BROWSER_POOL_TOKEN),
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
 }
 
 /// Resolves `flags` over `env` over the settings file over the defaults.
@@ -121,6 +155,17 @@ fn combine(env: &Environment, flags: Flags, stored: Settings) -> Resolved {
             .path_var(vars::DSHKIT_EVIDENCE_ROOT)
             .or(stored.evidence_root)
             .or_else(|| disk::default_evidence_root(env)),
+        browser_pool: BrowserPool {
+            endpoint: stored.browser_pool_endpoint,
+            token: match (
+                env.get(vars::DSHKIT_BROWSER_POOL_TOKEN),
+                stored.browser_pool_token_file,
+            ) {
+                (Some(token), _) => PoolToken::Env(token.to_string_lossy().into_owned()),
+                (None, Some(file)) => PoolToken::File(file),
+                (None, None) => PoolToken::None,
+            },
+        },
     }
 }
 
@@ -253,6 +298,43 @@ mod tests {
             default.evidence_root,
             Some(PathBuf::from("/home/u/.local/state/dshkit/evidence"))
         );
+    }
+
+    #[test]
+    fn the_pool_token_is_the_variable_then_the_file_and_never_shown() {
+        let stored = Settings {
+            browser_pool_endpoint: Some("ws://127.0.0.1:3000/chromium".into()),
+            browser_pool_token_file: Some("/srv/pool-token".into()),
+            ..Settings::default()
+        };
+        let env = Environment::from_pairs_on(crate::Platform::Linux, [(vars::HOME, "/home/u")]);
+        let from_file = combine(&env, Flags::default(), stored.clone());
+        assert_eq!(
+            from_file.browser_pool.endpoint.as_deref(),
+            Some("ws://127.0.0.1:3000/chromium")
+        );
+        assert_eq!(
+            from_file.browser_pool.token,
+            PoolToken::File("/srv/pool-token".into())
+        );
+        let env = Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [
+                (vars::HOME, "/home/u"),
+                (vars::DSHKIT_BROWSER_POOL_TOKEN, "s3cret-value"),
+            ],
+        );
+        let from_var = combine(&env, Flags::default(), stored);
+        assert_eq!(from_var.browser_pool.token, PoolToken::Env("s3cret-value".into()));
+        let shown = format!("{from_var:?}");
+        assert!(!shown.contains("s3cret-value"), "{shown}");
+        assert!(shown.contains("DSHKIT_BROWSER_POOL_TOKEN"), "{shown}");
+        let none = combine(
+            &env_with_config(std::path::Path::new("/x")),
+            Flags::default(),
+            Settings::default(),
+        );
+        assert_eq!(none.browser_pool, BrowserPool::default());
     }
 
     #[test]

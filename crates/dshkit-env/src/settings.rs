@@ -45,6 +45,14 @@ pub struct Settings {
     /// Where reports and screenshots are kept (an absolute path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_root: Option<PathBuf>,
+    /// The browser pool previews run on (`browser.pool`'s endpoint): its
+    /// WebSocket or HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_pool_endpoint: Option<String>,
+    /// The file holding the pool's token (`browser.pool`'s tokenFile; the
+    /// token itself is never stored here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_pool_token_file: Option<PathBuf>,
 }
 
 /// What a setting's value must be.
@@ -56,6 +64,8 @@ pub enum Rule {
     Hosts,
     /// An absolute path.
     AbsolutePath,
+    /// A browser endpoint: a `ws://`, `wss://`, `http://` or `https://` URL.
+    Endpoint,
 }
 
 /// One setting: its key in the file, what people read, and its rule.
@@ -69,7 +79,7 @@ pub struct Field {
 
 /// The one table of settings and their rules: the file, `dshkit settings` and
 /// DSH's settings section all validate through it.
-pub const FIELDS: [Field; 6] = [
+pub const FIELDS: [Field; 8] = [
     Field {
         key: "previewLimit",
         label: "Preview session limit",
@@ -122,6 +132,18 @@ pub const FIELDS: [Field; 6] = [
         help: "Where reports and screenshots are kept (DSHKIT_EVIDENCE_ROOT wins over it)",
         rule: Rule::AbsolutePath,
     },
+    Field {
+        key: "browserPoolEndpoint",
+        label: "Browser pool endpoint",
+        help: "A browser pool (browserless) previews run on, one connection each, instead of a local Chromium; --browser-ws or --browser-url wins over it",
+        rule: Rule::Endpoint,
+    },
+    Field {
+        key: "browserPoolTokenFile",
+        label: "Browser pool token file",
+        help: "The file holding the pool's token (DSHKIT_BROWSER_POOL_TOKEN wins over it); the token is never shown",
+        rule: Rule::AbsolutePath,
+    },
 ];
 
 /// The row of `key`, if it is a setting.
@@ -136,6 +158,7 @@ impl Rule {
             Self::Whole { low, high, unit } => format!("a whole number from {low} to {high} {unit}"),
             Self::Hosts => format!("at most {MAX_ALLOWED_HOSTS} host names, without scheme, port or path"),
             Self::AbsolutePath => "an absolute path".to_owned(),
+            Self::Endpoint => "a ws://, wss://, http:// or https:// URL".to_owned(),
         }
     }
 
@@ -166,7 +189,7 @@ impl Rule {
                 let hosts: Vec<String> = hosts.into_iter().filter(|h| !h.is_empty()).collect();
                 Ok((!hosts.is_empty()).then(|| hosts.into()))
             }
-            Self::AbsolutePath => text.map(|t| Some(t.into())).ok_or_else(shape),
+            Self::AbsolutePath | Self::Endpoint => text.map(|t| Some(t.into())).ok_or_else(shape),
         }
     }
 
@@ -198,6 +221,18 @@ impl Rule {
                     Some(format!("must be at most {MAX_PATH_BYTES} bytes"))
                 } else if !Path::new(path).is_absolute() {
                     Some(format!("must be an absolute path, not {path:?}"))
+                } else {
+                    None
+                }
+            }
+            Self::Endpoint => {
+                let url = value.as_str()?;
+                let schemes = ["ws://", "wss://", "http://", "https://"];
+                if url.len() > MAX_PATH_BYTES {
+                    Some(format!("must be at most {MAX_PATH_BYTES} bytes"))
+                } else if !schemes.iter().any(|s| url.starts_with(s)) || url.contains(char::is_whitespace) {
+                    // The value is not echoed: a URL may carry a token.
+                    Some(format!("must be {}", self.describe()))
                 } else {
                     None
                 }

@@ -23,6 +23,9 @@ pub fn described(
         .map(|f| {
             let default = match f.key {
                 "evidenceRoot" => disk::default_evidence_root(env).map(|p| json!(p)),
+                // No pool: dshkit launches a Chromium of its own.
+                "browserPoolEndpoint" => Some(json!("none (dshkit's own Chromium)")),
+                "browserPoolTokenFile" => Some(json!("none")),
                 key => default_of(key),
             };
             let mut field = json!({
@@ -40,6 +43,9 @@ pub fn described(
             }
             if f.key == "evidenceRoot" && env.get(vars::DSHKIT_EVIDENCE_ROOT).is_some() {
                 field["overriddenBy"] = json!(vars::DSHKIT_EVIDENCE_ROOT);
+            }
+            if f.key == "browserPoolTokenFile" && env.get(vars::DSHKIT_BROWSER_POOL_TOKEN).is_some() {
+                field["overriddenBy"] = json!(vars::DSHKIT_BROWSER_POOL_TOKEN);
             }
             field
         })
@@ -94,5 +100,40 @@ fn shown(value: Option<&Value>) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         Some(other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_fields_say_their_default_and_that_the_variable_wins_without_its_value() {
+        let env = Environment::from_pairs_on(
+            crate::Platform::Linux,
+            [
+                (vars::HOME, "/home/u"),
+                (vars::DSHKIT_BROWSER_POOL_TOKEN, "s3cret-value"),
+            ],
+        );
+        let stored = Settings {
+            browser_pool_token_file: Some("/run/secrets/pool".into()),
+            ..Settings::default()
+        };
+        let fields = described(&env, &stored, |_| None);
+        let field = |key: &str| fields.iter().find(|f| f["key"] == key).unwrap().clone();
+        assert_eq!(
+            field("browserPoolEndpoint")["default"],
+            "none (dshkit's own Chromium)"
+        );
+        let token_file = field("browserPoolTokenFile");
+        assert_eq!(token_file["value"], "/run/secrets/pool");
+        assert_eq!(token_file["overriddenBy"], vars::DSHKIT_BROWSER_POOL_TOKEN);
+        let text = text(Path::new("/s.json"), &fields, None, "");
+        assert!(!text.contains("s3cret-value"), "{text}");
+        assert!(
+            text.contains("(overridden by DSHKIT_BROWSER_POOL_TOKEN)"),
+            "{text}"
+        );
     }
 }

@@ -12,6 +12,9 @@ pub const DSH_HOME: &str = "DSH_HOME";
 pub const DSHKIT_EVIDENCE_ROOT: &str = "DSHKIT_EVIDENCE_ROOT";
 /// Bearer token for `dshkit mcp --http`, instead of a token file.
 pub const DSHKIT_MCP_TOKEN: &str = "DSHKIT_MCP_TOKEN";
+/// The browser pool's token (sent as a bearer header, never shown), over the
+/// `browserPoolTokenFile` setting.
+pub const DSHKIT_BROWSER_POOL_TOKEN: &str = "DSHKIT_BROWSER_POOL_TOKEN";
 /// The DevTools endpoint `dshkit devtools` talks to (a loopback URL), as `--endpoint`.
 pub const DSH_CORDIS_DEBUG_ENDPOINT: &str = "DSH_CORDIS_DEBUG_ENDPOINT";
 /// The DevTools endpoint's bearer token itself, for `dshkit devtools` (a

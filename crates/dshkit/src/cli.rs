@@ -599,8 +599,9 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "DURATION", value_parser = nonzero_seconds)]
     pub(crate) header_timeout: Option<std::time::Duration>,
 
-    /// Use the browser at this DevTools WebSocket (`ws://host:port/devtools/browser/…`)
-    /// instead of launching Chromium, e.g. a remote browser pool.
+    /// Use the browser pool (or browser) at this DevTools WebSocket (browserless:
+    /// `ws://host:3000/chromium`) instead of launching Chromium: one connection per
+    /// preview; its token from DSHKIT_BROWSER_POOL_TOKEN or `browserPoolTokenFile`.
     #[arg(long, value_name = "URL", conflicts_with = "browser_url")]
     pub(crate) browser_ws: Option<String>,
 

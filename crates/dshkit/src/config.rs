@@ -6,7 +6,7 @@
 use dshkit_env::Environment;
 use dshkit_env::resolve::{Flags, Live, Resolved, SettingsFile};
 use dshkit_env::settings::SettingsError;
-use dshkit_liveloop::preview::{PreviewConfig, PreviewLimits};
+use dshkit_liveloop::preview::{BrowserSource, PreviewConfig, PreviewLimits};
 use dshkit_liveloop::verify::evidence::Retention;
 
 use crate::exit::{self, Failure};
@@ -84,13 +84,16 @@ pub(crate) fn current(live: &Live) -> Result<Resolved, BrokenSettings> {
 }
 
 /// The previews' configuration: the resolved limits over the preview
-/// manager's defaults.
-pub(crate) fn preview_config(resolved: &Resolved) -> PreviewConfig {
+/// manager's defaults, and the browser: `browser_flag` (`--browser-ws` or
+/// `--browser-url`), else the settings' pool, else a Chromium of our own.
+pub(crate) fn preview_config(resolved: &Resolved, browser_flag: Option<&str>) -> PreviewConfig {
     let limits = preview_limits(resolved);
+    let pool = &resolved.browser_pool;
     PreviewConfig {
         max_sessions: limits.max_sessions,
         idle_timeout: limits.idle_timeout,
         allow_hosts: limits.allow_hosts,
+        browser: BrowserSource::chosen(browser_flag, pool, PreviewConfig::default().browser),
         ..PreviewConfig::default()
     }
 }

@@ -351,3 +351,80 @@ fn sigkill_of_the_owner_leaves_no_chromium_behind() {
 fn browser_processes(profile: &str) -> Vec<u32> {
     dshkit_test::processes_mentioning(profile)
 }
+
+/// A pool that holds a connection's upgrade (its queue) never hangs a client:
+/// past the admission deadline the connect fails, naming the endpoint and not
+/// its token.
+#[tokio::test]
+async fn a_connection_no_endpoint_admits_fails_at_its_deadline_without_showing_the_token() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        // Accepted and read, never answered: a queued upgrade.
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 4096];
+        let n = tokio::io::AsyncReadExt::read(&mut socket, &mut request)
+            .await
+            .unwrap();
+        let request = String::from_utf8_lossy(&request[..n]).into_owned();
+        std::future::pending::<()>().await;
+        request
+    });
+    let token = "queued-secret-token";
+    let endpoint = dshkit_cdp::Endpoint::new(format!("ws://127.0.0.1:{port}/chromium?token=also-secret"))
+        .with_token(dshkit_cdp::Secret::new(token))
+        .with_admit_deadline(Duration::from_millis(300));
+    let error = Browser::connect(&endpoint).await.unwrap_err();
+    assert!(matches!(error, CdpError::AdmitTimeout { .. }), "{error:?}");
+    assert_eq!(error.code(), "BROWSER_POOL_TIMEOUT");
+    assert!(error.is_not_admitted());
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("ws://127.0.0.1:{port}/chromium?token=<redacted>")),
+        "{message}"
+    );
+    for secret in [token, "also-secret"] {
+        assert!(!message.contains(secret), "{message}");
+        assert!(!format!("{error:?}").contains(secret), "{error:?}");
+    }
+    held.abort();
+}
+
+/// An endpoint that answers the upgrade with HTTP (a full pool's 429) is a
+/// refusal carrying the engine's words, and the token went as a bearer header.
+#[tokio::test]
+async fn a_refused_upgrade_carries_the_engines_reason_and_the_token_went_as_a_header() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = vec![0u8; 4096];
+        let n = tokio::io::AsyncReadExt::read(&mut socket, &mut request)
+            .await
+            .unwrap();
+        tokio::io::AsyncWriteExt::write_all(
+            &mut socket,
+            b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\n\r\nToo many requests",
+        )
+        .await
+        .unwrap();
+        String::from_utf8_lossy(&request[..n]).into_owned()
+    });
+    let endpoint = dshkit_cdp::Endpoint::new(format!("ws://127.0.0.1:{port}/chromium"))
+        .with_token(dshkit_cdp::Secret::new("header-secret"));
+    let error = Browser::connect(&endpoint).await.unwrap_err();
+    assert_eq!(error.code(), "BROWSER_POOL_REFUSED", "{error}");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the browser endpoint ws://127.0.0.1:{port}/chromium refused the connection: HTTP 429: Too many requests"
+        )
+    );
+    let request = served.await.unwrap();
+    assert!(
+        request
+            .to_ascii_lowercase()
+            .contains("authorization: bearer header-secret"),
+        "{request}"
+    );
+}

@@ -87,6 +87,8 @@ impl PreviewError {
             Self::Timeout { .. } | Self::NoResponse { .. } => "TIMEOUT",
             Self::Interaction(_) => "INTERACTION_FAILED",
             Self::Cdp(e) if e.is_disconnect() => "BROWSER_GONE",
+            // A pool's refusal or full queue keeps its own code: its reason is the news.
+            Self::Cdp(e) if e.is_not_admitted() => e.code(),
             Self::Cdp(_) => "BROWSER_ERROR",
         }
     }
@@ -282,6 +284,27 @@ mod tests {
                 "BROWSER_GONE",
                 Runtime,
                 true,
+                true,
+            ),
+            (
+                PreviewError::Cdp(CdpError::Refused {
+                    endpoint: "ws://127.0.0.1:3000/".into(),
+                    status: 429,
+                    reason: "Too many requests".into(),
+                }),
+                "BROWSER_POOL_REFUSED",
+                Runtime,
+                false,
+                true,
+            ),
+            (
+                PreviewError::Cdp(CdpError::AdmitTimeout {
+                    endpoint: "ws://127.0.0.1:3000/".into(),
+                    waited: std::time::Duration::from_mins(1),
+                }),
+                "BROWSER_POOL_TIMEOUT",
+                Runtime,
+                false,
                 true,
             ),
             (

@@ -21,8 +21,41 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_mins(15);
 #[derive(Debug, Clone)]
 pub enum BrowserSource {
     Launch(LaunchOptions),
-    /// An existing endpoint: `ws://…/devtools/browser/…` or `http://host:port`.
+    /// An existing endpoint: `ws://…/devtools/browser/…` or `http://host:port`,
+    /// one connection shared by every preview.
     Endpoint(String),
+    /// A browser pool engine (browserless, Selenium Grid 4): one connection per
+    /// preview session, as such engines count and queue them (browserless gives
+    /// each connection a browser of its own). No blank preview is kept ready:
+    /// it would hold one of the pool's browsers. A connection the engine refuses
+    /// or does not admit within the endpoint's deadline fails the open with the
+    /// engine's reason.
+    Pool(dshkit_cdp::Endpoint),
+}
+
+impl BrowserSource {
+    /// The browser `dshkit mcp` drives: `flag` (`--browser-ws` is a pool, one
+    /// connection per preview; `--browser-url`, a browser's HTTP endpoint, is
+    /// one shared connection), else the settings' `browserPoolEndpoint` (a
+    /// pool), else `otherwise` (a launched Chromium). A pool's token is
+    /// `pool.token`'s (`DSHKIT_BROWSER_POOL_TOKEN`, else the token file).
+    pub fn chosen(flag: Option<&str>, pool: &dshkit_env::resolve::BrowserPool, otherwise: Self) -> Self {
+        use dshkit_env::resolve::PoolToken;
+        let endpoint = match flag {
+            Some(url) if !url.starts_with("ws") => return Self::Endpoint(url.to_owned()),
+            Some(url) => url,
+            None => match &pool.endpoint {
+                Some(url) => url,
+                None => return otherwise,
+            },
+        };
+        let endpoint = dshkit_cdp::Endpoint::new(endpoint);
+        Self::Pool(match &pool.token {
+            PoolToken::None => endpoint,
+            PoolToken::Env(token) => endpoint.with_token(dshkit_cdp::Secret::new(token)),
+            PoolToken::File(file) => endpoint.with_token_file(file.clone()),
+        })
+    }
 }
 
 /// The limits a person may change while previews run ([`PreviewManager::set_limits`]).
@@ -64,6 +97,8 @@ impl Default for PreviewConfig {
 #[derive(Default)]
 struct State {
     browser: Option<Browser>,
+    /// With a pool: each session's own connection, by session id.
+    pooled: HashMap<String, Browser>,
     sessions: HashMap<String, Arc<PreviewSession>>,
     /// Whether a browser was ever running, so the next launch is a relaunch.
     launched_before: bool,
@@ -148,6 +183,9 @@ pub struct PreviewManager {
     keep_blank: std::sync::atomic::AtomicBool,
     /// Browsers launched after an earlier one had exited or disconnected.
     relaunches: std::sync::atomic::AtomicU64,
+    /// Pool connections being made for opens (off the state lock): they count
+    /// against the session limit.
+    opening: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl std::fmt::Debug for PreviewManager {
@@ -171,6 +209,7 @@ impl PreviewManager {
             blank: Arc::default(),
             keep_blank: std::sync::atomic::AtomicBool::new(false),
             relaunches: std::sync::atomic::AtomicU64::new(0),
+            opening: Arc::default(),
         }
     }
 
@@ -233,9 +272,70 @@ impl PreviewManager {
         url: &str,
         viewport: Viewport,
     ) -> Result<Arc<PreviewSession>, PreviewError> {
+        if let BrowserSource::Pool(endpoint) = &self.config.browser {
+            return self
+                .open_pooled(endpoint, owner, url, viewport, Purpose::Browse)
+                .await;
+        }
         let mut state = self.state.lock().await;
         self.open_locked(&mut state, owner, url, viewport, Purpose::Browse)
             .await
+    }
+
+    /// Whether previews are served by a pool engine, one connection each.
+    pub fn is_pooled(&self) -> bool {
+        matches!(self.config.browser, BrowserSource::Pool(_))
+    }
+
+    /// Opens `url` on a connection of its own to the pool at `endpoint`. The
+    /// connection is made off the state lock: the engine may hold it in its
+    /// queue until one of its browsers is free, and meanwhile other previews
+    /// open and close (a closing one frees the browser this one waits for).
+    async fn open_pooled(
+        &self,
+        endpoint: &dshkit_cdp::Endpoint,
+        owner: &str,
+        url: &str,
+        viewport: Viewport,
+        purpose: Purpose,
+    ) -> Result<Arc<PreviewSession>, PreviewError> {
+        let (origin, parsed) = PreviewOrigin::of(url)?;
+        let _opening = {
+            let mut state = self.state.lock().await;
+            self.sweep(&mut state).await;
+            self.make_room(&mut state, owner).await?;
+            Opening::count(&self.opening)
+        };
+        let policy = NetworkPolicy {
+            origin,
+            allow_hosts: self.limits().allow_hosts,
+            resolver: Arc::clone(&self.config.resolver),
+            dns_timeout: self.config.dns_timeout,
+        };
+        let browser = Browser::connect(endpoint).await?;
+        let id = new_id()?;
+        let opened = PreviewSession::open(
+            &browser.contexts(),
+            id.clone(),
+            owner.to_owned(),
+            policy,
+            viewport,
+            parsed.as_str(),
+            purpose,
+        )
+        .await;
+        let session = match opened {
+            Ok(session) => Arc::new(session),
+            Err(error) => {
+                browser.close();
+                return Err(error);
+            }
+        };
+        session.touch();
+        let mut state = self.state.lock().await;
+        state.sessions.insert(id.clone(), Arc::clone(&session));
+        state.pooled.insert(id, browser);
+        Ok(session)
     }
 
     /// A preview for a verification of `url` by `owner`: an idle preview that
@@ -250,6 +350,13 @@ impl PreviewManager {
         viewport: Viewport,
     ) -> Result<(Arc<PreviewSession>, bool), PreviewError> {
         let (origin, _) = PreviewOrigin::of(url)?;
+        if let BrowserSource::Pool(endpoint) = &self.config.browser {
+            // Never reused: a verification gives its pool browser back when done.
+            return self
+                .open_pooled(endpoint, owner, url, viewport, Purpose::Verify)
+                .await
+                .map(|session| (session, false));
+        }
         let mut state = self.state.lock().await;
         self.sweep(&mut state).await;
         let reusable = state
@@ -324,7 +431,8 @@ impl PreviewManager {
     /// [`PreviewManager::take_evicted`]); refuses when `owner` has none to give.
     async fn make_room(&self, state: &mut State, owner: &str) -> Result<(), PreviewError> {
         let max_sessions = self.max_sessions();
-        if state.sessions.len() < max_sessions {
+        let opening = self.opening.load(std::sync::atomic::Ordering::Relaxed);
+        if state.sessions.len() + opening < max_sessions {
             return Ok(());
         }
         let Some(id) = state
@@ -359,9 +467,7 @@ impl PreviewManager {
             owner: session.owner.clone(),
             why,
         });
-        if let Some(browser) = &state.browser {
-            let _ = browser.dispose_context(&session.context_id).await;
-        }
+        dispose(state, &session).await;
     }
 
     /// Makes a blank preview in the background for the next open, when the
@@ -404,6 +510,9 @@ impl PreviewManager {
     fn forget_browser(&self, state: &mut State) {
         state.sessions.clear();
         state.browser = None;
+        for (_, browser) in state.pooled.drain() {
+            browser.close();
+        }
         let mut slot = self.blank.slot();
         slot.current = 0;
         slot.ready = None;
@@ -423,9 +532,7 @@ impl PreviewManager {
         let mut state = self.state.lock().await;
         owned(&state, owner, id)?;
         let session = state.sessions.remove(id).expect("present");
-        if let Some(browser) = &state.browser {
-            let _ = browser.dispose_context(&session.context_id).await;
-        }
+        dispose(&mut state, &session).await;
         Ok(())
     }
 
@@ -442,9 +549,7 @@ impl PreviewManager {
             .collect();
         for id in &owned {
             let session = state.sessions.remove(id).expect("present");
-            if let Some(browser) = &state.browser {
-                let _ = browser.dispose_context(&session.context_id).await;
-            }
+            dispose(&mut state, &session).await;
         }
         owned.len()
     }
@@ -473,7 +578,12 @@ impl PreviewManager {
     /// so the first open finds both; from then on keeps a blank ready for the
     /// next open, and closes the browser whenever it has held no session for the
     /// idle timeout (the next open launches it again). Ends with the manager.
+    /// With a pool, nothing: a browser or a blank kept ready would hold one of
+    /// the pool's browsers.
     pub fn prewarm(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        if self.is_pooled() {
+            return tokio::spawn(async {});
+        }
         self.keep_blank.store(true, std::sync::atomic::Ordering::Relaxed);
         let manager = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -532,6 +642,17 @@ impl PreviewManager {
             tracing::warn!("the preview browser is gone; closing its sessions");
             self.forget_browser(state);
         }
+        let mut gone = Vec::new();
+        for (id, browser) in &mut state.pooled {
+            if !browser.is_alive() {
+                gone.push(id.clone());
+            }
+        }
+        for id in gone {
+            tracing::warn!(%id, "the pool closed this preview's connection (its session timeout?); closing the preview");
+            state.pooled.remove(&id);
+            state.sessions.remove(&id);
+        }
         let timeout = self.idle_timeout();
         let idle: Vec<String> = state
             .sessions
@@ -551,6 +672,8 @@ impl PreviewManager {
                 BrowserSource::Launch(options) => Browser::launch(options).await?,
                 BrowserSource::Endpoint(url) if url.starts_with("ws") => Browser::connect_ws(url).await?,
                 BrowserSource::Endpoint(url) => Browser::connect_http(url).await?,
+                // Pooled previews connect one by one (`open_pooled`).
+                BrowserSource::Pool(_) => return Err(PreviewError::Cdp(dshkit_cdp::CdpError::Disconnected)),
             };
             state.browser = Some(browser);
             let mut slot = self.blank.slot();
@@ -581,8 +704,47 @@ impl PreviewManager {
     pub async fn note_error(&self, error: &PreviewError) {
         if error.is_browser_gone() {
             let mut state = self.state.lock().await;
-            self.forget_browser(&mut state);
+            if self.is_pooled() {
+                // One pool connection gone says nothing of the others.
+                self.sweep(&mut state).await;
+            } else {
+                self.forget_browser(&mut state);
+            }
         }
+    }
+
+    /// After a verification on a preview it opened for itself: with a pool, the
+    /// preview is closed so its browser goes back to the pool at once; whether
+    /// it was.
+    pub async fn release_after_verification(&self, owner: &str, id: &str) -> bool {
+        self.is_pooled() && self.close(owner, id).await.is_ok()
+    }
+}
+
+/// Ends what `session` held in its browser: with a pool its own connection
+/// (the engine ends its browser), else its context.
+async fn dispose(state: &mut State, session: &PreviewSession) {
+    if let Some(browser) = state.pooled.remove(&session.id) {
+        browser.close();
+    } else if let Some(browser) = &state.browser {
+        let _ = browser.dispose_context(&session.context_id).await;
+    }
+}
+
+/// A pool connection being made, counted in [`PreviewManager`]'s `opening`
+/// until dropped (made, failed or abandoned).
+struct Opening(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Opening {
+    fn count(opening: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        opening.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(Arc::clone(opening))
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

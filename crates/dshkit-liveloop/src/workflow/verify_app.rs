@@ -72,7 +72,8 @@ pub struct VerifyTools<'a> {
     pub retention: Retention,
 }
 
-/// A verification's report, and the preview it ran in when one was opened.
+/// A verification's report, and the preview it ran in when one was opened and
+/// kept (a pool's preview is closed after its verification).
 #[derive(Debug)]
 pub struct Verified {
     pub report: Report,
@@ -167,13 +168,19 @@ pub async fn verify_app(
         }
     };
     request.request.quiet_window_ms = request.request.quiet_window_ms.or(request.quiet_window_ms);
-    let report = verify(&session, &request.request, &context)
-        .await
-        .map_err(WorkflowError::Verify)?;
+    let report = verify(&session, &request.request, &context).await;
+    // A preview opened for this verification on a pool gives its browser back.
+    let opened_here = !matches!(request.target, AppTarget::Session(_));
+    let released = opened_here
+        && tools
+            .previews
+            .release_after_verification(&request.owner, &session.id)
+            .await;
+    let report = report.map_err(WorkflowError::Verify)?;
     apply_retention(tools);
     Ok(Verified {
         report,
-        session: Some(session.id.clone()),
+        session: (!released).then(|| session.id.clone()),
     })
 }
 

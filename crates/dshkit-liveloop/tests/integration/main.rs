@@ -1139,3 +1139,45 @@ async fn a_reload_of_a_page_whose_server_is_gone_fails_and_names_the_page() {
     assert!(err.to_string().contains(&url), "names the page: {err}");
     previews.shutdown().await;
 }
+
+/// On a pool each preview has a connection of its own: closing a preview
+/// closes its connection (the browser then disposes its context, as a pool
+/// ends its browser), a verification's own preview is given back after its
+/// report, and a plain Chromium serves as a pool too.
+#[tokio::test]
+async fn a_pooled_preview_has_its_own_connection_and_gives_it_back_when_closed() {
+    let server = FixtureServer::start(vec![("/", html("<p>pooled</p>"))]);
+    let browser = dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions::default())
+        .await
+        .unwrap();
+    let endpoint = dshkit_cdp::Endpoint::new(browser.process().unwrap().ws_url());
+    let manager = Arc::new(PreviewManager::new(PreviewConfig {
+        browser: BrowserSource::Pool(endpoint),
+        ..PreviewConfig::default()
+    }));
+    assert!(manager.is_pooled());
+    drop(manager.prewarm());
+    let first = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    let second = manager
+        .open(OWNER, &server.url("/"), Viewport::Desktop)
+        .await
+        .unwrap();
+    assert!(second.snapshot().await.unwrap().text.contains("pooled"));
+    assert_eq!(
+        context_count(&browser).await,
+        2,
+        "no blank is kept ready on a pool"
+    );
+    manager.close(OWNER, &first.id).await.unwrap();
+    contexts_become(&browser, 1).await;
+    assert!(
+        second.snapshot().await.unwrap().text.contains("pooled"),
+        "the other preview's connection is its own"
+    );
+    assert!(manager.release_after_verification(OWNER, &second.id).await);
+    contexts_become(&browser, 0).await;
+    assert!(manager.list(OWNER).await.is_empty());
+}

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dshkit_liveloop::preview::{BrowserSource, PreviewManager};
+use dshkit_liveloop::preview::PreviewManager;
 use dshkit_liveloop::runtime::RuntimeManager;
 use dshkit_liveloop::workflow::{self, BrowseRequest, ScreenshotStore, render, schema};
 use dshkit_mcp::{
@@ -38,10 +38,7 @@ pub(crate) struct LiveLoopFamily {
 
 impl LiveLoopFamily {
     pub(crate) fn new(config: &ToolsConfig) -> Self {
-        let mut preview = crate::config::preview_config(&config.resolved);
-        if let Some(endpoint) = &config.browser_endpoint {
-            preview.browser = BrowserSource::Endpoint(endpoint.clone());
-        }
+        let preview = crate::config::preview_config(&config.resolved, config.browser_endpoint.as_deref());
         Self {
             previews: Arc::new(PreviewManager::new(preview)),
             app: AppTools {

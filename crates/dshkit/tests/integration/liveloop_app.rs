@@ -494,13 +494,17 @@ fn a_real_next_app_is_detected_started_verified_and_stopped() {
 /// `middleware` (a Connect handler's body, `(req, res, next)`) in its dev
 /// server, running on a free port; its own dependency cache, so the shared
 /// install is never written.
-struct ViteCopy {
+pub(crate) struct ViteCopy {
     _dir: tempfile::TempDir,
     _vite: dshkit_test::ChildGuard,
-    port: u16,
+    pub(crate) port: u16,
 }
 
-fn vite_copy(rewrite_main: impl Fn(&str) -> String, app: Option<&str>, middleware: &str) -> ViteCopy {
+pub(crate) fn vite_copy(
+    rewrite_main: impl Fn(&str) -> String,
+    app: Option<&str>,
+    middleware: &str,
+) -> ViteCopy {
     let peers = dshkit_test::Peers::get();
     let fixture = peers.app("vite-react");
     let dir = tempfile::tempdir().unwrap();

@@ -2,6 +2,7 @@
 
 #[path = "../shared/broken_home.rs"]
 mod broken_home;
+mod browser_pool;
 mod ci_outputs;
 mod cli;
 mod conformance;
