@@ -6,6 +6,9 @@
 //!
 //! - dshkit: one `dshkit mcp --http` with one MCP session per client, one
 //!   Chromium for all, one preview session (browser context) per client;
+//! - dshkit on browserless (`harness/browser-pool`, admitting as many browsers
+//!   as there are clients): the same server with `--browser-ws`, each
+//!   verification a browser of the engine's;
 //! - Playwright MCP (`--isolated`): one server per client, as an agent host
 //!   starts it, each with its own browser;
 //! - agent-browser: one `agent-browser mcp` per client with a session of its own,
@@ -36,7 +39,14 @@ const LEVELS: &[usize] = &[1, 2, 4, 8, 16];
 /// How often the memory sampler looks at the tools' processes.
 const SAMPLE_EVERY: Duration = Duration::from_millis(200);
 /// The tools, in the order of the table and the pictures.
-const TOOLS: [&str; 3] = ["dshkit", "Playwright MCP", "agent-browser"];
+const TOOLS: [&str; 4] = [
+    "dshkit",
+    "dshkit on browserless",
+    "Playwright MCP",
+    "agent-browser",
+];
+/// The peers dshkit's own-browser figures are compared with.
+const PEERS: [&str; 2] = ["Playwright MCP", "agent-browser"];
 
 /// One tool at one level.
 struct Measured {
@@ -52,7 +62,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let levels: Vec<usize> = match args.first() {
         Some(list) => list
             .split(',')
-            .map(|n| n.trim().parse().with_context(|| format!("a level is a number, not `{n}`")))
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .with_context(|| format!("a level is a number, not `{n}`"))
+            })
             .collect::<anyhow::Result<_>>()?,
         None => LEVELS.to_vec(),
     };
@@ -64,9 +78,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let app = peers.dir.join("apps/vite-react");
     let work = std::env::temp_dir().join(format!("dshkit-bench-parallel-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
-    let path = std::env::join_paths(
-        std::iter::once(peers.node_bin_dir()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )?;
+    let path = std::env::join_paths(std::iter::once(peers.node_bin_dir()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
     // The dev server belongs to a dshkit of its own, so no tool's memory counts it.
     let mut server_owner = StdioClient::start(
         Command::new(&dshkit)
@@ -84,18 +98,22 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "{ROUNDS} verifications in a row per client, after a warm-up, on one warm Vite React dev server ({url}); load, click Increment, see \"Count is 1\", console, screenshot"
     );
     println!(
-        "dshkit: one `mcp --http`, one MCP session and preview per client; Playwright MCP 0.0.83 --isolated: one server per client; agent-browser 0.41.2: one `mcp` and session per client; all on {}",
+        "dshkit: one `mcp --http`, one MCP session and preview per client (on browserless 2.42: a browser of the engine's per verification, the engine admitting one per client); Playwright MCP 0.0.83 --isolated: one server per client; agent-browser 0.41.2: one `mcp` and session per client; all on {}",
         crate::bench::chromium().display()
     );
     println!(
-        "{:<15} {:>7} {:>14} {:>10} {:>10} {:>12}",
+        "{:<22} {:>7} {:>14} {:>10} {:>10} {:>12}",
         "tool", "clients", "verif./minute", "p50", "p95", "peak PSS"
     );
     let mut results = Vec::new();
     for &clients in &levels {
         for tool in TOOLS {
             let measured = match tool {
-                "dshkit" => dshkit_level(&dshkit, &work, &url, clients)?,
+                "dshkit" => dshkit_level(&dshkit, &work, &url, clients, None)?,
+                "dshkit on browserless" => {
+                    let pool = Pool::start(&peers, &work.join(format!("pool-{clients}")), clients)?;
+                    dshkit_level(&dshkit, &work, &url, clients, Some(&pool))?
+                }
                 "Playwright MCP" => peer_level(tool, clients, &url, |i| {
                     Peer::start(
                         crate::bench_browser::playwright_command(&peers, &work.join(format!("pw-{i}"))),
@@ -109,7 +127,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                 })?,
             };
             println!(
-                "{:<15} {:>7} {:>14.1} {:>10} {:>10} {:>12}",
+                "{:<22} {:>7} {:>14.1} {:>10} {:>10} {:>12}",
                 measured.tool,
                 measured.clients,
                 measured.per_minute,
@@ -139,16 +157,23 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "MiB",
         &series(&results, |m| float(m.peak_pss_kib) / 1024.0),
     )?;
-    println!("pictures: {0}/parallel-throughput.svg, {0}/parallel-memory.svg", out.display());
+    println!(
+        "pictures: {0}/parallel-throughput.svg, {0}/parallel-memory.svg",
+        out.display()
+    );
     Ok(())
 }
 
 /// dshkit's throughput at each level against each peer's, as ratios.
 fn ratios(results: &[Measured]) {
-    for clients in results.iter().map(|m| m.clients).collect::<std::collections::BTreeSet<_>>() {
+    for clients in results
+        .iter()
+        .map(|m| m.clients)
+        .collect::<std::collections::BTreeSet<_>>()
+    {
         let at = |tool: &str| results.iter().find(|m| m.tool == tool && m.clients == clients);
         let Some(ours) = at("dshkit") else { continue };
-        let words: Vec<String> = TOOLS[1..]
+        let words: Vec<String> = PEERS
             .iter()
             .filter_map(|peer| {
                 let theirs = at(peer)?;
@@ -179,7 +204,9 @@ fn series(results: &[Measured], value: impl Fn(&Measured) -> f64) -> Vec<(&'stat
 
 /// Samples the PSS of the processes `roots` names (and their descendants) until
 /// stopped; returns the peak.
-fn sample_peak(roots: impl Fn() -> Vec<u32> + Send + 'static) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) {
+fn sample_peak(
+    roots: impl Fn() -> Vec<u32> + Send + 'static,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<u64>) {
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let sampler = std::thread::spawn(move || {
@@ -203,7 +230,13 @@ fn float(n: u64) -> f64 {
     f64::from(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-fn measured(tool: &'static str, clients: usize, wall: Duration, mut latencies: Vec<Duration>, peak: u64) -> Measured {
+fn measured(
+    tool: &'static str,
+    clients: usize,
+    wall: Duration,
+    mut latencies: Vec<Duration>,
+    peak: u64,
+) -> Measured {
     Measured {
         tool,
         clients,
@@ -214,12 +247,69 @@ fn measured(tool: &'static str, clients: usize, wall: Duration, mut latencies: V
     }
 }
 
-fn dshkit_level(dshkit: &Path, work: &Path, url: &str, clients: usize) -> anyhow::Result<Measured> {
-    let home = work.join(format!("dshkit-{clients}"));
+/// browserless on loopback (`harness/browser-pool`), admitting `clients`
+/// browsers at once, with a token of this run.
+struct Pool {
+    engine: crate::bench::Killed,
+    endpoint: String,
+    token: String,
+}
+
+impl Pool {
+    fn start(peers: &crate::setup::Peers, state: &Path, clients: usize) -> anyhow::Result<Self> {
+        let dir = crate::setup::browser_pool(peers)?;
+        std::fs::create_dir_all(state)?;
+        let token = format!("bench-{}-{clients}", std::process::id());
+        let mut engine = crate::bench::Killed(
+            Command::new(dir.join("node_modules/node/bin/node"))
+                .arg("start.mjs")
+                .current_dir(&dir)
+                .env("HOME", state)
+                .env("TMPDIR", state)
+                .env("POOL_STATE_DIR", state)
+                .env("TOKEN", &token)
+                .env("CONCURRENT", clients.to_string())
+                .env("QUEUED", clients.to_string())
+                .env("TIMEOUT", "300000")
+                .env("CHROMIUM", crate::bench::chromium())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()?,
+        );
+        let stdout = engine.0.stdout.take().context("the engine's stdout")?;
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+        let endpoint = loop {
+            let line = lines.next().context("the engine ended before it listened")??;
+            if let Some(at) = line.split("browser-pool: listening on ").nth(1) {
+                break at.trim().to_owned();
+            }
+        };
+        // Keep reading, so the engine never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(Self {
+            engine,
+            endpoint,
+            token,
+        })
+    }
+}
+
+fn dshkit_level(
+    dshkit: &Path,
+    work: &Path,
+    url: &str,
+    clients: usize,
+    pool: Option<&Pool>,
+) -> anyhow::Result<Measured> {
+    let home = work.join(format!("dshkit-{clients}-{}", pool.is_some()));
     std::fs::create_dir_all(&home)?;
-    let (process, endpoint, token) = spawn_dshkit(dshkit, &home)?;
-    let pid = process.0.id();
-    let (stop, sampler) = sample_peak(move || vec![pid]);
+    let (process, endpoint, token) = spawn_dshkit(dshkit, &home, pool)?;
+    let mut roots = vec![process.0.id()];
+    roots.extend(pool.map(|pool| pool.engine.0.id()));
+    let (stop, sampler) = sample_peak(move || roots.clone());
+    // On a pool each verification's preview is a browser of the engine's, given
+    // back after its report: every round names the app, not a kept session.
+    let reuse = pool.is_none();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let (wall, latencies) = runtime.block_on(async {
         let mut sessions = Vec::new();
@@ -236,18 +326,21 @@ fn dshkit_level(dshkit: &Path, work: &Path, url: &str, clients: usize) -> anyhow
                 .await?;
             // The warm-up opens the client's preview; the timed rounds reuse it.
             let warm = verify_over_http(&mut client, 1, &json!({"appUrl": url})).await?;
-            let session = warm["session"].as_str().context("no preview session")?.to_owned();
-            sessions.push((client, session));
+            let target = match warm["session"].as_str() {
+                Some(session) if reuse => json!({"session": session}),
+                _ => json!({"appUrl": url}),
+            };
+            sessions.push((client, target));
         }
         let began = Instant::now();
         let tasks: Vec<_> = sessions
             .into_iter()
-            .map(|(mut client, session)| {
+            .map(|(mut client, target)| {
                 tokio::spawn(async move {
                     let mut times = Vec::new();
                     for round in 0..ROUNDS {
                         let start = Instant::now();
-                        verify_over_http(&mut client, 10 + round, &json!({"session": session})).await?;
+                        verify_over_http(&mut client, 10 + round, &target).await?;
                         times.push(start.elapsed());
                     }
                     anyhow::Ok(times)
@@ -261,9 +354,12 @@ fn dshkit_level(dshkit: &Path, work: &Path, url: &str, clients: usize) -> anyhow
         anyhow::Ok((began.elapsed(), latencies))
     })?;
     stop.store(true, Ordering::Relaxed);
-    let peak = sampler.join().map_err(|_| anyhow::anyhow!("the memory sampler panicked"))?;
+    let peak = sampler
+        .join()
+        .map_err(|_| anyhow::anyhow!("the memory sampler panicked"))?;
     drop(process);
-    Ok(measured("dshkit", clients, wall, latencies, peak))
+    let tool = if pool.is_some() { TOOLS[1] } else { TOOLS[0] };
+    Ok(measured(tool, clients, wall, latencies, peak))
 }
 
 /// One `liveloop_verify` of the Increment story; fails unless VERIFIED.
@@ -288,15 +384,28 @@ async fn verify_over_http(client: &mut HttpClient, id: usize, target: &Value) ->
 
 /// `dshkit mcp --http` with the LiveLoop tools, its own Chromium and evidence
 /// root, and the most preview sessions the settings allow.
-fn spawn_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<(crate::bench::Killed, String, String)> {
+fn spawn_dshkit(
+    dshkit: &Path,
+    home: &Path,
+    pool: Option<&Pool>,
+) -> anyhow::Result<(crate::bench::Killed, String, String)> {
     let settings = home.join("config/dshkit");
     std::fs::create_dir_all(&settings)?;
-    std::fs::write(settings.join("settings.json"), json!({"previewLimit": 16}).to_string())?;
-    crate::bench::spawn_dshkit_http_with(dshkit, home, &["--tools", "liveloop"], &[
+    std::fs::write(
+        settings.join("settings.json"),
+        json!({"previewLimit": 16}).to_string(),
+    )?;
+    let mut flags = vec!["--tools", "liveloop"];
+    let mut env = vec![
         ("XDG_CONFIG_HOME", home.join("config").into_os_string()),
         ("DSHKIT_CHROMIUM", crate::bench::chromium().into_os_string()),
         ("DSHKIT_EVIDENCE_ROOT", home.join("evidence").into_os_string()),
-    ])
+    ];
+    if let Some(pool) = pool {
+        flags.extend(["--browser-ws", pool.endpoint.as_str()]);
+        env.push(("DSHKIT_BROWSER_POOL_TOKEN", pool.token.clone().into()));
+    }
+    crate::bench::spawn_dshkit_http_with(dshkit, home, &flags, &env)
 }
 
 #[derive(Clone, Copy)]
@@ -330,7 +439,12 @@ impl Peer {
     /// The same story as dshkit's verification, as the peer's tool calls.
     fn verify(&mut self, url: &str) -> anyhow::Result<()> {
         let (open, snapshot, click, screenshot) = match self.flavour {
-            Flavour::Playwright => ("browser_navigate", "browser_snapshot", "browser_click", "browser_take_screenshot"),
+            Flavour::Playwright => (
+                "browser_navigate",
+                "browser_snapshot",
+                "browser_click",
+                "browser_take_screenshot",
+            ),
             Flavour::AgentBrowser => (
                 "agent_browser_open",
                 "agent_browser_snapshot",
@@ -420,11 +534,17 @@ fn peer_level(
         barrier.wait();
         let began = Instant::now();
         for handle in handles {
-            latencies.extend(handle.join().map_err(|_| anyhow::anyhow!("a client panicked"))??);
+            latencies.extend(
+                handle
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a client panicked"))??,
+            );
         }
         wall = began.elapsed();
         stop.store(true, Ordering::Relaxed);
-        peak = sampler.join().map_err(|_| anyhow::anyhow!("the memory sampler panicked"))?;
+        peak = sampler
+            .join()
+            .map_err(|_| anyhow::anyhow!("the memory sampler panicked"))?;
         Ok(())
     })?;
     Ok(measured(tool, clients, wall, latencies, peak))
@@ -445,7 +565,9 @@ fn peer_roots(pids: &[u32], tool: &str) -> impl Fn() -> Vec<u32> + Send + 'stati
                 let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
                     continue;
                 };
-                if !roots.contains(&pid) && std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == *binary) {
+                if !roots.contains(&pid)
+                    && std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == *binary)
+                {
                     roots.push(pid);
                 }
             }

@@ -137,7 +137,11 @@ fn wait_for_quiet_tree(pid: u32) {
 /// processes there are.
 fn tree_pss_kib(root: u32) -> (u64, u64, usize) {
     let tree = descendants(&[root]);
-    (tree.iter().map(|pid| pss_kib(*pid)).sum(), pss_kib(root), tree.len())
+    (
+        tree.iter().map(|pid| pss_kib(*pid)).sum(),
+        pss_kib(root),
+        tree.len(),
+    )
 }
 
 /// The PSS of the processes `roots` and all their descendants, each counted once.

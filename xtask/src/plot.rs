@@ -57,7 +57,11 @@ pub(crate) fn lines(
                 .label(*name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
             chart
-                .draw_series(points.iter().map(|(x, y)| Circle::new((*x, *y), 3, colour.filled())))
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|(x, y)| Circle::new((*x, *y), 3, colour.filled())),
+                )
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
         chart
