@@ -487,8 +487,9 @@ impl Peer {
 impl Drop for Peer {
     fn drop(&mut self) {
         if matches!(self.flavour, Flavour::AgentBrowser) {
-            // Its daemon outlives the MCP process by design: end the session.
-            let _ = self.call("agent_browser_close", &json!({"all": true}));
+            // Its daemon outlives the MCP process by design: end this client's
+            // session (and only it: `all` would end the other clients' too).
+            let _ = self.call("agent_browser_close", &json!({}));
         }
     }
 }
