@@ -139,6 +139,13 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     drop(server_owner);
+    // Whatever session daemons of agent-browser are left end with its own close.
+    let mut closer = Peer::start(
+        crate::bench_browser::agent_browser_command(&agent_browser, &work),
+        Flavour::Playwright,
+    )?;
+    closer.call("agent_browser_close", &json!({"all": true}))?;
+    drop(closer);
     let _ = std::fs::remove_dir_all(&work);
     ratios(&results);
     let out = crate::root().join("target/bench");
