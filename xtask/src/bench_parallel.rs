@@ -140,14 +140,18 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     }
     drop(server_owner);
     // Whatever session daemons of agent-browser are left end with its own close.
-    let mut closer = Peer::start(
-        crate::bench_browser::agent_browser_command(&agent_browser, &work),
-        Flavour::Playwright,
-    )?;
-    closer.call("agent_browser_close", &json!({"all": true}))?;
-    drop(closer);
+    StdioClient::start(&mut crate::bench_browser::agent_browser_command(
+        &agent_browser,
+        &work,
+    ))?
+    .call_tool(1, "agent_browser_close", &json!({"all": true}))?;
     let _ = std::fs::remove_dir_all(&work);
     ratios(&results);
+    pictures(&results)
+}
+
+/// The throughput and memory curves as SVG under `target/bench/`.
+fn pictures(results: &[Measured]) -> anyhow::Result<()> {
     let out = crate::root().join("target/bench");
     std::fs::create_dir_all(&out)?;
     crate::plot::lines(
@@ -155,14 +159,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         "Verifications per minute against concurrent clients (2 cores)",
         "concurrent clients",
         "verifications per minute",
-        &series(&results, |m| m.per_minute),
+        &series(results, |m| m.per_minute),
     )?;
     crate::plot::lines(
         &out.join("parallel-memory.svg"),
         "Peak memory (PSS, MiB) against concurrent clients",
         "concurrent clients",
         "MiB",
-        &series(&results, |m| float(m.peak_pss_kib) / 1024.0),
+        &series(results, |m| float(m.peak_pss_kib) / 1024.0),
     )?;
     println!(
         "pictures: {0}/parallel-throughput.svg, {0}/parallel-memory.svg",
