@@ -313,21 +313,112 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
         ),
         secret: body,
     });
+    samples.extend(maintained_set_samples(rng));
+    samples.extend(high_entropy_samples(rng));
     samples
 }
 
-/// Values that look like secrets to a careless scanner but are ordinary data:
-/// they must survive redaction verbatim.
-pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
-    let uuid = format!(
+/// A UUID (version 4).
+fn uuid(rng: &mut Rng) -> String {
+    format!(
         "{}-{}-4{}-a{}-{}",
         rng.hex(8),
         rng.hex(4),
         rng.hex(3),
         rng.hex(3),
         rng.hex(12)
-    );
+    )
+}
+
+/// Shapes the maintained scanners name that the list above lacks: read from
+/// secretlint's recommended preset (13.0.7) and detect-secrets' plugins
+/// (1.5.0), in the forms their rules match.
+fn maintained_set_samples(rng: &mut Rng) -> Vec<Sample> {
+    let account = rng.chars("abcdefghijklmnopqrstuvwxyz", 10);
     vec![
+        // Both judges know OpenAI's keys by the `T3BlbkFJ` in their middle.
+        sample(
+            "openai",
+            format!("sk-{}T3BlbkFJ{}", rng.alnum(20), rng.alnum(20)),
+            |s| format!("openai legacy {s}"),
+        ),
+        sample(
+            "openai",
+            format!("sk-proj-{}T3BlbkFJ{}", rng.chars(URL_SAFE, 74), rng.alnum(74)),
+            |s| format!("OPENAI_API_KEY={s}"),
+        ),
+        sample("stripe", format!("sk_test_{}", rng.alnum(24)), |s| {
+            format!("stripe test {s}")
+        }),
+        sample("npmrc-auth-token", uuid(rng), |s| {
+            format!("//registry.npmjs.org/:_authToken={s}")
+        }),
+        sample("database-url", rng.alnum(16), |s| {
+            format!("mongodb+srv://app:{s}@cluster0.ab1cd.mongodb.net/prod?retryWrites=true")
+        }),
+        sample("database-url", rng.alnum(16), |s| {
+            format!("DATABASE_URL=mysql://root:{s}@db.internal:3306/app")
+        }),
+        sample("cloudant", rng.hex(64), |s| {
+            format!("https://{account}:{s}@{account}.cloudant.com")
+        }),
+        sample(
+            "softlayer",
+            rng.chars("abcdefghijklmnopqrstuvwxyz0123456789", 64),
+            |s| format!("https://api.softlayer.com/soap/v3.1/{s}"),
+        ),
+        sample("ibm-cos-hmac", rng.hex(48), |s| {
+            format!("cos_hmac_secret_access_key = {s}")
+        }),
+        // detect-secrets' KeywordDetector: its names, quoted values.
+        sample("keyword-assignment", rng.alnum(16), |s| {
+            format!("db_pass = \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(24), |s| {
+            format!("service_key: \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(24), |s| {
+            format!("client_key = \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(12), |s| {
+            format!("contraseña = \"{s}\"")
+        }),
+    ]
+}
+
+/// Random values under names no token format covers, for the entropy rule
+/// (detect-secrets' Base64 and Hex high-entropy plugins judge the quoted ones),
+/// and the secret-named assignments it sits behind.
+fn high_entropy_samples(rng: &mut Rng) -> Vec<Sample> {
+    vec![
+        sample("high-entropy", rng.chars(BASE64, 40), |s| {
+            format!("SIGNING_KEY=\"{s}\"")
+        }),
+        sample("high-entropy", rng.hex(40), |s| {
+            format!("{{\"clientKey\": \"{s}\"}}")
+        }),
+        sample("high-entropy", rng.chars(URL_SAFE, 32), |s| {
+            format!("x-webhook-key: {s}")
+        }),
+        sample("high-entropy", rng.chars(URL_SAFE, 44), |s| {
+            format!("IBM_CLOUD_IAM_KEY={s}")
+        }),
+        sample("secret-assignment", rng.chars(BASE64, 40), |s| {
+            format!("{{\"client_secret\": \"{s}\"}}")
+        }),
+        sample("secret-assignment", rng.hex(40), |s| format!("TOKEN={s}")),
+        sample("secret-assignment", rng.chars(URL_SAFE, 32), |s| {
+            format!("x-api-key: {s}")
+        }),
+    ]
+}
+
+/// Values that look like secrets to a careless scanner but are ordinary data:
+/// they must survive redaction verbatim.
+pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
+    let uuid = uuid(rng);
+    let mut clean = high_entropy_lookalikes(rng);
+    clean.extend([
         format!("commit {}", rng.hex(40)),
         format!("id {uuid}"),
         format!("sha256:{}", rng.hex(64)),
@@ -353,5 +444,27 @@ pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
         "ACME Corp ships SKUs every Monday".to_owned(),
         "AKIA is the prefix of AWS access key ids".to_owned(),
         "The APACHE license; APPROVED; APPLICATION".to_owned(),
+    ]);
+    clean
+}
+
+/// Random values under names that are not secret, and plain values under
+/// names that are: the entropy rule leaves them as they are.
+fn high_entropy_lookalikes(rng: &mut Rng) -> Vec<String> {
+    vec![
+        format!(
+            "{{\"sha\": \"{}\", \"etag\": \"W/\\\"{}\\\"\", \"integrity\": \"sha512-{}==\"}}",
+            rng.hex(40),
+            rng.hex(32),
+            rng.chars(BASE64, 86)
+        ),
+        format!("sha: {}", rng.hex(40)),
+        format!("ETag: \"{}\"", rng.hex(32)),
+        format!("{{\"checksum\": \"{}\", \"digest\": \"sha256:{}\"}}", rng.hex(64), rng.hex(64)),
+        format!("{{\"blob\": \"q{}\"}}", rng.chars(BASE64, 43)),
+        format!("{{\"idempotencyKey\": \"{}\", \"requestId\": \"{}\"}}", uuid(rng), uuid(rng)),
+        "{\"primaryKey\": \"user-settings-profile-2\", \"sortKey\": \"created_at_timestamp_desc\"}".to_owned(),
+        "{\"cacheKey\": \"1.2.3-rc.4+build.20261207\", \"version\": \"1.2.3-rc.4+build.20261207\"}".to_owned(),
+        "{\"thumbnailKey\": \"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABQAAAAUCAYAAACNiR0NAAAAKklEQVR4nGNgGAWjYBSMglEwCkbBKBgFo2AUjIJRMApGwSgYBaNgFIyCUTAKAO1FAUG4ed9xAAAAAElFTkSuQmCC\"}".to_owned(),
     ]
 }
