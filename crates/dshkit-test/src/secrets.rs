@@ -88,8 +88,41 @@ fn sample(family: &'static str, secret: String, context: impl FnOnce(&str) -> St
     }
 }
 
+/// Base64 lines of a key's DER as a PEM body holds them: the first starts as
+/// DER's SEQUENCE does (`MII`), or as OpenSSH's own format (`openssh-key-v1`),
+/// which secretlint checks before it reports a key.
+fn key_body(rng: &mut Rng, openssh: bool, lines: usize) -> Vec<String> {
+    let start = if openssh {
+        "b3BlbnNzaC1rZXktdjEAAAAA"
+    } else {
+        "MII"
+    };
+    let mut body: Vec<String> = (0..lines).map(|_| rng.chars(BASE64, 64)).collect();
+    body[0] = format!("{start}{}", &body[0][start.len()..]);
+    body
+}
+
+/// RFC 4648's URL-safe alphabet, in its order (`URL_SAFE` above is a set).
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `bytes` in unpadded base64url, as JWTs carry their parts.
+fn base64url(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            let index = usize::try_from(n >> (18 - 6 * i) & 63).unwrap_or(0);
+            out.push(char::from(BASE64URL[index]));
+        }
+    }
+    out
+}
+
 fn pem(rng: &mut Rng, kind: &str) -> String {
-    let body: Vec<String> = (0..6).map(|_| rng.chars(BASE64, 64)).collect();
+    let body = key_body(rng, kind == "OPENSSH ", 6);
     format!(
         "-----BEGIN {kind}PRIVATE KEY-----\n{}\n-----END {kind}PRIVATE KEY-----",
         body.join("\n")
@@ -198,8 +231,15 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
         sample(
             "jwt",
             format!(
-                "eyJhbGciOiJIUzI1NiJ9.eyJ{}.{}",
-                rng.chars(URL_SAFE, 30),
+                "eyJhbGciOiJIUzI1NiJ9.{}.{}",
+                base64url(
+                    format!(
+                        "{{\"sub\":\"{}\",\"name\":\"{}\"}}",
+                        rng.digits(10),
+                        rng.alnum(12)
+                    )
+                    .as_bytes()
+                ),
                 rng.chars(URL_SAFE, 43)
             ),
             |s| format!("session {s}"),
@@ -292,19 +332,19 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
             format!("cfut_{}{}", rng.alnum(40), rng.hex(8)),
             |s| format!("cloudflare {s}"),
         ),
-        sample("1password", format!("ops_ey{}", rng.chars(BASE64, 260)), |s| {
-            format!("op {s}")
-        }),
+        // A service account token is base64 JSON: it ends as `}` does (`fQ`).
+        sample(
+            "1password",
+            format!("ops_ey{}fQ==", rng.chars(BASE64, 258)),
+            |s| format!("op {s}"),
+        ),
         sample("env-assignment", rng.hex(32), |s| format!("API_KEY={s}")),
         sample("yaml-assignment", rng.alnum(30), |s| {
             format!("client_secret: {s}")
         }),
     ];
     // A GCP service account key file, as JSON text.
-    let body = (0..4)
-        .map(|_| rng.chars(BASE64, 64))
-        .collect::<Vec<_>>()
-        .join("\\n");
+    let body = key_body(rng, false, 4).join("\\n");
     let key_id = rng.hex(40);
     samples.push(Sample {
         family: "gcp-service-account",
@@ -467,4 +507,27 @@ fn high_entropy_lookalikes(rng: &mut Rng) -> Vec<String> {
         "{\"cacheKey\": \"1.2.3-rc.4+build.20261207\", \"version\": \"1.2.3-rc.4+build.20261207\"}".to_owned(),
         "{\"thumbnailKey\": \"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABQAAAAUCAYAAACNiR0NAAAAKklEQVR4nGNgGAWjYBSMglEwCkbBKBgFo2AUjIJRMApGwSgYBaNgFIyCUTAKAO1FAUG4ed9xAAAAAElFTkSuQmCC\"}".to_owned(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64url_encodes_as_rfc_4648_does() {
+        // RFC 4648's test vectors, unpadded, in the URL-safe alphabet.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg"),
+            ("fo", "Zm8"),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+            ("{\"sub\":\"1\"}", "eyJzdWIiOiIxIn0"),
+        ] {
+            assert_eq!(base64url(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    }
 }

@@ -106,10 +106,12 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
     ),
     ("npm", &["npm_"], r"\b(npm_[A-Za-z0-9]{36})\b"),
     // `.npmrc`'s `//registry/:_authToken=…`: the older tokens are bare UUIDs.
+    // The name goes with the value: secretlint reports any `_authToken=` in an
+    // `.npmrc` whose value does not start with `$`, a placeholder too.
     (
         "npmrc-auth-token",
         &["_authtoken"],
-        r#"(?i)_authToken\s*=\s*["']?([^\s"'$][^\s"']{7,})"#,
+        r#"(?i)(_authToken\s*=\s*["']?[^\s"'$][^\s"']{7,})"#,
     ),
     (
         "pypi",

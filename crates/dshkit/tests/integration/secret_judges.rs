@@ -19,10 +19,20 @@ const JUDGES: [&str; 3] = ["secretlint", "detect-secrets", "gitleaks"];
 /// the judge did not run as it should, not that dshkit did well.
 const MIN_CAUGHT_BY_EACH_JUDGE: usize = 15;
 
-/// Findings of each judge in each file of `dir` (named by index), as counts.
-fn judge(peers: &Peers, dir: &Path, files: usize) -> Vec<[usize; 3]> {
-    let names: Vec<String> = (0..files).map(|i| format!("{i:03}.txt")).collect();
-    let mut counts = vec![[0; 3]; files];
+/// The file a text is judged in: secretlint reads a service account key only
+/// in a `.json` file and an `_authToken` only in an `.npmrc`.
+fn file_name(index: usize, part: &str, family: &str) -> String {
+    let extension = match family {
+        "gcp-service-account" => "json",
+        "npmrc-auth-token" => "npmrc",
+        _ => "txt",
+    };
+    format!("{index:03}{part}.{extension}")
+}
+
+/// Findings of each judge in each of the files `names` in `dir`, as counts.
+fn judge(peers: &Peers, dir: &Path, names: &[String]) -> Vec<[usize; 3]> {
+    let mut counts = vec![[0; 3]; names.len()];
     let index = |file: &str| -> usize {
         let name = Path::new(file).file_name().unwrap().to_str().unwrap();
         names
@@ -56,7 +66,7 @@ fn judge(peers: &Peers, dir: &Path, files: usize) -> Vec<[usize; 3]> {
     let detect = output(
         Command::new(peers.detect_secrets())
             .arg("scan")
-            .args(&names)
+            .args(names)
             .current_dir(dir),
     );
     assert!(
@@ -97,17 +107,17 @@ fn judge(peers: &Peers, dir: &Path, files: usize) -> Vec<[usize; 3]> {
     counts
 }
 
-/// Writes `texts`, one file each, into a new folder `dir`.
-fn write_files(dir: &Path, texts: &[String]) {
+/// Writes each `(name, text)` into a new folder `dir`.
+fn write_files(dir: &Path, files: &[(String, String)]) {
     std::fs::create_dir_all(dir).unwrap();
-    for (i, text) in texts.iter().enumerate() {
-        std::fs::write(dir.join(format!("{i:03}.txt")), format!("{text}\n")).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), format!("{text}\n")).unwrap();
     }
 }
 
 /// `texts` through `dshkit echo redact`, each as a raw record and as the
-/// message of a recorded call: for each, the two redacted, one per line.
-fn redacted_by_dshkit(home: &Home, texts: &[String]) -> Vec<String> {
+/// message of a recorded call: for each, the two redacted.
+fn redacted_by_dshkit(home: &Home, texts: &[String]) -> Vec<[String; 2]> {
     let cassette = home.join("c.jsonl");
     let mut lines = vec![
         r#"{"type":"header","formatVersion":1,"recorder":"dshkit","transport":"stdio","era":"2025","redacted":false,"createdAt":1764570000000}"#.to_owned(),
@@ -141,12 +151,46 @@ fn redacted_by_dshkit(home: &Home, texts: &[String]) -> Vec<String> {
     records
         .chunks(2)
         .map(|pair| {
-            let message = pair[0]["request"]["params"]["arguments"]["message"]
-                .as_str()
-                .unwrap();
-            format!("{}\n{message}", pair[1]["line"].as_str().unwrap())
+            let message = &pair[0]["request"]["params"]["arguments"]["message"];
+            [&pair[1]["line"], message].map(|text| text.as_str().unwrap().to_owned())
         })
         .collect()
+}
+
+/// What the judges find in each text (`(family, text)`) as written, and in
+/// what dshkit left of it (`redacted`: as a raw record and as a call's
+/// argument, each judged in a file of its own, the findings added up).
+fn judge_before_and_after(
+    peers: &Peers,
+    home: &Home,
+    texts: &[(&str, String)],
+    redacted: &[[String; 2]],
+) -> (Vec<[usize; 3]>, Vec<[usize; 3]>) {
+    let before_files: Vec<(String, String)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, (family, text))| (file_name(i, "", family), text.clone()))
+        .collect();
+    let after_files: Vec<(String, String)> = texts
+        .iter()
+        .zip(redacted)
+        .enumerate()
+        .flat_map(|(i, ((family, _), [raw, call]))| {
+            [
+                (file_name(i, "-raw", family), raw.clone()),
+                (file_name(i, "-call", family), call.clone()),
+            ]
+        })
+        .collect();
+    write_files(&home.join("before"), &before_files);
+    write_files(&home.join("after"), &after_files);
+    let names = |files: &[(String, String)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    let before = judge(peers, &home.join("before"), &names(&before_files));
+    let after: Vec<[usize; 3]> = judge(peers, &home.join("after"), &names(&after_files))
+        .chunks(2)
+        .map(|pair| [0, 1, 2].map(|j| pair[0][j] + pair[1][j]))
+        .collect();
+    (before, after)
 }
 
 /// The rules of the placeholders in `text`, in order, each once.
@@ -179,16 +223,14 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
     let mut rng = Rng::from_env();
     let corpus = secret_corpus(&mut rng);
     let clean = lookalikes(&mut rng);
-    let texts: Vec<String> = corpus
+    let texts: Vec<(&str, String)> = corpus
         .iter()
-        .map(|s| s.line.clone())
-        .chain(clean.iter().cloned())
+        .map(|s| (s.family, s.line.clone()))
+        .chain(clean.iter().map(|text| ("clean", text.clone())))
         .collect();
-    let redacted = redacted_by_dshkit(&home, &texts);
-    write_files(&home.join("before"), &texts);
-    write_files(&home.join("after"), &redacted);
-    let before = judge(&peers, &home.join("before"), texts.len());
-    let after = judge(&peers, &home.join("after"), texts.len());
+    let lines: Vec<String> = texts.iter().map(|(_, text)| text.clone()).collect();
+    let redacted = redacted_by_dshkit(&home, &lines);
+    let (before, after) = judge_before_and_after(&peers, &home, &texts, &redacted);
 
     let mut rows: BTreeMap<&str, Row> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -198,10 +240,10 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
         for (caught, found) in row.caught.iter_mut().zip(before[i]) {
             *caught += usize::from(found > 0);
         }
-        let gone = !redacted[i].contains(&sample.secret);
+        let gone = redacted[i].iter().all(|text| !text.contains(&sample.secret));
         row.redacted += usize::from(gone);
         row.after += after[i].iter().sum::<usize>();
-        for rule in placeholder_rules(&redacted[i]) {
+        for rule in redacted[i].iter().flat_map(|text| placeholder_rules(text)) {
             if !row.rules.iter().any(|r| r == rule) {
                 row.rules.push(rule.to_owned());
             }
@@ -216,7 +258,7 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
         for (judge, found) in JUDGES.iter().zip(after[i]) {
             if found > 0 {
                 failures.push(format!(
-                    "{}: {judge} finds {found} in what dshkit left: {}",
+                    "{}: {judge} finds {found} in what dshkit left: {:?}",
                     sample.family, redacted[i]
                 ));
             }
@@ -251,10 +293,10 @@ fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
         for (caught, found) in looks.caught.iter_mut().zip(before[at]) {
             *caught += usize::from(found > 0);
         }
-        let unchanged = redacted[at] == format!("{text}\n{text}");
+        let unchanged = redacted[at].iter().all(|left| left == text);
         looks.redacted += usize::from(!unchanged);
         if !unchanged {
-            failures.push(format!("a look-alike was changed: {}", redacted[at]));
+            failures.push(format!("a look-alike was changed: {:?}", redacted[at]));
         }
     }
     table.push_str(&line("(clean look-alikes)", &looks));
