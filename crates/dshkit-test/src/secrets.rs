@@ -88,6 +88,22 @@ fn sample(family: &'static str, secret: String, context: impl FnOnce(&str) -> St
     }
 }
 
+/// A 1Password service account token: `ops_` and base64 JSON whose `}`
+/// stands alone in its last group (`fQ==`), as secretlint expects it.
+fn one_password_token(rng: &mut Rng) -> String {
+    let mut json = format!(
+        "{{\"email\":\"{}@1passwordserviceaccounts.lcl\",\"muk\":{{\"k\":\"{}\"}},\"srpX\":\"{}\",\"signInAddress\":\"my.1password.com\"",
+        rng.chars("abcdefghijklmnopqrstuvwxyz0123456789", 13),
+        rng.chars(URL_SAFE, 43),
+        rng.hex(64)
+    );
+    while !json.len().is_multiple_of(3) {
+        json.push(' ');
+    }
+    json.push('}');
+    format!("ops_{}", base64(json.as_bytes()))
+}
+
 /// Base64 lines of a key's DER as a PEM body holds them: the first starts as
 /// DER's SEQUENCE does (`MII`), or as OpenSSH's own format (`openssh-key-v1`),
 /// which secretlint checks before it reports a key.
@@ -107,6 +123,20 @@ const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvw
 
 /// `bytes` in unpadded base64url, as JWTs carry their parts.
 fn base64url(bytes: &[u8]) -> String {
+    encode(bytes, BASE64URL)
+}
+
+/// `bytes` in base64 (RFC 4648's first alphabet, `BASE64` above), padded.
+fn base64(bytes: &[u8]) -> String {
+    let mut out = encode(bytes, BASE64.as_bytes());
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
+/// `bytes` in the 64 characters of `alphabet`, unpadded.
+fn encode(bytes: &[u8], alphabet: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
         let n = chunk
@@ -115,7 +145,7 @@ fn base64url(bytes: &[u8]) -> String {
             .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
         for i in 0..=chunk.len() {
             let index = usize::try_from(n >> (18 - 6 * i) & 63).unwrap_or(0);
-            out.push(char::from(BASE64URL[index]));
+            out.push(char::from(alphabet[index]));
         }
     }
     out
@@ -333,11 +363,7 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
             |s| format!("cloudflare {s}"),
         ),
         // A service account token is base64 JSON: it ends as `}` does (`fQ`).
-        sample(
-            "1password",
-            format!("ops_ey{}fQ==", rng.chars(BASE64, 258)),
-            |s| format!("op {s}"),
-        ),
+        sample("1password", one_password_token(rng), |s| format!("op {s}")),
         sample("env-assignment", rng.hex(32), |s| format!("API_KEY={s}")),
         sample("yaml-assignment", rng.alnum(30), |s| {
             format!("client_secret: {s}")
@@ -514,7 +540,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64url_encodes_as_rfc_4648_does() {
+    fn base64_and_base64url_encode_as_rfc_4648_does() {
         // RFC 4648's test vectors, unpadded, in the URL-safe alphabet.
         for (plain, encoded) in [
             ("", ""),
@@ -529,5 +555,8 @@ mod tests {
             assert_eq!(base64url(plain.as_bytes()), encoded);
         }
         assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
+        assert_eq!(base64(b"fooba"), "Zm9vYmE=");
+        assert!(one_password_token(&mut Rng::new(7)).ends_with("fQ=="));
     }
 }
