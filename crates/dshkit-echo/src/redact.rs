@@ -425,7 +425,11 @@ impl Redactor {
     /// reference, nor a path under `pwd` (the working directory).
     fn hidden_under_key(&self, key: &str, value: &str) -> Option<String> {
         let secret_key = self.is_secret_key(key);
-        if !(secret_key || self.high_entropy_key_words.is_match(key)) || value.is_empty() {
+        // The length first: most values are too short to look random, and
+        // this runs for every string under a key.
+        let may_be_random =
+            value.len() >= MIN_RANDOM_SECRET_CHARS && self.high_entropy_key_words.is_match(key);
+        if !(secret_key || may_be_random) || value.is_empty() {
             return None;
         }
         let value = self.paths.normalise(value);
