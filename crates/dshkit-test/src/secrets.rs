@@ -88,8 +88,71 @@ fn sample(family: &'static str, secret: String, context: impl FnOnce(&str) -> St
     }
 }
 
+/// A 1Password service account token: `ops_` and base64 JSON whose `}`
+/// stands alone in its last group (`fQ==`), as secretlint expects it.
+fn one_password_token(rng: &mut Rng) -> String {
+    let mut json = format!(
+        "{{\"email\":\"{}@1passwordserviceaccounts.lcl\",\"muk\":{{\"k\":\"{}\"}},\"srpX\":\"{}\",\"signInAddress\":\"my.1password.com\"",
+        rng.chars("abcdefghijklmnopqrstuvwxyz0123456789", 13),
+        rng.chars(URL_SAFE, 43),
+        rng.hex(64)
+    );
+    while !json.len().is_multiple_of(3) {
+        json.push(' ');
+    }
+    json.push('}');
+    format!("ops_{}", base64(json.as_bytes()))
+}
+
+/// Base64 lines of a key's DER as a PEM body holds them: the first starts as
+/// DER's SEQUENCE does (`MII`), or as OpenSSH's own format (`openssh-key-v1`),
+/// which secretlint checks before it reports a key.
+fn key_body(rng: &mut Rng, openssh: bool, lines: usize) -> Vec<String> {
+    let start = if openssh {
+        "b3BlbnNzaC1rZXktdjEAAAAA"
+    } else {
+        "MII"
+    };
+    let mut body: Vec<String> = (0..lines).map(|_| rng.chars(BASE64, 64)).collect();
+    body[0] = format!("{start}{}", &body[0][start.len()..]);
+    body
+}
+
+/// RFC 4648's URL-safe alphabet, in its order (`URL_SAFE` above is a set).
+const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `bytes` in unpadded base64url, as JWTs carry their parts.
+fn base64url(bytes: &[u8]) -> String {
+    encode(bytes, BASE64URL)
+}
+
+/// `bytes` in base64 (RFC 4648's first alphabet, `BASE64` above), padded.
+fn base64(bytes: &[u8]) -> String {
+    let mut out = encode(bytes, BASE64.as_bytes());
+    while !out.len().is_multiple_of(4) {
+        out.push('=');
+    }
+    out
+}
+
+/// `bytes` in the 64 characters of `alphabet`, unpadded.
+fn encode(bytes: &[u8], alphabet: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            let index = usize::try_from(n >> (18 - 6 * i) & 63).unwrap_or(0);
+            out.push(char::from(alphabet[index]));
+        }
+    }
+    out
+}
+
 fn pem(rng: &mut Rng, kind: &str) -> String {
-    let body: Vec<String> = (0..6).map(|_| rng.chars(BASE64, 64)).collect();
+    let body = key_body(rng, kind == "OPENSSH ", 6);
     format!(
         "-----BEGIN {kind}PRIVATE KEY-----\n{}\n-----END {kind}PRIVATE KEY-----",
         body.join("\n")
@@ -198,8 +261,15 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
         sample(
             "jwt",
             format!(
-                "eyJhbGciOiJIUzI1NiJ9.eyJ{}.{}",
-                rng.chars(URL_SAFE, 30),
+                "eyJhbGciOiJIUzI1NiJ9.{}.{}",
+                base64url(
+                    format!(
+                        "{{\"sub\":\"{}\",\"name\":\"{}\"}}",
+                        rng.digits(10),
+                        rng.alnum(12)
+                    )
+                    .as_bytes()
+                ),
                 rng.chars(URL_SAFE, 43)
             ),
             |s| format!("session {s}"),
@@ -292,19 +362,15 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
             format!("cfut_{}{}", rng.alnum(40), rng.hex(8)),
             |s| format!("cloudflare {s}"),
         ),
-        sample("1password", format!("ops_ey{}", rng.chars(BASE64, 260)), |s| {
-            format!("op {s}")
-        }),
+        // A service account token is base64 JSON: it ends as `}` does (`fQ`).
+        sample("1password", one_password_token(rng), |s| format!("op {s}")),
         sample("env-assignment", rng.hex(32), |s| format!("API_KEY={s}")),
         sample("yaml-assignment", rng.alnum(30), |s| {
             format!("client_secret: {s}")
         }),
     ];
     // A GCP service account key file, as JSON text.
-    let body = (0..4)
-        .map(|_| rng.chars(BASE64, 64))
-        .collect::<Vec<_>>()
-        .join("\\n");
+    let body = key_body(rng, false, 4).join("\\n");
     let key_id = rng.hex(40);
     samples.push(Sample {
         family: "gcp-service-account",
@@ -313,21 +379,112 @@ pub fn secret_corpus(rng: &mut Rng) -> Vec<Sample> {
         ),
         secret: body,
     });
+    samples.extend(maintained_set_samples(rng));
+    samples.extend(high_entropy_samples(rng));
     samples
 }
 
-/// Values that look like secrets to a careless scanner but are ordinary data:
-/// they must survive redaction verbatim.
-pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
-    let uuid = format!(
+/// A UUID (version 4).
+fn uuid(rng: &mut Rng) -> String {
+    format!(
         "{}-{}-4{}-a{}-{}",
         rng.hex(8),
         rng.hex(4),
         rng.hex(3),
         rng.hex(3),
         rng.hex(12)
-    );
+    )
+}
+
+/// Shapes the maintained scanners name that the list above lacks: read from
+/// secretlint's recommended preset (13.0.7) and detect-secrets' plugins
+/// (1.5.0), in the forms their rules match.
+fn maintained_set_samples(rng: &mut Rng) -> Vec<Sample> {
+    let account = rng.chars("abcdefghijklmnopqrstuvwxyz", 10);
     vec![
+        // Both judges know OpenAI's keys by the `T3BlbkFJ` in their middle.
+        sample(
+            "openai",
+            format!("sk-{}T3BlbkFJ{}", rng.alnum(20), rng.alnum(20)),
+            |s| format!("openai legacy {s}"),
+        ),
+        sample(
+            "openai",
+            format!("sk-proj-{}T3BlbkFJ{}", rng.chars(URL_SAFE, 74), rng.alnum(74)),
+            |s| format!("OPENAI_API_KEY={s}"),
+        ),
+        sample("stripe", format!("sk_test_{}", rng.alnum(24)), |s| {
+            format!("stripe test {s}")
+        }),
+        sample("npmrc-auth-token", uuid(rng), |s| {
+            format!("//registry.npmjs.org/:_authToken={s}")
+        }),
+        sample("database-url", rng.alnum(16), |s| {
+            format!("mongodb+srv://app:{s}@cluster0.ab1cd.mongodb.net/prod?retryWrites=true")
+        }),
+        sample("database-url", rng.alnum(16), |s| {
+            format!("DATABASE_URL=mysql://root:{s}@db.internal:3306/app")
+        }),
+        sample("cloudant", rng.hex(64), |s| {
+            format!("https://{account}:{s}@{account}.cloudant.com")
+        }),
+        sample(
+            "softlayer",
+            rng.chars("abcdefghijklmnopqrstuvwxyz0123456789", 64),
+            |s| format!("https://api.softlayer.com/soap/v3.1/{s}"),
+        ),
+        sample("ibm-cos-hmac", rng.hex(48), |s| {
+            format!("cos_hmac_secret_access_key = {s}")
+        }),
+        // detect-secrets' KeywordDetector: its names, quoted values.
+        sample("keyword-assignment", rng.alnum(16), |s| {
+            format!("db_pass = \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(24), |s| {
+            format!("service_key: \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(24), |s| {
+            format!("client_key = \"{s}\"")
+        }),
+        sample("keyword-assignment", rng.alnum(12), |s| {
+            format!("contraseña = \"{s}\"")
+        }),
+    ]
+}
+
+/// Random values under names no token format covers, for the entropy rule
+/// (detect-secrets' Base64 and Hex high-entropy plugins judge the quoted ones),
+/// and the secret-named assignments it sits behind.
+fn high_entropy_samples(rng: &mut Rng) -> Vec<Sample> {
+    vec![
+        sample("high-entropy", rng.chars(BASE64, 40), |s| {
+            format!("SIGNING_KEY=\"{s}\"")
+        }),
+        sample("high-entropy", rng.hex(40), |s| {
+            format!("{{\"clientKey\": \"{s}\"}}")
+        }),
+        sample("high-entropy", rng.chars(URL_SAFE, 32), |s| {
+            format!("x-webhook-key: {s}")
+        }),
+        sample("high-entropy", rng.chars(URL_SAFE, 44), |s| {
+            format!("IBM_CLOUD_IAM_KEY={s}")
+        }),
+        sample("secret-assignment", rng.chars(BASE64, 40), |s| {
+            format!("{{\"client_secret\": \"{s}\"}}")
+        }),
+        sample("secret-assignment", rng.hex(40), |s| format!("TOKEN={s}")),
+        sample("secret-assignment", rng.chars(URL_SAFE, 32), |s| {
+            format!("x-api-key: {s}")
+        }),
+    ]
+}
+
+/// Values that look like secrets to a careless scanner but are ordinary data:
+/// they must survive redaction verbatim.
+pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
+    let uuid = uuid(rng);
+    let mut clean = high_entropy_lookalikes(rng);
+    clean.extend([
         format!("commit {}", rng.hex(40)),
         format!("id {uuid}"),
         format!("sha256:{}", rng.hex(64)),
@@ -353,5 +510,53 @@ pub fn lookalikes(rng: &mut Rng) -> Vec<String> {
         "ACME Corp ships SKUs every Monday".to_owned(),
         "AKIA is the prefix of AWS access key ids".to_owned(),
         "The APACHE license; APPROVED; APPLICATION".to_owned(),
+    ]);
+    clean
+}
+
+/// Random values under names that are not secret, and plain values under
+/// names that are: the entropy rule leaves them as they are.
+fn high_entropy_lookalikes(rng: &mut Rng) -> Vec<String> {
+    vec![
+        format!(
+            "{{\"sha\": \"{}\", \"etag\": \"W/\\\"{}\\\"\", \"integrity\": \"sha512-{}==\"}}",
+            rng.hex(40),
+            rng.hex(32),
+            rng.chars(BASE64, 86)
+        ),
+        format!("sha: {}", rng.hex(40)),
+        format!("ETag: \"{}\"", rng.hex(32)),
+        format!("{{\"checksum\": \"{}\", \"digest\": \"sha256:{}\"}}", rng.hex(64), rng.hex(64)),
+        format!("{{\"blob\": \"q{}\"}}", rng.chars(BASE64, 43)),
+        format!("{{\"idempotencyKey\": \"{}\", \"requestId\": \"{}\"}}", uuid(rng), uuid(rng)),
+        "{\"primaryKey\": \"user-settings-profile-2\", \"sortKey\": \"created_at_timestamp_desc\"}".to_owned(),
+        "{\"cacheKey\": \"1.2.3-rc.4+build.20261207\", \"version\": \"1.2.3-rc.4+build.20261207\"}".to_owned(),
+        "{\"thumbnailKey\": \"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABQAAAAUCAYAAACNiR0NAAAAKklEQVR4nGNgGAWjYBSMglEwCkbBKBgFo2AUjIJRMApGwSgYBaNgFIyCUTAKAO1FAUG4ed9xAAAAAElFTkSuQmCC\"}".to_owned(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_base64url_encode_as_rfc_4648_does() {
+        // RFC 4648's test vectors, unpadded, in the URL-safe alphabet.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg"),
+            ("fo", "Zm8"),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"),
+            ("foobar", "Zm9vYmFy"),
+            ("{\"sub\":\"1\"}", "eyJzdWIiOiIxIn0"),
+        ] {
+            assert_eq!(base64url(plain.as_bytes()), encoded);
+        }
+        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
+        assert_eq!(base64(b"fooba"), "Zm9vYmE=");
+        assert!(one_password_token(&mut Rng::new(7)).ends_with("fQ=="));
+    }
 }

@@ -181,3 +181,54 @@ fn the_fixture_apps_sources_survive_verbatim() {
     }
     assert!(files >= 10, "{files} files");
 }
+
+#[test]
+fn the_entropy_rule_takes_a_random_value_under_a_secret_sounding_name_only() {
+    let redactor = Redactor::new(&[], &[]).unwrap();
+    let mut rng = Rng::from_env();
+    for _ in 0..20 {
+        let random = format!("{}9Z", rng.alnum(30));
+        for (name, secret) in [
+            ("signingKey", true),
+            ("WEBHOOK_SALT", true),
+            ("x-auth", true),
+            ("sha", false),
+            ("etag", false),
+            ("integrity", false),
+            ("data", false),
+        ] {
+            let texts = [
+                format!("{name}={random}"),
+                format!("{name}: {random}"),
+                format!("{{\"{name}\": \"{random}\"}}"),
+            ];
+            for text in &texts {
+                let redacted = redactor.text(text);
+                assert_eq!(!redacted.contains(&random), secret, "{text} -> {redacted}");
+            }
+            let mut tree = serde_json::json!({ name: random });
+            assert_eq!(redactor.touches(&tree), secret, "{tree}");
+            assert_eq!(redactor.touches_json(&tree.to_string()), secret, "{tree}");
+            assert_eq!(redactor.value(&mut tree), secret, "{tree}");
+            if secret {
+                assert!(
+                    tree[name]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("[REDACTED:high-entropy:"),
+                    "{tree}"
+                );
+            }
+        }
+        // Under a secret-sounding name, a value that is not random survives.
+        for plain in [
+            "user-settings-profile-2",
+            "1.2.3-rc.4+build.20261207",
+            "3f2a9c1e-8b7d-4e6f-a5c4-1d2e3f4a5b6c",
+        ] {
+            let text = format!("{{\"signingKey\": \"{plain}\"}}");
+            assert_eq!(redactor.text(&text), text);
+            assert!(!redactor.touches_json(&text), "{text}");
+        }
+    }
+}

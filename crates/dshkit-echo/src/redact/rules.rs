@@ -34,10 +34,13 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         &["PRIVATE KEY"],
         r"(?s)(-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\z))",
     ),
+    // The `@` goes with them: `scheme://[REDACTED:…]@host` would read as a
+    // user `[REDACTED` with a password to scanners that parse the URL
+    // (secretlint's database-connection-string rule does).
     (
         "url-credentials",
         &["://"],
-        r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://([^/\s:@'"<>]{1,256}:[^/\s@'"<>]{1,256})@"#,
+        r#"(?i)\b[a-z][a-z0-9+.-]{1,20}://([^/\s:@'"<>]{1,256}:[^/\s@'"<>]{1,256}@)"#,
     ),
     (
         "azure-storage-key",
@@ -102,6 +105,14 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         r#"(?i)aws[a-z_-]{0,30}(?:secret|key)[a-z_-]{0,30}["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     ),
     ("npm", &["npm_"], r"\b(npm_[A-Za-z0-9]{36})\b"),
+    // `.npmrc`'s `//registry/:_authToken=…`: the older tokens are bare UUIDs.
+    // The name goes with the value: secretlint reports any `_authToken=` in an
+    // `.npmrc` whose value does not start with `$`, a placeholder too.
+    (
+        "npmrc-auth-token",
+        &["_authtoken"],
+        r#"(?i)(_authToken\s*=\s*["']?[^\s"'$][^\s"']{7,})"#,
+    ),
     (
         "pypi",
         &["pypi-AgEIcHlwaS5vcmc"],
@@ -150,6 +161,11 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
         "atlassian",
         &["atatt3", "atctt3"],
         r"\b(AT[AC]TT3[A-Za-z0-9_=-]{100,})",
+    ),
+    (
+        "softlayer",
+        &["softlayer"],
+        r"(?i)\bapi\.softlayer\.com/soap/v3(?:\.1)?/([a-z0-9]{64})\b",
     ),
     ("mailchimp", &["-us"], r"\b([0-9a-f]{32}-us[0-9]{1,2})\b"),
     (
@@ -212,7 +228,58 @@ pub const BUILT_IN: &[(&str, &[&str], &str)] = &[
             "auth-key",
             "private_key",
             "private-key",
+            // detect-secrets' KeywordDetector names these too.
+            "contrase",
+            "servicekey",
+            "service_key",
+            "service-key",
+            "accountkey",
+            "account_key",
+            "account-key",
+            "dbkey",
+            "db_key",
+            "db-key",
+            "databasekey",
+            "database_key",
+            "database-key",
+            "privkey",
+            "priv_key",
+            "priv-key",
+            "clientkey",
+            "client_key",
+            "client-key",
         ],
-        r#"(?i)(?:^|[^a-z0-9])(?:[a-z0-9]{0,30}[_.-])?(?:(?:password|passwd|passphrase|pwd)["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{4,})|(?:secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|client[_-]?secret|secret[_-]?key|credentials?)(?:[_-]?id)?["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{12,}))"#,
+        r#"(?i)(?:^|[^a-z0-9])(?:[a-z0-9]{0,30}[_.-])?(?:(?:password|passwd|passphrase|pass|pwd|contrase(?:ñ|n)a)["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{4,})|(?:secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|private[_-]?key|(?:service|account|db|database|priv|client)[_-]?key|client[_-]?secret|secret[_-]?key|credentials?)(?:[_-]?id)?["']?\s*[:=]\s*["']?([^\s"',;&<>{}\[\]]{12,}))"#,
     ),
+    // A long random value under any other secret-sounding name (`SIGNING_KEY=…`,
+    // `"clientKey": "…"`, `x-webhook-key: …`): what no pattern names. The name
+    // is one of HIGH_ENTROPY_KEY_WORDS; the value is a secret only when
+    // `entropy::looks_random` says so, so hashes, UUIDs and words survive.
+    (
+        HIGH_ENTROPY,
+        HIGH_ENTROPY_KEY_WORDS,
+        // ASCII only (`-u`) and nothing before the word: a name's counted
+        // Unicode classes would cost the regex its fast engine (4x on the
+        // redaction benchmark, whose base64 image holds `pwd`).
+        r#"(?i-u)(?:key|secret|token|pass|pwd|auth|cred|salt|signature|hmac)[a-z0-9_.-]{0,20}["']?[ \t]*[:=][ \t]*["']?([A-Za-z0-9+/=_.-]{20,})"#,
+    ),
+];
+
+/// The id of the entropy rule, in text and under JSON keys.
+pub const HIGH_ENTROPY: &str = "high-entropy";
+
+/// Words that make a name secret-sounding enough for a random value under it to
+/// be a secret (wherever they stand in the name, in any case): the entropy rule's
+/// keywords, and the JSON keys whose random values it hides.
+pub const HIGH_ENTROPY_KEY_WORDS: &[&str] = &[
+    "key",
+    "secret",
+    "token",
+    "pass",
+    "pwd",
+    "auth",
+    "cred",
+    "salt",
+    "signature",
+    "hmac",
 ];

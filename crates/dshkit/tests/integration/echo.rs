@@ -1425,17 +1425,6 @@ fn clear_cassette(like: &Path, lines: &[String], to: &Path) {
     std::fs::write(to, text).unwrap();
 }
 
-/// The raw lines of a cassette, in order.
-fn raw_lines(cassette: &Path) -> Vec<String> {
-    std::fs::read_to_string(cassette)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "raw")
-        .map(|v| v["line"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 #[test]
 #[expect(
     clippy::too_many_lines,
@@ -1635,89 +1624,6 @@ fn echo_redact_rewrites_only_records_with_secrets_and_leaves_a_damaged_cassette_
         .map(|e| e.file_name())
         .collect();
     assert_eq!(files, [std::ffi::OsString::from("c.jsonl")]);
-}
-
-#[test]
-fn the_peer_scanners_find_nothing_in_what_dshkit_redacted() {
-    use dshkit_test::secrets::{Rng, secret_corpus};
-    let peers = Peers::get();
-    let dir = Home::new();
-    let corpus = secret_corpus(&mut Rng::from_env());
-    let lines: Vec<String> = corpus.iter().map(|s| s.line.clone()).collect();
-    // The same lines through `dshkit echo redact`.
-    let like = dir.path().join("like.jsonl");
-    std::fs::write(
-        &like,
-        "{\"type\":\"header\",\"formatVersion\":1,\"recorder\":\"dshkit\",\"transport\":\"stdio\",\"era\":\"2025\",\"redacted\":false,\"createdAt\":1764570000000}\n",
-    )
-    .unwrap();
-    let cassette = dir.path().join("c.jsonl");
-    clear_cassette(&like, &lines, &cassette);
-    let redact = dir.run(["echo", "redact", cassette.to_str().unwrap()]);
-    assert!(
-        redact.status.success(),
-        "{}",
-        String::from_utf8_lossy(&redact.stderr)
-    );
-    let redacted = raw_lines(&cassette);
-    assert_eq!(redacted.len(), lines.len());
-
-    let scanners = |name: &str, text: &[String]| -> (usize, usize) {
-        let file = dir.path().join(name);
-        std::fs::write(&file, text.join("\n") + "\n").unwrap();
-        let detect = output(
-            Command::new(peers.detect_secrets())
-                .args(["scan", name])
-                .current_dir(dir.path()),
-        );
-        assert!(
-            detect.status.success(),
-            "{}",
-            String::from_utf8_lossy(&detect.stderr)
-        );
-        let found: Value = serde_json::from_slice(&detect.stdout).unwrap();
-        let by_detect = found["results"][name].as_array().map_or(0, Vec::len);
-        let config = dir.path().join("secretlintrc.json");
-        std::fs::write(
-            &config,
-            r#"{"rules":[{"id":"@secretlint/secretlint-rule-preset-recommend"}]}"#,
-        )
-        .unwrap();
-        let lint = output(
-            Command::new(peers.node())
-                .arg(peers.secretlint())
-                .arg(&file)
-                .arg("--secretlintrc")
-                .arg(&config)
-                .args(["--format", "json"])
-                .current_dir(peers.secretlint_dir()),
-        );
-        let reports: Value = serde_json::from_slice(&lint.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&lint.stderr)));
-        let by_lint = reports
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["messages"].as_array().map_or(0, Vec::len))
-            .sum();
-        (by_detect, by_lint)
-    };
-    let (detect_before, lint_before) = scanners("clear.txt", &lines);
-    let (detect_after, lint_after) = scanners("redacted.txt", &redacted);
-    #[expect(clippy::print_stderr, reason = "the cross-check's figures")]
-    let () = eprintln!(
-        "{} secrets: detect-secrets finds {detect_before} in clear text and {detect_after} after dshkit; secretlint {lint_before} and {lint_after}",
-        corpus.len()
-    );
-    assert!(
-        detect_before >= 15 && lint_before >= 15,
-        "the peers work: {detect_before}, {lint_before}"
-    );
-    assert_eq!(
-        (detect_after, lint_after),
-        (0, 0),
-        "a peer finds a secret dshkit left: {redacted:#?}"
-    );
 }
 
 /// Sends `request` and returns the progress messages before its answer, and the answer.

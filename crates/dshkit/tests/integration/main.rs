@@ -28,6 +28,7 @@ mod mcp_stdio;
 mod packaging;
 mod report;
 mod sdk_peers;
+mod secret_judges;
 mod settings;
 mod support;
 mod verify_named;
