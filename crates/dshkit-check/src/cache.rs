@@ -92,7 +92,7 @@ impl AnalysisCache {
         let Some(identity) = identity() else {
             return Self::disabled();
         };
-        let scope = dshkit_os::fs::canonicalize(profile_dir).unwrap_or_else(|_| profile_dir.to_owned());
+        let scope = crate::realpath::real(profile_dir).unwrap_or_else(|_| profile_dir.to_owned());
         let digest = hex::encode(&Sha256::digest(scope.as_os_str().as_encoded_bytes())[..12]);
         let file = dir.join(format!("{digest}.jsonl"));
         let mut store = Store {

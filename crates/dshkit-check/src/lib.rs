@@ -29,6 +29,7 @@ pub mod local_link;
 mod manifest;
 pub mod patch_list;
 mod plugins;
+mod realpath;
 mod report;
 mod request;
 pub mod resolve;

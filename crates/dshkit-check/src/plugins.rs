@@ -68,7 +68,7 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
         .filter_map(|e| e.file_name().into_string().ok())
         .map(|dir_name| {
             let dir = profile_dir.join("plugins").join(&dir_name);
-            let root = dshkit_os::fs::canonicalize(&dir).unwrap_or(dir);
+            let root = crate::realpath::real(&dir).unwrap_or(dir);
             let (manifest, manifest_error) = match std::fs::read_to_string(root.join("package.json")) {
                 Ok(text) => match serde_json::from_str(&text) {
                     Ok(value) => (Some(value), None),
@@ -157,7 +157,7 @@ pub fn analyze_plugin_with(plugin: &LocalPlugin, cache: &AnalysisCache) -> Analy
 
 /// The real path when it exists (so `./a.js` and `a.js` are one file), else as given.
 fn normalize(path: &Path) -> PathBuf {
-    dshkit_os::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+    crate::realpath::real(path).unwrap_or_else(|_| path.to_owned())
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {

@@ -38,16 +38,19 @@ pub fn run(target: &Target) -> Vec<Check> {
 }
 
 /// [`run`], and what the cache did when there is one.
+/// Each real path is asked of the file system once in a run (see [`crate::realpath`]).
 pub fn run_counted(target: &Target) -> (Vec<Check>, Option<CacheStats>) {
-    let profile_dir = target.profile_dir();
-    let cache = match &target.cache {
-        Some(dir) => AnalysisCache::open(dir, &profile_dir),
-        None => AnalysisCache::disabled(),
-    };
-    let checks = checks(target, &profile_dir, &cache);
-    let stats = cache.stats();
-    cache.save();
-    (checks, stats)
+    crate::realpath::scope(|| {
+        let profile_dir = target.profile_dir();
+        let cache = match &target.cache {
+            Some(dir) => AnalysisCache::open(dir, &profile_dir),
+            None => AnalysisCache::disabled(),
+        };
+        let checks = checks(target, &profile_dir, &cache);
+        let stats = cache.stats();
+        cache.save();
+        (checks, stats)
+    })
 }
 
 fn checks(target: &Target, profile_dir: &Path, cache: &AnalysisCache) -> Vec<Check> {
