@@ -178,14 +178,11 @@ pub(crate) const MAX_COALESCE_YIELDS: usize = 16;
 /// Most bytes sent as one coalesced frame (64 KiB).
 pub(crate) const MAX_COALESCED_BYTES: usize = 64 * 1024;
 
-/// A response body whose first data frame is sent together with the second when
-/// that one comes at once: an SSE answer's priming event and its response are
-/// written together, so the client reads both in one wake-up. The first frame is
-/// held only while the next one is being made by tasks already running, at most
-/// [`MAX_COALESCE_YIELDS`] yields of this task (no timer); every later frame is
-/// sent as it comes (a client handles each message before the next arrives, as
-/// before: logs before the result). The bytes sent, and their order, are the
-/// body's own.
+/// A response body whose data frames that come at once are sent as one: an SSE
+/// answer's priming event and its response are written together, so the client
+/// reads both in one wake-up. A frame in hand is held only while the next one is
+/// being made by tasks already running, at most [`MAX_COALESCE_YIELDS`] yields
+/// of this task (no timer); the bytes sent, and their order, are the body's own.
 pub(crate) struct Coalesced {
     body: Body,
     held: Option<bytes::BytesMut>,
@@ -193,8 +190,6 @@ pub(crate) struct Coalesced {
     next: Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>,
     yields: usize,
     ended: bool,
-    /// The first frame went out: the rest pass through.
-    released: bool,
 }
 
 impl Coalesced {
@@ -205,12 +200,11 @@ impl Coalesced {
             next: None,
             yields: 0,
             ended: false,
-            released: false,
         }
     }
 
     fn release(&mut self) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
-        self.released = true;
+        self.yields = 0;
         let held = self.held.take().unwrap_or_default();
         std::task::Poll::Ready(Some(Ok(http_body::Frame::data(held.freeze()))))
     }
@@ -231,9 +225,6 @@ impl http_body::Body for Coalesced {
         {
             return Poll::Ready(Some(next));
         }
-        if this.released && this.held.is_none() {
-            return std::pin::Pin::new(&mut this.body).poll_frame(cx);
-        }
         loop {
             if this.ended {
                 return if this.held.is_some() {
@@ -245,10 +236,9 @@ impl http_body::Body for Coalesced {
             match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => {
-                        let second = this.held.is_some();
                         let held = this.held.get_or_insert_with(bytes::BytesMut::new);
                         held.extend_from_slice(&data);
-                        if second || held.len() >= MAX_COALESCED_BYTES {
+                        if held.len() >= MAX_COALESCED_BYTES {
                             return this.release();
                         }
                     }
@@ -409,17 +399,12 @@ mod tests {
     }
 
     #[test]
-    fn the_first_frame_goes_with_the_second_and_the_rest_as_they_come() {
+    fn frames_that_come_together_are_sent_as_one_in_their_order() {
         let (frames, mut body) = body();
         send(&frames, "data: \n\n");
         send(&frames, "data: {}\n\n");
-        send(&frames, "data: log\n\n");
         let (first, _) = next(&mut body, 100);
         assert_eq!(first, Poll::Ready(Some(Bytes::from("data: \n\ndata: {}\n\n"))));
-        assert_eq!(
-            next(&mut body, 1).0,
-            Poll::Ready(Some(Bytes::from("data: log\n\n")))
-        );
         send(&frames, "last");
         drop(frames);
         assert_eq!(next(&mut body, 100).0, Poll::Ready(Some(Bytes::from("last"))));
