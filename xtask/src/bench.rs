@@ -23,7 +23,7 @@ const WARMUP: usize = 200;
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
-        Some("mcp") => mcp(&args[1..]),
+        Some("mcp") => mcp(),
         Some("browser") => crate::bench_browser::run(),
         Some("browser-start") => crate::bench_browser::start(),
         Some("scale") => crate::bench_scale::run(),
@@ -79,10 +79,7 @@ pub(crate) fn prepare() -> anyhow::Result<(Peers, std::path::PathBuf)> {
     Ok((peers, root().join("target/release/dshkit")))
 }
 
-/// `cargo xtask bench mcp [--baseline DSHKIT]`: with a baseline, another build
-/// (the main branch's, say) is timed in the same run, over both transports.
-fn mcp(args: &[String]) -> anyhow::Result<()> {
-    let baseline = crate::bench_check::baseline_of("mcp", args)?;
+fn mcp() -> anyhow::Result<()> {
     let (peers, dshkit) = prepare()?;
     let everything = peers
         .mcp_modules()
@@ -127,10 +124,6 @@ fn mcp(args: &[String]) -> anyhow::Result<()> {
         .build()?;
     rows.push(("http", runtime.block_on(http_dshkit(&dshkit, &home))?));
     rows.push(("http", runtime.block_on(http_everything(&peers, &everything))?));
-    let before = match &baseline {
-        Some(baseline) => baseline_rows(baseline, &home, &runtime)?,
-        None => Vec::new(),
-    };
     let _ = std::fs::remove_dir_all(&home);
 
     let floor_p50 = floor.percentile(0.5).as_secs_f64();
@@ -139,7 +132,7 @@ fn mcp(args: &[String]) -> anyhow::Result<()> {
         "{:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
         "", "server", "p50", "p99", "CPU/call", "RSS"
     );
-    for (transport, sample) in std::iter::once(&floor_row).chain(&rows).chain(&before) {
+    for (transport, sample) in std::iter::once(&floor_row).chain(&rows) {
         println!(
             "{transport:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
             sample.label,
@@ -150,17 +143,6 @@ fn mcp(args: &[String]) -> anyhow::Result<()> {
         );
     }
     println!();
-    for (transport, old) in &before {
-        let ours = rows.iter().find(|(t, _)| t == transport).map(|(_, s)| s);
-        if let Some(ours) = ours {
-            println!(
-                "{transport}: p50 {} before (baseline), {} now ({:+.1} µs)",
-                micros(old.percentile(0.5)),
-                micros(ours.percentile(0.5)),
-                (ours.percentile(0.5).as_secs_f64() - old.percentile(0.5).as_secs_f64()) * 1e6
-            );
-        }
-    }
     for pair in rows.chunks(2) {
         let (transport, ours) = &pair[0];
         let (_, peer) = &pair[1];
@@ -188,20 +170,6 @@ fn mcp(args: &[String]) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// A baseline build's rows: its stdio and HTTP samples, as dshkit's are taken.
-fn baseline_rows(
-    baseline: &Path,
-    home: &Path,
-    runtime: &tokio::runtime::Runtime,
-) -> anyhow::Result<Vec<(&'static str, Sample)>> {
-    let mut server = Command::new(baseline);
-    server.args(["mcp", "--stdio"]).env("HOME", home);
-    let stdio = stdio_sample("baseline", &mut server, "dshkit_info", &json!({}))?;
-    let mut http = runtime.block_on(http_dshkit(baseline, home))?;
-    http.label = "baseline".into();
-    Ok(vec![("stdio", stdio), ("http", http)])
 }
 
 /// The `p` quantile (0..=1) of `values`, sorting them; zero when empty.

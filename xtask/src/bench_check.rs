@@ -84,7 +84,7 @@ fn time(command: &mut Command) -> anyhow::Result<Duration> {
 }
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
-    let baseline = baseline_of("check", args)?;
+    let baseline = baseline_of(args)?;
     let (peers, dshkit) = prepare()?;
     let work = tempfile_dir()?;
     let home = work.join("dsh");
@@ -187,12 +187,12 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--baseline DSHKIT` of `cargo xtask bench <bench>`, or nothing.
-pub(crate) fn baseline_of(bench: &str, args: &[String]) -> anyhow::Result<Option<PathBuf>> {
+/// `--baseline DSHKIT`, or nothing.
+fn baseline_of(args: &[String]) -> anyhow::Result<Option<PathBuf>> {
     match args {
         [] => Ok(None),
         [flag, path] if flag == "--baseline" => Ok(Some(PathBuf::from(path))),
-        _ => anyhow::bail!("usage: cargo xtask bench {bench} [--baseline DSHKIT]"),
+        _ => anyhow::bail!("usage: cargo xtask bench check [--baseline DSHKIT]"),
     }
 }
 

@@ -172,112 +172,6 @@ impl<G: Unpin> http_body::Body for Held<G> {
     }
 }
 
-/// Times a response body with a frame in hand is polled again (yielding to the
-/// tasks that make its next frame) before that frame is sent alone.
-pub(crate) const MAX_COALESCE_YIELDS: usize = 16;
-/// Most bytes sent as one coalesced frame (64 KiB).
-pub(crate) const MAX_COALESCED_BYTES: usize = 64 * 1024;
-
-/// A response body whose data frames that come at once are sent as one: an SSE
-/// answer's priming event and its response are written together, so the client
-/// reads both in one wake-up. A frame in hand is held only while the next one is
-/// being made by tasks already running, at most [`MAX_COALESCE_YIELDS`] yields
-/// of this task (no timer); the bytes sent, and their order, are the body's own.
-pub(crate) struct Coalesced {
-    body: Body,
-    held: Option<bytes::BytesMut>,
-    /// A frame or error that came after `held`, sent once it is.
-    next: Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>,
-    yields: usize,
-    ended: bool,
-}
-
-impl Coalesced {
-    pub(crate) fn new(body: Body) -> Self {
-        Self {
-            body,
-            held: None,
-            next: None,
-            yields: 0,
-            ended: false,
-        }
-    }
-
-    fn release(&mut self) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, axum::Error>>> {
-        self.yields = 0;
-        let held = self.held.take().unwrap_or_default();
-        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(held.freeze()))))
-    }
-}
-
-impl http_body::Body for Coalesced {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        use std::task::Poll;
-        let this = self.get_mut();
-        if this.held.is_none()
-            && let Some(next) = this.next.take()
-        {
-            return Poll::Ready(Some(next));
-        }
-        loop {
-            if this.ended {
-                return if this.held.is_some() {
-                    this.release()
-                } else {
-                    Poll::Ready(None)
-                };
-            }
-            match std::pin::Pin::new(&mut this.body).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(data) => {
-                        let held = this.held.get_or_insert_with(bytes::BytesMut::new);
-                        held.extend_from_slice(&data);
-                        if held.len() >= MAX_COALESCED_BYTES {
-                            return this.release();
-                        }
-                    }
-                    Err(frame) if this.held.is_some() => {
-                        this.next = Some(Ok(frame));
-                        return this.release();
-                    }
-                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
-                },
-                Poll::Ready(Some(Err(error))) if this.held.is_some() => {
-                    this.next = Some(Err(error));
-                    return this.release();
-                }
-                Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),
-                Poll::Ready(None) => this.ended = true,
-                Poll::Pending if this.held.is_some() && this.yields < MAX_COALESCE_YIELDS => {
-                    this.yields += 1;
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
-                }
-                Poll::Pending if this.held.is_some() => return this.release(),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.held.is_none() && self.next.is_none() && (self.ended || self.body.is_end_stream())
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        if self.held.is_none() && self.next.is_none() && !self.ended {
-            self.body.size_hint()
-        } else {
-            http_body::SizeHint::default()
-        }
-    }
-}
-
 /// Accepts connections and serves `router` on each until `shutdown` fires, then
 /// waits (at most [`SHUTDOWN_GRACE`]) for the connections to close.
 pub(crate) async fn serve(
@@ -337,7 +231,6 @@ async fn serve_connection(stream: TcpStream, router: axum::Router, limits: Conne
                 .oneshot(request)
                 .await
                 .unwrap_or_else(|never: Infallible| match never {});
-            let response = response.map(|body| Body::new(Coalesced::new(body)));
             Ok::<_, Infallible>(hold_until_sent(response, guard))
         }
     });
@@ -360,64 +253,4 @@ async fn serve_connection(stream: TcpStream, router: axum::Router, limits: Conne
         }
     }
     drop(ticket);
-}
-
-#[cfg(test)]
-mod tests {
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
-
-    use bytes::Bytes;
-    use futures::channel::mpsc;
-    use http_body::Body as _;
-
-    use super::*;
-
-    type Frames = mpsc::UnboundedSender<Result<http_body::Frame<Bytes>, std::io::Error>>;
-
-    fn body() -> (Frames, Coalesced) {
-        let (frames, stream) = mpsc::unbounded();
-        let body = Body::new(http_body_util::StreamBody::new(stream));
-        (frames, Coalesced::new(body))
-    }
-
-    fn send(frames: &Frames, text: &'static str) {
-        let frame = http_body::Frame::data(Bytes::from_static(text.as_bytes()));
-        frames.unbounded_send(Ok(frame)).unwrap();
-    }
-
-    /// Polls until the body answers, at most `limit` times: the answer and the polls.
-    fn next(body: &mut Coalesced, limit: usize) -> (Poll<Option<Bytes>>, usize) {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        for polls in 1..=limit {
-            if let Poll::Ready(frame) = Pin::new(&mut *body).poll_frame(&mut cx) {
-                let bytes = frame.map(|f| f.unwrap().into_data().unwrap());
-                return (Poll::Ready(bytes), polls);
-            }
-        }
-        (Poll::Pending, limit)
-    }
-
-    #[test]
-    fn frames_that_come_together_are_sent_as_one_in_their_order() {
-        let (frames, mut body) = body();
-        send(&frames, "data: \n\n");
-        send(&frames, "data: {}\n\n");
-        let (first, _) = next(&mut body, 100);
-        assert_eq!(first, Poll::Ready(Some(Bytes::from("data: \n\ndata: {}\n\n"))));
-        send(&frames, "last");
-        drop(frames);
-        assert_eq!(next(&mut body, 100).0, Poll::Ready(Some(Bytes::from("last"))));
-        assert_eq!(next(&mut body, 100).0, Poll::Ready(None));
-    }
-
-    #[test]
-    fn a_frame_whose_next_is_not_coming_is_sent_after_the_bounded_yields() {
-        let (frames, mut body) = body();
-        send(&frames, "priming");
-        let (first, polls) = next(&mut body, 1000);
-        assert_eq!(first, Poll::Ready(Some(Bytes::from("priming"))));
-        assert_eq!(polls, MAX_COALESCE_YIELDS + 1, "held for the yields only");
-        assert_eq!(next(&mut body, 1000).0, Poll::Pending, "nothing else was sent");
-    }
 }
