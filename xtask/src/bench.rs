@@ -27,7 +27,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("browser") => crate::bench_browser::run(),
         Some("browser-start") => crate::bench_browser::start(),
         Some("scale") => crate::bench_scale::run(),
-        Some("check") => crate::bench_check::run(),
+        Some("check") => crate::bench_check::run(&args[1..]),
         Some("verify") => crate::bench_verify::verify(),
         Some("detect") => crate::bench_verify::detect(),
         Some("echo") => crate::bench_echo::run(),

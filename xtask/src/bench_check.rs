@@ -1,7 +1,11 @@
 //! `cargo xtask bench check`: the static checks of `plugin_check` against the
 //! original approach (one `node --check` per file) on a generated profile of 60
-//! local plugins with 8 files each, in one run; and a full `dshkit check` without
-//! `live` against the time of `dsh --dump-config` alone.
+//! local plugins with 8 files each, in one run; the same command before (cold: an
+//! empty cache) and after (warm: the profile unchanged since the last run), with
+//! the floor of a dshkit process that starts and exits (`dshkit --version`); and a
+//! full `dshkit check` without `live` against the time of `dsh --dump-config` alone.
+//! `--baseline DSHKIT` also times another build (the main branch's, say) in the
+//! same rounds: the figure before a change, from the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,6 +18,10 @@ use crate::bench::{micros, prepare};
 const PLUGINS: usize = 60;
 const FILES_PER_PLUGIN: usize = 8;
 const ROUNDS: usize = 5;
+/// Rounds of the cold, warm and floor runs, interleaved (they take milliseconds).
+const CACHE_ROUNDS: usize = 21;
+/// The whole `dshkit check` (static checks) on the unchanged profile, warm.
+const WARM_GOAL: Duration = Duration::from_millis(15);
 
 fn generate(profile: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
@@ -75,7 +83,8 @@ fn time(command: &mut Command) -> anyhow::Result<Duration> {
     Ok(elapsed)
 }
 
-pub(crate) fn run() -> anyhow::Result<()> {
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let baseline = baseline_of(args)?;
     let (peers, dshkit) = prepare()?;
     let work = tempfile_dir()?;
     let home = work.join("dsh");
@@ -87,18 +96,22 @@ pub(crate) fn run() -> anyhow::Result<()> {
     anyhow::ensure!(made.success(), "dsh --dump-default-config failed");
     let files = generate(&home.join("profiles/web")).context("generating the profile")?;
 
-    let check = |with_dsh: bool| {
-        let mut command = Command::new(&dshkit);
+    let cache = work.join("cache");
+    let check_with = |binary: &Path, with_dsh: bool, cache: &Path| {
+        let mut command = Command::new(binary);
         command
             .args(["check", "--json", "--dsh-home"])
             .arg(&home)
             .env("HOME", &work)
+            .env("XDG_CACHE_HOME", cache)
             .env("PATH", &path);
         if !with_dsh {
             command.env("DSHKIT_DSH", work.join("no-dsh"));
         }
         command
     };
+    let check_in = |with_dsh: bool, cache: &Path| check_with(&dshkit, with_dsh, cache);
+    let check = |with_dsh: bool| check_in(with_dsh, &cache);
     // The static checks must be clean for the comparison to mean anything.
     let out = check(true).output()?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
@@ -107,6 +120,17 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "the generated profile does not pass: {report:#}"
     );
 
+    let baseline_cache = work.join("baseline-cache");
+    let baseline_check = baseline
+        .as_ref()
+        .map(|binary| || check_with(binary, false, &baseline_cache));
+    let (cold, warm, floor, before) = cache_rounds(
+        &dshkit,
+        &check_in,
+        baseline_check.as_ref().map(|b| b as &dyn Fn() -> Command),
+        &work,
+        files.len(),
+    )?;
     let mut ours = Vec::new();
     let mut full = Vec::new();
     let mut dump = Vec::new();
@@ -145,6 +169,15 @@ pub(crate) fn run() -> anyhow::Result<()> {
         "  ratio: {:.1}x faster (goal: >= 50x)",
         node.as_secs_f64() / ours.as_secs_f64()
     );
+    print_cache_figures(
+        &CacheFigures {
+            cold,
+            warm,
+            floor,
+            before,
+        },
+        baseline.as_deref(),
+    );
     println!(
         "full dshkit check without live: {} = dsh --dump-config {} + {} of our own (goal: < 0.5 s + dump-config)",
         micros(full),
@@ -152,6 +185,94 @@ pub(crate) fn run() -> anyhow::Result<()> {
         micros(full.saturating_sub(dump))
     );
     Ok(())
+}
+
+/// `--baseline DSHKIT`, or nothing.
+fn baseline_of(args: &[String]) -> anyhow::Result<Option<PathBuf>> {
+    match args {
+        [] => Ok(None),
+        [flag, path] if flag == "--baseline" => Ok(Some(PathBuf::from(path))),
+        _ => anyhow::bail!("usage: cargo xtask bench check [--baseline DSHKIT]"),
+    }
+}
+
+/// The medians of [`cache_rounds`].
+struct CacheFigures {
+    cold: Duration,
+    warm: Duration,
+    floor: Duration,
+    before: Option<Duration>,
+}
+
+fn print_cache_figures(figures: &CacheFigures, baseline: Option<&Path>) {
+    let CacheFigures {
+        cold,
+        warm,
+        floor,
+        before,
+    } = *figures;
+    println!(
+        "the same command on the unchanged profile (median of {CACHE_ROUNDS}, interleaved; the machine is shared and loaded):"
+    );
+    if let (Some(binary), Some(before)) = (baseline, before) {
+        println!(
+            "  baseline {} (the build before the change): {}; warm is {:.1}x faster",
+            binary.display(),
+            micros(before),
+            before.as_secs_f64() / warm.as_secs_f64().max(1e-9)
+        );
+    }
+    println!(
+        "  before, cold (an empty cache: every file parsed, the cache written): {}",
+        micros(cold)
+    );
+    println!(
+        "  after, warm (every file's analysis from the cache):                  {} (goal: <= {} ms, {})",
+        micros(warm),
+        WARM_GOAL.as_millis(),
+        if warm <= WARM_GOAL { "met" } else { "NOT met" }
+    );
+    println!(
+        "  floor, `dshkit --version` (the process starts and exits):            {}; above it: cold {}, warm {} ({:.1}x less)",
+        micros(floor),
+        micros(cold.saturating_sub(floor)),
+        micros(warm.saturating_sub(floor)),
+        cold.saturating_sub(floor).as_secs_f64() / warm.saturating_sub(floor).as_secs_f64().max(1e-9)
+    );
+}
+
+/// The static checks with an empty cache each round (cold), with the cache a
+/// first run left (warm), `dshkit --version` (the floor) and the baseline build
+/// when there is one, interleaved: their medians. Every warm run must take each file from the cache.
+fn cache_rounds(
+    dshkit: &Path,
+    check_in: &dyn Fn(bool, &Path) -> Command,
+    baseline: Option<&dyn Fn() -> Command>,
+    work: &Path,
+    files: usize,
+) -> anyhow::Result<(Duration, Duration, Duration, Option<Duration>)> {
+    let (cold_cache, warm_cache) = (work.join("cold-cache"), work.join("warm-cache"));
+    let primed = check_in(false, &warm_cache).output()?;
+    anyhow::ensure!(primed.status.code().is_some(), "the first check was killed");
+    let (mut cold, mut warm, mut floor, mut before) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..CACHE_ROUNDS {
+        if let Some(baseline) = baseline {
+            before.push(time(&mut baseline())?);
+        }
+        let _ = std::fs::remove_dir_all(&cold_cache);
+        cold.push(time(&mut check_in(false, &cold_cache))?);
+        warm.push(time(&mut check_in(false, &warm_cache))?);
+        floor.push(time(Command::new(dshkit).arg("--version"))?);
+    }
+    let out = check_in(false, &warm_cache).output()?;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    anyhow::ensure!(
+        report["cache"]["hits"] == files && report["cache"]["misses"] == 0,
+        "a warm run did not take every file from the cache: {}",
+        report["cache"]
+    );
+    let before = (!before.is_empty()).then(|| median(before));
+    Ok((median(cold), median(warm), median(floor), before))
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {

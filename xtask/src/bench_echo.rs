@@ -579,19 +579,39 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
     );
     let mut runs = Vec::new();
     let mut peaks = Vec::new();
+    let mut idle_runs = Vec::new();
+    // The goal holds on a busy machine: two threads spinning beside every run
+    // (on top of whatever else the machine runs), and the same runs without them.
     for _ in 0..3 {
+        idle_runs.push(first_reply_of(dshkit, &big, &ask)?.0);
+        let hogs = crate::CpuHogs::start(CPU_HOGS);
         let (first_reply, peak_kib) = first_reply_of(dshkit, &big, &ask)?;
+        drop(hogs);
         runs.push(first_reply);
         peaks.push(peak_kib);
     }
     let peak_kib = peaks.iter().copied().max().unwrap_or(0);
     #[expect(clippy::cast_precision_loss, reason = "sizes for display")]
     let (file_mib, peak_rss_mib) = (text.len() as f64 / 1_048_576.0, peak_kib as f64 / 1024.0);
+    let busy = percentile(&mut runs.clone(), 0.5);
+    let idle = percentile(&mut idle_runs.clone(), 0.5);
     println!(
-        "a {LARGE}-interaction cassette ({file_mib:.1} MiB): a cold `dshkit echo replay` answers the last recorded call in {} (median of {}; goal <= 0.4 s), peak RSS {peak_rss_mib:.1} MiB ({:.2}x the file; goal <= 80 MB)",
-        micros(percentile(&mut runs.clone(), 0.5)),
+        "a {LARGE}-interaction cassette ({file_mib:.1} MiB), {CPU_HOGS} CPU hogs running: a cold `dshkit echo replay` answers the last recorded call in {} (median of {}; goal <= 0.4 s, {}), peak RSS {peak_rss_mib:.1} MiB ({:.2}x the file; goal <= 80 MB, {}); without the hogs {} ({:.2}x)",
+        micros(busy),
         runs.iter().map(|d| micros(*d)).collect::<Vec<_>>().join(", "),
-        peak_rss_mib / file_mib
+        if busy <= Duration::from_millis(400) {
+            "met"
+        } else {
+            "NOT met"
+        },
+        peak_rss_mib / file_mib,
+        if peak_kib * 1024 <= 80_000_000 {
+            "met"
+        } else {
+            "NOT met"
+        },
+        micros(idle),
+        busy.as_secs_f64() / idle.as_secs_f64().max(1e-9)
     );
     for command in ["lint", "inspect"] {
         let (elapsed, peak_kib) = whole_file_command(dshkit, command, &big)?;
@@ -605,6 +625,9 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
     }
     Ok(())
 }
+
+/// Busy threads beside the large cassette's replay: the machine a goal must hold on.
+const CPU_HOGS: usize = 2;
 
 /// Runs `dshkit echo COMMAND CASSETTE` under `/usr/bin/time`, its output thrown
 /// away: its wall time and peak RSS (KiB).

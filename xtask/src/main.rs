@@ -208,21 +208,8 @@ fn soak(args: &[String]) -> anyhow::Result<()> {
     };
     // Build before the hog starts: the soak measures the tests, not the compiler.
     run(nextest().arg("--no-run"))?;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let hogs: Vec<_> = (0..cores)
-        .map(|_| {
-            let stop = std::sync::Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let mut x: u64 = 1;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    for _ in 0..100_000 {
-                        x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
-                    }
-                }
-            })
-        })
-        .collect();
+    let hogs = CpuHogs::start(cores);
     println!("soak: {runs} run(s) with {cores} busy thread(s) hogging the CPU");
     let mut failed = 0;
     for index in 1..=runs {
@@ -237,10 +224,7 @@ fn soak(args: &[String]) -> anyhow::Result<()> {
             started.elapsed().as_secs_f64()
         );
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for hog in hogs {
-        let _ = hog.join();
-    }
+    drop(hogs);
     println!("soak: {} passed, {failed} failed", runs - failed);
     anyhow::ensure!(failed == 0, "{failed} of {runs} soak run(s) failed");
     Ok(())
@@ -302,5 +286,42 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         (Ok(()), slow) => slow,
         (Err(suite), Ok(())) => Err(suite),
         (Err(suite), Err(slow)) => Err(suite.context(format!("and the slow corpus cases: {slow:#}"))),
+    }
+}
+
+/// Threads that spin until dropped.
+pub(crate) struct CpuHogs {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl CpuHogs {
+    pub(crate) fn start(count: usize) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x: u64 = 1;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for _ in 0..100_000 {
+                            x = std::hint::black_box(
+                                x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1),
+                            );
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for CpuHogs {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
     }
 }

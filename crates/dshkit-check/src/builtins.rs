@@ -122,15 +122,7 @@ pub fn node_in(path: &std::ffi::OsStr) -> Option<PathBuf> {
 /// `node-builtins/<digest of the binary's path, size and mtime>.json` in dshkit's
 /// cache directory (`$XDG_CACHE_HOME/dshkit` on Linux, `%LOCALAPPDATA%\dshkit` on Windows).
 fn cache_file(node: &Path) -> Option<PathBuf> {
-    let real = dshkit_os::fs::canonicalize(node).ok()?;
-    let meta = std::fs::metadata(&real).ok()?;
-    let modified = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    let identity = format!("{}\n{}\n{modified}", real.display(), meta.len());
+    let identity = crate::cache::file_identity(node)?;
     let digest = hex::encode(&sha2::Sha256::digest(identity.as_bytes())[..12]);
     let env = dshkit_env::Environment::from_process();
     let base = env.dshkit_dir(dshkit_env::Dir::Cache)?;

@@ -9,7 +9,8 @@
 //! web host composes it, [`client`])); config assembly (`dsh --dump-config`); with
 //! `live`, an isolated boot ([`live`]), with `page` the page smoke in Chromium
 //! ([`smoke`]), and the shutdown proof; and always the leftover-instance audit
-//! ([`audit`]). A check that did not run says `not_tested`.
+//! ([`audit`]). A check that did not run says `not_tested`. Each file's analysis
+//! is cached by a key of all its inputs ([`cache`]).
 //!
 //! A [`CheckRequest`] is what the CLI and the MCP tool both receive; its
 //! [`CheckRequest::options`] apply the environment's defaults, and
@@ -19,6 +20,7 @@
 pub mod audit;
 mod boot_output;
 pub mod builtins;
+pub mod cache;
 pub mod client;
 mod headless;
 pub mod link;
@@ -27,6 +29,7 @@ pub mod local_link;
 mod manifest;
 pub mod patch_list;
 mod plugins;
+mod realpath;
 mod report;
 mod request;
 pub mod resolve;
@@ -36,7 +39,8 @@ pub mod smoke;
 pub mod static_checks;
 pub mod syntax;
 
-pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, local_plugins};
+pub use cache::{AnalysisCache, CacheStats};
+pub use plugins::{LocalPlugin, MAX_FILES_PER_PLUGIN, analyze_plugin, analyze_plugin_with, local_plugins};
 pub use report::{Check, Located, MAX_EVIDENCE, Report, Status};
 pub use request::{CheckRequest, RequestError, compact_text};
 pub use run::{CheckOptions, Progress, run};

@@ -10,8 +10,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::builtins::LazyBuiltins;
+use crate::cache::AnalysisCache;
 use crate::resolve::{Loader, Resolved, package_entry, resolve};
-use crate::syntax::{Analysis, ModuleKind, analyze};
+use crate::syntax::{Analysis, ModuleKind};
 
 /// Most modules followed from one entry.
 pub const MAX_MODULES: usize = 2000;
@@ -64,14 +65,17 @@ pub struct Links {
 
 /// Follows the plugin at `root` from its entry. `builtins` are those of the Node
 /// DSH runs, asked for at the first built-in or bare import. `known` are files
-/// already analysed (by the syntax check), by real path: they are not parsed again.
+/// already analysed (by the syntax check), by real path: they are not parsed again;
+/// others are analysed through `cache`.
 pub fn check_plugin(
     root: &Path,
     builtins: &LazyBuiltins,
     known: &[(PathBuf, Result<Analysis, String>)],
+    cache: &AnalysisCache,
 ) -> Links {
     let mut walk = Walk {
         builtins,
+        cache,
         analyses: known
             .iter()
             .filter_map(|(file, analysis)| Some((file.clone(), Some(analysis.as_ref().ok()?.clone()))))
@@ -127,6 +131,7 @@ pub fn check_plugin(
 
 struct Walk<'b> {
     builtins: &'b LazyBuiltins,
+    cache: &'b AnalysisCache,
     analyses: HashMap<PathBuf, Option<Analysis>>,
     /// Directory → the `type` of its nearest `package.json`.
     types: HashMap<PathBuf, Option<String>>,
@@ -243,7 +248,7 @@ impl Walk<'_> {
                 return None;
             }
             let text = std::fs::read_to_string(file).ok()?;
-            Some(analyze(
+            Some(self.cache.analyze(
                 file,
                 &text,
                 kind,

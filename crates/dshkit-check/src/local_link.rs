@@ -55,7 +55,7 @@ pub fn locate(profile_dir: &Path, local: &str) -> LocalRow {
         },
         Some(dir) if same_dir(&dir, &plugin_dir) => Found::Plugin,
         Some(dir) => {
-            let real = dshkit_os::fs::canonicalize(&dir).unwrap_or(dir);
+            let real = crate::realpath::real(&dir).unwrap_or(dir);
             let package =
                 crate::resolve::read_manifest(&real).and_then(|m| m["name"].as_str().map(str::to_owned));
             Found::Elsewhere {
@@ -77,7 +77,7 @@ pub fn locate(profile_dir: &Path, local: &str) -> LocalRow {
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
-    match (dshkit_os::fs::canonicalize(a), dshkit_os::fs::canonicalize(b)) {
+    match (crate::realpath::real(a), crate::realpath::real(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }

@@ -26,7 +26,7 @@ pub(crate) fn check(
     home: &Path,
     profile_dir: &Path,
 ) -> Check {
-    let real_home = dshkit_os::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
+    let real_home = crate::realpath::real(home).unwrap_or_else(|_| home.to_owned());
     let bundles = profile_bundles(profile_dir);
     let mut failures = Vec::new();
     let mut warnings = Vec::new();

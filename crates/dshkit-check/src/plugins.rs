@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::syntax::{Analysis, ModuleKind, analyze};
+use crate::cache::AnalysisCache;
+use crate::syntax::{Analysis, ModuleKind};
 
 /// Most files followed from one plugin's entries.
 pub const MAX_FILES_PER_PLUGIN: usize = 2000;
@@ -67,7 +68,7 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
         .filter_map(|e| e.file_name().into_string().ok())
         .map(|dir_name| {
             let dir = profile_dir.join("plugins").join(&dir_name);
-            let root = dshkit_os::fs::canonicalize(&dir).unwrap_or(dir);
+            let root = crate::realpath::real(&dir).unwrap_or(dir);
             let (manifest, manifest_error) = match std::fs::read_to_string(root.join("package.json")) {
                 Ok(text) => match serde_json::from_str(&text) {
                     Ok(value) => (Some(value), None),
@@ -93,6 +94,12 @@ pub(crate) type Analyzed = Vec<(PathBuf, Result<Analysis, String>)>;
 /// Every file a plugin ships as code: its entries, what they import relatively
 /// (transitively), and everything under `lib/`. Each with its analysis.
 pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, String>)> {
+    analyze_plugin_with(plugin, &AnalysisCache::disabled())
+}
+
+/// [`analyze_plugin`], each file's analysis taken from `cache` when its inputs
+/// are unchanged.
+pub fn analyze_plugin_with(plugin: &LocalPlugin, cache: &AnalysisCache) -> Analyzed {
     // An entry that is not there is the manifest's and the links' finding, not a
     // file to parse (Node may fall back, or `exports` may name the entry instead).
     let mut queue: Vec<PathBuf> = plugin
@@ -123,7 +130,7 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
             Ok(_) => std::fs::read_to_string(&file)
                 .map_err(|e| e.to_string())
                 .map(|text| {
-                    analyze(
+                    cache.analyze(
                         &file,
                         &text,
                         kind,
@@ -150,7 +157,7 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
 
 /// The real path when it exists (so `./a.js` and `a.js` are one file), else as given.
 fn normalize(path: &Path) -> PathBuf {
-    dshkit_os::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+    crate::realpath::real(path).unwrap_or_else(|_| path.to_owned())
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {

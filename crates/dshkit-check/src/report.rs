@@ -94,6 +94,10 @@ impl Check {
 pub struct Report {
     pub ok: bool,
     pub checks: Vec<Check>,
+    /// What the static checks' cache did (hits, misses, damaged entries
+    /// ignored), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::cache::CacheStats>,
 }
 
 impl Report {
@@ -101,6 +105,7 @@ impl Report {
         Self {
             ok: checks.iter().all(|c| c.status != Status::Fail),
             checks,
+            cache: None,
         }
     }
 

@@ -142,6 +142,9 @@ impl CheckRequest {
         options.sweep = self.sweep;
         options.kill_stray = self.kill_stray;
         options.isolate_home = self.isolate_home;
+        options.cache = env
+            .dshkit_dir(dshkit_env::Dir::Cache)
+            .map(|dir| dir.join("check"));
         if let Some(ms) = self.boot_timeout_ms {
             options.boot_timeout = Duration::from_millis(ms.clamp(1000, 300_000));
         }

@@ -425,7 +425,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 fn real(path: &Path) -> PathBuf {
-    dshkit_os::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+    crate::realpath::real(path).unwrap_or_else(|_| path.to_owned())
 }
 
 #[cfg(test)]

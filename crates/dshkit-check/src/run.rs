@@ -45,6 +45,8 @@ pub struct CheckOptions {
     pub browser: LaunchOptions,
     /// Told each check as it starts (an MCP client's progress, the CLI's stderr).
     pub progress: Progress,
+    /// Where the static checks cache each file's analysis (see [`crate::cache`]).
+    pub cache: Option<PathBuf>,
 }
 
 /// Where stage messages go.
@@ -98,6 +100,7 @@ impl CheckOptions {
             user_home,
             browser: LaunchOptions::default(),
             progress: Progress::default(),
+            cache: None,
         }
     }
 }
@@ -128,10 +131,15 @@ pub async fn run(options: CheckOptions) -> Report {
         profile: options.profile.clone(),
         plugin: options.target.clone(),
         path: Some(options.path.clone()),
+        cache: options.cache.clone(),
     };
-    let mut checks = tokio::task::spawn_blocking(move || static_checks::run(&target))
+    let (mut checks, cache) = tokio::task::spawn_blocking(move || static_checks::run_counted(&target))
         .await
         .unwrap_or_default();
+    let report = |checks| Report {
+        cache: cache.clone(),
+        ..Report::new(checks)
+    };
 
     let Some(launcher) = options.launcher.clone() else {
         let why = "no dsh launcher found: set DSHKIT_DSH or put dsh on PATH";
@@ -143,7 +151,7 @@ pub async fn run(options: CheckOptions) -> Report {
         ]);
         stage("leftover audit");
         checks.push(audit_check(Vec::new(), &options));
-        return Report::new(checks);
+        return report(checks);
     };
     let dsh = Dsh {
         launcher,
@@ -186,7 +194,7 @@ pub async fn run(options: CheckOptions) -> Report {
     for (pid, start_ticks) in leaked {
         live::kill_instance_group(pid, start_ticks);
     }
-    Report::new(checks)
+    report(checks)
 }
 
 /// Boot, page smoke and shutdown proof; returns them and the instances leaked.

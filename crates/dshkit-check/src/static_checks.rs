@@ -4,11 +4,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin, local_plugins};
+use crate::cache::{AnalysisCache, CacheStats};
+use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin_with, local_plugins};
 use crate::report::{Check, Located, Status};
 
 /// Where to look.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Target {
     pub home: PathBuf,
     pub profile: String,
@@ -17,6 +18,9 @@ pub struct Target {
     /// `PATH` DSH runs with: its `node` says which built-ins exist and what they
     /// export. Without one, named imports from built-ins are not decided.
     pub path: Option<std::ffi::OsString>,
+    /// Where each file's analysis is cached (dshkit's `cache/check`); `None`:
+    /// every file is parsed (see [`crate::cache`]).
+    pub cache: Option<PathBuf>,
 }
 
 impl Target {
@@ -30,7 +34,27 @@ const IDS: [&str; 4] = ["patch_references", "syntax", "links", "manifest"];
 
 /// Patch references, syntax, links and manifests, in that order.
 pub fn run(target: &Target) -> Vec<Check> {
-    let profile_dir = target.profile_dir();
+    run_counted(target).0
+}
+
+/// [`run`], and what the cache did when there is one.
+/// Each real path is asked of the file system once in a run (see [`crate::realpath`]).
+pub fn run_counted(target: &Target) -> (Vec<Check>, Option<CacheStats>) {
+    crate::realpath::scope(|| {
+        let profile_dir = target.profile_dir();
+        let cache = match &target.cache {
+            Some(dir) => AnalysisCache::open(dir, &profile_dir),
+            None => AnalysisCache::disabled(),
+        };
+        let checks = checks(target, &profile_dir, &cache);
+        let stats = cache.stats();
+        cache.save();
+        (checks, stats)
+    })
+}
+
+fn checks(target: &Target, profile_dir: &Path, cache: &AnalysisCache) -> Vec<Check> {
+    let profile_dir = profile_dir.to_owned();
     if !profile_dir.is_dir() {
         let missing = format!("profile directory {} does not exist", profile_dir.display());
         return IDS
@@ -69,11 +93,11 @@ pub fn run(target: &Target) -> Vec<Check> {
             .collect();
     }
     // Each file is parsed once; the syntax, links and manifest checks share it.
-    let analyzed: Vec<Analyzed> = plugins.iter().map(analyze_plugin).collect();
+    let analyzed: Vec<Analyzed> = plugins.iter().map(|p| analyze_plugin_with(p, cache)).collect();
     vec![
         patch_references(&profile_dir, target.plugin.as_deref()),
         syntax(&plugins, &analyzed),
-        links(&plugins, &analyzed, target.path.as_deref()),
+        links(&plugins, &analyzed, target.path.as_deref(), cache),
         crate::manifest::check(&plugins, &analyzed, &target.home, &profile_dir),
     ]
 }
@@ -292,7 +316,12 @@ fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
 }
 
 /// What Node's loader would refuse, from each plugin's entry on.
-fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi::OsStr>) -> Check {
+fn links(
+    plugins: &[LocalPlugin],
+    analyzed: &[Analyzed],
+    path: Option<&std::ffi::OsStr>,
+    cache: &AnalysisCache,
+) -> Check {
     let id = "links";
     let builtins = crate::builtins::LazyBuiltins::new(path.and_then(crate::builtins::node_in));
     let mut modules = 0;
@@ -301,7 +330,7 @@ fn links(plugins: &[LocalPlugin], analyzed: &[Analyzed], path: Option<&std::ffi:
     let mut undecided = Vec::new();
     let mut located = Vec::new();
     for (plugin, known) in plugins.iter().zip(analyzed).filter(|(p, _)| p.manifest.is_some()) {
-        let links = crate::link::check_plugin(&plugin.root, &builtins, known);
+        let links = crate::link::check_plugin(&plugin.root, &builtins, known, cache);
         modules += links.modules;
         for finding in links.findings {
             let status = match finding.severity {

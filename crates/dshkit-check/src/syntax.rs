@@ -13,7 +13,7 @@ use oxc_span::SourceType;
 pub const MAX_SOURCE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How Node would load a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ModuleKind {
     /// ES module: `.mjs`, or `.js` under `"type": "module"`.
@@ -59,7 +59,7 @@ impl ModuleKind {
 }
 
 /// One syntax error, positioned like an editor counts (1-based line and column).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SyntaxError {
     pub file: PathBuf,
     pub line: usize,
@@ -82,7 +82,7 @@ impl std::fmt::Display for SyntaxError {
 
 /// What one file says: its syntax errors, the kind it loads as, what it asks
 /// for (imports, top-level requires) and what it exports.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Analysis {
     pub errors: Vec<SyntaxError>,
     /// The kind Node loads it as (after module syntax detection).
@@ -101,7 +101,7 @@ pub struct Analysis {
 }
 
 /// One static request of a module.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Request {
     pub specifier: String,
     pub line: usize,
@@ -117,7 +117,7 @@ pub struct Request {
 }
 
 /// What an ES module exports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Exports {
     pub names: std::collections::BTreeSet<String>,
     /// `export * from '…'` specifiers: their names (but `default`) are exported too.
@@ -125,7 +125,7 @@ pub struct Exports {
 }
 
 /// A CommonJS-only name used in an ES module.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GlobalUse {
     pub name: String,
     pub line: usize,

@@ -247,8 +247,8 @@ fn the_static_layer_agrees_with_a_real_dsh_boot_on_every_tree() {
         let report = Report::new(static_checks::run(&Target {
             home: home.home.clone(),
             profile: profile.clone(),
-            plugin: None,
             path: Some(home.peers.path_var()),
+            ..Target::default()
         }));
         let static_took = started.elapsed();
         if index >= loader_cases {

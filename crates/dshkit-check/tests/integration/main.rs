@@ -10,6 +10,7 @@ use dshkit_test::Peers;
 
 #[cfg(unix)]
 mod boot_exit;
+mod cache;
 mod differential;
 // Boots the real DSH testbed, which is installed on Linux only.
 #[cfg(target_os = "linux")]
@@ -81,6 +82,7 @@ impl DshHome {
             profile: "web".into(),
             plugin: None,
             path: Some(self.peers.path_var()),
+            cache: None,
         }))
     }
 
@@ -308,6 +310,7 @@ fn a_target_that_names_no_plugin_fails_with_that_name() {
         profile: "web".into(),
         plugin: Some("helthy".into()),
         path: None,
+        cache: None,
     }));
     for id in ["patch_references", "syntax", "links", "manifest"] {
         let check = report.check(id).unwrap();
