@@ -306,12 +306,7 @@ impl PreviewManager {
             self.make_room(&mut state, owner).await?;
             Opening::count(&self.opening)
         };
-        let policy = NetworkPolicy {
-            origin,
-            allow_hosts: self.limits().allow_hosts,
-            resolver: Arc::clone(&self.config.resolver),
-            dns_timeout: self.config.dns_timeout,
-        };
+        let policy = self.policy(origin);
         let browser = Browser::connect(endpoint).await?;
         let id = new_id()?;
         let opened = PreviewSession::open(
@@ -379,6 +374,17 @@ impl PreviewManager {
             .map(|session| (session, false))
     }
 
+    /// The network policy of a preview of `origin`: this manager's allowed
+    /// hosts, resolver and DNS deadline.
+    fn policy(&self, origin: PreviewOrigin) -> NetworkPolicy {
+        NetworkPolicy {
+            origin,
+            allow_hosts: self.limits().allow_hosts,
+            resolver: Arc::clone(&self.config.resolver),
+            dns_timeout: self.config.dns_timeout,
+        }
+    }
+
     async fn open_locked(
         &self,
         state: &mut State,
@@ -390,12 +396,7 @@ impl PreviewManager {
         let (origin, parsed) = PreviewOrigin::of(url)?;
         self.sweep(state).await;
         self.make_room(state, owner).await?;
-        let policy = NetworkPolicy {
-            origin,
-            allow_hosts: self.limits().allow_hosts,
-            resolver: Arc::clone(&self.config.resolver),
-            dns_timeout: self.config.dns_timeout,
-        };
+        let policy = self.policy(origin);
         let mut retried = false;
         let session = loop {
             let contexts = self.browser(state).await?.contexts();
