@@ -18,16 +18,15 @@ use dshkit_os::process::{Group, Identity};
 use dshkit_test::{ChildGuard, LoopbackServer, read_ready_line, spawn_guarded};
 use serde_json::{Value, json};
 
-use crate::support::{spawn_http, walk_files};
+use crate::support::{HttpSession, spawn_http, walk_files};
 
 /// Browsers the engine runs at once.
 const CONCURRENT: usize = 4;
 /// Connections it holds in its queue beyond those.
 const QUEUED: usize = 4;
-/// How long the engine may take to listen, a verification to answer, the
-/// engine to show a state the test waits for.
+/// How long the engine may take to listen, and to show a state the test waits
+/// for (a verification's answer is bounded by the MCP client's own limit).
 const ENGINE_START: Duration = Duration::from_mins(1);
-const ANSWER: Duration = Duration::from_mins(2);
 const STATE: Duration = Duration::from_mins(1);
 /// dshkit's own preview limit: room for one more than the pool takes, so the
 /// refusal the test sees is the engine's.
@@ -218,75 +217,11 @@ impl Gate {
     }
 }
 
-/// One MCP client of `dshkit mcp --http`: its own MCP session.
-struct Client {
-    url: String,
-    token: String,
-    session: String,
-    http: reqwest::Client,
-}
-
-impl Client {
-    async fn connect(url: &str, token: &str) -> Self {
-        let http = reqwest::Client::new();
-        let response = http
-            .post(url)
-            .bearer_auth(token)
-            .header("Accept", "application/json, text/event-stream")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pool-test", "version": "1"}}}))
-            .send()
-            .await
-            .unwrap();
-        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        let _ = response.text().await;
-        let client = Self {
-            url: url.to_owned(),
-            token: token.to_owned(),
-            session,
-            http,
-        };
-        client
-            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
-    }
-
-    async fn post(&self, body: Value) -> String {
-        let request = self
-            .http
-            .post(&self.url)
-            .bearer_auth(&self.token)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Mcp-Session-Id", &self.session)
-            .json(&body)
-            .send();
-        tokio::time::timeout(ANSWER, request)
-            .await
-            .expect("an answer in time")
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    }
-
-    /// A `tools/call`: the raw body (kept to look for the token) and the result.
-    async fn call(&self, tool: &str, arguments: Value) -> (String, Value) {
-        let body = self
-            .post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": tool, "arguments": arguments}}))
-            .await;
-        let answer = serde_json::from_str::<Value>(&body)
-            .ok()
-            .or_else(|| {
-                body.lines()
-                    .filter_map(|l| l.strip_prefix("data: "))
-                    .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-                    .find(|v| v.get("id").is_some())
-            })
-            .unwrap_or_else(|| panic!("no answer in {body}"));
-        (body.clone(), answer["result"].clone())
-    }
+/// A `tools/call` in `client`'s MCP session: the raw body (kept to look for
+/// the token) and the result.
+async fn call(client: &HttpSession, tool: &str, arguments: Value) -> (String, Value) {
+    let (body, answer) = client.call_with_body(tool, arguments).await;
+    (body, answer["result"].clone())
 }
 
 /// A token no output may contain.
@@ -361,7 +296,7 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     let (home, dshkit, url, mcp_token) = dshkit_on(&engine.ws(), &pool_token, &Given::FlagAndVariable);
     let mut clients = Vec::new();
     for _ in 0..=CONCURRENT + QUEUED {
-        clients.push(Arc::new(Client::connect(&url, &mcp_token).await));
+        clients.push(Arc::new(HttpSession::open(&url, &mcp_token, "pool-test").await));
     }
     // The longest load a verification may ask for: the first ones wait at the gate.
     let verify = json!({"appUrl": app.url(), "deadlineMs": 60_000,
@@ -373,7 +308,7 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     for client in clients.iter().take(CONCURRENT + QUEUED) {
         let (client, verify) = (Arc::clone(client), verify.clone());
         pending.push(tokio::spawn(async move {
-            client.call("liveloop_verify", verify).await
+            call(&client, "liveloop_verify", verify).await
         }));
     }
     engine
@@ -384,7 +319,7 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
 
     // One more is refused by the engine: UNVERIFIED with its reason, at once.
     let extra = &clients[CONCURRENT + QUEUED];
-    let (refused_body, refused) = extra.call("liveloop_verify", verify.clone()).await;
+    let (refused_body, refused) = call(extra, "liveloop_verify", verify.clone()).await;
     assert_eq!(refused["structuredContent"]["verdict"], "UNVERIFIED", "{refused}");
     let why = reasons(&refused);
     for part in [
@@ -396,9 +331,12 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
         assert!(why.contains(part), "{part} in {why}");
     }
     // The browser tool says the same as an error.
-    let (opened_body, opened) = extra
-        .call("liveloop_browser", json!({"operation": "open", "url": app.url()}))
-        .await;
+    let (opened_body, opened) = call(
+        extra,
+        "liveloop_browser",
+        json!({"operation": "open", "url": app.url()}),
+    )
+    .await;
     assert_eq!(opened["isError"], true, "{opened}");
     assert_eq!(
         opened["structuredContent"]["code"], "BROWSER_POOL_REFUSED",
@@ -428,7 +366,7 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     let tracked = json!({"appUrl": format!("{}tracked", app.url()),
         "assertions": [{"kind": "text_present", "text": "Served through the pool"}]});
     let (set_home, set_dshkit, set_url, set_mcp) = dshkit_on(&engine.ws(), &pool_token, &Given::Settings);
-    let set_client = Client::connect(&set_url, &set_mcp).await;
+    let set_client = HttpSession::open(&set_url, &set_mcp, "pool-test").await;
     bodies.push(the_policy_holds_in_the_pools_browser(&set_client, &tracked).await);
     engine.wait_for_load(&pool_token, (0, 0), || true).await;
 
@@ -436,10 +374,8 @@ async fn a_real_pool_engine_runs_and_queues_verifications_refuses_one_more_and_k
     let wrong_token = fresh_token("wrong-token");
     let (wrong_home, wrong, wrong_url, wrong_mcp) =
         dshkit_on(&engine.ws(), &wrong_token, &Given::FlagAndVariable);
-    let (wrong_body, unauthorized) = Client::connect(&wrong_url, &wrong_mcp)
-        .await
-        .call("liveloop_verify", tracked)
-        .await;
+    let wrong_client = HttpSession::open(&wrong_url, &wrong_mcp, "pool-test").await;
+    let (wrong_body, unauthorized) = call(&wrong_client, "liveloop_verify", tracked).await;
     assert_eq!(
         unauthorized["structuredContent"]["verdict"], "UNVERIFIED",
         "{unauthorized}"
@@ -467,16 +403,16 @@ async fn a_real_vite_app_is_verified_through_the_pool_engine() {
         .await
         .unwrap();
     let (home, dshkit, url, mcp_token) = dshkit_on(&engine.ws(), &pool_token, &Given::FlagAndVariable);
-    let client = Client::connect(&url, &mcp_token).await;
-    let (body, result) = client
-        .call(
-            "liveloop_verify",
-            json!({"appUrl": format!("http://127.0.0.1:{}/", vite.port),
+    let client = HttpSession::open(&url, &mcp_token, "pool-test").await;
+    let (body, result) = call(
+        &client,
+        "liveloop_verify",
+        json!({"appUrl": format!("http://127.0.0.1:{}/", vite.port),
                 "steps": [{"action": "click", "role": "button", "name": "Increment"},
                           {"action": "click", "role": "button", "name": "Increment"}],
                 "assertions": [{"kind": "text_present", "text": "Count is 2"}]}),
-        )
-        .await;
+    )
+    .await;
     assert_eq!(result["structuredContent"]["verdict"], "VERIFIED", "{result}");
     assert_eq!(
         result["structuredContent"]["title"], "Vite React counter",
@@ -513,8 +449,8 @@ fn assert_no_token_in(mut outputs: Vec<String>, homes: &[&std::path::Path], toke
 /// The network policy holds in the pool's browser: the request stage there
 /// blocks the page's external image, and the verdict says so (a failed request
 /// fails a verification, as on dshkit's own Chromium). The answer's body.
-async fn the_policy_holds_in_the_pools_browser(client: &Client, tracked: &Value) -> String {
-    let (body, result) = client.call("liveloop_verify", tracked.clone()).await;
+async fn the_policy_holds_in_the_pools_browser(client: &HttpSession, tracked: &Value) -> String {
+    let (body, result) = call(client, "liveloop_verify", tracked.clone()).await;
     let report = &result["structuredContent"];
     assert_eq!(report["verdict"], "FAILED", "{result}");
     let blocked = &report["blockedRequests"][0];

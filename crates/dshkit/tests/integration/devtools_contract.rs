@@ -13,96 +13,25 @@ use dshkit_test::{Peers, wait_for};
 use serde_json::{Value, json};
 
 use crate::devtools::MidTurn;
-use crate::support::spawn_http;
+use crate::support::{HttpSession, http_session_message as message, spawn_http};
 
-const ACCEPT: &str = "application/json, text/event-stream";
-
-/// One MCP client of the endpoint: its own `Mcp-Session-Id`.
-#[derive(Clone)]
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    session: String,
-    /// The next JSON-RPC id: calls in flight at once need their own.
-    next_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// The JSON-RPC message in a JSON or SSE response body.
-fn message(body: &str) -> Value {
-    if let Ok(value) = serde_json::from_str(body) {
-        return value;
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .find(|v| v.get("jsonrpc").is_some())
-        .unwrap_or_else(|| panic!("no JSON-RPC message in body: {body}"))
-}
-
-impl Client {
-    /// An initialized 2025-era MCP session.
-    async fn open(url: &str, token: &str) -> Self {
-        let http = reqwest::Client::new();
-        let response = http
-            .post(url)
-            .header("Content-Type", "application/json")
-            .header("Accept", ACCEPT)
-            .bearer_auth(token)
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "contract", "version": "1"}}}))
-            .send()
-            .await
-            .unwrap();
-        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        let _ = response.text().await;
-        let client = Self {
-            http,
-            url: url.to_owned(),
-            token: token.to_owned(),
-            session,
-            next_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(10)),
-        };
-        client
-            .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        client
-    }
-
-    async fn send(&self, body: &Value) -> String {
-        let response = self
-            .http
-            .post(&self.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", ACCEPT)
-            .header("Mcp-Session-Id", &self.session)
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "{body}: {}", response.status());
-        response.text().await.unwrap()
-    }
-
-    /// `tools/call`: the JSON-RPC answer.
-    async fn call(&self, tool: &str, arguments: Value) -> Value {
-        message(
-            &self
-                .send(&json!({"jsonrpc": "2.0", "id": self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed), "method": "tools/call",
-                    "params": {"name": tool, "arguments": arguments}}))
-                .await,
-        )
-    }
-
+/// The DevTools contract's calls, on one MCP client of the endpoint.
+trait Contract {
     /// A call that must succeed: its structured content.
+    async fn ok(&self, tool: &str, arguments: Value) -> Value;
+    /// A call that must be refused: its error code.
+    async fn refused(&self, tool: &str, arguments: Value) -> String;
+    /// Attaches to `target`: the debug session's id.
+    async fn attach(&self, target: &Value) -> String;
+}
+
+impl Contract for HttpSession {
     async fn ok(&self, tool: &str, arguments: Value) -> Value {
         let answer = self.call(tool, arguments).await;
         assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
         answer["result"]["structuredContent"].clone()
     }
 
-    /// A call that must be refused: its error code.
     async fn refused(&self, tool: &str, arguments: Value) -> String {
         let answer = self.call(tool, arguments).await;
         assert_eq!(answer["result"]["isError"], true, "{tool}: {answer}");
@@ -110,19 +39,6 @@ impl Client {
             .as_str()
             .unwrap_or_else(|| panic!("no code: {answer}"))
             .to_owned()
-    }
-
-    /// Ends the MCP session (`DELETE`).
-    async fn end(&self) {
-        let response = self
-            .http
-            .delete(&self.url)
-            .header("Mcp-Session-Id", &self.session)
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "{}", response.status());
     }
 
     async fn attach(&self, target: &Value) -> String {
@@ -134,7 +50,7 @@ impl Client {
 }
 
 /// Every tool's input schema names the design's parameters.
-async fn the_schemas_name_the_designs_parameters(client: &Client) {
+async fn the_schemas_name_the_designs_parameters(client: &HttpSession) {
     let listed = message(
         &client
             .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
@@ -222,7 +138,11 @@ async fn the_schemas_name_the_designs_parameters(client: &Client) {
 /// first, a single-use `nextCursor` of the session that reads on from there,
 /// and `total` the same on every page. In a session of its own (detached
 /// after), so the cursor count of the others is untouched.
-async fn the_dispatch_search_pages_on_session_cursors(alice: &Client, mallory: &Client, target: &Value) {
+async fn the_dispatch_search_pages_on_session_cursors(
+    alice: &HttpSession,
+    mallory: &HttpSession,
+    target: &Value,
+) {
     let session = alice.attach(target).await;
     let search = |cursor: Option<&str>, limit: u64| {
         let mut arguments = json!({"debugSessionId": session, "limit": limit});
@@ -276,7 +196,7 @@ async fn the_dispatch_search_pages_on_session_cursors(alice: &Client, mallory: &
 
 /// A second client can use neither the first's session (by either name) nor
 /// its cursor.
-async fn another_client_is_refused(alice: &Client, mallory: &Client, session: &str) {
+async fn another_client_is_refused(alice: &HttpSession, mallory: &HttpSession, session: &str) {
     for tool in [
         "cordis_debug_snapshot",
         "cordis_wait_for_runtime_change",
@@ -305,7 +225,7 @@ async fn another_client_is_refused(alice: &Client, mallory: &Client, session: &s
 /// `afterSequence`, `type` and `event` select exactly: no record at or before
 /// the sequence, of another type, or of an event whose name merely contains
 /// the one asked for.
-async fn the_wait_filters_select_exactly(alice: &Client, session: &str) {
+async fn the_wait_filters_select_exactly(alice: &HttpSession, session: &str) {
     let everything = alice
         .ok(
             "cordis_wait_for_runtime_change",
@@ -378,7 +298,12 @@ async fn the_wait_filters_select_exactly(alice: &Client, session: &str) {
 
 /// Eight cursors may be open in a session; a ninth catalog is refused, and a
 /// cursor of another session is unknown there.
-async fn a_ninth_cursor_is_refused(alice: &Client, mallory: &Client, session: &str, target: &Value) {
+async fn a_ninth_cursor_is_refused(
+    alice: &HttpSession,
+    mallory: &HttpSession,
+    session: &str,
+    target: &Value,
+) {
     let events = alice
         .ok(
             "cordis_debug_snapshot",
@@ -479,7 +404,7 @@ async fn a_ninth_cursor_is_refused(alice: &Client, mallory: &Client, session: &s
     clippy::print_stderr,
     reason = "the cancellation latency is a figure the report names"
 )]
-async fn a_detach_cancels_a_pending_wait(alice: &Client, target: &Value) {
+async fn a_detach_cancels_a_pending_wait(alice: &HttpSession, target: &Value) {
     // A detach that overtakes the wait's arrival leaves no wait to cancel (the
     // wait then finds no session): try again with a fresh session.
     for _ in 0..5 {
@@ -525,8 +450,13 @@ async fn a_detach_cancels_a_pending_wait(alice: &Client, target: &Value) {
 
 /// A client that ends its MCP session takes its debug sessions with it: the id
 /// goes from another client's `NOT_OWNER` to `UNKNOWN_SESSION`.
-async fn a_gone_client_takes_its_sessions_with_it(url: &str, token: &str, mallory: &Client, target: &Value) {
-    let carol = Client::open(url, token).await;
+async fn a_gone_client_takes_its_sessions_with_it(
+    url: &str,
+    token: &str,
+    mallory: &HttpSession,
+    target: &Value,
+) {
+    let carol = HttpSession::open(url, token, "contract").await;
     let session = carol.attach(target).await;
     let summary = json!({"debugSessionId": session});
     assert_eq!(
@@ -558,8 +488,8 @@ async fn the_v0_8_contract_holds_over_mcp_on_a_real_dsh() {
         &["--tools", "devtools", "--devtools-dir", &registry],
         &[],
     );
-    let alice = Client::open(&url, &token).await;
-    let mallory = Client::open(&url, &token).await;
+    let alice = HttpSession::open(&url, &token, "contract").await;
+    let mallory = HttpSession::open(&url, &token, "contract").await;
     the_schemas_name_the_designs_parameters(&alice).await;
 
     let runtime = tokio::runtime::Handle::current();

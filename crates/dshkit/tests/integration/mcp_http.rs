@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Home, HttpServer, start_http};
+use crate::support::{Home, HttpServer, http_session_message as message, start_http};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 
@@ -18,18 +18,6 @@ fn post(server: &HttpServer, client: &reqwest::Client) -> reqwest::RequestBuilde
         .post(&server.url)
         .header("Content-Type", "application/json")
         .header("Accept", ACCEPT)
-}
-
-/// The JSON-RPC message in a JSON or SSE response body.
-fn message(body: &str) -> Value {
-    if let Ok(value) = serde_json::from_str(body) {
-        return value;
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .find(|v| v.get("jsonrpc").is_some())
-        .unwrap_or_else(|| panic!("no JSON-RPC message in body: {body}"))
 }
 
 /// `dshkit ARGS` (an `mcp --http` server) in `home` with `DSHKIT_MCP_TOKEN` set

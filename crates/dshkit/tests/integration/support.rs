@@ -6,6 +6,7 @@ mod command;
 mod dsh;
 mod echo;
 mod home;
+mod http_session;
 mod models;
 mod servers;
 mod session;
@@ -21,6 +22,7 @@ pub(crate) use echo::{
     recorded_everything, stored_tool_results, web_row,
 };
 pub(crate) use home::{EnvDir, Home, describe, walk_files};
+pub(crate) use http_session::{HttpSession, message as http_session_message};
 pub(crate) use models::ConversationModels;
 pub(crate) use servers::{
     HttpServer, echo_http, everything_http, everything_launcher, spawn_http, start_http,
