@@ -86,7 +86,7 @@ pub const FIELDS: [Field; 8] = [
         help: "Previews open at once; at the limit, the owner's least recently used idle preview makes room",
         rule: Rule::Whole {
             low: 1,
-            high: 16,
+            high: 64,
             unit: "previews",
         },
     },
@@ -586,7 +586,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         for needle in [
-            "previewLimit (Preview session limit) must be a whole number from 1 to 16 previews, not 99",
+            "previewLimit (Preview session limit) must be a whole number from 1 to 64 previews, not 99",
             "quietWindowMs (Quiet window)",
             "no scheme",
             "is an address",

@@ -1061,7 +1061,7 @@ fn a_settings_change_is_refused_with_its_rule_or_applies_to_the_next_verificatio
     open_dshkit_settings(&mut ui);
     // Each field shows its rule and its default.
     ui.wait_for("A whole number from 0 to 5000 ms; default 100 ms.");
-    ui.wait_for("A whole number from 1 to 16 previews; default 4 previews.");
+    ui.wait_for("A whole number from 1 to 64 previews; default 4 previews.");
     let fill = |ui: &mut WebUi, field: &str, value: &str| {
         ui.op(serde_json::json!({"operation": "fill", "role": "textbox", "name": field, "text": value}));
     };
@@ -1071,7 +1071,7 @@ fn a_settings_change_is_refused_with_its_rule_or_applies_to_the_next_verificatio
     fill(&mut ui, "Preview session limit", "1,200");
     ui.click("button", "Save dshkit settings");
     ui.wait_for("Quiet window must be a whole number from 0 to 5000 ms, not \"abc\"");
-    ui.wait_for("Preview session limit must be a whole number from 1 to 16 previews, not \"1,200\"");
+    ui.wait_for("Preview session limit must be a whole number from 1 to 64 previews, not \"1,200\"");
     ui.wait_for("Not saved: 2 values break their rules. The stored settings are unchanged.");
     ui.keep_screenshot("settings-refused");
     let settings_file = home.path().join(".config/dshkit/settings.json");

@@ -220,7 +220,7 @@ fn the_settings_file_sets_the_preview_limit_a_change_applies_without_a_restart_a
     assert_eq!(refused.status.code(), Some(3));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains(
-            "previewLimit (Preview session limit) must be a whole number from 1 to 16 previews, not 99"
+            "previewLimit (Preview session limit) must be a whole number from 1 to 64 previews, not 99"
         ),
         "{refused:?}"
     );
