@@ -36,10 +36,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         Some("redact") => crate::bench_echo::redaction(),
         Some("dsh-plugin") => crate::bench_dsh::run(),
         Some("parallel") => crate::bench_parallel::run(&args[1..]),
+        Some("curves") => crate::bench_curves::run(&args[1..]),
         // In a release build of xtask (started by `redact`): the redactor in process.
         Some("redact-in-process") => crate::bench_echo::redaction_in_process(args.get(1).map(String::as_str)),
         _ => bail!(
-            "usage: cargo xtask bench <mcp | browser | browser-start | scale | check | verify | detect | echo | redact | dsh-plugin | load | devtools | parallel [LEVELS]>"
+            "usage: cargo xtask bench <mcp | browser | browser-start | scale | check | verify | detect | echo | redact | dsh-plugin | load | devtools | parallel [LEVELS] | curves [CURVE]>"
         ),
     }
 }

@@ -542,19 +542,17 @@ fn redaction_throughput(
     Ok(())
 }
 
-/// Writes a cassette of [`LARGE`] interactions and times a release `dshkit echo
-/// replay` loading and indexing it (three runs; the first pays for a cold binary).
-fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::Result<()> {
-    let big = work.join("large.jsonl");
-    let mut text = serde_json::to_string(&dshkit_echo::cassette::Header::new("stdio"))?;
-    text.push('\n');
-    for i in 1..=LARGE {
+/// Writes a dshkit cassette of `interactions` echo calls (`message 1` ... `message
+/// N`), streamed to the file; its size in bytes.
+pub(crate) fn write_cassette(path: &std::path::Path, interactions: usize) -> anyhow::Result<u64> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    serde_json::to_writer(&mut file, &dshkit_echo::cassette::Header::new("stdio"))?;
+    file.write_all(b"\n")?;
+    for i in 1..=interactions {
         let record = dshkit_echo::cassette::Record::Interaction(dshkit_echo::cassette::Interaction {
             ordinal: u64::try_from(i)?,
             request: call(i),
-            responses: vec![
-                json!({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": format!("Echo: message {i}")}]}}),
-            ],
+            responses: vec![echo_answer(i)],
             notifications: vec![],
             notification_lead_us: vec![],
             server_requests: vec![],
@@ -565,34 +563,39 @@ fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::R
             ms: 1,
             origin: "recorded".into(),
         });
-        text.push_str(&serde_json::to_string(&record)?);
-        text.push('\n');
+        serde_json::to_writer(&mut file, &record)?;
+        file.write_all(b"\n")?;
     }
-    std::fs::write(&big, &text)?;
-    // A client that connects to a cold release `dshkit echo replay` and asks for
-    // the last recorded call: the time to that answer, and the peak RSS of the
-    // whole replay.
-    let ask = format!(
-        "{}\n{}\n",
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}),
-        call(LARGE)
-    );
+    file.flush()?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+/// The echo tool's answer to `call(id)`.
+fn echo_answer(id: usize) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": format!("Echo: message {id}")}]}})
+}
+
+/// Writes a cassette of [`LARGE`] interactions and times a release `dshkit echo
+/// replay` loading and indexing it (three runs; the first pays for a cold binary).
+fn large_cassette(dshkit: &std::path::Path, work: &std::path::Path) -> anyhow::Result<()> {
+    let big = work.join("large.jsonl");
+    let bytes = write_cassette(&big, LARGE)?;
     let mut runs = Vec::new();
     let mut peaks = Vec::new();
     let mut idle_runs = Vec::new();
     // The goal holds on a busy machine: two threads spinning beside every run
     // (on top of whatever else the machine runs), and the same runs without them.
     for _ in 0..3 {
-        idle_runs.push(first_reply_of(dshkit, &big, &ask)?.0);
+        idle_runs.push(first_reply_of(dshkit, &big, LARGE)?.0);
         let hogs = crate::CpuHogs::start(CPU_HOGS);
-        let (first_reply, peak_kib) = first_reply_of(dshkit, &big, &ask)?;
+        let (first_reply, peak_kib) = first_reply_of(dshkit, &big, LARGE)?;
         drop(hogs);
         runs.push(first_reply);
         peaks.push(peak_kib);
     }
     let peak_kib = peaks.iter().copied().max().unwrap_or(0);
     #[expect(clippy::cast_precision_loss, reason = "sizes for display")]
-    let (file_mib, peak_rss_mib) = (text.len() as f64 / 1_048_576.0, peak_kib as f64 / 1024.0);
+    let (file_mib, peak_rss_mib) = (bytes as f64 / 1_048_576.0, peak_kib as f64 / 1024.0);
     let busy = percentile(&mut runs.clone(), 0.5);
     let idle = percentile(&mut idle_runs.clone(), 0.5);
     println!(
@@ -656,15 +659,22 @@ fn whole_file_command(
     Ok((elapsed, peak_kib))
 }
 
-/// Starts `dshkit echo replay CASSETTE` under `/usr/bin/time`, writes `ask`, and
-/// returns the time from the spawn to the answer of its last request, and the peak
-/// RSS (KiB) once stdin is closed and the replay has exited.
-fn first_reply_of(
+/// Starts `dshkit echo replay CASSETTE` (of `interactions` echo calls) under
+/// `/usr/bin/time`, asks for the handshake and the last recorded call, and returns
+/// the time from the spawn to that answer, and the peak RSS (KiB) once stdin is
+/// closed and the replay has exited.
+pub(crate) fn first_reply_of(
     dshkit: &std::path::Path,
     cassette: &std::path::Path,
-    ask: &str,
+    interactions: usize,
 ) -> anyhow::Result<(Duration, u64)> {
-    use std::io::{BufRead, Write};
+    use std::io::BufRead;
+    // The handshake, then the last recorded call.
+    let ask = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}),
+        call(interactions)
+    );
     let began = Instant::now();
     let mut child = Command::new("/usr/bin/time")
         .args(["-f", "%M"])
@@ -690,7 +700,7 @@ fn first_reply_of(
     }
     let answered = began.elapsed();
     anyhow::ensure!(
-        line.contains(&format!("message {LARGE}")),
+        line.contains(&format!("message {interactions}\"")),
         "unexpected answer: {line}"
     );
     drop(stdin);
@@ -829,31 +839,36 @@ async fn versus_mcp_recorder(
     large_versus_mcp_recorder(dshkit, &recorder, work).await
 }
 
-/// The [`LARGE`] cassette in both formats, each replayed over HTTP by a cold
-/// process: the time from the spawn to the answer of the last recorded call, and
-/// the process's peak RSS at that moment.
-async fn large_versus_mcp_recorder(
+/// A cassette of `interactions` echo calls in both formats, each replayed over
+/// HTTP by a cold process, `rounds` times in turn: the median time from the spawn
+/// to the answer of the last recorded call, and the process's peak RSS (KiB) then.
+pub(crate) struct ColdReplies {
+    pub(crate) ours: (Duration, u64),
+    pub(crate) theirs: (Duration, u64),
+}
+
+pub(crate) async fn cold_http_replies(
     dshkit: &std::path::Path,
     recorder: &std::path::Path,
-    work: &std::path::Path,
-) -> anyhow::Result<()> {
-    let ours = work.join("large.jsonl");
-    let theirs = work.join("large-mcp-recorder.json");
-    write_mcp_recorder_cassette(&theirs)?;
+    ours: &std::path::Path,
+    theirs: &std::path::Path,
+    interactions: usize,
+    rounds: usize,
+) -> anyhow::Result<ColdReplies> {
     let ask = |url: String| async move {
         let mut client = http_session(url).await?;
-        let reply = client.post(&call(LARGE)).await?.context("no reply")?;
+        let reply = client.post(&call(interactions)).await?.context("no reply")?;
         anyhow::ensure!(
-            reply["result"]["content"][0]["text"] == format!("Echo: message {LARGE}"),
+            reply["result"]["content"][0]["text"] == format!("Echo: message {interactions}"),
             "unexpected answer: {reply}"
         );
         anyhow::Ok(())
     };
     let mut rows = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..rounds {
         // dshkit: its ready line names the URL once the cassette is indexed.
         let began = Instant::now();
-        let (replay, url) = spawn_http_replay(dshkit, &ours)?;
+        let (replay, url) = spawn_http_replay(dshkit, ours)?;
         ask(url).await?;
         let ours_time = began.elapsed();
         let ours_peak = peak_rss_kib(replay.0.id());
@@ -864,7 +879,7 @@ async fn large_versus_mcp_recorder(
         let peer = crate::bench::Killed(
             Command::new(recorder)
                 .args(["replay", "--cassette"])
-                .arg(&theirs)
+                .arg(theirs)
                 .args(["--port", &port.to_string()])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
@@ -872,7 +887,7 @@ async fn large_versus_mcp_recorder(
         );
         while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
             anyhow::ensure!(
-                began.elapsed() < Duration::from_mins(2),
+                began.elapsed() < Duration::from_mins(15),
                 "mcp-recorder never listened"
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -887,9 +902,27 @@ async fn large_versus_mcp_recorder(
     let (ours_time, ours_peak, _, _) = rows[rows.len() / 2];
     rows.sort_by_key(|r| r.2);
     let (_, _, peer_time, peer_peak) = rows[rows.len() / 2];
+    Ok(ColdReplies {
+        ours: (ours_time, ours_peak),
+        theirs: (peer_time, peer_peak),
+    })
+}
+
+async fn large_versus_mcp_recorder(
+    dshkit: &std::path::Path,
+    recorder: &std::path::Path,
+    work: &std::path::Path,
+) -> anyhow::Result<()> {
+    let ours = work.join("large.jsonl");
+    let theirs = work.join("large-mcp-recorder.json");
+    write_mcp_recorder_cassette(&theirs, LARGE)?;
+    let rounds = 3;
+    let ColdReplies {
+        ours: (ours_time, ours_peak),
+        theirs: (peer_time, peer_peak),
+    } = cold_http_replies(dshkit, recorder, &ours, &theirs, LARGE, rounds).await?;
     println!(
-        "\nA {LARGE}-interaction cassette replayed over HTTP by a cold process: spawn → answer to the last recorded call (median of {}), peak RSS",
-        rows.len()
+        "\nA {LARGE}-interaction cassette replayed over HTTP by a cold process: spawn → answer to the last recorded call (median of {rounds}), peak RSS"
     );
     println!("{:<28} {:>12} {:>12}", "", "first reply", "peak RSS");
     println!(
@@ -913,23 +946,31 @@ async fn large_versus_mcp_recorder(
     Ok(())
 }
 
-/// The [`LARGE`] echo calls (after a handshake) as an mcp-recorder 0.5.0 cassette.
-fn write_mcp_recorder_cassette(path: &std::path::Path) -> anyhow::Result<()> {
-    let mut interactions = vec![
+/// `interactions` echo calls (after a handshake) as an mcp-recorder 0.5.0
+/// cassette, streamed to the file.
+pub(crate) fn write_mcp_recorder_cassette(path: &std::path::Path, interactions: usize) -> anyhow::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let handshake = [
         json!({"type": "jsonrpc_request", "request": crate::bench::initialize(0),
                "response": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "mcp-servers/everything", "version": "2026.8.31"}}}}),
         json!({"type": "notification", "request": {"jsonrpc": "2.0", "method": "notifications/initialized"}}),
     ];
-    for i in 1..=LARGE {
-        interactions.push(json!({"type": "jsonrpc_request", "request": call(i), "latency_ms": 1,
-            "response": {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": format!("Echo: message {i}")}]}}}));
+    file.write_all(br#"{"version": "1.0", "metadata": {"transport_type": "stdio"}, "interactions": ["#)?;
+    for (index, interaction) in handshake.iter().enumerate() {
+        if index > 0 {
+            file.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut file, interaction)?;
     }
-    std::fs::write(
-        path,
-        serde_json::to_vec(
-            &json!({"version": "1.0", "metadata": {"transport_type": "stdio"}, "interactions": interactions}),
-        )?,
-    )?;
+    for i in 1..=interactions {
+        file.write_all(b",")?;
+        serde_json::to_writer(
+            &mut file,
+            &json!({"type": "jsonrpc_request", "request": call(i), "latency_ms": 1, "response": echo_answer(i)}),
+        )?;
+    }
+    file.write_all(b"]}")?;
+    file.flush()?;
     Ok(())
 }
 

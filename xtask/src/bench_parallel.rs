@@ -71,7 +71,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         None => LEVELS.to_vec(),
     };
     if levels.iter().any(|n| !(1..=16).contains(n)) {
-        bail!("levels go from 1 to 16 (dshkit's preview limit per process)");
+        bail!(
+            "levels go from 1 to 16 (each peer client starts a browser of its own: more do not fit the machine)"
+        );
     }
     let (peers, dshkit) = crate::bench::prepare()?;
     let agent_browser = crate::setup::agent_browser()?;
@@ -114,16 +116,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
                     let pool = Pool::start(&peers, &work.join(format!("pool-{clients}")), clients)?;
                     dshkit_level(&dshkit, &work, &url, clients, Some(&pool))?
                 }
-                "Playwright MCP" => peer_level(tool, clients, &url, |i| {
-                    Peer::start(
-                        crate::bench_browser::playwright_command(&peers, &work.join(format!("pw-{i}"))),
-                        Flavour::Playwright,
-                    )
-                })?,
                 _ => peer_level(tool, clients, &url, |i| {
-                    let mut command = crate::bench_browser::agent_browser_command(&agent_browser, &work);
-                    command.env("AGENT_BROWSER_SESSION", format!("parallel-{i}"));
-                    Peer::start(command, Flavour::AgentBrowser)
+                    start_peer(tool, &peers, &agent_browser, &work, i)
                 })?,
             };
             println!(
@@ -147,7 +141,8 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     .call_tool(1, "agent_browser_close", &json!({"all": true}))?;
     let _ = std::fs::remove_dir_all(&work);
     ratios(&results);
-    pictures(&results)
+    pictures(&results)?;
+    crate::bench_curves::all(&peers, &dshkit, &agent_browser)
 }
 
 /// The throughput and memory curves as SVG under `target/bench/`.
@@ -157,15 +152,17 @@ fn pictures(results: &[Measured]) -> anyhow::Result<()> {
     crate::plot::lines(
         &out.join("parallel-throughput.svg"),
         "Verifications per minute against concurrent clients (2 cores)",
-        "concurrent clients",
+        ("concurrent clients", crate::plot::XScale::Log),
         "verifications per minute",
+        crate::plot::YScale::Linear,
         &series(results, |m| m.per_minute),
     )?;
     crate::plot::lines(
         &out.join("parallel-memory.svg"),
         "Peak memory (PSS, MiB) against concurrent clients",
-        "concurrent clients",
+        ("concurrent clients", crate::plot::XScale::Log),
         "MiB",
+        crate::plot::YScale::Linear,
         &series(results, |m| float(m.peak_pss_kib) / 1024.0),
     )?;
     println!(
@@ -447,6 +444,17 @@ impl Peer {
         Ok(crate::bench_verify::text_of(&result))
     }
 
+    /// Opens `url` and reads its snapshot once: a preview kept open.
+    fn open(&mut self, url: &str) -> anyhow::Result<()> {
+        let (open, snapshot) = match self.flavour {
+            Flavour::Playwright => ("browser_navigate", "browser_snapshot"),
+            Flavour::AgentBrowser => ("agent_browser_open", "agent_browser_snapshot"),
+        };
+        self.call(open, &json!({"url": url}))?;
+        self.call(snapshot, &json!({}))?;
+        Ok(())
+    }
+
     /// The same story as dshkit's verification, as the peer's tool calls.
     fn verify(&mut self, url: &str) -> anyhow::Result<()> {
         let (open, snapshot, click, screenshot) = match self.flavour {
@@ -503,6 +511,66 @@ impl Drop for Peer {
             let _ = self.call("agent_browser_close", &json!({}));
         }
     }
+}
+
+/// Starts client `index`'s own server of the peer `tool`, as the parallel
+/// verifications and the session curve start it.
+fn start_peer(
+    tool: &str,
+    peers: &crate::setup::Peers,
+    agent_browser: &Path,
+    work: &Path,
+    index: usize,
+) -> anyhow::Result<Peer> {
+    if tool == "Playwright MCP" {
+        Peer::start(
+            crate::bench_browser::playwright_command(peers, &work.join(format!("pw-{index}"))),
+            Flavour::Playwright,
+        )
+    } else {
+        let mut command = crate::bench_browser::agent_browser_command(agent_browser, work);
+        command.env("AGENT_BROWSER_SESSION", format!("parallel-{index}"));
+        Peer::start(command, Flavour::AgentBrowser)
+    }
+}
+
+/// The memory of each peer holding `count` isolated previews of the page at
+/// `url` at once (a server and browser each, started side by side), once it
+/// settles: (tool, PSS in KiB) per peer.
+pub(crate) fn peer_session_memory(
+    peers: &crate::setup::Peers,
+    agent_browser: &Path,
+    work: &Path,
+    url: &str,
+    count: usize,
+) -> anyhow::Result<Vec<(&'static str, u64)>> {
+    let mut measured = Vec::new();
+    for tool in PEERS {
+        let opened: Vec<anyhow::Result<Peer>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..count)
+                .map(|i| {
+                    scope.spawn(move || {
+                        let mut peer = start_peer(tool, peers, agent_browser, work, i)?;
+                        peer.open(url)?;
+                        anyhow::Ok(peer)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a client panicked")))
+                })
+                .collect()
+        });
+        let opened: Vec<Peer> = opened.into_iter().collect::<anyhow::Result<_>>()?;
+        let pids: Vec<u32> = opened.iter().map(|p| p.client.pid()).collect();
+        let pss = crate::bench_scale::settled_pss_kib(peer_roots(&pids, tool));
+        drop(opened);
+        measured.push((tool, pss));
+    }
+    Ok(measured)
 }
 
 fn peer_level(

@@ -20,18 +20,35 @@ use crate::bench::{Killed, StdioClient, micros};
 use crate::bench_browser::median;
 
 /// The largest `previewLimit` the settings accept.
-const MAX_SESSIONS: usize = 16;
+pub(crate) const MAX_SESSIONS: usize = 64;
+/// The session counts printed (every count is measured and returned).
+const SHOWN: [usize; 9] = [1, 2, 4, 8, 16, 24, 32, 48, 64];
 /// Snapshots timed at each step.
 const SNAPSHOTS: usize = 5;
 
 pub(crate) fn run() -> anyhow::Result<()> {
     let (_peers, dshkit) = crate::bench::prepare()?;
     let url = crate::bench_browser::serve_fixture()?;
+    in_work_dir(|work| {
+        sessions(&dshkit, work, &url)?;
+        pool(&dshkit, work, &url)
+    })
+}
+
+/// The memory of dshkit and its Chromium at 1 to [`MAX_SESSIONS`] previews of
+/// the fixture page at `url`: (sessions, PSS in KiB) at each count.
+pub(crate) fn session_curve(dshkit: &std::path::Path, url: &str) -> anyhow::Result<Vec<(usize, u64)>> {
+    in_work_dir(|work| sessions(dshkit, work, url))
+}
+
+/// Runs `body` in a fresh work directory whose settings allow [`MAX_SESSIONS`]
+/// previews, removed afterwards.
+fn in_work_dir<T>(body: impl FnOnce(&std::path::Path) -> anyhow::Result<T>) -> anyhow::Result<T> {
     let work = std::env::temp_dir().join(format!("dshkit-bench-scale-{}", std::process::id()));
     let settings = work.join("config/dshkit/settings.json");
     std::fs::create_dir_all(settings.parent().context("parent")?)?;
     std::fs::write(&settings, json!({ "previewLimit": MAX_SESSIONS }).to_string())?;
-    let outcome = sessions(&dshkit, &work, &url).and_then(|()| pool(&dshkit, &work, &url));
+    let outcome = body(&work);
     let _ = std::fs::remove_dir_all(&work);
     outcome
 }
@@ -46,7 +63,11 @@ fn dshkit_command(dshkit: &std::path::Path, work: &std::path::Path) -> Command {
     command
 }
 
-fn sessions(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyhow::Result<()> {
+fn sessions(
+    dshkit: &std::path::Path,
+    work: &std::path::Path,
+    url: &str,
+) -> anyhow::Result<Vec<(usize, u64)>> {
     let mut client = StdioClient::start(&mut dshkit_command(dshkit, work))?;
     let pid = client.pid();
     let mut id = 0;
@@ -65,6 +86,7 @@ fn sessions(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyh
     let mut first = String::new();
     let mut previous: Option<u64> = None;
     let mut slopes = Vec::new();
+    let mut curve = Vec::new();
     for count in 1..=MAX_SESSIONS {
         let start = Instant::now();
         let reply = call(&mut client, json!({"operation": "open", "url": url}))?;
@@ -90,7 +112,8 @@ fn sessions(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyh
             slopes.push(pss.saturating_sub(before));
         }
         previous = Some(pss);
-        if matches!(count, 1 | 2 | 4 | 8 | 12 | 16) {
+        curve.push((count, pss));
+        if SHOWN.contains(&count) {
             println!(
                 "{count:>8} {:>11} MiB {:>10} MiB {:>12} {:>14} {processes:>8}",
                 pss / 1024,
@@ -105,32 +128,46 @@ fn sessions(dshkit: &std::path::Path, work: &std::path::Path, url: &str) -> anyh
         "memory per added session (median of the steps): {} MiB",
         slopes.get(slopes.len() / 2).copied().unwrap_or(0) / 1024
     );
+    // Past the limit an open either makes room (the owner's least recently used
+    // idle preview closes) or is refused: what happened, and how many are open.
     let reply = call(&mut client, json!({"operation": "open", "url": url}))?;
-    let refusal = reply["result"]["structuredContent"]["code"]
+    let outcome = reply["result"]["structuredContent"]["code"]
         .as_str()
         .or_else(|| reply["result"]["content"][0]["text"].as_str())
         .unwrap_or("?");
+    let listed = call(&mut client, json!({"operation": "list"}))?;
     println!(
-        "open number {}: {}",
+        "open number {}: {}; open after it: {}",
         MAX_SESSIONS + 1,
-        refusal.lines().next().unwrap_or(refusal)
+        outcome.lines().next().unwrap_or(outcome),
+        listed["result"]["structuredContent"]["sessions"]
+            .as_array()
+            .map_or_else(|| "?".to_owned(), |s| s.len().to_string())
     );
-    client.finish()
+    client.finish()?;
+    Ok(curve)
 }
 
 /// Waits (bounded) until the process tree's PSS stops growing between two looks,
 /// so a renderer still starting is counted.
 fn wait_for_quiet_tree(pid: u32) {
+    settled_pss_kib(|| vec![pid]);
+}
+
+/// The PSS (KiB) of the process trees under `roots` once it stops changing
+/// between two looks a quarter second apart (at most 5 s of looking).
+pub(crate) fn settled_pss_kib(roots: impl Fn() -> Vec<u32>) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(5);
-    let mut last = tree_pss_kib(pid).0;
+    let mut last = trees_pss_kib(&roots());
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(250));
-        let now = tree_pss_kib(pid).0;
+        let now = trees_pss_kib(&roots());
         if now.abs_diff(last) < 1024 {
-            return;
+            return now;
         }
         last = now;
     }
+    last
 }
 
 /// The PSS of `root` and all its descendants, of `root` alone, and how many

@@ -257,21 +257,36 @@ fn monorepo(root: &Path, apps: usize, libs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn detect() -> anyhow::Result<()> {
-    let (peers, dshkit_binary) = crate::bench::prepare()?;
+/// What [`detection`] measured.
+pub(crate) struct Detection {
+    /// dshkit's whole process (`dshkit detect --json`), exec included.
+    pub(crate) ours: Vec<Duration>,
+    /// The peer in process, Node's start excluded.
+    pub(crate) peer: Vec<Duration>,
+    /// dshkit's last report.
+    pub(crate) found: Value,
+    /// The peer's report (`frameworks`, `packages`, `times`).
+    pub(crate) peer_report: Value,
+}
+
+/// Detection on one generated monorepo of `apps` apps and `libs` library
+/// packages: `runs` timed runs of dshkit and of `@netlify/build-info`, each
+/// after one untimed.
+pub(crate) fn detection(
+    peers: &crate::setup::Peers,
+    dshkit_binary: &Path,
+    apps: usize,
+    libs: usize,
+    runs: usize,
+) -> anyhow::Result<Detection> {
     let root = std::env::temp_dir().join(format!("dshkit-bench-detect-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let (apps, libs, runs) = (50, 400, 10);
     monorepo(&root, apps, libs)?;
-    println!(
-        "Detection on one generated monorepo: {apps} apps (Next, Vite React, Astro, Nuxt, SvelteKit), {libs} library packages, 30 node_modules packages per app"
-    );
-
     let mut ours = Vec::new();
     let mut found = Value::Null;
     for _ in 0..=runs {
         let began = Instant::now();
-        let out = Command::new(&dshkit_binary)
+        let out = Command::new(dshkit_binary)
             .args(["detect", "--json"])
             .arg(&root)
             .output()?;
@@ -284,6 +299,7 @@ pub(crate) fn detect() -> anyhow::Result<()> {
         .arg(&root)
         .arg((runs + 1).to_string())
         .output()?;
+    let _ = std::fs::remove_dir_all(&root);
     if !out.status.success() {
         bail!(
             "the detection peer failed: {}",
@@ -291,7 +307,7 @@ pub(crate) fn detect() -> anyhow::Result<()> {
         );
     }
     let peer_report: Value = serde_json::from_slice(&out.stdout).context("peer output")?;
-    let mut peer: Vec<Duration> = peer_report["times"]
+    let peer = peer_report["times"]
         .as_array()
         .context("times")?
         .iter()
@@ -299,8 +315,26 @@ pub(crate) fn detect() -> anyhow::Result<()> {
         .filter_map(Value::as_f64)
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
         .collect();
-    let _ = std::fs::remove_dir_all(&root);
+    Ok(Detection {
+        ours,
+        peer,
+        found,
+        peer_report,
+    })
+}
 
+pub(crate) fn detect() -> anyhow::Result<()> {
+    let (peers, dshkit_binary) = crate::bench::prepare()?;
+    let (apps, libs, runs) = (50, 400, 10);
+    println!(
+        "Detection on one generated monorepo: {apps} apps (Next, Vite React, Astro, Nuxt, SvelteKit), {libs} library packages, 30 node_modules packages per app"
+    );
+    let Detection {
+        mut ours,
+        mut peer,
+        found,
+        peer_report,
+    } = detection(&peers, &dshkit_binary, apps, libs, runs)?;
     let (ours_p50, peer_p50) = (median(&mut ours), median(&mut peer));
     println!(
         "{:<34} {:>12} {:>22} {:>7}",

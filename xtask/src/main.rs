@@ -23,6 +23,7 @@ mod bench;
 mod bench_browser;
 mod bench_browser_floor;
 mod bench_check;
+mod bench_curves;
 mod bench_devtools;
 mod bench_dsh;
 mod bench_echo;

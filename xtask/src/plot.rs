@@ -14,17 +14,108 @@ const COLOURS: [RGBColor; 4] = [
     RGBColor(0x8a, 0x4f, 0xc7),
 ];
 
+/// Every x of the series, each once, in order.
+fn measured_xs(series: &[Series]) -> Vec<f64> {
+    let mut xs: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|(x, _)| *x))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs
+}
+
+/// A count on an axis: `16`, `10k`, `1M`.
+fn count(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.0}M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A named line: its (x, y) points.
+pub(crate) type Series<'a> = (&'a str, Vec<(f64, f64)>);
+
+/// How the x axis grows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XScale {
+    Linear,
+    /// By factors (concurrency and sizes that double or grow tenfold).
+    Log,
+}
+
+/// How the y axis grows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum YScale {
+    Linear,
+    /// By factors of ten, for values that span decades (a time from
+    /// milliseconds to minutes): each decade takes the same height.
+    Log,
+}
+
+/// The series as drawn (a log axis draws the decimal logarithm of each value on
+/// a linear one, its labels turned back into values) and the y range.
+fn y_axis<'a>(series: &[Series<'a>], y_scale: YScale) -> (Vec<Series<'a>>, f64, f64) {
+    let series: Vec<Series> = match y_scale {
+        YScale::Linear => series.to_vec(),
+        YScale::Log => series
+            .iter()
+            .map(|(name, points)| {
+                let logged = points
+                    .iter()
+                    .filter(|(_, y)| *y > 0.0)
+                    .map(|(x, y)| (*x, y.log10()))
+                    .collect();
+                (*name, logged)
+            })
+            .collect(),
+    };
+    let y_max = series
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|(_, y)| *y))
+        .fold(1.0_f64, f64::max);
+    let (y_low, y_high) = match y_scale {
+        YScale::Linear => (0.0, y_max * 1.1),
+        YScale::Log => {
+            let y_min = series
+                .iter()
+                .flat_map(|(_, points)| points.iter().map(|(_, y)| *y))
+                .fold(y_max, f64::min);
+            (y_min.floor(), y_max.ceil().max(y_min.floor() + 1.0))
+        }
+    };
+    (series, y_low, y_high)
+}
+
 /// Writes a chart of `series` (a name and its (x, y) points each) to `path`,
-/// atomically; the x axis is logarithmic (concurrency and sizes grow by factors).
+/// atomically.
 pub(crate) fn lines(
     path: &Path,
     title: &str,
-    x_label: &str,
+    (x_label, x_scale): (&str, XScale),
     y_label: &str,
-    series: &[(&str, Vec<(f64, f64)>)],
+    y_scale: YScale,
+    series: &[Series],
 ) -> anyhow::Result<()> {
-    let points = series.iter().flat_map(|(_, points)| points.iter());
-    let (x_max, y_max) = points.fold((1.0_f64, 1.0_f64), |(x, y), (px, py)| (x.max(*px), y.max(*py)));
+    let (series, y_low, y_high) = y_axis(series, y_scale);
+    let x_max = series
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|(x, _)| *x))
+        .fold(1.0_f64, f64::max);
+    let y_format = move |y: &f64| match y_scale {
+        YScale::Linear => format!("{y:.0}"),
+        YScale::Log => {
+            let value = 10_f64.powf(*y);
+            if value >= 1.0 {
+                format!("{value:.0}")
+            } else {
+                format!("{value:.2}")
+            }
+        }
+    };
     let x_min = series
         .iter()
         .flat_map(|(_, points)| points.iter().map(|(x, _)| *x))
@@ -34,43 +125,70 @@ pub(crate) fn lines(
     {
         let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d((x_min..x_max * 1.05).log_scale(), 0.0..y_max * 1.1)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .x_desc(x_label)
-            .y_desc(y_label)
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .light_line_style(WHITE)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        for ((name, points), colour) in series.iter().zip(COLOURS.iter().cycle()) {
-            let colour = *colour;
-            chart
-                .draw_series(LineSeries::new(points.iter().copied(), colour.stroke_width(2)))
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .label(*name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|(x, y)| Circle::new((*x, *y), 3, colour.filled())),
-                )
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // One drawing for both kinds of x axis (their coordinate types differ).
+        macro_rules! draw {
+            ($x_range:expr) => {{
+                let mut chart = ChartBuilder::on(&root)
+                    .caption(title, ("sans-serif", 20))
+                    .margin(16)
+                    .x_label_area_size(40)
+                    .y_label_area_size(64)
+                    .build_cartesian_2d($x_range, y_low..y_high)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(x_label)
+                    .y_desc(y_label)
+                    .x_label_formatter(&|x| count(*x))
+                    .y_label_formatter(&y_format)
+                    .light_line_style(WHITE);
+                if y_scale == YScale::Log {
+                    // One label a decade: the values between would read as noise.
+                    #[expect(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        reason = "a handful of decades"
+                    )]
+                    mesh.y_labels((y_high - y_low) as usize + 1);
+                }
+                mesh.draw().map_err(|e| anyhow::anyhow!("{e}"))?;
+                for ((name, points), colour) in series.iter().zip(COLOURS.iter().cycle()) {
+                    let colour = *colour;
+                    chart
+                        .draw_series(LineSeries::new(
+                            points.iter().copied(),
+                            colour.stroke_width(2),
+                        ))
+                        .map_err(|e| anyhow::anyhow!("{e}"))?
+                        .label(*name)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(
+                            points
+                                .iter()
+                                .map(|(x, y)| Circle::new((*x, *y), 3, colour.filled())),
+                        )
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.9))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            }};
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        match x_scale {
+            // Labelled at the measured points (1, 2, 4, 8, 16; 10k, 100k, 1M).
+            XScale::Log => draw!(
+                (x_min..x_max * 1.05)
+                    .log_scale()
+                    .with_key_points(measured_xs(&series))
+            ),
+            XScale::Linear => draw!(0.0..x_max * 1.05),
+        }
         root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let partial = path.with_extension("svg.partial");
