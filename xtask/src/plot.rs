@@ -90,6 +90,55 @@ fn y_axis<'a>(series: &[Series<'a>], y_scale: YScale) -> (Vec<Series<'a>>, f64, 
     (series, y_low, y_high)
 }
 
+/// The corner of the plot whose legend would cover no line: upper left, then
+/// upper right, lower right and lower left; upper left when each is crossed.
+fn legend_corner(
+    series: &[Series],
+    x_scale: XScale,
+    (x_low, x_high): (f64, f64),
+    (y_low, y_high): (f64, f64),
+) -> SeriesLabelPosition {
+    // The legend's share of the plot: wide enough for the longest name, a row a series.
+    const WIDTH: f64 = 0.45;
+    let height = 0.05 + 0.045 * f64::from(u32::try_from(series.len()).unwrap_or(u32::MAX));
+    let x_share = |x: f64| match x_scale {
+        XScale::Linear => (x - x_low) / (x_high - x_low),
+        XScale::Log => (x.ln() - x_low.ln()) / (x_high.ln() - x_low.ln()),
+    };
+    let y_share = |y: f64| (y - y_low) / (y_high - y_low);
+    // Every line sampled along its segments, in shares of the plot (0..1 each way).
+    let mut samples = Vec::new();
+    for (_, points) in series {
+        for pair in points.windows(2) {
+            let ((x0, y0), (x1, y1)) = (
+                (x_share(pair[0].0), y_share(pair[0].1)),
+                (x_share(pair[1].0), y_share(pair[1].1)),
+            );
+            samples.extend((0..=32).map(|step| {
+                let t = f64::from(step) / 32.0;
+                (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)
+            }));
+        }
+        samples.extend(points.iter().map(|(x, y)| (x_share(*x), y_share(*y))));
+    }
+    let free = |left: bool, upper: bool| {
+        !samples.iter().any(|(x, y)| {
+            let across = if left { *x <= WIDTH } else { *x >= 1.0 - WIDTH };
+            let down = if upper { *y >= 1.0 - height } else { *y <= height };
+            across && down
+        })
+    };
+    [
+        (true, true, SeriesLabelPosition::UpperLeft),
+        (false, true, SeriesLabelPosition::UpperRight),
+        (false, false, SeriesLabelPosition::LowerRight),
+        (true, false, SeriesLabelPosition::LowerLeft),
+    ]
+    .into_iter()
+    .find(|(left, upper, _)| free(*left, *upper))
+    .map_or(SeriesLabelPosition::UpperLeft, |(_, _, corner)| corner)
+}
+
 /// Writes a chart of `series` (a name and its (x, y) points each) to `path`,
 /// atomically.
 pub(crate) fn lines(
@@ -121,6 +170,11 @@ pub(crate) fn lines(
         .flat_map(|(_, points)| points.iter().map(|(x, _)| *x))
         .fold(x_max, f64::min)
         .max(f64::MIN_POSITIVE);
+    // The x range drawn: from the first measured point on a log axis, from 0 on a linear one.
+    let x_range = match x_scale {
+        XScale::Log => (x_min, x_max * 1.05),
+        XScale::Linear => (0.0, x_max * 1.05),
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
@@ -173,7 +227,7 @@ pub(crate) fn lines(
                 }
                 chart
                     .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
+                    .position(legend_corner(&series, x_scale, x_range, (y_low, y_high)))
                     .background_style(WHITE.mix(0.9))
                     .border_style(BLACK)
                     .draw()
@@ -183,11 +237,11 @@ pub(crate) fn lines(
         match x_scale {
             // Labelled at the measured points (1, 2, 4, 8, 16; 10k, 100k, 1M).
             XScale::Log => draw!(
-                (x_min..x_max * 1.05)
+                (x_range.0..x_range.1)
                     .log_scale()
                     .with_key_points(measured_xs(&series))
             ),
-            XScale::Linear => draw!(0.0..x_max * 1.05),
+            XScale::Linear => draw!(x_range.0..x_range.1),
         }
         root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     }
@@ -195,4 +249,46 @@ pub(crate) fn lines(
     std::fs::write(&partial, svg).with_context(|| format!("writing {}", partial.display()))?;
     std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The legend goes where no line runs, and stays upper left when that is free.
+    #[test]
+    fn the_legend_takes_the_first_corner_no_line_crosses() {
+        let rising_fast: Series = ("steep", vec![(1.0, 350.0), (16.0, 2800.0)]);
+        let rising_slowly: Series = ("flat", vec![(1.0, 230.0), (64.0, 1280.0)]);
+        let y = (0.0, 3080.0);
+        let linear = (0.0, 67.2);
+        assert!(matches!(
+            legend_corner(
+                &[rising_fast.clone(), rising_slowly.clone()],
+                XScale::Linear,
+                linear,
+                y
+            ),
+            SeriesLabelPosition::UpperRight
+        ));
+        assert!(matches!(
+            legend_corner(&[rising_slowly.clone()], XScale::Linear, linear, y),
+            SeriesLabelPosition::UpperLeft
+        ));
+        // On a log axis the shares are of the logarithms: 1..16 spans the whole width.
+        let across: Series = ("across", vec![(1.0, 3000.0), (16.0, 3000.0)]);
+        assert!(matches!(
+            legend_corner(&[across], XScale::Log, (1.0, 16.8), y),
+            SeriesLabelPosition::LowerRight
+        ));
+        // Every corner crossed: upper left.
+        let zigzag: Series = (
+            "zigzag",
+            vec![(0.0, 0.0), (67.0, 3080.0), (0.0, 3080.0), (67.0, 0.0)],
+        );
+        assert!(matches!(
+            legend_corner(&[zigzag], XScale::Linear, linear, y),
+            SeriesLabelPosition::UpperLeft
+        ));
+    }
 }
