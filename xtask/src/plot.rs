@@ -272,7 +272,7 @@ mod tests {
             SeriesLabelPosition::UpperRight
         ));
         assert!(matches!(
-            legend_corner(&[rising_slowly.clone()], XScale::Linear, linear, y),
+            legend_corner(std::slice::from_ref(&rising_slowly), XScale::Linear, linear, y),
             SeriesLabelPosition::UpperLeft
         ));
         // On a log axis the shares are of the logarithms: 1..16 spans the whole width.
