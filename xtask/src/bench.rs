@@ -195,6 +195,26 @@ pub(crate) fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
+/// A count as a float for ratios and pictures (exact below 2^32; the counts
+/// and KiB measured here are far below it).
+pub(crate) fn float(n: u64) -> f64 {
+    f64::from(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Runs `body` in a fresh scratch directory `dshkit-bench-NAME-PID` under the
+/// system's temp dir, removed afterwards whatever `body` returned.
+pub(crate) fn in_scratch_dir<T>(
+    name: &str,
+    body: impl FnOnce(&std::path::Path) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let dir = std::env::temp_dir().join(format!("dshkit-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let outcome = body(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
+}
+
 pub(crate) fn micros(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }

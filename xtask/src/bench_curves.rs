@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::bench::{mib, percentile};
+use crate::bench::{float, in_scratch_dir, mib, percentile};
 use crate::plot::{XScale, YScale};
 
 /// Apps in the generated monorepos, beside the same library packages.
@@ -34,24 +34,28 @@ const CPU_HOGS: usize = 2;
 /// `bench curves [detect | cassettes | sessions]`: every curve, or the one named.
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let (peers, dshkit) = crate::bench::prepare()?;
-    let out = crate::root().join("target/bench");
-    std::fs::create_dir_all(&out)?;
     match args.first().map(String::as_str) {
         None => all(&peers, &dshkit, &crate::setup::agent_browser()?),
-        Some("detect") => detection(&peers, &dshkit, &out),
-        Some("cassettes") => cassettes(&dshkit, &out),
-        Some("sessions") => sessions(&peers, &dshkit, &crate::setup::agent_browser()?, &out),
+        Some("detect") => detection(&peers, &dshkit, &pictures()?),
+        Some("cassettes") => cassettes(&dshkit, &pictures()?),
+        Some("sessions") => sessions(&peers, &dshkit, &crate::setup::agent_browser()?, &pictures()?),
         Some(other) => anyhow::bail!("no curve `{other}`: detect, cassettes or sessions"),
     }
 }
 
 /// Every curve, in turn.
 pub(crate) fn all(peers: &crate::setup::Peers, dshkit: &Path, agent_browser: &Path) -> anyhow::Result<()> {
-    let out = crate::root().join("target/bench");
-    std::fs::create_dir_all(&out)?;
+    let out = pictures()?;
     detection(peers, dshkit, &out)?;
     cassettes(dshkit, &out)?;
     sessions(peers, dshkit, agent_browser, &out)
+}
+
+/// Where the pictures go (`target/bench`), made if missing.
+fn pictures() -> anyhow::Result<std::path::PathBuf> {
+    let out = crate::root().join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    Ok(out)
 }
 
 /// A time in the unit that reads best at its size.
@@ -66,11 +70,6 @@ fn readable(d: Duration) -> String {
 
 fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-#[expect(clippy::cast_precision_loss, reason = "counts and sizes for display")]
-fn float(n: impl Into<u64>) -> f64 {
-    n.into() as f64
 }
 
 fn detection(peers: &crate::setup::Peers, dshkit: &Path, out: &Path) -> anyhow::Result<()> {
@@ -122,8 +121,6 @@ fn detection(peers: &crate::setup::Peers, dshkit: &Path, out: &Path) -> anyhow::
 
 fn cassettes(dshkit: &Path, out: &Path) -> anyhow::Result<()> {
     let recorder = crate::setup::mcp_recorder()?;
-    let work = std::env::temp_dir().join(format!("dshkit-bench-curves-{}", std::process::id()));
-    std::fs::create_dir_all(&work)?;
     println!(
         "\nCost curve: a cassette replayed by a cold process, spawn → answer to the last recorded call (HTTP: median of 3, 1 at 1M; stdio: median of 3, idle and with {CPU_HOGS} CPU hogs), peak RSS"
     );
@@ -135,7 +132,7 @@ fn cassettes(dshkit: &Path, out: &Path) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let (mut ours, mut theirs, mut busy) = (Vec::new(), Vec::new(), Vec::new());
-    let outcome = (|| -> anyhow::Result<()> {
+    in_scratch_dir("curves", |work| {
         for interactions in CASSETTES {
             let cassette = work.join(format!("{interactions}.jsonl"));
             let peer_cassette = work.join(format!("{interactions}-mcp-recorder.json"));
@@ -179,9 +176,7 @@ fn cassettes(dshkit: &Path, out: &Path) -> anyhow::Result<()> {
             let _ = std::fs::remove_file(&peer_cassette);
         }
         Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    outcome?;
+    })?;
     let path = out.join("curve-cassette.svg");
     crate::plot::lines(
         &path,
@@ -210,14 +205,12 @@ fn sessions(
     );
     let url = crate::bench_browser::serve_fixture()?;
     let ours = crate::bench_scale::session_curve(dshkit, &url)?;
-    let work = std::env::temp_dir().join(format!("dshkit-bench-curves-peers-{}", std::process::id()));
-    std::fs::create_dir_all(&work)?;
     // Per peer: (sessions, PSS in KiB) at each count.
     let mut theirs: Vec<(&str, Vec<(usize, u64)>)> = Vec::new();
-    let outcome = (|| -> anyhow::Result<()> {
+    in_scratch_dir("curves-peers", |work| {
         for count in PEER_SESSIONS {
             for (tool, pss) in
-                crate::bench_parallel::peer_session_memory(peers, agent_browser, &work, &url, count)?
+                crate::bench_parallel::peer_session_memory(peers, agent_browser, work, &url, count)?
             {
                 println!("{tool} holding {count}: {}", mib(pss));
                 match theirs.iter_mut().find(|(name, _)| *name == tool) {
@@ -227,9 +220,7 @@ fn sessions(
             }
         }
         Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(&work);
-    outcome?;
+    })?;
     for count in PEER_SESSIONS {
         let Some((_, dshkit_pss)) = ours.iter().find(|(n, _)| *n == count) else {
             continue;

@@ -839,14 +839,16 @@ async fn versus_mcp_recorder(
     large_versus_mcp_recorder(dshkit, &recorder, work).await
 }
 
-/// A cassette of `interactions` echo calls in both formats, each replayed over
-/// HTTP by a cold process, `rounds` times in turn: the median time from the spawn
-/// to the answer of the last recorded call, and the process's peak RSS (KiB) then.
+/// What [`cold_http_replies`] measured, for dshkit and for mcp-recorder: the
+/// median time from the spawn to the answer of the last recorded call, and the
+/// process's peak RSS (KiB) then.
 pub(crate) struct ColdReplies {
     pub(crate) ours: (Duration, u64),
     pub(crate) theirs: (Duration, u64),
 }
 
+/// A cassette of `interactions` echo calls in both formats (`ours`, `theirs`),
+/// each replayed over HTTP by a cold process, `rounds` times in turn.
 pub(crate) async fn cold_http_replies(
     dshkit: &std::path::Path,
     recorder: &std::path::Path,

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::bench::{HttpClient, StdioClient, initialize, percentile};
+use crate::bench::{HttpClient, StdioClient, float, initialize, percentile};
 use crate::bench_scale::trees_pss_kib;
 
 /// Timed verifications each client makes in a row, after one untimed warm-up.
@@ -231,11 +231,6 @@ fn sample_peak(
 
 fn millis(d: Duration) -> String {
     format!("{} ms", d.as_millis())
-}
-
-/// A count as a float for ratios and pictures (counts here are far below 2^32).
-fn float(n: u64) -> f64 {
-    f64::from(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 fn measured(

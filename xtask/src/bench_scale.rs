@@ -44,13 +44,12 @@ pub(crate) fn session_curve(dshkit: &std::path::Path, url: &str) -> anyhow::Resu
 /// Runs `body` in a fresh work directory whose settings allow [`MAX_SESSIONS`]
 /// previews, removed afterwards.
 fn in_work_dir<T>(body: impl FnOnce(&std::path::Path) -> anyhow::Result<T>) -> anyhow::Result<T> {
-    let work = std::env::temp_dir().join(format!("dshkit-bench-scale-{}", std::process::id()));
-    let settings = work.join("config/dshkit/settings.json");
-    std::fs::create_dir_all(settings.parent().context("parent")?)?;
-    std::fs::write(&settings, json!({ "previewLimit": MAX_SESSIONS }).to_string())?;
-    let outcome = body(&work);
-    let _ = std::fs::remove_dir_all(&work);
-    outcome
+    crate::bench::in_scratch_dir("scale", |work| {
+        let settings = work.join("config/dshkit/settings.json");
+        std::fs::create_dir_all(settings.parent().context("parent")?)?;
+        std::fs::write(&settings, json!({ "previewLimit": MAX_SESSIONS }).to_string())?;
+        body(work)
+    })
 }
 
 fn dshkit_command(dshkit: &std::path::Path, work: &std::path::Path) -> Command {
