@@ -710,6 +710,12 @@ window.__ModuleLoader__.load({
       const [message, setMessage] = React.useState(undefined);
       const [saving, setSaving] = React.useState(false);
       const [path, setPath] = React.useState(undefined);
+      // The outcome of a save shows below the button, where the person clicked,
+      // brought into view in full.
+      const said = React.useRef(null);
+      React.useEffect(() => {
+        said.current?.scrollIntoView?.({ block: 'nearest' });
+      }, [message]);
       const take = React.useCallback((answer) => {
         setFields(answer.fields);
         setPath(answer.path);
@@ -738,7 +744,10 @@ window.__ModuleLoader__.load({
           if (answer.refused) {
             setProblems(Object.fromEntries(answer.refused.problems.map((p) => [p.key, p.message])));
             const count = answer.refused.problems.length;
-            setMessage({ ok: false, text: `Not saved: ${count} ${count === 1 ? 'value breaks its rule' : 'values break their rules'}. The stored settings are unchanged.` });
+            // Every refused field is named here too: its own rule shows under it,
+            // which may be scrolled out of view.
+            const named = answer.refused.problems.map((p) => p.label ?? p.key).join(', ');
+            setMessage({ ok: false, text: `Not saved: ${count} ${count === 1 ? 'value breaks its rule' : 'values break their rules'} (${named}; each rule is under its field). The stored settings are unchanged.` });
             return;
           }
           const byKey = Object.fromEntries(fields.map((f) => [f.key, f]));
@@ -787,7 +796,7 @@ window.__ModuleLoader__.load({
         h('div', null, h(Button, {
           variant: 'primary', onClick: save, disabled: saving, pending: saving, 'data-dshkit': 'settings-save',
         }, saving ? 'Saving…' : 'Save dshkit settings')),
-        message ? h('div', { role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null,
+        message ? h('div', { ref: said, role: message.ok ? 'status' : 'alert', 'data-dshkit': 'settings-message', style: { color: message.ok ? look.success : look.error } }, message.text) : null,
         h(EchoModes, { rpc }));
     }
 

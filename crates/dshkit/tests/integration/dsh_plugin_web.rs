@@ -1072,7 +1072,7 @@ fn a_settings_change_is_refused_with_its_rule_or_applies_to_the_next_verificatio
     ui.click("button", "Save dshkit settings");
     ui.wait_for("Quiet window must be a whole number from 0 to 5000 ms, not \"abc\"");
     ui.wait_for("Preview session limit must be a whole number from 1 to 64 previews, not \"1,200\"");
-    ui.wait_for("Not saved: 2 values break their rules. The stored settings are unchanged.");
+    ui.wait_for("Not saved: 2 values break their rules (Preview session limit, Quiet window; each rule is under its field). The stored settings are unchanged.");
     ui.keep_screenshot("settings-refused");
     let settings_file = home.path().join(".config/dshkit/settings.json");
     assert!(!settings_file.exists(), "an invalid value is never written");
