@@ -339,10 +339,12 @@ fn bounded(line: &str, max_chars: usize) -> String {
     }
 }
 
-/// Sends SIGTERM to the instance's group, waits, sends it again; then the process
-/// table, not the child's exit, decides whether the instance and its children are
-/// gone. Nothing is killed here: survivors are named, and the run's leftover
-/// audit removes them (they were leaked by this run).
+/// Asks the instance's group to stop (SIGTERM; Ctrl-Break on Windows), waits,
+/// asks again; then the process table, not the child's exit, decides whether the
+/// instance and its children are gone. Nothing is killed here: survivors are
+/// named, and the run's leftover audit removes them (they were leaked by this
+/// run). Where the group cannot be asked (Windows, the instance not on dshkit's
+/// console) its end proves nothing: the check is not tested, never a pass.
 pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
     let id = "shutdown";
     let name = "Clean shutdown";
@@ -361,8 +363,26 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
             before.push(member);
         }
     }
+    let request = Group::STOP_REQUEST;
     for _ in 0..2 {
-        instance.group.terminate();
+        if !instance.group.terminate() {
+            // The group could not be asked, so it was ended outright.
+            let _ = instance.child.wait();
+            let left = dshkit_os::process::wait_gone(before, grace);
+            return Check::new(
+                id,
+                name,
+                Status::NotTested,
+                format!(
+                    "no {request} could reach the instance (it is not on dshkit's console), so its job was ended instead, which proves nothing about a clean shutdown{}",
+                    if left.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {} process(es) outlived the job", left.len())
+                    }
+                ),
+            );
+        }
         if wait_exit(&mut instance.child, grace).is_some() {
             break;
         }
@@ -375,7 +395,7 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
             name,
             Status::Pass,
             format!(
-                "SIGTERM ended the instance and all {} process(es) of its group",
+                "{request} ended the instance and all {} process(es) of its group",
                 before.len()
             ),
         );
@@ -397,7 +417,7 @@ pub fn shutdown(mut instance: Instance, grace: Duration) -> Check {
         name,
         Status::Fail,
         format!(
-            "{} process(es) survived two SIGTERMs {grace:?} apart (the instance ignores SIGTERM or a child outlives it); the leftover audit removes them",
+            "{} process(es) survived two {request}s {grace:?} apart (the instance ignores {request} or a child outlives it); the leftover audit removes them",
             left.len()
         ),
     )

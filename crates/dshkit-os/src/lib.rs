@@ -25,7 +25,7 @@
 //! | start time | clock ticks since boot | µs since the epoch | `FILETIME` (100 ns since 1601) |
 //! | group | process group | process group | Job Object |
 //! | bound to dshkit | watchdog; Chromium also the parent-death signal | watchdog | the job kills on close |
-//! | graceful stop | SIGINT, SIGTERM | SIGINT, SIGTERM | none: the job is terminated |
+//! | graceful stop | SIGINT, SIGTERM | SIGINT, SIGTERM | Ctrl-Break to a group on dshkit's console; else the job is terminated, and the caller is told |
 //! | listening ports | `/proc/net/tcp*` and descriptors | `lsof` | `GetExtendedTcpTable` |
 
 pub mod browsers;

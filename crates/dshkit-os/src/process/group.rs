@@ -83,17 +83,24 @@ impl Group {
         }
     }
 
-    /// Asks the group to stop as a person at the terminal would (SIGINT, which
-    /// dev servers handle fastest). Windows has no such request for a process
-    /// without our console: there it terminates the job.
-    pub fn interrupt(&self) {
-        self.inner.interrupt();
+    /// Asks the group to stop as a person at the terminal would: SIGINT (which
+    /// dev servers handle fastest) on Unix, Ctrl-Break on Windows. Returns
+    /// whether the group was asked. Windows can ask only a group on dshkit's
+    /// console; otherwise it terminates the job and returns `false`.
+    pub fn interrupt(&self) -> bool {
+        self.inner.interrupt()
     }
 
-    /// Asks the group to stop (SIGTERM; on Windows the job is terminated).
-    pub fn terminate(&self) {
-        self.inner.terminate();
+    /// Asks the group to stop: SIGTERM on Unix, Ctrl-Break on Windows (see
+    /// [`interrupt`](Self::interrupt) for when Windows cannot ask, and what it
+    /// does then). Returns whether the group was asked.
+    pub fn terminate(&self) -> bool {
+        self.inner.terminate()
     }
+
+    /// What [`terminate`](Self::terminate) sends, for people: `SIGTERM`, or
+    /// `Ctrl-Break` on Windows.
+    pub const STOP_REQUEST: &'static str = if cfg!(windows) { "Ctrl-Break" } else { "SIGTERM" };
 
     /// Stops the group at once (SIGKILL; `TerminateJobObject`).
     pub fn kill(&self) {

@@ -161,12 +161,14 @@ impl Group {
         })
     }
 
-    pub(super) fn interrupt(&self) {
+    pub(super) fn interrupt(&self) -> bool {
         self.signal(rustix::process::Signal::INT);
+        true
     }
 
-    pub(super) fn terminate(&self) {
+    pub(super) fn terminate(&self) -> bool {
         self.signal(rustix::process::Signal::TERM);
+        true
     }
 
     pub(super) fn kill(&self) {

@@ -13,6 +13,9 @@ use std::time::Duration;
 use windows_sys::Win32::Foundation::{
     CloseHandle, FILETIME, HANDLE, INVALID_HANDLE_VALUE, LocalFree, STILL_ACTIVE,
 };
+use windows_sys::Win32::System::Console::{
+    CTRL_BREAK_EVENT, GenerateConsoleCtrlEvent, GetConsoleProcessList,
+};
 use windows_sys::Win32::System::Diagnostics::Debug::ReadProcessMemory;
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
@@ -442,17 +445,52 @@ impl Group {
             .collect()
     }
 
-    pub(super) fn interrupt(&self) {
-        self.kill();
+    pub(super) fn interrupt(&self) -> bool {
+        self.ask_or_kill()
     }
 
-    pub(super) fn terminate(&self) {
+    pub(super) fn terminate(&self) -> bool {
+        self.ask_or_kill()
+    }
+
+    /// Ctrl-Break to the group, as a person at its console would stop it (Node
+    /// raises SIGBREAK): the leader leads a console process group of its own
+    /// ([`prepare_group`]). It reaches only processes on dshkit's console, so
+    /// when the leader is not on it (dshkit has no console, or Windows gave the
+    /// child its own) nothing can ask: the job is terminated instead and the
+    /// answer is `false`.
+    fn ask_or_kill(&self) -> bool {
+        // SAFETY: plain call on the leader's group id; the result is checked.
+        if on_our_console(self.leader)
+            && unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, self.leader) } != 0
+        {
+            return true;
+        }
         self.kill();
+        false
     }
 
     pub(super) fn kill(&self) {
         // SAFETY: an open job handle.
         unsafe { TerminateJobObject(self.job.0, 1) };
+    }
+}
+
+/// Whether `pid` is attached to dshkit's console (none: not attached).
+fn on_our_console(pid: u32) -> bool {
+    let mut attached = vec![0u32; 64];
+    loop {
+        let room = u32::try_from(attached.len()).unwrap_or(u32::MAX);
+        // SAFETY: `attached` is writable for `room` pids.
+        let count = unsafe { GetConsoleProcessList(attached.as_mut_ptr(), room) } as usize;
+        if count == 0 {
+            return false;
+        }
+        if count <= attached.len() {
+            return attached[..count].contains(&pid);
+        }
+        // More processes share the console than fit: the count says how many.
+        attached.resize(count + 16, 0);
     }
 }
 

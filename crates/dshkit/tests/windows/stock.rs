@@ -170,9 +170,21 @@ fn check_boots_a_dsh_cmd_from_path_through_node_and_its_child_inherits_system_ro
             .unwrap_or_else(|| panic!("no {id}: {report:#}"))
             .clone()
     };
-    for id in ["config_assembly", "live_boot", "shutdown", "leftover_audit"] {
+    for id in ["config_assembly", "live_boot", "leftover_audit"] {
         assert_eq!(check(id)["status"], "pass", "{:#}", check(id));
     }
+    // This dshkit has no console (its streams are pipes, and Wine gives a
+    // program started so none), so no Ctrl-Break can ask DSH to stop. Ending
+    // its job instead proves nothing about a clean shutdown: not a pass.
+    let shutdown = check("shutdown");
+    assert_eq!(shutdown["status"], "not_tested", "{shutdown:#}");
+    assert!(
+        shutdown["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("no Ctrl-Break could reach the instance"),
+        "{shutdown:#}"
+    );
     assert_eq!(
         std::fs::read_to_string(home.join("parent.pid")).unwrap(),
         dshkit_pid.to_string(),
