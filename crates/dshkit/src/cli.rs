@@ -476,6 +476,11 @@ pub(crate) struct VerifyArgs {
     /// Longest the server may take to become ready (e.g. 90s, 2m).
     #[arg(long = "ready-timeout", alias = "ready-timeout-secs", value_name = "DURATION", default_value = "90s", value_parser = seconds)]
     pub(crate) ready_timeout: std::time::Duration,
+    /// Preview on the browser pool (or browser) at this DevTools WebSocket
+    /// instead of launching Chromium, as `dshkit mcp --browser-ws`; its token
+    /// from DSHKIT_BROWSER_POOL_TOKEN or `browserPoolTokenFile`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) browser_ws: Option<String>,
     /// Also write the verification as JUnit XML to FILE (atomically), for CI:
     /// the verdict, each step, assertion and reference diff a testcase, the
     /// screenshot attached; FAILED is a failure, UNVERIFIED an error.

@@ -201,7 +201,10 @@ async fn verify_target(args: VerifyArgs, out: Output) -> Result<u8, Failure> {
     })
     .map_err(Failure::runtime)?;
     let runtime = runtime_for(args.ready_timeout);
-    let previews = PreviewManager::new(crate::config::preview_config(&resolved, None));
+    let previews = PreviewManager::new(crate::config::preview_config(
+        &resolved,
+        args.browser_ws.as_deref(),
+    ));
     let request = VerifyAppRequest {
         target,
         request,

@@ -11,6 +11,7 @@ mod broken_home;
 mod devtools;
 mod package_managers;
 mod stock;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
