@@ -1,6 +1,7 @@
-//! `dshkit.exe run` through the package-manager adapter: npm's and pnpm's real
-//! JavaScript CLIs (installed from npm, laid out as `npm install -g` leaves a
-//! global prefix on Windows: `npm.cmd`, `pnpm.cmd` and their packages) on
+//! `dshkit.exe run` through the package-manager adapter: npm's, pnpm's and
+//! Yarn classic's real JavaScript CLIs (installed from npm, laid out as `npm
+//! install -g` leaves a global prefix on Windows: `npm.cmd`, `pnpm.cmd`,
+//! `yarn.cmd` and their packages), and a project's own Yarn berry release, on
 //! Windows Node, in a stock Windows environment. The dev server answers, and
 //! killing `dshkit.exe` leaves no process of its tree: the Job Object.
 //!
@@ -55,29 +56,60 @@ fn prefix() -> PathBuf {
         .expect("DSHKIT_WINDOWS_NPM_PREFIX names the npm prefix with npm and pnpm (cargo xtask test-windows sets it)")
 }
 
-/// Runs the app with `manager` (chosen by its lockfile), checks the URL
-/// answers, kills `dshkit.exe` and checks its whole tree is gone.
-fn serves_and_leaves_nothing(manager: &str, lockfile: Option<(&str, &str)>) {
-    let stock = Stock::new();
-    let app = stock.profile.join("app");
-    node_app(&app);
-    if let Some((name, text)) = lockfile {
-        std::fs::write(app.join(name), text).unwrap();
-    }
-    let log = stock.profile.join("dshkit.log");
-    let prefix = prefix();
-    let mut run = Guard(spawn(
+/// `dshkit.exe run` on `app`, its stderr written to `log`.
+fn run_app(stock: &Stock, app: &Path, log: &Path) -> Guard {
+    Guard(spawn(
         stock
             .apply(
                 dshkit().args(["--json", "run", "--ready-timeout-secs", "600"]),
-                &[&prefix],
+                &[&prefix()],
             )
-            .arg(&app)
+            .arg(app)
             .env("npm_config_update_notifier", "false")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap()),
-    ));
+            .stderr(std::fs::File::create(log).unwrap()),
+    ))
+}
+
+/// The processes `dshkit` started, each with its command line.
+fn started_by(dshkit: u32) -> Vec<(Identity, String)> {
+    dshkit_os::process::tree(Identity::of(dshkit).unwrap())
+        .into_iter()
+        .filter(|p| p.pid != dshkit)
+        .map(|p| (p, dshkit_os::process::command_line(p.pid)))
+        .collect()
+}
+
+/// Node runs `cli` (never `{manager}.cmd`); killing `dshkit.exe` (no clean-up)
+/// leaves no process of `tree`.
+fn runs_cli_and_dies_with_dshkit(run: Guard, manager: &str, cli: &str, tree: &[(Identity, String)]) {
+    let shim = format!("{manager}.cmd");
+    assert!(
+        tree.iter().any(|(_, c)| c.contains(cli))
+            && !tree.iter().any(|(_, c)| c.to_ascii_lowercase().contains(&shim)),
+        "dshkit started Node with {cli}, no shim: {tree:#?}"
+    );
+    assert!(
+        Identity::of(run.0.id()).unwrap().kill(),
+        "dshkit is killed, no cleanup"
+    );
+    for (p, name) in tree {
+        assert!(gone(p.pid), "{name} (pid {}) outlived dshkit", p.pid);
+    }
+    drop(run);
+}
+
+/// Runs the app, made by [`node_app`] then `prepare` (which picks the package
+/// manager, by its lockfile), checks the URL answers and that Node runs `cli`
+/// (never a `.cmd` shim), kills `dshkit.exe` and checks its whole tree is gone.
+fn serves_and_leaves_nothing(manager: &str, cli: &str, prepare: impl FnOnce(&Path)) {
+    let stock = Stock::new();
+    let app = stock.profile.join("app");
+    node_app(&app);
+    prepare(&app);
+    let log = stock.profile.join("dshkit.log");
+    let mut run = run_app(&stock, &app, &log);
     let port_file = app.join("port");
     let deadline = std::time::Instant::now() + super::PATIENCE;
     let port: u16 = loop {
@@ -96,48 +128,83 @@ fn serves_and_leaves_nothing(manager: &str, lockfile: Option<(&str, &str)>) {
     };
     assert!(get(port).contains("Hello from node"), "port {port}");
 
-    // The tree: npm's Node, the shell npm runs the script in, the server.
-    let dshkit_pid = run.0.id();
-    let tree: Vec<Identity> = dshkit_os::process::tree(Identity::of(dshkit_pid).unwrap())
-        .into_iter()
-        .filter(|p| p.pid != dshkit_pid)
-        .collect();
-    let names: Vec<String> = tree
-        .iter()
-        .map(|p| dshkit_os::process::command_line(p.pid))
-        .collect();
+    // The tree: the package manager's Node, the shell it runs the script in,
+    // the server.
+    let tree = started_by(run.0.id());
     assert!(
-        names.iter().any(|c| c.contains("server.js")) && tree.len() >= 2,
-        "the server under the package manager's Node: {names:#?}"
+        tree.iter().any(|(_, c)| c.contains("server.js")) && tree.len() >= 2,
+        "the server under the package manager's Node: {tree:#?}"
     );
-    let cli = if manager == "npm" {
-        "npm-cli.js"
-    } else {
-        "pnpm.cjs"
-    };
-    assert!(
-        names.iter().any(|c| c.contains(cli))
-            && !names
-                .iter()
-                .any(|c| c.to_ascii_lowercase().contains(&format!("{manager}.cmd"))),
-        "dshkit started Node with {cli}, no shim: {names:#?}"
-    );
-    assert!(
-        Identity::of(dshkit_pid).unwrap().kill(),
-        "dshkit is killed, no cleanup"
-    );
-    for (p, name) in tree.iter().zip(&names) {
-        assert!(gone(p.pid), "{name} (pid {}) outlived dshkit", p.pid);
-    }
-    drop(run);
+    runs_cli_and_dies_with_dshkit(run, manager, cli, &tree);
 }
 
 #[test]
 fn dshkit_run_starts_npm_s_own_cli_on_windows_node_and_its_job_leaves_nothing() {
-    serves_and_leaves_nothing("npm", None);
+    serves_and_leaves_nothing("npm", "npm-cli.js", |_| {});
 }
 
 #[test]
 fn dshkit_run_starts_pnpm_s_own_cli_on_windows_node_and_its_job_leaves_nothing() {
-    serves_and_leaves_nothing("pnpm", Some(("pnpm-lock.yaml", "lockfileVersion: '9.0'\n")));
+    serves_and_leaves_nothing("pnpm", "pnpm.cjs", |app| {
+        std::fs::write(app.join("pnpm-lock.yaml"), "lockfileVersion: '9.0'\n").unwrap();
+    });
+}
+
+#[test]
+fn dshkit_run_starts_yarn_classic_s_own_cli_on_windows_node_and_its_job_leaves_nothing() {
+    serves_and_leaves_nothing("yarn", "yarn.js", |app| {
+        std::fs::write(app.join("yarn.lock"), "# yarn lockfile v1\n\n\n").unwrap();
+    });
+}
+
+/// Yarn berry, as a project commits it: its release under `.yarn/releases`
+/// named by `yarnPath`, and the lockfile `yarn install` writes for a project
+/// with no dependencies (so `yarn run` needs no install first). Berry starts a
+/// script's programs through `cmd.exe /d /s /c` with `^"`-escaped quotes, which
+/// Wine's `cmd.exe` does not run (it exits 0, having run nothing), so here the
+/// script is berry's own `sleep`: dshkit starts Node with the project's
+/// release, and its job takes it down.
+#[test]
+fn dshkit_run_starts_the_project_s_yarn_berry_release_on_windows_node_and_its_job_leaves_nothing() {
+    const RELEASE: &str = "yarn-4.18.1.cjs";
+    let stock = Stock::new();
+    let app = stock.profile.join("app");
+    let releases = app.join(".yarn").join("releases");
+    std::fs::create_dir_all(&releases).unwrap();
+    std::fs::write(
+        app.join("package.json"),
+        r#"{ "name": "node-app", "private": true, "scripts": { "dev": "sleep 600" } }"#,
+    )
+    .unwrap();
+    std::fs::copy(
+        prefix().join(r"node_modules\@yarnpkg\cli-dist\bin\yarn.js"),
+        releases.join(RELEASE),
+    )
+    .unwrap();
+    std::fs::write(
+        app.join(".yarnrc.yml"),
+        format!("yarnPath: .yarn/releases/{RELEASE}\nenableTelemetry: false\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("yarn.lock"),
+        "__metadata:\n  version: 10\n  cacheKey: 10c0\n\n\"node-app@workspace:.\":\n  version: 0.0.0-use.local\n  resolution: \"node-app@workspace:.\"\n  languageName: unknown\n  linkType: soft\n",
+    )
+    .unwrap();
+    let log = stock.profile.join("dshkit.log");
+    let mut run = run_app(&stock, &app, &log);
+    let deadline = std::time::Instant::now() + super::PATIENCE;
+    let tree = loop {
+        let tree = started_by(run.0.id());
+        if tree.iter().any(|(_, c)| c.contains(RELEASE)) {
+            break tree;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && run.0.try_wait().unwrap().is_none(),
+            "Node never ran {RELEASE}: {tree:#?}; dshkit said: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(dshkit_os::process::POLL);
+    };
+    runs_cli_and_dies_with_dshkit(run, "yarn", RELEASE, &tree);
 }
