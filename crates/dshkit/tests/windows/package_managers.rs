@@ -72,6 +72,23 @@ fn run_app(stock: &Stock, app: &Path, log: &Path) -> Guard {
     ))
 }
 
+/// Polls `found` until it answers, while `dshkit.exe` runs; fails when it
+/// exits or after [`super::PATIENCE`], naming `what` and showing its `log`.
+fn wait_while_running<T>(run: &mut Guard, log: &Path, what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + super::PATIENCE;
+    loop {
+        if let Some(value) = found() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && run.0.try_wait().unwrap().is_none(),
+            "never saw {what}; dshkit said: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(dshkit_os::process::POLL);
+    }
+}
+
 /// The processes `dshkit` started, each with its command line.
 fn started_by(dshkit: u32) -> Vec<(Identity, String)> {
     dshkit_os::process::tree(Identity::of(dshkit).unwrap())
@@ -111,21 +128,16 @@ fn serves_and_leaves_nothing(manager: &str, cli: &str, prepare: impl FnOnce(&Pat
     let log = stock.profile.join("dshkit.log");
     let mut run = run_app(&stock, &app, &log);
     let port_file = app.join("port");
-    let deadline = std::time::Instant::now() + super::PATIENCE;
-    let port: u16 = loop {
-        if let Some(port) = std::fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break port;
-        }
-        assert!(
-            std::time::Instant::now() < deadline && run.0.try_wait().unwrap().is_none(),
-            "{manager}: the server never listened; dshkit said: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(dshkit_os::process::POLL);
-    };
+    let port: u16 = wait_while_running(
+        &mut run,
+        &log,
+        &format!("{manager}: the server listening"),
+        || {
+            std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        },
+    );
     assert!(get(port).contains("Hello from node"), "port {port}");
 
     // The tree: the package manager's Node, the shell it runs the script in,
@@ -193,18 +205,9 @@ fn dshkit_run_starts_the_project_s_yarn_berry_release_on_windows_node_and_its_jo
     .unwrap();
     let log = stock.profile.join("dshkit.log");
     let mut run = run_app(&stock, &app, &log);
-    let deadline = std::time::Instant::now() + super::PATIENCE;
-    let tree = loop {
-        let tree = started_by(run.0.id());
-        if tree.iter().any(|(_, c)| c.contains(RELEASE)) {
-            break tree;
-        }
-        assert!(
-            std::time::Instant::now() < deadline && run.0.try_wait().unwrap().is_none(),
-            "Node never ran {RELEASE}: {tree:#?}; dshkit said: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(dshkit_os::process::POLL);
-    };
+    let dshkit = run.0.id();
+    let tree = wait_while_running(&mut run, &log, &format!("Node running {RELEASE}"), || {
+        Some(started_by(dshkit)).filter(|tree| tree.iter().any(|(_, c)| c.contains(RELEASE)))
+    });
     runs_cli_and_dies_with_dshkit(run, "yarn", RELEASE, &tree);
 }
