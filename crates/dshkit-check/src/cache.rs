@@ -22,7 +22,7 @@
 //! removed). Written atomically, and only when a run missed or dropped something.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -67,13 +67,18 @@ struct Store {
     file: PathBuf,
     /// The analyser's identity, in every key and the header.
     identity: String,
-    /// The store's entries as read: key → the line's JSON part and its sum.
-    read: HashMap<Key, (String, String)>,
+    /// The store's text as read.
+    text: String,
+    /// The store's entries as read: key → where the line's JSON part and its
+    /// sum are in `text`.
+    read: foldhash::HashMap<Key, (Range<usize>, Range<usize>)>,
     /// The keys in the order they were read (oldest use last).
     read_order: Vec<Key>,
-    /// Entries this run used or made, in order, as whole lines.
-    used: Vec<(Key, String)>,
-    used_keys: std::collections::HashSet<Key>,
+    /// Entries this run used or made, in order.
+    used: Vec<Key>,
+    used_keys: foldhash::HashSet<Key>,
+    /// The lines of the entries this run made.
+    made: foldhash::HashMap<Key, String>,
     stats: CacheStats,
     /// Something to write: a miss, a damaged entry, a store that did not read.
     dirty: bool,
@@ -98,10 +103,12 @@ impl AnalysisCache {
         let mut store = Store {
             file,
             identity,
-            read: HashMap::new(),
+            text: String::new(),
+            read: foldhash::HashMap::default(),
             read_order: Vec::new(),
             used: Vec::new(),
-            used_keys: std::collections::HashSet::new(),
+            used_keys: foldhash::HashSet::default(),
+            made: foldhash::HashMap::default(),
             stats: CacheStats::default(),
             dirty: false,
         };
@@ -197,6 +204,10 @@ impl Store {
             self.dirty = true;
             return;
         }
+        let at = |part: &str| {
+            let start = part.as_ptr() as usize - text.as_ptr() as usize;
+            start..start + part.len()
+        };
         for line in lines {
             let mut parts = line.splitn(3, ' ');
             let (Some(key), Some(sum), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
@@ -209,10 +220,25 @@ impl Store {
                 self.dirty = true;
                 continue;
             };
-            if self.read.insert(key, (json.to_owned(), sum.to_owned())).is_none() {
+            if self.read.insert(key, (at(json), at(sum))).is_none() {
                 self.read_order.push(key);
             }
         }
+        self.text = text;
+    }
+
+    /// The line of an entry this run made or read.
+    fn line(&self, key: &Key) -> Option<String> {
+        if let Some(line) = self.made.get(key) {
+            return Some(line.clone());
+        }
+        let (json, sum) = self.read.get(key)?;
+        Some(format!(
+            "{} {} {}",
+            hex::encode(key),
+            &self.text[sum.clone()],
+            &self.text[json.clone()]
+        ))
     }
 
     fn key(&self, file: &Path, source: &str, kind: ModuleKind, detect: bool) -> Key {
@@ -236,8 +262,8 @@ impl Store {
     /// The entry for `key` when it is there and sound; a damaged one is dropped.
     fn get(&mut self, key: &Key) -> Option<Analysis> {
         let (json, stored_sum) = self.read.get(key)?;
-        let hex_key = hex::encode(key);
-        let analysis = (sum(&hex_key, json) == *stored_sum)
+        let (json, stored_sum) = (&self.text[json.clone()], &self.text[stored_sum.clone()]);
+        let analysis = (sum(&hex::encode(key), json) == stored_sum)
             .then(|| serde_json::from_str::<Analysis>(json).ok())
             .flatten();
         let Some(analysis) = analysis else {
@@ -248,8 +274,7 @@ impl Store {
         };
         self.stats.hits += 1;
         if self.used_keys.insert(*key) {
-            let line = format!("{hex_key} {stored_sum} {json}");
-            self.used.push((*key, line));
+            self.used.push(*key);
         }
         Some(analysis)
     }
@@ -265,8 +290,9 @@ impl Store {
         };
         let hex_key = hex::encode(key);
         let line = format!("{hex_key} {} {json}", sum(&hex_key, &json));
+        self.made.insert(key, line);
         if self.used_keys.insert(key) {
-            self.used.push((key, line));
+            self.used.push(key);
         }
     }
 
@@ -282,16 +308,12 @@ impl Store {
         let older = self
             .read_order
             .iter()
-            .filter(|key| !self.used_keys.contains(*key))
-            .filter_map(|key| {
-                let (json, stored_sum) = self.read.get(key)?;
-                Some(format!("{} {stored_sum} {json}", hex::encode(key)))
-            });
+            .filter(|key| !self.used_keys.contains(*key));
         for line in self
             .used
-            .into_iter()
-            .map(|(_, line)| line)
+            .iter()
             .chain(older)
+            .filter_map(|key| self.line(key))
             .take(MAX_ENTRIES)
         {
             if text.len() + line.len() + 1 > MAX_STORE_BYTES {

@@ -6,8 +6,10 @@
 //! attribute, CommonJS globals in an ES module, and a `main` Node only finds by
 //! falling back. Each finding has a stable id, its place, and Node's message.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use crate::builtins::LazyBuiltins;
 use crate::cache::AnalysisCache;
@@ -78,7 +80,10 @@ pub fn check_plugin(
         cache,
         analyses: known
             .iter()
-            .filter_map(|(file, analysis)| Some((file.clone(), Some(analysis.as_ref().ok()?.clone()))))
+            .filter_map(|(file, analysis)| {
+                let analysis = analysis.as_ref().ok()?;
+                Some((file.clone(), Some(Rc::new(Cow::Borrowed(analysis)))))
+            })
             .collect(),
         types: HashMap::new(),
         links: Links::default(),
@@ -129,16 +134,19 @@ pub fn check_plugin(
     walk.links
 }
 
+/// An analysis the walk holds: the syntax check's, borrowed, or its own.
+type Held<'b> = Rc<Cow<'b, Analysis>>;
+
 struct Walk<'b> {
     builtins: &'b LazyBuiltins,
     cache: &'b AnalysisCache,
-    analyses: HashMap<PathBuf, Option<Analysis>>,
+    analyses: HashMap<PathBuf, Option<Held<'b>>>,
     /// Directory → the `type` of its nearest `package.json`.
     types: HashMap<PathBuf, Option<String>>,
     links: Links,
 }
 
-impl Walk<'_> {
+impl<'b> Walk<'b> {
     fn found(
         &mut self,
         id: &'static str,
@@ -237,23 +245,19 @@ impl Walk<'_> {
     }
 
     /// The analysis of a JavaScript file, as Node would load it (cached).
-    fn analysis(&mut self, file: &Path) -> Option<Analysis> {
+    fn analysis(&mut self, file: &Path) -> Option<Held<'b>> {
         if let Some(cached) = self.analyses.get(file) {
             return cached.clone();
         }
         let package_type = self.package_type(file.parent().unwrap_or(file));
         let analysis = ModuleKind::for_file(file, package_type.as_deref()).and_then(|kind| {
-            let meta = std::fs::metadata(file).ok()?;
-            if meta.len() > crate::syntax::MAX_SOURCE_BYTES {
-                return None;
-            }
-            let text = std::fs::read_to_string(file).ok()?;
-            Some(self.cache.analyze(
+            let text = crate::syntax::read_source(file).ok()?;
+            Some(Rc::new(Cow::Owned(self.cache.analyze(
                 file,
                 &text,
                 kind,
                 ModuleKind::is_detected(file, package_type.as_deref()),
-            ))
+            ))))
         });
         self.analyses.insert(file.to_owned(), analysis.clone());
         analysis
@@ -350,19 +354,20 @@ pub(crate) fn nearest_package_type(
     dir: &Path,
     cache: &mut HashMap<PathBuf, Option<String>>,
 ) -> Option<String> {
+    use crate::realpath::Manifest;
     if let Some(known) = cache.get(dir) {
         return known.clone();
     }
     let found = if dir.file_name().is_some_and(|n| n == "node_modules") {
         None
-    } else if let Ok(text) = std::fs::read_to_string(dir.join("package.json")) {
-        serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|m| m["type"].as_str().map(str::to_owned))
     } else {
-        match dir.parent() {
-            Some(parent) => nearest_package_type(parent, cache),
-            None => None,
+        match crate::realpath::manifest(dir) {
+            Manifest::Parsed(m) => m["type"].as_str().map(str::to_owned),
+            Manifest::Invalid => None,
+            Manifest::Missing => match dir.parent() {
+                Some(parent) => nearest_package_type(parent, cache),
+                None => None,
+            },
         }
     };
     cache.insert(dir.to_owned(), found.clone());

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::cache::AnalysisCache;
+use crate::realpath::Kind;
 use crate::syntax::{Analysis, ModuleKind};
 
 /// Most files followed from one plugin's entries.
@@ -105,8 +106,10 @@ pub fn analyze_plugin_with(plugin: &LocalPlugin, cache: &AnalysisCache) -> Analy
     let mut queue: Vec<PathBuf> = plugin
         .entries()
         .iter()
-        .filter(|p| p.is_file())
-        .map(|p| normalize(p))
+        .filter_map(|p| match crate::realpath::lookup(p) {
+            Some((real, Kind::File)) => Some(real),
+            _ => None,
+        })
         .collect();
     queue.extend(files_under(&plugin.root.join("lib")).iter().map(|p| normalize(p)));
     let mut seen = BTreeSet::new();
@@ -122,23 +125,14 @@ pub fn analyze_plugin_with(plugin: &LocalPlugin, cache: &AnalysisCache) -> Analy
         let Some(kind) = ModuleKind::for_file(&file, package_type.as_deref()) else {
             continue;
         };
-        let analysis = match std::fs::metadata(&file) {
-            Ok(meta) if meta.len() > crate::syntax::MAX_SOURCE_BYTES => Err(format!(
-                "larger than {} bytes; not checked",
-                crate::syntax::MAX_SOURCE_BYTES
-            )),
-            Ok(_) => std::fs::read_to_string(&file)
-                .map_err(|e| e.to_string())
-                .map(|text| {
-                    cache.analyze(
-                        &file,
-                        &text,
-                        kind,
-                        ModuleKind::is_detected(&file, package_type.as_deref()),
-                    )
-                }),
-            Err(e) => Err(e.to_string()),
-        };
+        let analysis = crate::syntax::read_source(&file).map(|text| {
+            cache.analyze(
+                &file,
+                &text,
+                kind,
+                ModuleKind::is_detected(&file, package_type.as_deref()),
+            )
+        });
         if let Ok(analysis) = &analysis {
             let dir = file.parent().unwrap_or(&plugin.root).to_owned();
             queue.extend(
@@ -167,14 +161,30 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
+        let real_dir = match crate::realpath::lookup(&dir) {
+            Some((real, Kind::Dir)) => Some(real),
+            _ => None,
+        };
         for entry in entries.filter_map(Result::ok) {
             let path = entry.path();
-            if path.is_dir() {
+            // The entry's type is in the listing; a link is followed (and its
+            // answer kept for the real path asked next).
+            let (is_dir, is_plain_file) = match entry.file_type() {
+                Ok(t) if !t.is_symlink() => (t.is_dir(), t.is_file()),
+                _ => (
+                    matches!(crate::realpath::lookup(&path), Some((_, Kind::Dir))),
+                    false,
+                ),
+            };
+            if is_dir {
                 if entry.file_name() != "node_modules" {
                     stack.push(path);
                 }
             } else if ModuleKind::for_file(&path, None).is_some() {
-                files.push(path);
+                files.push(match (&real_dir, is_plain_file) {
+                    (Some(real_dir), true) => crate::realpath::listed_file(real_dir, &entry.file_name()),
+                    _ => path,
+                });
             }
             if files.len() >= MAX_FILES_PER_PLUGIN {
                 return files;

@@ -1,4 +1,5 @@
-//! Real paths, each directory entry asked of the file system once per run.
+//! Real paths, each directory entry asked of the file system once per run; and
+//! each `package.json`, read once per run ([`manifest`]).
 //!
 //! The static checks ask for the real path of every file they read and every file
 //! an import names (`./lib/a.js`, a link into `node_modules`): the libc's
@@ -12,20 +13,81 @@
 //! answers.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+
+use serde_json::Value;
 
 /// Most links followed in one path, as Linux's `ELOOP` limit.
 const MAX_LINKS: usize = 40;
 
-/// One entry's real path, and whether it is a directory.
-type Entry = (PathBuf, bool);
+/// What an entry is, its links followed (as `Path::is_dir` and `is_file` see it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Dir,
+    File,
+    /// A socket, a FIFO, a device: neither.
+    Other,
+}
+
+impl Kind {
+    fn of(file_type: std::fs::FileType) -> Self {
+        if file_type.is_dir() {
+            Self::Dir
+        } else if file_type.is_file() {
+            Self::File
+        } else {
+            Self::Other
+        }
+    }
+}
+
+/// One entry's real path, and what it is.
+type Entry = (PathBuf, Kind);
 
 thread_local! {
     /// The entries resolved in this thread's current scope: a path whose parent
     /// is real → its real path and whether it is a directory, or `None` when it
     /// is not there.
-    static MEMO: RefCell<Option<HashMap<PathBuf, Option<Entry>>>> = const { RefCell::new(None) };
+    static MEMO: RefCell<Option<Memo<Option<Entry>>>> = const { RefCell::new(None) };
+    /// The `package.json` files read in this thread's current scope, by path.
+    static MANIFESTS: RefCell<Option<Memo<Manifest>>> = const { RefCell::new(None) };
+}
+
+/// A scope's answers by path, its bytes hashed (a path is hashed by its
+/// components otherwise, a cost seen in profiles of the check).
+type Memo<T> = foldhash::HashMap<OsString, T>;
+
+/// A directory's `package.json` as a run reads it.
+#[derive(Debug, Clone)]
+pub(crate) enum Manifest {
+    /// Not there, or not readable.
+    Missing,
+    /// Not valid JSON.
+    Invalid,
+    Parsed(Rc<Value>),
+}
+
+/// The `package.json` of `dir`; inside a [`scope`] each is read once.
+pub(crate) fn manifest(dir: &Path) -> Manifest {
+    let file = dir.join("package.json");
+    if let Some(known) = MANIFESTS.with(|m| m.borrow().as_ref()?.get(file.as_os_str()).cloned()) {
+        return known;
+    }
+    let found = match std::fs::read_to_string(&file) {
+        Err(_) => Manifest::Missing,
+        Ok(text) => match serde_json::from_str(&text) {
+            Ok(value) => Manifest::Parsed(Rc::new(value)),
+            Err(_) => Manifest::Invalid,
+        },
+    };
+    MANIFESTS.with(|m| {
+        if let Some(m) = m.borrow_mut().as_mut() {
+            m.insert(file.into_os_string(), found.clone());
+        }
+    });
+    found
 }
 
 /// Runs `work` with real paths kept for its duration (on this thread).
@@ -35,6 +97,7 @@ pub(crate) fn scope<T>(work: impl FnOnce() -> T) -> T {
         fn drop(&mut self) {
             if self.0 {
                 MEMO.with(|memo| memo.borrow_mut().take());
+                MANIFESTS.with(|m| m.borrow_mut().take());
             }
         }
     }
@@ -42,7 +105,8 @@ pub(crate) fn scope<T>(work: impl FnOnce() -> T) -> T {
         let mut memo = memo.borrow_mut();
         let fresh = memo.is_none();
         if fresh {
-            *memo = Some(HashMap::new());
+            *memo = Some(Memo::default());
+            MANIFESTS.with(|m| *m.borrow_mut() = Some(Memo::default()));
         }
         fresh
     });
@@ -52,14 +116,7 @@ pub(crate) fn scope<T>(work: impl FnOnce() -> T) -> T {
 
 /// The real path of `path`, as `std::fs::canonicalize` gives it.
 pub(crate) fn real(path: &Path) -> std::io::Result<PathBuf> {
-    let scoped = MEMO.with(|memo| memo.borrow().is_some());
-    // `a.js/` and `a.js/.` must be directories for realpath: it answers those.
-    let text = path.as_os_str().as_encoded_bytes();
-    if !scoped || cfg!(windows) || !path.is_absolute() || text.ends_with(b"/") || text.ends_with(b"/.") {
-        return dshkit_os::fs::canonicalize(path);
-    }
-    let mut links = 0;
-    resolve(path, &mut links).map(|(real, _)| real).ok_or_else(|| {
+    lookup(path).map(|(real, _)| real).ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
             format!("{} does not resolve", path.display()),
@@ -67,40 +124,93 @@ pub(crate) fn real(path: &Path) -> std::io::Result<PathBuf> {
     })
 }
 
+/// The real path of `path` and what it is; `None` when it does not resolve.
+/// Inside a [`scope`] this asks the file system nothing [`real`] has asked
+/// before, so `is_dir`, `is_file` and the real path cost one look together.
+pub(crate) fn lookup(path: &Path) -> Option<Entry> {
+    let scoped = MEMO.with(|memo| memo.borrow().is_some());
+    // `a.js/` and `a.js/.` must be directories for realpath: it answers those.
+    let text = path.as_os_str().as_encoded_bytes();
+    if !scoped || cfg!(windows) || !path.is_absolute() || text.ends_with(b"/") || text.ends_with(b"/.") {
+        return real_of(path);
+    }
+    let mut links = 0;
+    resolve(path, &mut links)
+}
+
+/// A regular file (not a link) the listing of `real_dir`, a real directory,
+/// names: its real path is `real_dir/name`, kept for the rest of the scope
+/// without asking the file system again.
+pub(crate) fn listed_file(real_dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let path = real_dir.join(name);
+    MEMO.with(|memo| {
+        if let Some(memo) = memo.borrow_mut().as_mut() {
+            memo.entry(path.clone().into_os_string())
+                .or_insert_with(|| Some((path.clone(), Kind::File)));
+        }
+    });
+    path
+}
+
 /// `path` (absolute) resolved from the root, and whether it is a directory;
 /// `None` when an entry is missing or more than [`MAX_LINKS`] links are followed.
 fn resolve(path: &Path, links: &mut usize) -> Option<Entry> {
-    let (mut resolved, mut is_dir) = (PathBuf::from("/"), true);
+    // A plain path (the root, then names) is its real parent's entry: the
+    // parent is resolved once for all its files, and the answer kept under the
+    // path itself, which is what `entry` keeps for a path whose parent is real.
+    let plain = path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if plain && let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+        if let Some(known) = MEMO.with(|memo| memo.borrow().as_ref()?.get(path.as_os_str()).cloned()) {
+            return known;
+        }
+        let found = match resolve(parent, links)? {
+            (real_parent, Kind::Dir) => entry(real_parent.join(name), links),
+            // Nothing is inside a file.
+            _ => None,
+        };
+        // An answer cut short by the link limit is not kept (as in `entry`).
+        if *links <= MAX_LINKS {
+            MEMO.with(|memo| {
+                if let Some(memo) = memo.borrow_mut().as_mut() {
+                    memo.insert(path.as_os_str().to_owned(), found.clone());
+                }
+            });
+        }
+        return found;
+    }
+    let (mut resolved, mut kind) = (PathBuf::from("/"), Kind::Dir);
     for component in path.components() {
         match component {
             Component::RootDir | Component::CurDir => {}
             // realpath refuses `a.js/..` for a file: let it answer that case.
-            Component::ParentDir if !is_dir => return real_of(path),
+            Component::ParentDir if kind != Kind::Dir => return real_of(path),
             Component::ParentDir => {
                 resolved.pop();
             }
-            Component::Normal(name) => (resolved, is_dir) = entry(resolved.join(name), links)?,
+            Component::Normal(name) => (resolved, kind) = entry(resolved.join(name), links)?,
             Component::Prefix(_) => return real_of(path),
         }
     }
-    Some((resolved, is_dir))
+    Some((resolved, kind))
 }
 
 /// `path` as `dshkit_os::fs::canonicalize` resolves it.
 fn real_of(path: &Path) -> Option<Entry> {
     let real = dshkit_os::fs::canonicalize(path).ok()?;
-    let is_dir = real.is_dir();
-    Some((real, is_dir))
+    let kind = Kind::of(std::fs::metadata(&real).ok()?.file_type());
+    Some((real, kind))
 }
 
 /// The real path of `candidate`, whose parent is real.
 fn entry(candidate: PathBuf, links: &mut usize) -> Option<Entry> {
-    if let Some(known) = MEMO.with(|memo| memo.borrow().as_ref()?.get(&candidate).cloned()) {
+    if let Some(known) = MEMO.with(|memo| memo.borrow().as_ref()?.get(candidate.as_os_str()).cloned()) {
         return known;
     }
     let found = match std::fs::symlink_metadata(&candidate) {
         Err(_) => None,
-        Ok(meta) if !meta.file_type().is_symlink() => Some((candidate.clone(), meta.is_dir())),
+        Ok(meta) if !meta.file_type().is_symlink() => Some((candidate.clone(), Kind::of(meta.file_type()))),
         Ok(_) => {
             *links += 1;
             if *links > MAX_LINKS {
@@ -113,7 +223,7 @@ fn entry(candidate: PathBuf, links: &mut usize) -> Option<Entry> {
     };
     MEMO.with(|memo| {
         if let Some(memo) = memo.borrow_mut().as_mut() {
-            memo.insert(candidate, found.clone());
+            memo.insert(candidate.into_os_string(), found.clone());
         }
     });
     found
@@ -161,6 +271,14 @@ mod tests {
                     let path = root.join(path);
                     let expected = std::fs::canonicalize(&path).ok();
                     assert_eq!(real(&path).ok(), expected, "{} (round {round})", path.display());
+                    let kind = lookup(&path).map(|(_, kind)| kind);
+                    let seen = (path.is_dir(), path.is_file());
+                    assert_eq!(
+                        (kind == Some(Kind::Dir), kind == Some(Kind::File)),
+                        seen,
+                        "is_dir and is_file of {} (round {round})",
+                        path.display()
+                    );
                 }
             }
         });

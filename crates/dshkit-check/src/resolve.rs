@@ -179,8 +179,10 @@ fn package(specifier: &str, dir: &Path, loader: Loader, from: &str) -> Result<Re
 
 /// An ES module's relative target: exactly that file; a directory is refused.
 fn esm_file(target: &Path, from: &str) -> Result<Resolved, Unresolved> {
+    use crate::realpath::Kind;
     let target = normalize(target);
-    if target.is_dir() {
+    let found = crate::realpath::lookup(&target);
+    if let Some((_, Kind::Dir)) = found {
         return Err(Unresolved {
             id: "import.directory",
             message: format!(
@@ -189,8 +191,8 @@ fn esm_file(target: &Path, from: &str) -> Result<Resolved, Unresolved> {
             ),
         });
     }
-    if target.is_file() {
-        return Ok(Resolved::File(real(&target)));
+    if let Some((real, Kind::File)) = found {
+        return Ok(Resolved::File(real));
     }
     Err(Unresolved {
         id: "import.not_found",
@@ -283,7 +285,7 @@ pub fn package_entry(root: &Path, loader: Loader) -> Result<(PathBuf, Option<Ent
             }),
         };
     }
-    legacy_main(root, manifest.as_ref(), loader).ok_or_else(|| Unresolved {
+    legacy_main(root, manifest.as_deref(), loader).ok_or_else(|| Unresolved {
         id: "import.not_found",
         message: format!(
             "Cannot find package '{}' imported from {from} (ERR_MODULE_NOT_FOUND)",
@@ -404,9 +406,12 @@ fn split_package(specifier: &str) -> (&str, &str) {
     }
 }
 
-/// The `package.json` of `dir`, when it parses.
-pub fn read_manifest(dir: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()
+/// The `package.json` of `dir`, when it parses (read once per run).
+pub fn read_manifest(dir: &Path) -> Option<std::rc::Rc<Value>> {
+    match crate::realpath::manifest(dir) {
+        crate::realpath::Manifest::Parsed(value) => Some(value),
+        _ => None,
+    }
 }
 
 /// `a/./b/../c` → `a/c`, lexically (Node resolves specifiers as URLs).

@@ -12,6 +12,23 @@ use oxc_span::SourceType;
 /// Largest file checked (4 MiB); a bigger one is reported, not parsed.
 pub const MAX_SOURCE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// A source file's text, opened once: one larger than
+/// [`MAX_SOURCE_BYTES`] is not read.
+pub(crate) fn read_source(file: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let opened = std::fs::File::open(file).map_err(|e| e.to_string())?;
+    let size = opened.metadata().map_err(|e| e.to_string())?.len();
+    if size > MAX_SOURCE_BYTES {
+        return Err(format!("larger than {MAX_SOURCE_BYTES} bytes; not checked"));
+    }
+    let mut text = String::with_capacity(usize::try_from(size).unwrap_or(0));
+    opened
+        .take(MAX_SOURCE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
 /// How Node would load a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,9 +136,19 @@ pub struct Request {
 /// What an ES module exports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Exports {
+    #[serde(deserialize_with = "names_in_bulk")]
     pub names: std::collections::BTreeSet<String>,
     /// `export * from '…'` specifiers: their names (but `default`) are exported too.
     pub stars: Vec<String>,
+}
+
+/// A set read as a list, then built at once (the cache writes it sorted), not
+/// name by name.
+fn names_in_bulk<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<std::collections::BTreeSet<String>, D::Error> {
+    let names: Vec<String> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(names.into_iter().collect())
 }
 
 /// A CommonJS-only name used in an ES module.
