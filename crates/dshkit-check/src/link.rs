@@ -363,8 +363,8 @@ pub(crate) fn nearest_package_type(
     } else {
         match crate::realpath::manifest(dir) {
             Manifest::Parsed(m) => m["type"].as_str().map(str::to_owned),
-            Manifest::Invalid => None,
-            Manifest::Missing => match dir.parent() {
+            Manifest::Invalid(_) => None,
+            Manifest::Missing(_) => match dir.parent() {
                 Some(parent) => nearest_package_type(parent, cache),
                 None => None,
             },

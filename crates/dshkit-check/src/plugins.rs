@@ -70,12 +70,14 @@ pub fn local_plugins(profile_dir: &Path) -> Vec<LocalPlugin> {
         .map(|dir_name| {
             let dir = profile_dir.join("plugins").join(&dir_name);
             let root = crate::realpath::real(&dir).unwrap_or(dir);
-            let (manifest, manifest_error) = match std::fs::read_to_string(root.join("package.json")) {
-                Ok(text) => match serde_json::from_str(&text) {
-                    Ok(value) => (Some(value), None),
-                    Err(e) => (None, Some(format!("package.json is not valid JSON: {e}"))),
-                },
-                Err(e) => (None, Some(format!("package.json cannot be read: {e}"))),
+            let (manifest, manifest_error) = match crate::realpath::manifest(&root) {
+                crate::realpath::Manifest::Parsed(value) => (Some(Value::clone(&value)), None),
+                crate::realpath::Manifest::Invalid(e) => {
+                    (None, Some(format!("package.json is not valid JSON: {e}")))
+                }
+                crate::realpath::Manifest::Missing(e) => {
+                    (None, Some(format!("package.json cannot be read: {e}")))
+                }
             };
             LocalPlugin {
                 dir_name,

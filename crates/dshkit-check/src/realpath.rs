@@ -62,10 +62,10 @@ type Memo<T> = foldhash::HashMap<OsString, T>;
 /// A directory's `package.json` as a run reads it.
 #[derive(Debug, Clone)]
 pub(crate) enum Manifest {
-    /// Not there, or not readable.
-    Missing,
-    /// Not valid JSON.
-    Invalid,
+    /// Not there, or not readable: why.
+    Missing(String),
+    /// Not valid JSON: the parser's error.
+    Invalid(String),
     Parsed(Rc<Value>),
 }
 
@@ -76,10 +76,10 @@ pub(crate) fn manifest(dir: &Path) -> Manifest {
         return known;
     }
     let found = match std::fs::read_to_string(&file) {
-        Err(_) => Manifest::Missing,
+        Err(e) => Manifest::Missing(e.to_string()),
         Ok(text) => match serde_json::from_str(&text) {
             Ok(value) => Manifest::Parsed(Rc::new(value)),
-            Err(_) => Manifest::Invalid,
+            Err(e) => Manifest::Invalid(e.to_string()),
         },
     };
     MANIFESTS.with(|m| {

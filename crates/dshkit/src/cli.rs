@@ -56,9 +56,21 @@ impl Cli {
         with_examples(<Self as clap::CommandFactory>::command(), "")
     }
 
-    /// Parses `args` against [`Self::command`].
+    /// Parses `args` against [`Self::command`]. The examples show only in help,
+    /// so the definition gets them only when help is asked for.
     pub(crate) fn parse_args(args: &[std::ffi::OsString]) -> Result<Self, clap::Error> {
-        let matches = Self::command().try_get_matches_from(args)?;
+        use clap::error::ErrorKind;
+        let matches = match <Self as clap::CommandFactory>::command().try_get_matches_from(args) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ) =>
+            {
+                Self::command().try_get_matches_from(args)?
+            }
+            parsed => parsed?,
+        };
         <Self as clap::FromArgMatches>::from_arg_matches(&matches)
     }
 }
