@@ -10,6 +10,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod examples;
+#[cfg(test)]
+use examples::EXAMPLES;
+use examples::with_examples;
+
 /// `dshkit --version`: the workspace version, and the commit it was built from
 /// with that commit's date when built in a git checkout (`build.rs`).
 pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), env!("DSHKIT_BUILD"));
@@ -45,10 +50,6 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Each subcommand's examples, shown at the end of its `--help` (and in the man
-/// page): `[path]` opens a subcommand, `#` lines say what the next command does.
-const EXAMPLES: &str = include_str!("examples.txt");
-
 impl Cli {
     /// The command line as people see it: the definition above, with each
     /// subcommand's examples.
@@ -73,43 +74,6 @@ impl Cli {
         };
         <Self as clap::FromArgMatches>::from_arg_matches(&matches)
     }
-}
-
-/// The lines of EXAMPLES under `[path]`.
-fn examples_of(path: &str) -> Vec<&'static str> {
-    let header = format!("[{path}]");
-    EXAMPLES
-        .lines()
-        .skip_while(|line| *line != header)
-        .skip(1)
-        .take_while(|line| !line.starts_with('['))
-        .filter(|line| !line.trim().is_empty())
-        .collect()
-}
-
-fn with_examples(command: clap::Command, path: &str) -> clap::Command {
-    let names: Vec<String> = command
-        .get_subcommands()
-        .map(|c| c.get_name().to_owned())
-        .collect();
-    let mut command = command;
-    for name in names {
-        let sub_path = if path.is_empty() {
-            name.clone()
-        } else {
-            format!("{path} {name}")
-        };
-        command = command.mut_subcommand(&name, |sub| {
-            let examples = examples_of(&sub_path);
-            let sub = if examples.is_empty() {
-                sub
-            } else {
-                sub.after_help(format!("Examples:\n  {}", examples.join("\n  ")))
-            };
-            with_examples(sub, &sub_path)
-        });
-    }
-    command
 }
 
 #[derive(Debug, Subcommand)]
