@@ -15,6 +15,9 @@
 //!   official MCP SDK client runs on Windows Node, and the DSH testbed's
 //!   `@deepseek-ai/cordis` runs the DevTools collector there.
 //!
+//! It launches a Linux Chromium on loopback for the run (no registry has a
+//! Windows one): the Windows build's `verify --browser-ws` drives it.
+//!
 //! Then it runs, under Wine: `dshkit-os`'s unit tests (the process layer's
 //! Windows backend) and the `windows` suite of the `dshkit` crate (the binary
 //! against Windows Node processes). Its result is reported on its own line,

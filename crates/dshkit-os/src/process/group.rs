@@ -85,8 +85,9 @@ impl Group {
 
     /// Asks the group to stop as a person at the terminal would: SIGINT (which
     /// dev servers handle fastest) on Unix, Ctrl-Break on Windows. Returns
-    /// whether the group was asked. Windows can ask only a group on dshkit's
-    /// console; otherwise it terminates the job and returns `false`.
+    /// `false` only where it could not ask: Windows asks only a group on
+    /// dshkit's console, and otherwise terminates the job. (A Unix group that
+    /// is already over has nothing to ask: `true`.)
     pub fn interrupt(&self) -> bool {
         self.inner.interrupt()
     }
