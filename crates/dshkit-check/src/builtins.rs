@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 
+use crate::names::Names;
+
 /// Built-ins only reachable with the `node:` prefix (not in `builtinModules`).
 const PREFIX_ONLY: &[&str] = &["sea", "sqlite", "test", "test/reporters"];
 
@@ -35,10 +37,9 @@ impl Builtins {
     }
 
     /// The names `import { … } from 'name'` may take (`default` included).
-    pub fn exports(&self, name: &str) -> Option<BTreeSet<String>> {
-        let mut names = self.modules.get(name)?.clone()?;
-        names.insert("default".to_owned());
-        Some(names)
+    pub fn exports(&self, name: &str) -> Option<Names> {
+        let names = self.modules.get(name)?.as_ref()?;
+        Some(names.iter().map(String::as_str).chain(["default"]).collect())
     }
 
     /// The built-ins of `node`, from the cache when its binary is unchanged.

@@ -14,7 +14,7 @@
 //!
 //! One store per profile directory, `<cache>/check/<digest>.jsonl`: a header line
 //! (format and identity), then one line per entry, `<key> <sum> <analysis JSON>`,
-//! where `sum` is a digest of the key and the JSON. An entry whose sum does not
+//! where `sum` is a CRC-32 of the key and the JSON. An entry whose sum does not
 //! match, or whose JSON does not read, is ignored (a miss) and written again. A
 //! store whose header is another format or identity is ignored whole. Bounded:
 //! [`MAX_ENTRIES`] and [`MAX_STORE_BYTES`] per store (the entries of the last run
@@ -30,7 +30,7 @@ use sha2::{Digest as _, Sha256};
 use crate::syntax::{Analysis, ModuleKind, analyze};
 
 /// The store's format; a store of another format is ignored.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 /// Most entries one store keeps.
 pub const MAX_ENTRIES: usize = 20_000;
 /// Largest store file (32 MiB); the entries that do not fit are dropped, oldest first.
@@ -178,13 +178,14 @@ fn header(identity: &str) -> String {
     serde_json::json!({ "dshkitCheckCache": FORMAT, "identity": identity }).to_string()
 }
 
-/// The sum that guards one entry: a digest of its key and JSON.
-fn sum(key: &str, json: &str) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(key.as_bytes());
-    hasher.update(b" ");
+/// The sum that guards one entry against damage: a CRC-32 of its key and JSON,
+/// as 8 hex digits. (The key itself is the SHA-256 of the inputs; the sum only
+/// has to notice changed bytes, and is the cheapest part of a hit.)
+fn sum(key: &Key, json: &str) -> String {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(key);
     hasher.update(json.as_bytes());
-    hex::encode(&hasher.finalize()[..16])
+    format!("{:08x}", hasher.finalize())
 }
 
 fn parse_key(text: &str) -> Option<Key> {
@@ -263,7 +264,7 @@ impl Store {
     fn get(&mut self, key: &Key) -> Option<Analysis> {
         let (json, stored_sum) = self.read.get(key)?;
         let (json, stored_sum) = (&self.text[json.clone()], &self.text[stored_sum.clone()]);
-        let analysis = (sum(&hex::encode(key), json) == stored_sum)
+        let analysis = (sum(key, json) == stored_sum)
             .then(|| serde_json::from_str::<Analysis>(json).ok())
             .flatten();
         let Some(analysis) = analysis else {
@@ -288,8 +289,7 @@ impl Store {
         let Ok(json) = serde_json::to_string(analysis) else {
             return;
         };
-        let hex_key = hex::encode(key);
-        let line = format!("{hex_key} {} {json}", sum(&hex_key, &json));
+        let line = format!("{} {} {json}", hex::encode(key), sum(&key, &json));
         self.made.insert(key, line);
         if self.used_keys.insert(key) {
             self.used.push(key);
@@ -414,7 +414,11 @@ mod tests {
     fn a_store_of_another_identity_is_ignored_whole() {
         let dir = tempfile::tempdir().unwrap();
         let file = Path::new("/profile/a.js");
-        stored(dir.path(), file, |text| text.replacen("format 1", "format 0", 1));
+        stored(dir.path(), file, |text| {
+            let ours = format!("format {FORMAT};");
+            assert!(text.contains(&ours), "the header names this format: {text}");
+            text.replacen(&ours, "format 0;", 1)
+        });
         let second = cache(dir.path());
         second.analyze(file, SOURCE, ModuleKind::Module, false);
         assert_eq!(second.stats().unwrap().hits, 0);

@@ -27,6 +27,7 @@ pub mod link;
 pub mod live;
 pub mod local_link;
 mod manifest;
+pub mod names;
 pub mod patch_list;
 mod plugins;
 mod realpath;

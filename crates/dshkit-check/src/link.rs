@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use crate::builtins::LazyBuiltins;
 use crate::cache::AnalysisCache;
+use crate::names::Names;
 use crate::resolve::{Loader, Resolved, package_entry, resolve};
 use crate::syntax::{Analysis, ModuleKind};
 
@@ -308,9 +309,9 @@ impl<'b> Walk<'b> {
         at: (usize, usize),
         specifier: &str,
         names: &[String],
-        exported: &BTreeSet<String>,
+        exported: &Names,
     ) {
-        for name in names.iter().filter(|n| !exported.contains(*n)) {
+        for name in names.iter().filter(|n| !exported.contains(n)) {
             self.found(
                 "import.missing_export",
                 Severity::Fail,
@@ -323,12 +324,12 @@ impl<'b> Walk<'b> {
 
     /// Every name an ES module exports, through its `export *` chains; `None`
     /// when that depends on a CommonJS module or something unresolvable.
-    fn exported_names(&mut self, file: &Path, depth: usize) -> Option<BTreeSet<String>> {
+    fn exported_names(&mut self, file: &Path, depth: usize) -> Option<Names> {
         if depth > MAX_STAR_DEPTH {
             return None;
         }
         if file.extension().is_some_and(|e| e == "json") {
-            return Some(BTreeSet::from(["default".to_owned()]));
+            return Some(Names::from_iter(["default"]));
         }
         let analysis = self.analysis(file)?;
         if analysis.kind != ModuleKind::Module || !analysis.errors.is_empty() {
@@ -342,7 +343,7 @@ impl<'b> Walk<'b> {
                 Resolved::Builtin(name) => self.builtins.get()?.exports(&name)?,
                 Resolved::Undecided(_) => return None,
             };
-            names.extend(more.into_iter().filter(|n| n != "default"));
+            names = names.union(more.iter().filter(|n| *n != "default"));
         }
         Some(names)
     }

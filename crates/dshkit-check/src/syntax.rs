@@ -136,19 +136,9 @@ pub struct Request {
 /// What an ES module exports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Exports {
-    #[serde(deserialize_with = "names_in_bulk")]
-    pub names: std::collections::BTreeSet<String>,
+    pub names: crate::names::Names,
     /// `export * from '…'` specifiers: their names (but `default`) are exported too.
     pub stars: Vec<String>,
-}
-
-/// A set read as a list, then built at once (the cache writes it sorted), not
-/// name by name.
-fn names_in_bulk<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<std::collections::BTreeSet<String>, D::Error> {
-    let names: Vec<String> = serde::Deserialize::deserialize(deserializer)?;
-    Ok(names.into_iter().collect())
 }
 
 /// A CommonJS-only name used in an ES module.
@@ -311,33 +301,31 @@ fn module_requests(
 /// An ES module's export names and `export *` sources.
 fn module_exports(record: &oxc_syntax::module_record::ModuleRecord<'_>) -> Exports {
     use oxc_syntax::module_record::ExportExportName;
-    let mut exports = Exports::default();
+    let mut names = Vec::new();
+    let mut stars = Vec::new();
     for entry in record
         .local_export_entries
         .iter()
         .chain(&record.indirect_export_entries)
     {
         match &entry.export_name {
-            ExportExportName::Name(name) => {
-                exports.names.insert(name.name.to_string());
-            }
-            ExportExportName::Default(_) => {
-                exports.names.insert("default".to_owned());
-            }
+            ExportExportName::Name(name) => names.push(name.name.as_str()),
+            ExportExportName::Default(_) => names.push("default"),
             ExportExportName::Null => {}
         }
     }
     for entry in &record.star_export_entries {
         match (&entry.export_name, &entry.module_request) {
             // `export * as ns from` exports one name.
-            (ExportExportName::Name(name), _) => {
-                exports.names.insert(name.name.to_string());
-            }
-            (_, Some(request)) => exports.stars.push(request.name.to_string()),
+            (ExportExportName::Name(name), _) => names.push(name.name.as_str()),
+            (_, Some(request)) => stars.push(request.name.to_string()),
             _ => {}
         }
     }
-    exports
+    Exports {
+        names: names.into_iter().collect(),
+        stars,
+    }
 }
 
 /// Walks a module for the CommonJS names it uses without declaring them

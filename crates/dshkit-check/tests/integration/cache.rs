@@ -162,3 +162,31 @@ fn a_damaged_store_entry_is_ignored_and_written_again() {
     let (_, stats) = profile.cached();
     assert_eq!((stats.hits, stats.misses, stats.ignored), (9, 0, 0), "{stats:?}");
 }
+
+#[test]
+fn a_missing_export_is_found_from_stored_analyses_as_from_a_parse() {
+    let profile = Profile::new();
+    // `two.js` exports `two` and `twice`, never `three`.
+    let two = profile.plugin("gamma").join("lib/two.js");
+    std::fs::write(&two, "export const twice = 4;\nexport const two = 2;\n").unwrap();
+    let index = profile.plugin("gamma").join("index.js");
+    std::fs::write(
+        &index,
+        "import { one } from './lib/one.js';\nimport { two, twice, three } from './lib/two.js';\nexport const apply = () => one + two + twice + three;\n",
+    )
+    .unwrap();
+    let (cold, _) = profile.cached();
+    let (warm, stats) = profile.cached();
+    assert_eq!((stats.hits, stats.misses), (9, 0), "{stats:?}");
+    assert_eq!(warm, cold, "a hit gives what a parse gives");
+    assert_eq!(warm, profile.fresh());
+    let links = warm.iter().find(|c| c.id == "links").unwrap();
+    assert_eq!(links.status, Status::Fail, "{links:#?}");
+    let found = serde_json::to_string(links).unwrap();
+    assert!(
+        found.contains("does not provide an export named 'three'")
+            && !found.contains("export named 'two'")
+            && !found.contains("export named 'twice'"),
+        "only `three` is missing: {found}"
+    );
+}
