@@ -21,9 +21,9 @@
 //! first, the oldest dropped), [`MAX_STORES`] stores (the least recently written
 //! removed). Written atomically, and only when a run missed or dropped something.
 
-use std::cell::RefCell;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest as _, Sha256};
 
@@ -52,14 +52,17 @@ pub struct CacheStats {
     pub misses: usize,
     /// Entries found damaged (sum or JSON), ignored and written again.
     pub ignored: usize,
-    /// The first [`MAX_MISSED_NAMED`] files that missed.
+    /// The first [`MAX_MISSED_NAMED`] files that missed (the first to be
+    /// analysed, on whichever thread), sorted.
     pub missed: Vec<PathBuf>,
 }
 
-/// One run's view of a store: the entries read, the ones used or made.
+/// One run's view of a store: the entries read, the ones used or made. It may
+/// be shared by the threads of one run: what was read is only read, and what the
+/// run does to the store is kept under one lock.
 #[derive(Debug)]
 pub struct AnalysisCache {
-    inner: Option<RefCell<Store>>,
+    inner: Option<Store>,
 }
 
 #[derive(Debug)]
@@ -74,14 +77,30 @@ struct Store {
     read: foldhash::HashMap<Key, (Range<usize>, Range<usize>)>,
     /// The keys in the order they were read (oldest use last).
     read_order: Vec<Key>,
+    run: Mutex<RunState>,
+}
+
+/// What this run did to the store.
+#[derive(Debug, Default)]
+struct RunState {
     /// Entries this run used or made, in order.
     used: Vec<Key>,
     used_keys: foldhash::HashSet<Key>,
     /// The lines of the entries this run made.
     made: foldhash::HashMap<Key, String>,
+    /// Entries read that were found damaged: never used or written again as read.
+    damaged: foldhash::HashSet<Key>,
     stats: CacheStats,
     /// Something to write: a miss, a damaged entry, a store that did not read.
     dirty: bool,
+}
+
+impl RunState {
+    fn use_key(&mut self, key: Key) {
+        if self.used_keys.insert(key) {
+            self.used.push(key);
+        }
+    }
 }
 
 impl AnalysisCache {
@@ -106,16 +125,10 @@ impl AnalysisCache {
             text: String::new(),
             read: foldhash::HashMap::default(),
             read_order: Vec::new(),
-            used: Vec::new(),
-            used_keys: foldhash::HashSet::default(),
-            made: foldhash::HashMap::default(),
-            stats: CacheStats::default(),
-            dirty: false,
+            run: Mutex::default(),
         };
         store.load();
-        Self {
-            inner: Some(RefCell::new(store)),
-        }
+        Self { inner: Some(store) }
     }
 
     /// [`analyze`], from the store when it holds these exact inputs.
@@ -123,7 +136,6 @@ impl AnalysisCache {
         let Some(store) = &self.inner else {
             return analyze(file, source, kind, detect);
         };
-        let mut store = store.borrow_mut();
         let key = store.key(file, source, kind, detect);
         if let Some(analysis) = store.get(&key) {
             return analysis;
@@ -135,17 +147,20 @@ impl AnalysisCache {
 
     /// What the cache did so far; `None` when there is none.
     pub fn stats(&self) -> Option<CacheStats> {
-        self.inner.as_ref().map(|s| s.borrow().stats.clone())
+        self.inner.as_ref().map(|s| {
+            let mut stats = s.run().stats.clone();
+            stats.missed.sort();
+            stats
+        })
     }
 
     /// Writes the store when this run changed it; a failure only costs a parse
     /// next time.
     pub fn save(self) {
-        if let Some(store) = self.inner {
-            let store = store.into_inner();
-            if store.dirty {
-                store.write();
-            }
+        if let Some(store) = self.inner
+            && store.run().dirty
+        {
+            store.write();
         }
     }
 }
@@ -188,9 +203,20 @@ fn sum(key: &Key, json: &str) -> String {
     format!("{:08x}", hasher.finalize())
 }
 
+/// A key from its 64 lowercase hex digits, as [`hex::encode`] writes it.
 fn parse_key(text: &str) -> Option<Key> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let text: &[u8; 64] = text.as_bytes().try_into().ok()?;
     let mut key = [0; 32];
-    hex::decode_to_slice(text, &mut key).ok()?;
+    for (byte, pair) in key.iter_mut().zip(text.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
     Some(key)
 }
 
@@ -200,9 +226,12 @@ impl Store {
             return;
         };
         let mut lines = text.lines();
+        // About one entry per 512 bytes: room for most stores without regrowing.
+        self.read.reserve(text.len() / 512);
+        let run = self.run.get_mut().unwrap_or_else(PoisonError::into_inner);
         if lines.next() != Some(header(&self.identity).as_str()) {
             // Another format or another dshkit: nothing in it is ours.
-            self.dirty = true;
+            run.dirty = true;
             return;
         }
         let at = |part: &str| {
@@ -212,13 +241,13 @@ impl Store {
         for line in lines {
             let mut parts = line.splitn(3, ' ');
             let (Some(key), Some(sum), Some(json)) = (parts.next(), parts.next(), parts.next()) else {
-                self.stats.ignored += 1;
-                self.dirty = true;
+                run.stats.ignored += 1;
+                run.dirty = true;
                 continue;
             };
             let Some(key) = parse_key(key) else {
-                self.stats.ignored += 1;
-                self.dirty = true;
+                run.stats.ignored += 1;
+                run.dirty = true;
                 continue;
             };
             if self.read.insert(key, (at(json), at(sum))).is_none() {
@@ -228,10 +257,17 @@ impl Store {
         self.text = text;
     }
 
-    /// The line of an entry this run made or read.
-    fn line(&self, key: &Key) -> Option<String> {
-        if let Some(line) = self.made.get(key) {
+    fn run(&self) -> std::sync::MutexGuard<'_, RunState> {
+        self.run.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The line of an entry this run made, or read and found sound.
+    fn line(&self, run: &RunState, key: &Key) -> Option<String> {
+        if let Some(line) = run.made.get(key) {
             return Some(line.clone());
+        }
+        if run.damaged.contains(key) {
+            return None;
         }
         let (json, sum) = self.read.get(key)?;
         Some(format!(
@@ -261,38 +297,38 @@ impl Store {
     }
 
     /// The entry for `key` when it is there and sound; a damaged one is dropped.
-    fn get(&mut self, key: &Key) -> Option<Analysis> {
+    fn get(&self, key: &Key) -> Option<Analysis> {
         let (json, stored_sum) = self.read.get(key)?;
         let (json, stored_sum) = (&self.text[json.clone()], &self.text[stored_sum.clone()]);
         let analysis = (sum(key, json) == stored_sum)
             .then(|| serde_json::from_str::<Analysis>(json).ok())
             .flatten();
+        let mut run = self.run();
         let Some(analysis) = analysis else {
-            self.read.remove(key);
-            self.stats.ignored += 1;
-            self.dirty = true;
+            if run.damaged.insert(*key) {
+                run.stats.ignored += 1;
+            }
+            run.dirty = true;
             return None;
         };
-        self.stats.hits += 1;
-        if self.used_keys.insert(*key) {
-            self.used.push(*key);
-        }
+        run.stats.hits += 1;
+        run.use_key(*key);
         Some(analysis)
     }
 
-    fn put(&mut self, key: Key, file: &Path, analysis: &Analysis) {
-        self.stats.misses += 1;
-        if self.stats.missed.len() < MAX_MISSED_NAMED {
-            self.stats.missed.push(file.to_owned());
+    fn put(&self, key: Key, file: &Path, analysis: &Analysis) {
+        let line = serde_json::to_string(analysis)
+            .ok()
+            .map(|json| format!("{} {} {json}", hex::encode(key), sum(&key, &json)));
+        let mut run = self.run();
+        run.stats.misses += 1;
+        if run.stats.missed.len() < MAX_MISSED_NAMED {
+            run.stats.missed.push(file.to_owned());
         }
-        self.dirty = true;
-        let Ok(json) = serde_json::to_string(analysis) else {
-            return;
-        };
-        let line = format!("{} {} {json}", hex::encode(key), sum(&key, &json));
-        self.made.insert(key, line);
-        if self.used_keys.insert(key) {
-            self.used.push(key);
+        run.dirty = true;
+        if let Some(line) = line {
+            run.made.insert(key, line);
+            run.use_key(key);
         }
     }
 
@@ -303,17 +339,15 @@ impl Store {
         if std::fs::create_dir_all(dir).is_err() {
             return;
         }
+        let run = self.run();
         let mut text = header(&self.identity);
         text.push('\n');
-        let older = self
-            .read_order
-            .iter()
-            .filter(|key| !self.used_keys.contains(*key));
-        for line in self
+        let older = self.read_order.iter().filter(|key| !run.used_keys.contains(*key));
+        for line in run
             .used
             .iter()
             .chain(older)
-            .filter_map(|key| self.line(key))
+            .filter_map(|key| self.line(&run, key))
             .take(MAX_ENTRIES)
         {
             if text.len() + line.len() + 1 > MAX_STORE_BYTES {
@@ -365,6 +399,22 @@ mod tests {
         let store = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
         std::fs::write(&store, edit(std::fs::read_to_string(&store).unwrap())).unwrap();
         analysis
+    }
+
+    #[test]
+    fn a_key_reads_back_from_its_hex_and_nothing_else_does() {
+        let key: Key = std::array::from_fn(|i| u8::try_from(i * 7 + 5).unwrap());
+        assert_eq!(parse_key(&hex::encode(key)), Some(key));
+        let upper = hex::encode(key).to_uppercase();
+        for bad in [
+            &hex::encode(key)[1..],
+            "",
+            &upper,
+            &"g".repeat(64),
+            &"0".repeat(66),
+        ] {
+            assert_eq!(parse_key(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -100,6 +100,82 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
     analyze_plugin_with(plugin, &AnalysisCache::disabled())
 }
 
+/// Most threads the plugins of one run are analysed on, this one included.
+pub const MAX_ANALYSIS_THREADS: usize = 4;
+/// Fewest plugins worth another thread (starting one costs about what analysing
+/// a small plugin from the cache does).
+const PLUGINS_PER_THREAD: usize = 4;
+
+/// [`analyze_plugin_with`] for each plugin, in their order, and `beside`, another
+/// piece of the run's work. With more than one core, the work is shared out
+/// among up to [`MAX_ANALYSIS_THREADS`] threads: the first to start takes
+/// `beside`, and each takes the next plugin when it is done with its last. Each
+/// thread resolves paths in a scope of its own that starts from what this
+/// thread's knew; this thread's scope keeps what they found.
+pub(crate) fn analyze_plugins_beside<T: Send>(
+    plugins: &[LocalPlugin],
+    cache: &AnalysisCache,
+    beside: impl FnOnce() -> T + Send,
+) -> (Vec<Analyzed>, T) {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = cores
+        .min(MAX_ANALYSIS_THREADS)
+        .min(plugins.len() / PLUGINS_PER_THREAD + 1);
+    analyze_plugins_on(plugins, cache, beside, threads)
+}
+
+fn analyze_plugins_on<T: Send>(
+    plugins: &[LocalPlugin],
+    cache: &AnalysisCache,
+    beside: impl FnOnce() -> T + Send,
+    threads: usize,
+) -> (Vec<Analyzed>, T) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    let beside = Mutex::new(Some(beside));
+    let next = AtomicUsize::new(0);
+    // The first thread to start takes `beside`; then each takes the next plugin.
+    let work = || {
+        let beside = beside.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let beside = beside.map(|beside| beside());
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(plugin) = plugins.get(i) else { break };
+            done.push((i, analyze_plugin_with(plugin, cache)));
+        }
+        (beside, done)
+    };
+    let (beside, mut analyzed) = std::thread::scope(|scope| {
+        let known = (threads > 1).then(crate::realpath::known).unwrap_or_default();
+        // A thread that cannot be started leaves its share to the others.
+        let others: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                let known = known.clone();
+                std::thread::Builder::new()
+                    .name("dshkit-check".into())
+                    .spawn_scoped(scope, || crate::realpath::scope_from(known, work))
+                    .ok()
+            })
+            .collect();
+        let (mut beside, mut analyzed) = work();
+        for other in others {
+            match other.join() {
+                Ok(((theirs, done), learned)) => {
+                    beside = beside.or(theirs);
+                    analyzed.extend(done);
+                    crate::realpath::adopt(learned);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        (beside, analyzed)
+    });
+    analyzed.sort_unstable_by_key(|(i, _)| *i);
+    let beside = beside.expect("every thread ran `work`, and the first took `beside`");
+    (analyzed.into_iter().map(|(_, files)| files).collect(), beside)
+}
+
 /// [`analyze_plugin`], each file's analysis taken from `cache` when its inputs
 /// are unchanged.
 pub fn analyze_plugin_with(plugin: &LocalPlugin, cache: &AnalysisCache) -> Analyzed {
@@ -194,4 +270,76 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile of `count` plugins, each an entry importing one file of `lib/`,
+    /// and one in three with a syntax error.
+    fn profile(count: usize) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..count {
+            let root = dir.path().join(format!("plugins/p{i:02}"));
+            std::fs::create_dir_all(root.join("lib")).unwrap();
+            std::fs::write(
+                root.join("package.json"),
+                r#"{"type":"module","main":"index.js"}"#,
+            )
+            .unwrap();
+            std::fs::write(
+                root.join("index.js"),
+                "import { a } from './lib/a.js';\nexport default a;\n",
+            )
+            .unwrap();
+            let body = if i % 3 == 0 {
+                "export const a = (;\n"
+            } else {
+                "export const a = 1;\n"
+            };
+            std::fs::write(root.join("lib/a.js"), body).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn plugins_shared_among_threads_are_analysed_as_on_one_and_beside_runs_once() {
+        let dir = profile(9);
+        let plugins = local_plugins(dir.path());
+        assert_eq!(plugins.len(), 9);
+        let cache = AnalysisCache::disabled();
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let beside = || ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (one, _) = crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, beside, 1));
+        assert_eq!(one.len(), 9);
+        let failed = |analyzed: &[Analyzed]| {
+            analyzed
+                .iter()
+                .map(|files| {
+                    files
+                        .iter()
+                        .any(|(_, a)| a.as_ref().is_ok_and(|a| !a.errors.is_empty()))
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(failed(&one), (0..9).map(|i| i % 3 == 0).collect::<Vec<_>>());
+        for threads in [2, 3, 16] {
+            let (shared, _) =
+                crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, beside, threads));
+            assert_eq!(shared, one, "on {threads} threads");
+        }
+        assert_eq!(ran.into_inner(), 4, "once per run");
+
+        // Through one store shared by the threads: a cold run, then a warm one.
+        let store = tempfile::tempdir().unwrap();
+        for hits in [0, 18] {
+            let cache = AnalysisCache::open(store.path(), dir.path());
+            let (shared, ()) = crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, || (), 3));
+            assert_eq!(shared, one);
+            let stats = cache.stats().unwrap();
+            assert_eq!((stats.hits, stats.misses), (hits, 18 - hits), "{stats:?}");
+            cache.save();
+        }
+    }
 }

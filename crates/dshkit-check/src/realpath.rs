@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -66,7 +66,7 @@ pub(crate) enum Manifest {
     Missing(String),
     /// Not valid JSON: the parser's error.
     Invalid(String),
-    Parsed(Rc<Value>),
+    Parsed(Arc<Value>),
 }
 
 /// The `package.json` of `dir`; inside a [`scope`] each is read once.
@@ -78,7 +78,7 @@ pub(crate) fn manifest(dir: &Path) -> Manifest {
     let found = match std::fs::read_to_string(&file) {
         Err(e) => Manifest::Missing(e.to_string()),
         Ok(text) => match serde_json::from_str(&text) {
-            Ok(value) => Manifest::Parsed(Rc::new(value)),
+            Ok(value) => Manifest::Parsed(Arc::new(value)),
             Err(e) => Manifest::Invalid(e.to_string()),
         },
     };
@@ -112,6 +112,67 @@ pub(crate) fn scope<T>(work: impl FnOnce() -> T) -> T {
     });
     let _reset = Reset(opened);
     work()
+}
+
+/// What a [`scope`] learned: its real paths and manifests. Work shared out
+/// among threads starts each thread's scope from what the run knew then
+/// ([`known`], [`scope_from`]), and the run keeps what they learned ([`adopt`]):
+/// a path asked before the split has one answer on every thread, and the rest of
+/// the run keeps the first answer to each.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Learned {
+    entries: Memo<Option<Entry>>,
+    manifests: Memo<Manifest>,
+}
+
+/// What this thread's scope knows so far (nothing outside a scope).
+pub(crate) fn known() -> Learned {
+    Learned {
+        entries: MEMO.with(|memo| memo.borrow().clone()).unwrap_or_default(),
+        manifests: MANIFESTS.with(|m| m.borrow().clone()).unwrap_or_default(),
+    }
+}
+
+/// Runs `work` in a scope on this thread that starts from `start` (in place of
+/// any scope the thread had); returns what the scope knew at the end with the
+/// result. For a thread of the run's own: the thread's scope ends with it.
+pub(crate) fn scope_from<T>(start: Learned, work: impl FnOnce() -> T) -> (T, Learned) {
+    fn take() -> Learned {
+        Learned {
+            entries: MEMO.with(|memo| memo.borrow_mut().take()).unwrap_or_default(),
+            manifests: MANIFESTS.with(|m| m.borrow_mut().take()).unwrap_or_default(),
+        }
+    }
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            take();
+        }
+    }
+    MEMO.with(|memo| *memo.borrow_mut() = Some(start.entries));
+    MANIFESTS.with(|m| *m.borrow_mut() = Some(start.manifests));
+    let _reset = Reset;
+    let result = work();
+    (result, take())
+}
+
+/// Keeps what another thread's scope learned in this thread's scope, where
+/// this one has no answer yet; outside a scope it is dropped.
+pub(crate) fn adopt(learned: Learned) {
+    MEMO.with(|memo| {
+        if let Some(memo) = memo.borrow_mut().as_mut() {
+            for (path, entry) in learned.entries {
+                memo.entry(path).or_insert(entry);
+            }
+        }
+    });
+    MANIFESTS.with(|m| {
+        if let Some(m) = m.borrow_mut().as_mut() {
+            for (path, manifest) in learned.manifests {
+                m.entry(path).or_insert(manifest);
+            }
+        }
+    });
 }
 
 /// The real path of `path`, as `std::fs::canonicalize` gives it.

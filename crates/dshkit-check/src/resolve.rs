@@ -407,7 +407,7 @@ fn split_package(specifier: &str) -> (&str, &str) {
 }
 
 /// The `package.json` of `dir`, when it parses (read once per run).
-pub fn read_manifest(dir: &Path) -> Option<std::rc::Rc<Value>> {
+pub fn read_manifest(dir: &Path) -> Option<std::sync::Arc<Value>> {
     match crate::realpath::manifest(dir) {
         crate::realpath::Manifest::Parsed(value) => Some(value),
         _ => None,

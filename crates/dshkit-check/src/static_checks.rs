@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::cache::{AnalysisCache, CacheStats};
-use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin_with, local_plugins};
+use crate::plugins::{Analyzed, LocalPlugin, analyze_plugins_beside, local_plugins};
 use crate::report::{Check, Located, Status};
 
 /// Where to look.
@@ -93,9 +93,11 @@ fn checks(target: &Target, profile_dir: &Path, cache: &AnalysisCache) -> Vec<Che
             .collect();
     }
     // Each file is parsed once; the syntax, links and manifest checks share it.
-    let analyzed: Vec<Analyzed> = plugins.iter().map(|p| analyze_plugin_with(p, cache)).collect();
+    let (analyzed, patches): (Vec<Analyzed>, _) = analyze_plugins_beside(&plugins, cache, || {
+        patch_references(&profile_dir, target.plugin.as_deref())
+    });
     vec![
-        patch_references(&profile_dir, target.plugin.as_deref()),
+        patches,
         syntax(&plugins, &analyzed),
         links(&plugins, &analyzed, target.path.as_deref(), cache),
         crate::manifest::check(&plugins, &analyzed, &target.home, &profile_dir),
