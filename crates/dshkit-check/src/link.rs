@@ -56,7 +56,7 @@ impl std::fmt::Display for Finding {
 }
 
 /// The link findings of one plugin, and what this layer could not decide.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Links {
     pub findings: Vec<Finding>,
     /// Modules followed.

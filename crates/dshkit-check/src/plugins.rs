@@ -100,36 +100,36 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
     analyze_plugin_with(plugin, &AnalysisCache::disabled())
 }
 
-/// Most threads the plugins of one run are analysed on, this one included.
+/// Most threads the plugins of one run are checked on, this one included.
 pub const MAX_ANALYSIS_THREADS: usize = 4;
-/// Fewest plugins worth another thread (starting one costs about what analysing
+/// Fewest plugins worth another thread (starting one costs about what checking
 /// a small plugin from the cache does).
 const PLUGINS_PER_THREAD: usize = 4;
 
-/// [`analyze_plugin_with`] for each plugin, in their order, and `beside`, another
-/// piece of the run's work. With more than one core, the work is shared out
-/// among up to [`MAX_ANALYSIS_THREADS`] threads: the first to start takes
+/// `each` for every plugin, the results in the plugins' order, and `beside`,
+/// another piece of the run's work. With more than one core, the work is shared
+/// out among up to [`MAX_ANALYSIS_THREADS`] threads: the first to start takes
 /// `beside`, and each takes the next plugin when it is done with its last. Each
 /// thread resolves paths in a scope of its own that starts from what this
 /// thread's knew; this thread's scope keeps what they found.
-pub(crate) fn analyze_plugins_beside<T: Send>(
+pub(crate) fn each_plugin_beside<R: Send, T: Send>(
     plugins: &[LocalPlugin],
-    cache: &AnalysisCache,
+    each: impl Fn(&LocalPlugin) -> R + Sync,
     beside: impl FnOnce() -> T + Send,
-) -> (Vec<Analyzed>, T) {
+) -> (Vec<R>, T) {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let threads = cores
         .min(MAX_ANALYSIS_THREADS)
         .min(plugins.len() / PLUGINS_PER_THREAD + 1);
-    analyze_plugins_on(plugins, cache, beside, threads)
+    each_plugin_on(plugins, each, beside, threads)
 }
 
-fn analyze_plugins_on<T: Send>(
+fn each_plugin_on<R: Send, T: Send>(
     plugins: &[LocalPlugin],
-    cache: &AnalysisCache,
+    each: impl Fn(&LocalPlugin) -> R + Sync,
     beside: impl FnOnce() -> T + Send,
     threads: usize,
-) -> (Vec<Analyzed>, T) {
+) -> (Vec<R>, T) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, PoisonError};
     let beside = Mutex::new(Some(beside));
@@ -142,11 +142,11 @@ fn analyze_plugins_on<T: Send>(
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(plugin) = plugins.get(i) else { break };
-            done.push((i, analyze_plugin_with(plugin, cache)));
+            done.push((i, each(plugin)));
         }
         (beside, done)
     };
-    let (beside, mut analyzed) = std::thread::scope(|scope| {
+    let (beside, mut done) = std::thread::scope(|scope| {
         let known = (threads > 1).then(crate::realpath::known).unwrap_or_default();
         // A thread that cannot be started leaves its share to the others.
         let others: Vec<_> = (1..threads)
@@ -158,22 +158,22 @@ fn analyze_plugins_on<T: Send>(
                     .ok()
             })
             .collect();
-        let (mut beside, mut analyzed) = work();
+        let (mut beside, mut done) = work();
         for other in others {
             match other.join() {
-                Ok(((theirs, done), learned)) => {
+                Ok(((theirs, their_done), learned)) => {
                     beside = beside.or(theirs);
-                    analyzed.extend(done);
+                    done.extend(their_done);
                     crate::realpath::adopt(learned);
                 }
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        (beside, analyzed)
+        (beside, done)
     });
-    analyzed.sort_unstable_by_key(|(i, _)| *i);
+    done.sort_unstable_by_key(|(i, _)| *i);
     let beside = beside.expect("every thread ran `work`, and the first took `beside`");
-    (analyzed.into_iter().map(|(_, files)| files).collect(), beside)
+    (done.into_iter().map(|(_, result)| result).collect(), beside)
 }
 
 /// [`analyze_plugin`], each file's analysis taken from `cache` when its inputs
@@ -276,8 +276,9 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    /// A profile of `count` plugins, each an entry importing one file of `lib/`,
-    /// and one in three with a syntax error.
+    /// A profile of `count` plugins, each an entry importing one file of `lib/`;
+    /// in one in three that file has a syntax error, in another one in three the
+    /// entry asks it for a name it does not export.
     fn profile(count: usize) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..count {
@@ -288,11 +289,9 @@ mod tests {
                 r#"{"type":"module","main":"index.js"}"#,
             )
             .unwrap();
-            std::fs::write(
-                root.join("index.js"),
-                "import { a } from './lib/a.js';\nexport default a;\n",
-            )
-            .unwrap();
+            let name = if i % 3 == 1 { "b" } else { "a" };
+            let index = format!("import {{ {name} }} from './lib/a.js';\nexport default {name};\n");
+            std::fs::write(root.join("index.js"), index).unwrap();
             let body = if i % 3 == 0 {
                 "export const a = (;\n"
             } else {
@@ -303,43 +302,69 @@ mod tests {
         dir
     }
 
+    type Checked = (Analyzed, crate::link::Links);
+
+    /// Each plugin's analyses and links, on `threads` threads through `cache`.
+    fn checked_on(plugins: &[LocalPlugin], cache: &AnalysisCache, threads: usize) -> Vec<Checked> {
+        let builtins = crate::builtins::LazyBuiltins::new(None);
+        let each = |plugin: &LocalPlugin| {
+            let analyzed = analyze_plugin_with(plugin, cache);
+            let links = crate::link::check_plugin(&plugin.root, &builtins, &analyzed, cache);
+            (analyzed, links)
+        };
+        crate::realpath::scope(|| each_plugin_on(plugins, each, || (), threads)).0
+    }
+
     #[test]
-    fn plugins_shared_among_threads_are_analysed_as_on_one_and_beside_runs_once() {
+    fn plugins_shared_among_threads_are_checked_as_on_one() {
         let dir = profile(9);
         let plugins = local_plugins(dir.path());
         assert_eq!(plugins.len(), 9);
-        let cache = AnalysisCache::disabled();
-        let ran = std::sync::atomic::AtomicUsize::new(0);
-        let beside = || ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (one, _) = crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, beside, 1));
-        assert_eq!(one.len(), 9);
-        let failed = |analyzed: &[Analyzed]| {
-            analyzed
-                .iter()
-                .map(|files| {
-                    files
-                        .iter()
-                        .any(|(_, a)| a.as_ref().is_ok_and(|a| !a.errors.is_empty()))
-                })
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(failed(&one), (0..9).map(|i| i % 3 == 0).collect::<Vec<_>>());
+        let one = checked_on(&plugins, &AnalysisCache::disabled(), 1);
+        let broken: Vec<bool> = one
+            .iter()
+            .map(|(files, _)| {
+                files
+                    .iter()
+                    .any(|(_, a)| a.as_ref().is_ok_and(|a| !a.errors.is_empty()))
+            })
+            .collect();
+        assert_eq!(broken, (0..9).map(|i| i % 3 == 0).collect::<Vec<_>>());
+        let missing: Vec<bool> = one
+            .iter()
+            .map(|(_, links)| links.findings.iter().any(|f| f.id == "import.missing_export"))
+            .collect();
+        assert_eq!(missing, (0..9).map(|i| i % 3 == 1).collect::<Vec<_>>());
         for threads in [2, 3, 16] {
-            let (shared, _) =
-                crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, beside, threads));
-            assert_eq!(shared, one, "on {threads} threads");
+            assert_eq!(
+                checked_on(&plugins, &AnalysisCache::disabled(), threads),
+                one,
+                "on {threads} threads"
+            );
         }
-        assert_eq!(ran.into_inner(), 4, "once per run");
 
         // Through one store shared by the threads: a cold run, then a warm one.
         let store = tempfile::tempdir().unwrap();
         for hits in [0, 18] {
             let cache = AnalysisCache::open(store.path(), dir.path());
-            let (shared, ()) = crate::realpath::scope(|| analyze_plugins_on(&plugins, &cache, || (), 3));
-            assert_eq!(shared, one);
+            assert_eq!(checked_on(&plugins, &cache, 3), one);
             let stats = cache.stats().unwrap();
             assert_eq!((stats.hits, stats.misses), (hits, 18 - hits), "{stats:?}");
             cache.save();
         }
+    }
+
+    #[test]
+    fn beside_runs_once_on_whichever_thread_starts_first() {
+        let dir = profile(5);
+        let plugins = local_plugins(dir.path());
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        for threads in [1, 2, 8] {
+            let beside = || ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let (names, _) =
+                crate::realpath::scope(|| each_plugin_on(&plugins, |p| p.dir_name.clone(), beside, threads));
+            assert_eq!(names, ["p00", "p01", "p02", "p03", "p04"]);
+        }
+        assert_eq!(ran.into_inner(), 3, "once per run");
     }
 }

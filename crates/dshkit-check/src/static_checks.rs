@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::builtins::LazyBuiltins;
 use crate::cache::{AnalysisCache, CacheStats};
-use crate::plugins::{Analyzed, LocalPlugin, analyze_plugins_beside, local_plugins};
+use crate::link::Links;
+use crate::plugins::{Analyzed, LocalPlugin, analyze_plugin_with, each_plugin_beside, local_plugins};
 use crate::report::{Check, Located, Status};
 
 /// Where to look.
@@ -93,13 +95,25 @@ fn checks(target: &Target, profile_dir: &Path, cache: &AnalysisCache) -> Vec<Che
             .collect();
     }
     // Each file is parsed once; the syntax, links and manifest checks share it.
-    let (analyzed, patches): (Vec<Analyzed>, _) = analyze_plugins_beside(&plugins, cache, || {
+    // A plugin's links are followed from its own analyses, on the same thread.
+    let builtins =
+        crate::builtins::LazyBuiltins::new(target.path.as_deref().and_then(crate::builtins::node_in));
+    let each = |plugin: &LocalPlugin| {
+        let analyzed = analyze_plugin_with(plugin, cache);
+        let links = plugin
+            .manifest
+            .is_some()
+            .then(|| crate::link::check_plugin(&plugin.root, &builtins, &analyzed, cache));
+        (analyzed, links)
+    };
+    let (each_plugin, patches) = each_plugin_beside(&plugins, each, || {
         patch_references(&profile_dir, target.plugin.as_deref())
     });
+    let (analyzed, links_of): (Vec<Analyzed>, Vec<Option<Links>>) = each_plugin.into_iter().unzip();
     vec![
         patches,
         syntax(&plugins, &analyzed),
-        links(&plugins, &analyzed, target.path.as_deref(), cache),
+        links(&plugins, links_of, &builtins),
         crate::manifest::check(&plugins, &analyzed, &target.home, &profile_dir),
     ]
 }
@@ -318,21 +332,17 @@ fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
 }
 
 /// What Node's loader would refuse, from each plugin's entry on.
-fn links(
-    plugins: &[LocalPlugin],
-    analyzed: &[Analyzed],
-    path: Option<&std::ffi::OsStr>,
-    cache: &AnalysisCache,
-) -> Check {
+/// The links check of the run: what each plugin's walk found (`None` for a
+/// plugin without a readable manifest), with the built-ins it asked.
+fn links(plugins: &[LocalPlugin], links_of: Vec<Option<Links>>, builtins: &LazyBuiltins) -> Check {
     let id = "links";
-    let builtins = crate::builtins::LazyBuiltins::new(path.and_then(crate::builtins::node_in));
     let mut modules = 0;
     let mut failures = Vec::new();
     let mut warnings = Vec::new();
     let mut undecided = Vec::new();
     let mut located = Vec::new();
-    for (plugin, known) in plugins.iter().zip(analyzed).filter(|(p, _)| p.manifest.is_some()) {
-        let links = crate::link::check_plugin(&plugin.root, &builtins, known, cache);
+    for (plugin, links) in plugins.iter().zip(links_of) {
+        let Some(links) = links else { continue };
         modules += links.modules;
         for finding in links.findings {
             let status = match finding.severity {
