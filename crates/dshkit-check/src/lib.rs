@@ -42,8 +42,7 @@ pub mod syntax;
 
 pub use cache::{AnalysisCache, CacheStats};
 pub use plugins::{
-    LocalPlugin, MAX_ANALYSIS_THREADS, MAX_FILES_PER_PLUGIN, analyze_plugin, analyze_plugin_with,
-    local_plugins,
+    LocalPlugin, MAX_CHECK_THREADS, MAX_FILES_PER_PLUGIN, analyze_plugin, analyze_plugin_with, local_plugins,
 };
 pub use report::{Check, Located, MAX_EVIDENCE, Report, Status};
 pub use request::{CheckRequest, RequestError, compact_text};

@@ -101,14 +101,14 @@ pub fn analyze_plugin(plugin: &LocalPlugin) -> Vec<(PathBuf, Result<Analysis, St
 }
 
 /// Most threads the plugins of one run are checked on, this one included.
-pub const MAX_ANALYSIS_THREADS: usize = 4;
+pub const MAX_CHECK_THREADS: usize = 4;
 /// Fewest plugins worth another thread (starting one costs about what checking
 /// a small plugin from the cache does).
 const PLUGINS_PER_THREAD: usize = 4;
 
 /// `each` for every plugin, the results in the plugins' order, and `beside`,
 /// another piece of the run's work. With more than one core, the work is shared
-/// out among up to [`MAX_ANALYSIS_THREADS`] threads: the first to start takes
+/// out among up to [`MAX_CHECK_THREADS`] threads: the first to start takes
 /// `beside`, and each takes the next plugin when it is done with its last. Each
 /// thread resolves paths in a scope of its own that starts from what this
 /// thread's knew; this thread's scope keeps what they found.
@@ -119,7 +119,7 @@ pub(crate) fn each_plugin_beside<R: Send, T: Send>(
 ) -> (Vec<R>, T) {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let threads = cores
-        .min(MAX_ANALYSIS_THREADS)
+        .min(MAX_CHECK_THREADS)
         .min(plugins.len() / PLUGINS_PER_THREAD + 1);
     each_plugin_on(plugins, each, beside, threads)
 }

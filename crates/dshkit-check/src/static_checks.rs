@@ -96,8 +96,7 @@ fn checks(target: &Target, profile_dir: &Path, cache: &AnalysisCache) -> Vec<Che
     }
     // Each file is parsed once; the syntax, links and manifest checks share it.
     // A plugin's links are followed from its own analyses, on the same thread.
-    let builtins =
-        crate::builtins::LazyBuiltins::new(target.path.as_deref().and_then(crate::builtins::node_in));
+    let builtins = LazyBuiltins::new(target.path.as_deref().and_then(crate::builtins::node_in));
     let each = |plugin: &LocalPlugin| {
         let analyzed = analyze_plugin_with(plugin, cache);
         let links = plugin
@@ -331,9 +330,9 @@ fn syntax(plugins: &[LocalPlugin], analyzed: &[Analyzed]) -> Check {
     }
 }
 
-/// What Node's loader would refuse, from each plugin's entry on.
-/// The links check of the run: what each plugin's walk found (`None` for a
-/// plugin without a readable manifest), with the built-ins it asked.
+/// What Node's loader would refuse, from each plugin's entry on: what each
+/// plugin's walk found (`None` for a plugin without a readable manifest), with
+/// the built-ins the walks asked.
 fn links(plugins: &[LocalPlugin], links_of: Vec<Option<Links>>, builtins: &LazyBuiltins) -> Check {
     let id = "links";
     let mut modules = 0;
