@@ -20,7 +20,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt as _;
 
 /// Most connections open at once.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
@@ -172,15 +171,20 @@ impl<G: Unpin> http_body::Body for Held<G> {
     }
 }
 
-/// Accepts connections and serves `router` on each until `shutdown` fires, then
-/// waits (at most [`SHUTDOWN_GRACE`]) for the connections to close.
-pub(crate) async fn serve(
+/// Accepts connections and answers each request on them with `handle` until
+/// `shutdown` fires, then waits (at most [`SHUTDOWN_GRACE`]) for the connections
+/// to close.
+pub(crate) async fn serve<H, F>(
     listener: TcpListener,
-    router: axum::Router,
+    handle: H,
     limits: ConnectionLimits,
     connections: Arc<Connections>,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response> + Send + 'static,
+{
     let tasks = tokio_util::task::TaskTracker::new();
     loop {
         let accepted = tokio::select! {
@@ -211,7 +215,7 @@ pub(crate) async fn serve(
             let _ = stream.try_write(REFUSED);
             continue;
         };
-        tasks.spawn(serve_connection(stream, router.clone(), limits, ticket));
+        tasks.spawn(serve_connection(stream, handle.clone(), limits, ticket));
     }
     tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
@@ -220,18 +224,19 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-async fn serve_connection(stream: TcpStream, router: axum::Router, limits: ConnectionLimits, ticket: Ticket) {
+async fn serve_connection<H, F>(stream: TcpStream, handle: H, limits: ConnectionLimits, ticket: Ticket)
+where
+    H: Fn(Request) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response> + Send + 'static,
+{
     let in_flight = Arc::clone(&ticket.in_flight);
     let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let guard = InFlight::new(&in_flight);
-        let request = Request::from(request.map(Body::new));
-        let router = router.clone();
+        let serving = InFlight::new(&in_flight);
+        let request = request.map(Body::new);
+        let response = handle(request);
         async move {
-            let response = router
-                .oneshot(request)
-                .await
-                .unwrap_or_else(|never: Infallible| match never {});
-            Ok::<_, Infallible>(hold_until_sent(response, guard))
+            let response = response.await;
+            Ok::<_, Infallible>(hold_until_sent(response, serving))
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();

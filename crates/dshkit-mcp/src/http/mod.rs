@@ -3,6 +3,7 @@
 //! time limits, bounded sessions ([`sessions`]) and connections ([`connections`]).
 
 mod connections;
+mod first_answer;
 mod sessions;
 
 use std::net::SocketAddr;
@@ -10,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::{self, Next};
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use dshkit_os::loopback::LoopbackNames;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -166,13 +166,42 @@ impl HttpServer {
     }
 }
 
+/// What every request passes through, in order: the checks of [`guard_request`],
+/// the path, then rmcp's Streamable HTTP service within the request time limit.
 struct Guard {
     token: Token,
     names: LoopbackNames,
     max_body_bytes: usize,
     body_read_timeout: Duration,
+    request_timeout: Duration,
     sessions: Arc<SessionBook>,
     rmcp_sessions: Arc<LocalSessionManager>,
+    mcp: StreamableHttpService<DshkitServer, LocalSessionManager>,
+}
+
+impl Guard {
+    /// Serves a request that passed the checks: `/mcp` (and below it, as a nested
+    /// service is) goes to rmcp, anything else is 404; a response head that does
+    /// not come within the request time limit is 408.
+    async fn forward(&self, request: Request) -> Response {
+        let path = request.uri().path();
+        let ours = path
+            .strip_prefix(MCP_PATH)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if !ours {
+            return StatusCode::NOT_FOUND.into_response();
+        }
+        let is_post = request.method() == http::Method::POST;
+        let response = match tokio::time::timeout(self.request_timeout, self.mcp.handle(request)).await {
+            Ok(response) => response.map(Body::new),
+            Err(_elapsed) => return StatusCode::REQUEST_TIMEOUT.into_response(),
+        };
+        if is_post {
+            first_answer::with_first_answer(response).await
+        } else {
+            response
+        }
+    }
 }
 
 /// Binds and starts serving; returns once the listener is ready.
@@ -229,6 +258,7 @@ pub async fn serve_http(
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(shutdown.child_token())
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+        .with_json_response(true)
         .with_max_request_body_bytes(options.max_body_bytes)
         // Our guard validates Host and Origin first (with ports); rmcp's own check
         // stays on as a second line with the bare loopback names.
@@ -248,21 +278,16 @@ pub async fn serve_http(
         names,
         max_body_bytes: options.max_body_bytes,
         body_read_timeout: options.body_read_timeout,
+        request_timeout: options.request_timeout,
         sessions: Arc::clone(&book),
         rmcp_sessions: Arc::clone(&rmcp_sessions),
+        mcp: service,
     });
-    let router = axum::Router::new()
-        .nest_service(MCP_PATH, service)
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            options.request_timeout,
-        ))
-        .layer(middleware::from_fn_with_state(guard, guard_request));
 
     let connections = Arc::new(Connections::default());
     let task = tokio::spawn(connections::serve(
         listener,
-        router,
+        move |request| guard_request(Arc::clone(&guard), request),
         options.connections,
         Arc::clone(&connections),
         shutdown,
@@ -278,7 +303,7 @@ pub async fn serve_http(
 }
 
 /// Rejections, in order: Host or Origin (403), token (401), declared body size (413).
-async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+async fn guard_request(guard: Arc<Guard>, request: Request) -> Response {
     if let Err(why) = check_host_and_origin(&guard, request.headers()) {
         tracing::warn!(why, "rejected request: 403");
         return reject(StatusCode::FORBIDDEN, why);
@@ -301,7 +326,7 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
         .and_then(|v| v.to_str().ok())
         .and_then(|id| guard.sessions.busy(id));
     if request.method() != http::Method::POST {
-        let response = next.run(request).await;
+        let response = guard.forward(request).await;
         return match busy {
             Some(busy) => hold_until_sent(response, busy),
             None => response,
@@ -373,7 +398,7 @@ async fn guard_request(State(guard): State<Arc<Guard>>, request: Request, next: 
     if let Some(evicted) = admission.as_ref().and_then(|a| a.evicted.clone()) {
         let _ = guard.rmcp_sessions.close_session(&evicted.into()).await;
     }
-    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = guard.forward(Request::from_parts(parts, Body::from(bytes))).await;
     // The book holds the new session once its `initialize` is answered.
     drop(admission);
     match busy {

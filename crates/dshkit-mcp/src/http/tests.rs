@@ -236,6 +236,8 @@ async fn the_stateless_era_keeps_no_session_between_requests() {
             .unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers().get("mcp-session-id").is_none());
+        // An answer with nothing before it comes as JSON, not as an event stream.
+        assert_eq!(response.headers()["content-type"], "application/json");
         let body = response.text().await.unwrap();
         assert!(body.contains("\"subject\":\"http\""), "{body}");
     }
@@ -317,4 +319,57 @@ fn each_error_has_its_code_and_is_refused() {
         assert_eq!(error.code(), code, "{error}");
         assert_eq!(error.class(), dshkit_os::error::ErrorClass::Refused, "{error}");
     }
+}
+
+#[tokio::test]
+async fn only_the_mcp_path_is_served_and_a_head_that_does_not_come_in_time_is_408() {
+    let running = start(|options| options.request_timeout = Duration::from_millis(300)).await;
+    let url = running.server.url();
+    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name":"t","version":"1"}}});
+    for (path, status) in [
+        ("/mcp", StatusCode::OK),
+        ("/mcp/", StatusCode::OK),
+        ("/mcpx", StatusCode::NOT_FOUND),
+        ("/other", StatusCode::NOT_FOUND),
+        ("/", StatusCode::NOT_FOUND),
+    ] {
+        let response = running
+            .client
+            .post(url.replace("/mcp", path))
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .bearer_auth(&running.token)
+            .json(&initialize)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{path}");
+    }
+    // The checks come before the path: no token, no 404 either.
+    let response = running
+        .client
+        .post(url.replace("/mcp", "/other"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+
+    // A stateless call answers as JSON, so its head waits for the answer.
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                      "params":{"name":"whoami","arguments":{"holdMs": 60_000},"_meta": meta}});
+    let response = running
+        .post(None, &call)
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "whoami")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::REQUEST_TIMEOUT);
 }

@@ -1,0 +1,180 @@
+//! A POST's event stream, its head held back for its first answer: rmcp writes
+//! the head and a priming event as soon as a request is taken, and the answer in a
+//! second write; a quick answer sent with its head costs one write per call.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use http::header;
+use http_body::Frame;
+
+/// How long a POST's event stream may hold its head back for its first message.
+const FIRST_ANSWER_WITHIN: Duration = Duration::from_millis(5);
+
+/// A POST answered with an event stream, its head held back until the stream's
+/// first event that is not a priming event, its end or an error, and for at most
+/// [`FIRST_ANSWER_WITHIN`]: a quick answer then leaves in one write with its head
+/// (rmcp would write the head and priming event first, the answer second). A
+/// slower answer changes nothing but when the head leaves.
+pub(super) async fn with_first_answer(response: Response) -> Response {
+    use http_body_util::BodyExt as _;
+    let is_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !is_stream {
+        return response;
+    }
+    let (parts, mut rest) = response.into_parts();
+    let mut held = VecDeque::new();
+    let waited = tokio::time::sleep(FIRST_ANSWER_WITHIN);
+    tokio::pin!(waited);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            frame = rest.frame() => frame,
+            () = &mut waited => break,
+        };
+        let answered = match &frame {
+            Some(Ok(frame)) => !frame.data_ref().is_some_and(|d| d.starts_with(PRIMING_EVENT)),
+            Some(Err(_)) | None => true,
+        };
+        held.push_back(frame);
+        if answered {
+            break;
+        }
+    }
+    Response::from_parts(parts, Body::new(Prefixed { held, rest }))
+}
+
+/// How a priming event (SEP-1699: an id and an empty data field) starts.
+const PRIMING_EVENT: &[u8] = b"data: \n";
+
+/// A body whose first frames were read ahead (`None`: it ended), then the rest.
+struct Prefixed {
+    held: VecDeque<Option<Result<Frame<Bytes>, axum::Error>>>,
+    rest: Body,
+}
+
+impl http_body::Body for Prefixed {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = self.get_mut();
+        match this.held.pop_front() {
+            Some(frame) => Poll::Ready(frame),
+            None => Pin::new(&mut this.rest).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.held.is_empty() && self.rest.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt as _;
+    use futures::channel::mpsc::{UnboundedSender, unbounded};
+    use http_body_util::BodyExt as _;
+    use tokio::time::Instant;
+
+    use super::*;
+
+    const PRIMING: &str = "data: \nid: 0\nretry: 3000\n\n";
+    const ANSWER: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 1\n\n";
+
+    type Sent = Result<Bytes, std::io::Error>;
+
+    /// A response of `content_type` whose body is what `sender` sends.
+    fn streamed(content_type: &str) -> (UnboundedSender<Sent>, Response) {
+        let (sender, frames) = unbounded::<Sent>();
+        let response = Response::builder()
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from_stream(frames))
+            .unwrap();
+        (sender, response)
+    }
+
+    /// What `body` has ready now: its frames' text, `<end>` and `<error>`.
+    fn ready(body: &mut Body) -> Vec<String> {
+        let mut seen = Vec::new();
+        while let Some(frame) = body.frame().now_or_never() {
+            match frame {
+                Some(Ok(frame)) => seen.push(String::from_utf8_lossy(frame.data_ref().unwrap()).into_owned()),
+                Some(Err(_)) => seen.push("<error>".to_owned()),
+                None => {
+                    seen.push("<end>".to_owned());
+                    break;
+                }
+            }
+        }
+        seen
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_head_waits_for_the_first_answer_and_leaves_with_it() {
+        let (sender, response) = streamed("text/event-stream");
+        sender.unbounded_send(Ok(PRIMING.into())).unwrap();
+        let held = tokio::spawn(with_first_answer(response));
+        for _ in 0..32 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!held.is_finished(), "the head left with only the priming event");
+        sender.unbounded_send(Ok(ANSWER.into())).unwrap();
+        let mut body = held.await.unwrap().into_body();
+        assert_eq!(ready(&mut body), [PRIMING, ANSWER]);
+        drop(sender);
+        assert_eq!(ready(&mut body), ["<end>"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_an_answer_the_head_leaves_after_the_wait_and_the_stream_goes_on() {
+        let (sender, response) = streamed("text/event-stream");
+        sender.unbounded_send(Ok(PRIMING.into())).unwrap();
+        let began = Instant::now();
+        let mut body = with_first_answer(response).await.into_body();
+        assert_eq!(began.elapsed(), FIRST_ANSWER_WITHIN);
+        assert_eq!(ready(&mut body), [PRIMING]);
+        sender.unbounded_send(Ok(ANSWER.into())).unwrap();
+        assert_eq!(ready(&mut body), [ANSWER]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_end_or_an_error_lets_the_head_go_at_once_and_is_passed_on() {
+        let (sender, response) = streamed("text/event-stream");
+        sender.unbounded_send(Ok(PRIMING.into())).unwrap();
+        drop(sender);
+        let began = Instant::now();
+        let mut body = with_first_answer(response).await.into_body();
+        assert_eq!(began.elapsed(), Duration::ZERO);
+        assert_eq!(ready(&mut body), [PRIMING, "<end>"]);
+
+        let (sender, response) = streamed("text/event-stream");
+        sender.unbounded_send(Ok(PRIMING.into())).unwrap();
+        sender.unbounded_send(Err(std::io::Error::other("gone"))).unwrap();
+        let mut body = with_first_answer(response).await.into_body();
+        assert_eq!(began.elapsed(), Duration::ZERO);
+        assert_eq!(ready(&mut body), [PRIMING, "<error>"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_json_answer_is_not_read_ahead() {
+        let (sender, response) = streamed("application/json");
+        let began = Instant::now();
+        let mut body = with_first_answer(response).await.into_body();
+        assert_eq!(began.elapsed(), Duration::ZERO);
+        assert!(ready(&mut body).is_empty());
+        sender.unbounded_send(Ok("{}".into())).unwrap();
+        assert_eq!(ready(&mut body), ["{}"]);
+    }
+}
