@@ -1,6 +1,9 @@
 //! `cargo xtask bench mcp`: `tools/call` round trips against dshkit and against
 //! `@modelcontextprotocol/server-everything` doing an equivalent trivial call, over
-//! stdio and over Streamable HTTP, with the same raw JSON-RPC client, in one run.
+//! stdio and over Streamable HTTP, with the same raw JSON-RPC client, in one run:
+//! lines over pipes, and a blocking HTTP/1.1 client over one kept-alive connection
+//! ([`crate::raw_http`]). Over HTTP both servers are timed in the 2025-11-25
+//! revision (a session), and dshkit also in the stateless 2026-07-28 one.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -10,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
+use crate::raw_http::RawHttp;
 use crate::setup::{self, Peers};
 use crate::{root, run as run_command};
 
@@ -121,11 +125,9 @@ fn mcp() -> anyhow::Result<()> {
         )?,
     ));
 
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rows.push(("http", runtime.block_on(http_dshkit(&dshkit, &home))?));
-    rows.push(("http", runtime.block_on(http_everything(&peers, &everything))?));
+    rows.push(("http", http_dshkit(&dshkit, &home, false)?));
+    rows.push(("http", http_everything(&peers, &everything)?));
+    let stateless = ("http", http_dshkit(&dshkit, &home, true)?);
     let _ = std::fs::remove_dir_all(&home);
 
     let floor_p50 = floor.percentile(0.5).as_secs_f64();
@@ -134,7 +136,7 @@ fn mcp() -> anyhow::Result<()> {
         "{:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
         "", "server", "p50", "p99", "CPU/call", "RSS"
     );
-    for (transport, sample) in std::iter::once(&floor_row).chain(&rows) {
+    for (transport, sample) in std::iter::once(&floor_row).chain(&rows).chain([&stateless]) {
         println!(
             "{transport:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
             sample.label,
@@ -171,6 +173,12 @@ fn mcp() -> anyhow::Result<()> {
             );
         }
     }
+    let (_, peer) = &rows[3];
+    let (_, ours) = &stateless;
+    println!(
+        "http: dshkit over {STATELESS_VERSION} (no session) is {:.1}x faster at p50 than server-everything over {SESSION_VERSION}",
+        peer.percentile(0.5).as_secs_f64() / ours.percentile(0.5).as_secs_f64()
+    );
     Ok(())
 }
 
@@ -449,28 +457,116 @@ impl HttpClient {
     }
 }
 
-async fn http_sample(
+/// An MCP client over [`RawHttp`]: the 2025-11-25 revision with its session, or the
+/// stateless 2026-07-28 one, where every request names its version and method in
+/// headers and `_meta`.
+struct RawMcp {
+    http: RawHttp,
+    token: Option<String>,
+    session: Option<String>,
+    stateless: bool,
+}
+
+/// The revision with sessions, and the one without.
+const SESSION_VERSION: &str = "2025-11-25";
+const STATELESS_VERSION: &str = "2026-07-28";
+
+impl RawMcp {
+    /// Sends `message` and returns the reply's body, failing on an HTTP error.
+    fn send(&mut self, message: &Value) -> anyhow::Result<Vec<u8>> {
+        self.prepare(message)?;
+        self.exchange()
+    }
+
+    /// Formats `message` as the next request.
+    fn prepare(&mut self, message: &Value) -> anyhow::Result<()> {
+        let mut message = message.clone();
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        let name = message["params"]["name"].as_str().map(str::to_owned);
+        let authorization = self.token.as_ref().map(|token| format!("Bearer {token}"));
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if let Some(authorization) = &authorization {
+            headers.push(("Authorization", authorization));
+        }
+        if self.stateless {
+            message["params"]["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                "io.modelcontextprotocol/clientInfo": {"name": "dshkit-bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+            headers.push(("MCP-Protocol-Version", STATELESS_VERSION));
+            headers.push(("Mcp-Method", &method));
+            if let Some(name) = &name {
+                headers.push(("Mcp-Name", name));
+            }
+        } else {
+            headers.push(("MCP-Protocol-Version", SESSION_VERSION));
+            if let Some(session) = &self.session {
+                headers.push(("Mcp-Session-Id", session));
+            }
+        }
+        self.http.prepare(&headers, message.to_string().as_bytes())
+    }
+
+    /// Sends the prepared request; returns the reply's body, failing on an HTTP error.
+    fn exchange(&mut self) -> anyhow::Result<Vec<u8>> {
+        let reply = self.http.exchange()?;
+        if let Some(session) = reply.session {
+            self.session = Some(session);
+        }
+        if !(200..300).contains(&reply.status) {
+            bail!("HTTP {}: {}", reply.status, String::from_utf8_lossy(&reply.body));
+        }
+        Ok(reply.body)
+    }
+}
+
+/// The reply to `request` in a JSON or SSE body.
+fn reply_in(body: &[u8], request: &Value) -> anyhow::Result<Value> {
+    let body = std::str::from_utf8(body)?;
+    serde_json::from_str(body)
+        .ok()
+        .or_else(|| {
+            body.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|v| v["id"] == request["id"])
+        })
+        .with_context(|| format!("no reply in: {body}"))
+}
+
+/// Times `tool` over HTTP. The clock runs from the request's write to the last
+/// byte of its answer; the reply is read and checked after it stops.
+fn http_sample(
     label: &str,
-    mut client: HttpClient,
+    mut client: RawMcp,
     tool: &str,
-    arguments: Value,
+    arguments: &Value,
     pid: u32,
 ) -> anyhow::Result<Sample> {
-    client.post(&initialize(0)).await?;
-    client
-        .post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-        .await?;
+    if client.stateless {
+        let discover = json!({"jsonrpc":"2.0","id":0,"method":"server/discover","params":{}});
+        reply_in(&client.send(&discover)?, &discover)?;
+    } else {
+        let init = initialize(0);
+        reply_in(&client.send(&init)?, &init)?;
+        client.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
+    }
     let mut latencies = Vec::with_capacity(CALLS);
     let mut cpu_before = None;
     for i in 1..=WARMUP + CALLS {
         if i == WARMUP + 1 {
             cpu_before = cpu_time(pid);
         }
-        let message = call(i, tool, &arguments);
+        let message = call(i, tool, arguments);
+        client.prepare(&message)?;
         let start = Instant::now();
-        let reply = client.post(&message).await?.context("no reply")?;
+        let body = client.exchange()?;
         let elapsed = start.elapsed();
-        check(&reply)?;
+        check(&reply_in(&body, &message)?)?;
         if i > WARMUP {
             latencies.push(elapsed);
         }
@@ -559,33 +655,35 @@ pub(crate) fn spawn_everything_http(node: &Path, everything: &Path) -> anyhow::R
     Ok((child, format!("http://127.0.0.1:{port}/mcp")))
 }
 
-async fn http_dshkit(dshkit: &Path, home: &Path) -> anyhow::Result<Sample> {
+fn http_dshkit(dshkit: &Path, home: &Path, stateless: bool) -> anyhow::Result<Sample> {
     let (child, url, token) = spawn_dshkit_http(dshkit, home, &[])?;
-    let client = HttpClient {
-        client: reqwest::Client::new(),
-        url,
+    let client = RawMcp {
+        http: RawHttp::connect(&url)?,
         token: Some(token),
         session: None,
+        stateless,
     };
-    let pid = child.0.id();
-    http_sample("dshkit", client, "dshkit_info", json!({}), pid).await
+    let label = if stateless {
+        "dshkit (2026-07-28)"
+    } else {
+        "dshkit"
+    };
+    http_sample(label, client, "dshkit_info", &json!({}), child.0.id())
 }
 
-async fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
+fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
     let (child, url) = spawn_everything_http(&peers.node(), everything)?;
-    let client = HttpClient {
-        client: reqwest::Client::new(),
-        url,
+    let client = RawMcp {
+        http: RawHttp::connect(&url)?,
         token: None,
         session: None,
+        stateless: false,
     };
-    let pid = child.0.id();
     http_sample(
         "server-everything",
         client,
         "echo",
-        json!({"message": "ping"}),
-        pid,
+        &json!({"message": "ping"}),
+        child.0.id(),
     )
-    .await
 }

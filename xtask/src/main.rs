@@ -34,6 +34,7 @@ mod bench_verify;
 mod dist;
 mod house;
 mod plot;
+mod raw_http;
 mod setup;
 mod windows;
 
