@@ -118,6 +118,22 @@ impl Running {
         id
     }
 
+    /// `whoami` with `arguments` in the stateless 2026-07-28 era: no session, the
+    /// version and method in headers and `_meta`.
+    fn stateless_whoami(&self, id: u64, arguments: &Value) -> reqwest::RequestBuilder {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+                          "params":{"name":"whoami","arguments":arguments,"_meta": meta}});
+        self.post(None, &call)
+            .header("MCP-Protocol-Version", "2026-07-28")
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", "whoami")
+    }
+
     /// `whoami` in `session`: the subject it reports.
     async fn whoami(&self, session: &str) -> String {
         self.whoami_after(session, 0).await
@@ -218,22 +234,8 @@ async fn a_call_longer_than_the_hibernation_time_gets_its_answer() {
 #[tokio::test]
 async fn the_stateless_era_keeps_no_session_between_requests() {
     let running = start(|_| {}).await;
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
     for id in 0..50 {
-        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
-                          "params":{"name":"whoami","arguments":{},"_meta": meta}});
-        let response = running
-            .post(None, &call)
-            .header("MCP-Protocol-Version", "2026-07-28")
-            .header("Mcp-Method", "tools/call")
-            .header("Mcp-Name", "whoami")
-            .send()
-            .await
-            .unwrap();
+        let response = running.stateless_whoami(id, &json!({})).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.headers().get("mcp-session-id").is_none());
         // An answer with nothing before it comes as JSON, not as an event stream.
@@ -356,18 +358,8 @@ async fn only_the_mcp_path_is_served_and_a_head_that_does_not_come_in_time_is_40
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 
     // A stateless call answers as JSON, so its head waits for the answer.
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let call = json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
-                      "params":{"name":"whoami","arguments":{"holdMs": 60_000},"_meta": meta}});
     let response = running
-        .post(None, &call)
-        .header("MCP-Protocol-Version", "2026-07-28")
-        .header("Mcp-Method", "tools/call")
-        .header("Mcp-Name", "whoami")
+        .stateless_whoami(2, &json!({"holdMs": 60_000}))
         .send()
         .await
         .unwrap();
