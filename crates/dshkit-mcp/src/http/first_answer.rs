@@ -19,6 +19,8 @@ use http_body_util::BodyExt as _;
 /// and no timer (the session worker, the service and the tool handing it on) is
 /// there after one.
 const ROUNDS_FOR_FIRST_ANSWER: usize = 2;
+/// Most frames read ahead of the head (a priming event comes once, first).
+const MAX_FRAMES_HELD: usize = 4;
 
 /// A POST answered with an event stream, its head held back until the stream's
 /// first event that is not a priming event, its end or an error, for at most
@@ -51,7 +53,7 @@ pub(super) async fn with_first_answer(response: Response) -> Response {
             Some(Err(_)) | None => true,
         };
         held.push_back(frame);
-        if answered {
+        if answered || held.len() == MAX_FRAMES_HELD {
             break;
         }
     }
@@ -91,6 +93,7 @@ impl http_body::Body for Prefixed {
 mod tests {
     use std::time::Duration;
 
+    use futures::StreamExt as _;
     use futures::channel::mpsc::{UnboundedSender, unbounded};
 
     use super::*;
@@ -170,6 +173,25 @@ mod tests {
         sender.unbounded_send(Err(std::io::Error::other("gone"))).unwrap();
         let mut body = with_first_answer(response).await.into_body();
         assert_eq!(ready(&mut body), [PRIMING, "<error>"]);
+    }
+
+    #[tokio::test]
+    async fn no_more_than_the_cap_is_read_ahead() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let taken = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&taken);
+        let frames = futures::stream::iter(0..100).map(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(Bytes::from(PRIMING))
+        });
+        let response = Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from_stream(frames))
+            .unwrap();
+        let mut body = with_first_answer(response).await.into_body();
+        assert_eq!(taken.load(Ordering::SeqCst), MAX_FRAMES_HELD);
+        assert_eq!(ready(&mut body).len(), 100 + 1, "every frame, then the end");
     }
 
     #[tokio::test]
