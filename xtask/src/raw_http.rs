@@ -140,12 +140,14 @@ impl RawHttp {
         })
     }
 
+    /// Reads one line of at most [`MAX_REPLY_BYTES`].
     fn read_line(&mut self, line: &mut String) -> anyhow::Result<()> {
-        if self.reader.read_line(line)? == 0 {
+        let limit = u64::try_from(MAX_REPLY_BYTES)?;
+        if (&mut self.reader).take(limit).read_line(line)? == 0 {
             bail!("the server closed the connection");
         }
-        if line.len() > MAX_REPLY_BYTES {
-            bail!("reply line longer than {MAX_REPLY_BYTES} bytes");
+        if !line.ends_with('\n') {
+            bail!("reply line longer than {MAX_REPLY_BYTES} bytes, or cut off");
         }
         Ok(())
     }

@@ -191,15 +191,9 @@ impl Guard {
         if !ours {
             return StatusCode::NOT_FOUND.into_response();
         }
-        let is_post = request.method() == http::Method::POST;
-        let response = match tokio::time::timeout(self.request_timeout, self.mcp.handle(request)).await {
+        match tokio::time::timeout(self.request_timeout, self.mcp.handle(request)).await {
             Ok(response) => response.map(Body::new),
-            Err(_elapsed) => return StatusCode::REQUEST_TIMEOUT.into_response(),
-        };
-        if is_post {
-            first_answer::with_first_answer(response).await
-        } else {
-            response
+            Err(_elapsed) => StatusCode::REQUEST_TIMEOUT.into_response(),
         }
     }
 }
@@ -399,6 +393,7 @@ async fn guard_request(guard: Arc<Guard>, request: Request) -> Response {
         let _ = guard.rmcp_sessions.close_session(&evicted.into()).await;
     }
     let response = guard.forward(Request::from_parts(parts, Body::from(bytes))).await;
+    let response = first_answer::with_first_answer(response).await;
     // The book holds the new session once its `initialize` is answered.
     drop(admission);
     match busy {
