@@ -3,7 +3,9 @@
 //! stdio and over Streamable HTTP, with the same raw JSON-RPC client, in one run:
 //! lines over pipes, and a blocking HTTP/1.1 client over one kept-alive connection
 //! ([`crate::raw_http`]). Over HTTP both servers are timed in the 2025-11-25
-//! revision (a session), and dshkit also in the stateless 2026-07-28 one.
+//! revision (a session), and dshkit also in the stateless 2026-07-28 one, each
+//! placement of client and server on CPUs on its own ([`Placement`]), each with
+//! its floor ([`crate::bare_http`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -96,90 +98,237 @@ fn mcp() -> anyhow::Result<()> {
     println!(
         "MCP tools/call round trips: {CALLS} timed calls after {WARMUP} warm-up, one raw JSON-RPC client for all"
     );
-    println!("dshkit calls dshkit_info; server-everything calls echo {{message: \"ping\"}}\n");
-    let mut rows = Vec::new();
-
-    // The floor: a process that echoes each line back (`cat`); no server can be
-    // faster over these pipes, so it is reported and subtracted below.
-    let floor = stdio_sample(
-        "pipe floor (cat)",
-        &mut Command::new("cat"),
-        FLOOR_TOOL,
-        &json!({}),
-    )?;
-    let mut server = Command::new(&dshkit);
-    server.args(["mcp", "--stdio"]).env("HOME", &home);
-    rows.push((
-        "stdio",
-        stdio_sample("dshkit", &mut server, "dshkit_info", &json!({}))?,
-    ));
-    let mut server = Command::new(peers.node());
-    server.arg(&everything).arg("stdio");
-    rows.push((
-        "stdio",
-        stdio_sample(
-            "server-everything",
-            &mut server,
-            "echo",
-            &json!({"message": "ping"}),
-        )?,
-    ));
-
-    rows.push(("http", http_dshkit(&dshkit, &home, false)?));
-    rows.push(("http", http_everything(&peers, &everything)?));
-    let stateless = ("http", http_dshkit(&dshkit, &home, true)?);
+    println!(
+        "dshkit calls dshkit_info; server-everything calls echo {{message: \"ping\"}}; the floors answer at once\n"
+    );
+    let mut runs = Vec::new();
+    for placement in Placement::available() {
+        // The stdio floor: a process that echoes each line back (`cat`); no
+        // server can be faster over these pipes. dshkit runs without the preview
+        // browser it keeps ready by default: its start would share the server's
+        // CPU with the calls timed.
+        let stdio = [
+            stdio_sample(
+                "pipe floor (cat)",
+                &mut Command::new("cat"),
+                FLOOR_TOOL,
+                &json!({}),
+                placement,
+            )?,
+            stdio_sample(
+                "dshkit",
+                Command::new(&dshkit)
+                    .args(["mcp", "--stdio", "--no-prewarm"])
+                    .env("HOME", &home),
+                "dshkit_info",
+                &json!({}),
+                placement,
+            )?,
+            stdio_sample(
+                "server-everything",
+                Command::new(peers.node()).arg(&everything).arg("stdio"),
+                "echo",
+                &json!({"message": "ping"}),
+                placement,
+            )?,
+        ];
+        let http = [
+            http_floor(placement)?,
+            http_dshkit(&dshkit, &home, false, placement)?,
+            http_dshkit(&dshkit, &home, true, placement)?,
+            http_everything(&peers, &everything, placement)?,
+        ];
+        runs.push((placement, stdio, http));
+    }
     let _ = std::fs::remove_dir_all(&home);
 
-    let floor_p50 = floor.percentile(0.5).as_secs_f64();
-    let floor_row = ("stdio", floor);
     println!(
         "{:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
         "", "server", "p50", "p99", "CPU/call", "RSS"
     );
-    for (transport, sample) in std::iter::once(&floor_row).chain(&rows).chain([&stateless]) {
-        println!(
-            "{transport:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
-            sample.label,
-            micros(sample.percentile(0.5)),
-            micros(sample.percentile(0.99)),
-            sample.cpu_per_call.map_or("?".into(), micros),
-            sample.rss_kib.map_or("?".into(), mib),
-        );
-    }
-    println!();
-    for pair in rows.chunks(2) {
-        let (transport, ours) = &pair[0];
-        let (_, peer) = &pair[1];
-        let ratio = |p: f64| peer.percentile(p).as_secs_f64() / ours.percentile(p).as_secs_f64();
-        println!(
-            "{transport}: dshkit is {:.1}x faster at p50 and {:.1}x at p99 than server-everything (goal: >= 5x per call)",
-            ratio(0.5),
-            ratio(0.99)
-        );
-        if let (Some(a), Some(b)) = (ours.cpu_per_call, peer.cpu_per_call) {
-            println!(
-                "{transport}: dshkit uses {:.1}x less server CPU per call",
-                b.as_secs_f64() / a.as_secs_f64().max(1e-9)
-            );
+    for (placement, stdio, http) in &runs {
+        println!("{}:", placement.describe());
+        for sample in stdio {
+            print_row("stdio", sample);
         }
-        if *transport == "stdio" {
-            let added = |s: &Sample| (s.percentile(0.5).as_secs_f64() - floor_p50).max(1e-7);
-            println!(
-                "stdio: above the {} pipe floor, dshkit adds {} and server-everything {} at p50 ({:.1}x)",
-                micros(floor_row.1.percentile(0.5)),
-                micros(Duration::from_secs_f64(added(ours))),
-                micros(Duration::from_secs_f64(added(peer))),
-                added(peer) / added(ours)
-            );
+        for sample in http {
+            print_row("http", sample);
         }
     }
-    let (_, peer) = &rows[3];
-    let (_, ours) = &stateless;
-    println!(
-        "http: dshkit over {STATELESS_VERSION} (no session) is {:.1}x faster at p50 than server-everything over {SESSION_VERSION}",
-        peer.percentile(0.5).as_secs_f64() / ours.percentile(0.5).as_secs_f64()
-    );
+    for (placement, stdio, http) in &runs {
+        println!();
+        print_stdio_summary(*placement, stdio);
+        print_http_summary(*placement, http);
+    }
     Ok(())
+}
+
+/// dshkit against its goals, the floor and server-everything over stdio.
+fn print_stdio_summary(placement: Placement, [floor, ours, peer]: &[Sample; 3]) {
+    let name = placement.name();
+    let ratio = |p: f64| peer.percentile(p).as_secs_f64() / ours.percentile(p).as_secs_f64();
+    println!(
+        "stdio {name}: dshkit is {:.1}x faster at p50 and {:.1}x at p99 than server-everything (goal: >= 5x per call)",
+        ratio(0.5),
+        ratio(0.99)
+    );
+    if let (Some(a), Some(b)) = (ours.cpu_per_call, peer.cpu_per_call) {
+        println!(
+            "stdio {name}: dshkit uses {:.1}x less server CPU per call",
+            b.as_secs_f64() / a.as_secs_f64().max(1e-9)
+        );
+    }
+    let floor_p50 = floor.percentile(0.5).as_secs_f64();
+    let added = |s: &Sample| (s.percentile(0.5).as_secs_f64() - floor_p50).max(1e-7);
+    println!(
+        "stdio {name}: above the {} pipe floor, dshkit adds {} (goal: <= 20 µs) and server-everything {} at p50 ({:.1}x)",
+        micros(floor.percentile(0.5)),
+        micros(Duration::from_secs_f64(added(ours))),
+        micros(Duration::from_secs_f64(added(peer))),
+        added(peer) / added(ours)
+    );
+}
+
+/// dshkit against its goals, the floor and server-everything over HTTP.
+fn print_http_summary(placement: Placement, [floor, ours, stateless, peer]: &[Sample; 4]) {
+    let p50 = |s: &Sample| s.percentile(0.5).as_secs_f64();
+    let ratio = |p: f64| peer.percentile(p).as_secs_f64() / ours.percentile(p).as_secs_f64();
+    let above = |s: &Sample| micros(Duration::from_secs_f64((p50(s) - p50(floor)).max(0.0)));
+    let name = placement.name();
+    println!(
+        "http {name}: dshkit {} at p50 (goal: <= 150 µs), {:.1}x faster at p50 and {:.1}x at p99 than server-everything (goal: >= 5x per call)",
+        micros(ours.percentile(0.5)),
+        ratio(0.5),
+        ratio(0.99)
+    );
+    println!(
+        "http {name}: above the {} floor, dshkit adds {} ({SESSION_VERSION}) and {} ({STATELESS_VERSION}), server-everything {}",
+        micros(floor.percentile(0.5)),
+        above(ours),
+        above(stateless),
+        above(peer)
+    );
+    if let (Some(a), Some(b)) = (ours.cpu_per_call, peer.cpu_per_call) {
+        println!(
+            "http {name}: dshkit uses {:.1}x less server CPU per call; over {STATELESS_VERSION} (no session) it is {:.1}x faster at p50 than server-everything over {SESSION_VERSION}",
+            b.as_secs_f64() / a.as_secs_f64().max(1e-9),
+            p50(peer) / p50(stateless)
+        );
+    }
+}
+
+fn print_row(transport: &str, sample: &Sample) {
+    println!(
+        "{transport:<6} {:<18} {:>10} {:>10} {:>12} {:>10}",
+        sample.label,
+        micros(sample.percentile(0.5)),
+        micros(sample.percentile(0.99)),
+        sample.cpu_per_call.map_or("?".into(), micros),
+        sample.rss_kib.map_or("?".into(), mib),
+    );
+}
+
+/// Where an HTTP sample's client and server run. Left to the scheduler, one
+/// exchange at a time over loopback lands both on one CPU in some runs and on
+/// two in others, and on a VM the two differ by about 2x (waking an idle CPU
+/// costs tens of µs each way). So each placement is timed on its own, with its
+/// floor; `Scheduler` only where CPU affinity cannot be set.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(target_os = "linux"),
+    expect(dead_code, reason = "CPU affinity is set on Linux only")
+)]
+enum Placement {
+    /// The client on one CPU, the server on another: a host and its server on
+    /// a machine with idle CPUs.
+    Apart {
+        client: usize,
+        server: usize,
+    },
+    /// Both on one CPU: a host and its server on a busy machine.
+    Together {
+        cpu: usize,
+    },
+    Scheduler,
+}
+
+impl Placement {
+    /// Apart and together on the first two CPUs this process may use (together
+    /// only, with one).
+    #[cfg(target_os = "linux")]
+    fn available() -> Vec<Self> {
+        let Ok(allowed) = rustix::thread::sched_getaffinity(None) else {
+            return vec![Self::Scheduler];
+        };
+        let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&cpu| allowed.is_set(cpu))
+            .take(2)
+            .collect();
+        match cpus[..] {
+            [client, server] => vec![Self::Apart { client, server }, Self::Together { cpu: client }],
+            [cpu] => vec![Self::Together { cpu }],
+            _ => vec![Self::Scheduler],
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn available() -> Vec<Self> {
+        vec![Self::Scheduler]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Apart { .. } => "apart",
+            Self::Together { .. } => "together",
+            Self::Scheduler => "unpinned",
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Self::Apart { client, server } => {
+                format!("apart: the client on CPU {client}, the server on CPU {server}")
+            }
+            Self::Together { cpu } => format!("together: the client and the server on CPU {cpu}"),
+            Self::Scheduler => "unpinned: placed by the scheduler".into(),
+        }
+    }
+
+    /// Starts a server with `start`, where this placement puts servers (a
+    /// process inherits the CPUs of the thread that starts it).
+    fn start_server<T>(self, start: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        match self {
+            Self::Apart { server: cpu, .. } | Self::Together { cpu } => on_cpu(cpu, start),
+            Self::Scheduler => start(),
+        }
+    }
+
+    /// Runs the client's `calls` where this placement puts the client.
+    fn run_client<T>(self, calls: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        match self {
+            Self::Apart { client: cpu, .. } | Self::Together { cpu } => on_cpu(cpu, calls),
+            Self::Scheduler => calls(),
+        }
+    }
+}
+
+/// Runs `f` with this thread held to `cpu`, then gives the thread back the CPUs
+/// it had.
+#[cfg(target_os = "linux")]
+fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+    let before = sched_getaffinity(None).context("the thread's CPUs")?;
+    let mut one = CpuSet::new();
+    one.set(cpu);
+    sched_setaffinity(None, &one).with_context(|| format!("hold the thread to CPU {cpu}"))?;
+    let result = f();
+    sched_setaffinity(None, &before).context("give the thread its CPUs back")?;
+    result
+}
+
+#[cfg(not(target_os = "linux"))]
+fn on_cpu<T>(_cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    f()
 }
 
 /// The `p` quantile (0..=1) of `values`, sorting them; zero when empty.
@@ -332,6 +481,26 @@ impl StdioClient {
         }
     }
 
+    /// Writes `line` and reads lines until one names `marker` (`"id":N`, not
+    /// followed by a digit), left in `self.line`: nothing is formatted or parsed
+    /// between the write and the reply's last byte.
+    fn exchange_line(&mut self, line: &str, marker: &str) -> anyhow::Result<()> {
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.flush()?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                bail!("server closed stdout");
+            }
+            let names = |(at, _): (usize, &str)| {
+                !self.line[at + marker.len()..].starts_with(|c: char| c.is_ascii_digit())
+            };
+            if self.line.match_indices(marker).any(names) {
+                return Ok(());
+            }
+        }
+    }
+
     /// Reads lines until the reply to request `id`.
     pub(crate) fn reply_to(&mut self, id: &Value) -> anyhow::Result<Value> {
         loop {
@@ -376,13 +545,32 @@ fn check(reply: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn stdio_sample(label: &str, command: &mut Command, tool: &str, arguments: &Value) -> anyhow::Result<Sample> {
+fn stdio_sample(
+    label: &str,
+    command: &mut Command,
+    tool: &str,
+    arguments: &Value,
+    placement: Placement,
+) -> anyhow::Result<Sample> {
     // The floor (`cat`) speaks no MCP: it gets no handshake.
-    let mut client = if tool == FLOOR_TOOL {
-        StdioClient::spawn(command)?
-    } else {
-        StdioClient::start(command)?
-    };
+    let client = placement.start_server(|| {
+        if tool == FLOOR_TOOL {
+            StdioClient::spawn(command)
+        } else {
+            StdioClient::start(command)
+        }
+    })?;
+    placement.run_client(|| stdio_calls(label, client, tool, arguments))
+}
+
+/// Times `tool` over `client`'s pipes, then stops the server. The clock runs from the
+/// request line's write to the reply line's last byte; the reply is parsed after.
+fn stdio_calls(
+    label: &str,
+    mut client: StdioClient,
+    tool: &str,
+    arguments: &Value,
+) -> anyhow::Result<Sample> {
     let pid = client.child.id();
     let mut latencies = Vec::with_capacity(CALLS);
     let mut cpu_before = None;
@@ -391,9 +579,15 @@ fn stdio_sample(label: &str, command: &mut Command, tool: &str, arguments: &Valu
             cpu_before = cpu_time(pid);
         }
         let message = call(i, tool, arguments);
+        let line = format!("{message}\n");
+        let marker = format!("\"id\":{i}");
         let start = Instant::now();
-        let reply = client.request(&message)?;
+        client.exchange_line(&line, &marker)?;
         let elapsed = start.elapsed();
+        let reply: Value = serde_json::from_str(&client.line)?;
+        if reply["id"] != message["id"] {
+            bail!("a line naming id {i} that is not its reply: {reply}");
+        }
         if tool != FLOOR_TOOL {
             check(&reply)?;
         }
@@ -655,8 +849,33 @@ pub(crate) fn spawn_everything_http(node: &Path, everything: &Path) -> anyhow::R
     Ok((child, format!("http://127.0.0.1:{port}/mcp")))
 }
 
-fn http_dshkit(dshkit: &Path, home: &Path, stateless: bool) -> anyhow::Result<Sample> {
-    let (child, url, token) = spawn_dshkit_http(dshkit, home, &[])?;
+/// The floor: [`crate::bare_http`] in its own process, timed as the servers are.
+fn http_floor(placement: Placement) -> anyhow::Result<Sample> {
+    let mut child = placement.start_server(|| {
+        Ok(Killed(
+            Command::new(std::env::current_exe()?)
+                .arg("bare-http")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()?,
+        ))
+    })?;
+    let mut url = String::new();
+    BufReader::new(child.0.stdout.take().context("stdout")?).read_line(&mut url)?;
+    let client = RawMcp {
+        http: RawHttp::connect(url.trim())?,
+        token: None,
+        session: None,
+        stateless: false,
+    };
+    placement.run_client(|| http_sample("floor (bare HTTP)", client, "echo", &json!({}), child.0.id()))
+}
+
+/// dshkit over HTTP. Without the preview browser it keeps ready by default: its
+/// start would share the server's CPU with the calls timed.
+fn http_dshkit(dshkit: &Path, home: &Path, stateless: bool, placement: Placement) -> anyhow::Result<Sample> {
+    let (child, url, token) =
+        placement.start_server(|| spawn_dshkit_http(dshkit, home, &["--no-prewarm"]))?;
     let client = RawMcp {
         http: RawHttp::connect(&url)?,
         token: Some(token),
@@ -668,22 +887,24 @@ fn http_dshkit(dshkit: &Path, home: &Path, stateless: bool) -> anyhow::Result<Sa
     } else {
         "dshkit"
     };
-    http_sample(label, client, "dshkit_info", &json!({}), child.0.id())
+    placement.run_client(|| http_sample(label, client, "dshkit_info", &json!({}), child.0.id()))
 }
 
-fn http_everything(peers: &Peers, everything: &Path) -> anyhow::Result<Sample> {
-    let (child, url) = spawn_everything_http(&peers.node(), everything)?;
+fn http_everything(peers: &Peers, everything: &Path, placement: Placement) -> anyhow::Result<Sample> {
+    let (child, url) = placement.start_server(|| spawn_everything_http(&peers.node(), everything))?;
     let client = RawMcp {
         http: RawHttp::connect(&url)?,
         token: None,
         session: None,
         stateless: false,
     };
-    http_sample(
-        "server-everything",
-        client,
-        "echo",
-        &json!({"message": "ping"}),
-        child.0.id(),
-    )
+    placement.run_client(|| {
+        http_sample(
+            "server-everything",
+            client,
+            "echo",
+            &json!({"message": "ping"}),
+            child.0.id(),
+        )
+    })
 }

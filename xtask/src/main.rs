@@ -19,6 +19,7 @@
     reason = "a developer CLI reports progress"
 )]
 
+mod bare_http;
 mod bench;
 mod bench_browser;
 mod bench_browser_floor;
@@ -55,6 +56,8 @@ fn main() -> ExitCode {
         Some("dist") => dist::main(&args[1..]),
         // The floor `bench echo` measures record against; not for people.
         Some("bare-relay") => bench_echo::bare_relay(&args[1..]),
+        // The floor `bench mcp` measures MCP over HTTP against; not for people.
+        Some("bare-http") => bare_http::serve(),
         _ => {
             eprintln!(
                 "usage: cargo xtask <setup [--corpus] | demo | test [--corpus] [nextest args] | test-windows | house | dist [linux-x64-gnu | linux-x64-musl | win32-x64 ...] | soak [N] [nextest args] | bench <mcp | browser | check | verify | detect | echo> | fuzz [cassette | framing | all] [seconds]>"
