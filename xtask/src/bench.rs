@@ -312,10 +312,23 @@ impl Placement {
     }
 }
 
-/// Runs `f` with this thread held to `cpu`, then gives the thread back the CPUs
-/// it had.
+/// The CPU this thread runs on now; `None` where CPU affinity is not available.
 #[cfg(target_os = "linux")]
-fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn current_cpu() -> Option<usize> {
+    rustix::thread::sched_getaffinity(None)
+        .ok()
+        .map(|_| rustix::thread::sched_getcpu())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn current_cpu() -> Option<usize> {
+    None
+}
+
+/// Runs `f` with this thread, and every process it starts, held to `cpu`, then
+/// gives the thread back the CPUs it had.
+#[cfg(target_os = "linux")]
+pub(crate) fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
     let before = sched_getaffinity(None).context("the thread's CPUs")?;
     let mut one = CpuSet::new();
@@ -327,7 +340,7 @@ fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Resul
 }
 
 #[cfg(not(target_os = "linux"))]
-fn on_cpu<T>(_cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn on_cpu<T>(_cpu: usize, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
     f()
 }
 
@@ -467,18 +480,8 @@ impl StdioClient {
     }
 
     pub(crate) fn request(&mut self, message: &Value) -> anyhow::Result<Value> {
-        let id = message["id"].clone();
         send_line(&mut self.stdin, message)?;
-        loop {
-            self.line.clear();
-            if self.stdout.read_line(&mut self.line)? == 0 {
-                bail!("server closed stdout");
-            }
-            let reply: Value = serde_json::from_str(&self.line)?;
-            if reply["id"] == id {
-                return Ok(reply);
-            }
-        }
+        self.reply_to(&message["id"])
     }
 
     /// Writes `line` and reads lines until one names `marker` (`"id":N`, not

@@ -100,8 +100,13 @@ pub(crate) fn run() -> anyhow::Result<()> {
     // two ends (two identical `cat`s above can differ fourfold). On one CPU every
     // variant pays only for its own work.
     let again = work.join("everything-one-cpu.jsonl");
-    match on_one_cpu(|| stdio_round_trips(&dshkit, &peers, &everything, &again, &work)) {
-        Some(result) => result?,
+    match crate::bench::current_cpu() {
+        Some(cpu) => {
+            println!("\n2. the client and every process it starts on CPU {cpu} alone");
+            crate::bench::on_cpu(cpu, || {
+                stdio_round_trips(&dshkit, &peers, &everything, &again, &work)
+            })?;
+        }
         None => println!("\n2. on one CPU: not measured (no CPU affinity on this system)"),
     }
     dsh_annotation(&dshkit, &work, &cassette)?;
@@ -300,29 +305,6 @@ fn stdio_round_trips(
         f50.max(c50).as_secs_f64() / f50.min(c50).as_secs_f64()
     );
     Ok(())
-}
-
-/// Runs `measure` with this thread, and every process it starts, held to the
-/// CPU it is on now; `None` where CPU affinity cannot be set.
-#[cfg(target_os = "linux")]
-fn on_one_cpu<T>(measure: impl FnOnce() -> T) -> Option<T> {
-    use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu, sched_setaffinity};
-    let before = sched_getaffinity(None).ok()?;
-    let cpu = sched_getcpu();
-    let mut one = CpuSet::new();
-    one.set(cpu);
-    sched_setaffinity(None, &one).ok()?;
-    println!("\n2. the client and every process it starts on CPU {cpu} alone");
-    let result = measure();
-    if let Err(e) = sched_setaffinity(None, &before) {
-        eprintln!("could not restore the CPU affinity: {e}");
-    }
-    Some(result)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn on_one_cpu<T>(_measure: impl FnOnce() -> T) -> Option<T> {
-    None
 }
 
 /// `cargo xtask bare-relay -- ARGV…`: the floor any stdio proxy is measured
